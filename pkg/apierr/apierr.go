@@ -1,0 +1,158 @@
+// Package apierr defines the error values the service returns. Each Code maps one-to-one to an
+// error code of the HTTP API and to one HTTP status, so every layer (engine, metadata store,
+// handlers) reports failures in the API's own vocabulary and the HTTP layer only renders them.
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Code is a stable, snake_case API error code.
+type Code string
+
+// The API's error codes. openapi.yaml enumerates the same list.
+const (
+	InvalidArgument         Code = "invalid_argument"
+	PayloadTooLarge         Code = "payload_too_large"
+	UnsupportedMediaType    Code = "unsupported_media_type"
+	Unauthenticated         Code = "unauthenticated"
+	PermissionDenied        Code = "permission_denied"
+	NotFound                Code = "not_found"
+	MethodNotAllowed        Code = "method_not_allowed"
+	QueueExists             Code = "queue_exists"
+	QueueInUse              Code = "queue_in_use"
+	SubscriptionExists      Code = "subscription_exists"
+	ReceiptHandleInvalid    Code = "receipt_handle_invalid"
+	ReceiptHandleStale      Code = "receipt_handle_stale"
+	VisibilityLimitExceeded Code = "visibility_limit_exceeded"
+	PurgeTooSoon            Code = "purge_too_soon"
+	RateLimited             Code = "rate_limited"
+	Unavailable             Code = "unavailable"
+	Internal                Code = "internal"
+)
+
+var statuses = map[Code]int{
+	InvalidArgument:         http.StatusBadRequest,
+	PayloadTooLarge:         http.StatusRequestEntityTooLarge,
+	UnsupportedMediaType:    http.StatusUnsupportedMediaType,
+	Unauthenticated:         http.StatusUnauthorized,
+	PermissionDenied:        http.StatusForbidden,
+	NotFound:                http.StatusNotFound,
+	MethodNotAllowed:        http.StatusMethodNotAllowed,
+	QueueExists:             http.StatusConflict,
+	QueueInUse:              http.StatusConflict,
+	SubscriptionExists:      http.StatusConflict,
+	ReceiptHandleInvalid:    http.StatusBadRequest,
+	ReceiptHandleStale:      http.StatusGone,
+	VisibilityLimitExceeded: http.StatusBadRequest,
+	PurgeTooSoon:            http.StatusTooManyRequests,
+	RateLimited:             http.StatusTooManyRequests,
+	Unavailable:             http.StatusServiceUnavailable,
+	Internal:                http.StatusInternalServerError,
+}
+
+// Codes lists every code, for documentation checks.
+func Codes() []Code {
+	out := make([]Code, 0, len(statuses))
+	for c := range statuses {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Status is the HTTP status the code is answered with.
+func (c Code) Status() int {
+	if s, ok := statuses[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is a failure with an API code. Field, when set, names the request field at fault as a
+// path such as "messages[2].delaySeconds".
+type Error struct {
+	Code       Code
+	Message    string
+	Field      string
+	RetryAfter time.Duration
+	Details    map[string]any
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Field)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Is makes errors.Is(err, &Error{Code: X}) match any error with code X.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code
+	}
+	return false
+}
+
+// New returns an error with a code and a message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Field returns an error about one field of the request.
+func Field(code Code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid is shorthand for an invalid_argument error naming a field.
+func Invalid(field, format string, args ...any) *Error {
+	return Field(InvalidArgument, field, format, args...)
+}
+
+// WithRetryAfter sets the Retry-After the answer carries.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	e.RetryAfter = d
+	return e
+}
+
+// WithPrefix returns a copy whose field path is prefixed, e.g. "messages[2]" + ".body".
+func (e *Error) WithPrefix(prefix string) *Error {
+	c := *e
+	switch {
+	case c.Field == "":
+		c.Field = prefix
+	case c.Field[0] == '[':
+		c.Field = prefix + c.Field
+	default:
+		c.Field = prefix + "." + c.Field
+	}
+	return &c
+}
+
+// CodeOf returns the code of err, Internal for errors without one.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Internal
+}
+
+// As returns err as an *Error, wrapping unknown errors as Internal.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Message: "internal error"}
+}
+
+// Sentinels for comparisons with errors.Is.
+var (
+	ErrNotFound    = &Error{Code: NotFound, Message: "not found"}
+	ErrStale       = &Error{Code: ReceiptHandleStale, Message: "the receipt handle is stale: the message was received again, acknowledged, dead-lettered, purged or expired"}
+	ErrUnavailable = &Error{Code: Unavailable, Message: "a storage backend is unavailable; retry"}
+)

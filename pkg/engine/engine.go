@@ -1,0 +1,257 @@
+// Package engine defines the queue engine: the data plane that stores messages and moves them
+// through their life (sent, delayed, visible, in flight, acknowledged, dead-lettered, expired,
+// purged). The HTTP API and the pusher talk to an Engine; the Redis engine (package
+// redisengine) and the embedded engine implement it, and package enginetest holds the
+// conformance suite that every implementation must pass.
+//
+// The engine knows nothing of projects, tokens or metadata storage: callers pass the queue's
+// settings (Queue) with every call, taken from their metadata cache, so no message operation
+// reads the metadata store. Time comes from the caller's injected clock; implementations never
+// read the wall clock for deadlines.
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// Type is a queue's type.
+type Type string
+
+// Queue types.
+const (
+	Standard Type = "standard"
+	FIFO     Type = "fifo"
+)
+
+// Limits shared by every engine and by the API's validation.
+const (
+	MaxBatch          = 10               // messages per send or receive
+	MaxMessageBytes   = 256 * 1024       // body + attribute names and values, in UTF-8 bytes
+	MaxAttributes     = 10               // attributes per message
+	MaxInFlight       = 12 * time.Hour   // from the receive, however often extended
+	MaxVisibility     = 12 * time.Hour   // a single visibility timeout
+	MaxPartitions     = 64               // partitions a queue can grow to
+	DedupWindow       = 5 * time.Minute  // fifo deduplication window
+	DefaultDLQReason  = "consumer"       // reason recorded for a consumer's dead-letter without one
+	RedriveReason     = "maxReceiveCount" // reason recorded for redrive at receive time
+	PurgeInterval     = 60 * time.Second // at most one purge per queue per interval
+	MaxReceiveCountHi = 1000
+)
+
+// Queue carries the settings of a queue that the engine needs for an operation. The caller
+// reads them from its metadata cache.
+type Queue struct {
+	ID                ids.ID
+	Type              Type
+	VisibilityTimeout time.Duration
+	Retention         time.Duration
+	Delay             time.Duration
+	ContentBasedDedup bool
+	// Redrive is nil when the queue has no redrive policy.
+	Redrive *Redrive
+}
+
+// Redrive is a queue's dead-letter policy.
+type Redrive struct {
+	// DeadLetter is the dead-letter queue (same project, same type). Its own Redrive is ignored:
+	// a message is moved one hop only.
+	DeadLetter      *Queue
+	MaxReceiveCount int
+}
+
+// Message is what a producer sends. The API validates it before the engine sees it.
+type Message struct {
+	Body       string
+	Attributes map[string]string
+	// Delay overrides the queue's delay when non-nil (standard queues only).
+	Delay   *time.Duration
+	GroupID string // fifo only, required there
+	DedupID string // fifo only, optional
+}
+
+// SendResult is the outcome of one sent message, in request order.
+type SendResult struct {
+	MessageID ids.ID
+	// Duplicate is true when a fifo send matched an earlier send within the dedup window; the
+	// message was not stored again and MessageID is the original's.
+	Duplicate bool
+	// Partition the message was stored in (informational; -1 for duplicates).
+	Partition int
+}
+
+// ReceiveRequest asks for up to Max messages with a visibility timeout.
+type ReceiveRequest struct {
+	Max        int
+	Visibility time.Duration
+}
+
+// DeadLetterInfo describes how a message came to a dead-letter queue.
+type DeadLetterInfo struct {
+	SourceQueue ids.ID
+	Reason      string
+	At          time.Time
+}
+
+// Delivery names one delivery of one message: what a receipt handle carries.
+type Delivery struct {
+	Queue     ids.ID
+	Partition int
+	MessageID ids.ID
+	// Attempt is the message's receiveCount at this delivery; a later receive raises it, which
+	// is what makes older handles stale.
+	Attempt uint32
+}
+
+// Received is a message handed to a consumer.
+type Received struct {
+	Delivery
+	Body               string
+	Attributes         map[string]string
+	ReceiveCount       int
+	SentAt             time.Time
+	VisibilityDeadline time.Time
+	GroupID            string
+	SequenceNumber     uint64 // fifo only; increasing in send order within the queue
+	DeadLetter         *DeadLetterInfo
+}
+
+// ReceiveResult is the answer to a receive.
+type ReceiveResult struct {
+	Messages []Received
+	// NextVisibleAt, when not zero and Messages is empty, is the earliest time at which a
+	// delayed or in-flight message becomes visible: a long poll can sleep until then.
+	NextVisibleAt time.Time
+}
+
+// VisibilityChange sets a delivery's visibility timeout: 0 releases it, d>0 keeps it in flight
+// until now+d (extend, or retry after d).
+type VisibilityChange struct {
+	Delivery   Delivery
+	Visibility time.Duration
+}
+
+// DeadLetterRequest dead-letters a delivery now with a reason ("" means DefaultDLQReason).
+type DeadLetterRequest struct {
+	Delivery Delivery
+	Reason   string
+}
+
+// State is a message's visible state, for browsing and counts.
+type State string
+
+// Message states.
+const (
+	StateVisible  State = "visible"
+	StateInFlight State = "inFlight"
+	StateDelayed  State = "delayed"
+)
+
+// Counts are a queue's message counts by state. A message retried after d counts as in flight
+// until d has passed; an in-flight message whose deadline passed counts as visible.
+type Counts struct {
+	Visible  int64
+	InFlight int64
+	Delayed  int64
+	// Truncated is true when a count is beyond the exact range (100,000) and may be approximate.
+	Truncated bool
+	// OldestSentAt is the send time of the oldest message, zero when the queue is empty.
+	OldestSentAt time.Time
+}
+
+// Stats are a queue's counts and partition count.
+type Stats struct {
+	Counts
+	Partitions int
+}
+
+// BrowseRequest pages through messages in one state without leasing them.
+type BrowseRequest struct {
+	State  State
+	Limit  int
+	Cursor string // opaque, from a previous page; "" for the first
+}
+
+// BrowsedMessage is a message seen by browsing: no receipt handle.
+type BrowsedMessage struct {
+	MessageID      ids.ID
+	Body           string
+	Attributes     map[string]string
+	ReceiveCount   int
+	SentAt         time.Time
+	VisibleAt      time.Time // when it becomes (or became) visible
+	State          State
+	GroupID        string
+	SequenceNumber uint64
+	DeadLetter     *DeadLetterInfo
+}
+
+// BrowsePage is one page of browsed messages.
+type BrowsePage struct {
+	Messages   []BrowsedMessage
+	NextCursor string // "" on the last page
+}
+
+// Group is a fifo message group's state.
+type Group struct {
+	GroupID  string
+	Messages int64 // visible, in flight and delayed together
+	InFlight bool  // whether a batch of the group is in flight
+}
+
+// GroupPage is one page of groups.
+type GroupPage struct {
+	Groups     []Group
+	NextCursor string
+}
+
+// Engine is the queue data plane. All methods are safe for concurrent use. Errors are
+// *apierr.Error values where the caller can act on them (not found, stale handle, limits);
+// storage failures are apierr.Unavailable.
+//
+// Batch settle operations return one error per entry (nil for success) in request order, and a
+// non-nil error of their own only when the whole call failed before changing anything.
+type Engine interface {
+	// CreateQueue prepares storage for a new queue (one partition).
+	CreateQueue(ctx context.Context, q Queue) error
+	// DeleteQueue removes every message of the queue; its handles go stale.
+	DeleteQueue(ctx context.Context, q ids.ID) error
+
+	// Send stores messages durably before returning. The messages are valid (the API checks
+	// sizes, UTF-8, attribute names, group and dedup ids).
+	Send(ctx context.Context, q Queue, msgs []Message) ([]SendResult, error)
+	// Receive claims up to req.Max visible messages. Messages found received MaxReceiveCount
+	// times are moved to the dead-letter queue instead of being returned; expired ones are
+	// dropped.
+	Receive(ctx context.Context, q Queue, req ReceiveRequest) (ReceiveResult, error)
+
+	// Ack deletes the deliveries' messages.
+	Ack(ctx context.Context, q Queue, ds []Delivery) ([]error, error)
+	// ChangeVisibility extends, releases or delays deliveries (12 h cap from the receive).
+	ChangeVisibility(ctx context.Context, q Queue, cs []VisibilityChange) ([]error, error)
+	// DeadLetter moves deliveries to the queue's dead-letter queue now (or drops them when the
+	// queue has no redrive policy).
+	DeadLetter(ctx context.Context, q Queue, rs []DeadLetterRequest) ([]error, error)
+
+	// Purge removes every message sent before it; later sends are kept.
+	Purge(ctx context.Context, q Queue) error
+	// Stats returns exact counts and the partition count.
+	Stats(ctx context.Context, q Queue) (Stats, error)
+	// Browse pages through messages in one state without leasing them.
+	Browse(ctx context.Context, q Queue, req BrowseRequest) (BrowsePage, error)
+
+	// Groups lists a fifo queue's groups; PurgeGroup removes one group's messages.
+	Groups(ctx context.Context, q Queue, limit int, cursor string) (GroupPage, error)
+	PurgeGroup(ctx context.Context, q Queue, groupID string) error
+
+	// Watch returns a channel that is signalled (without blocking the sender; signals may
+	// coalesce) whenever messages may have become visible in queue q on any replica: a send, a
+	// release, a purge or delete of the queue. Call cancel to stop watching.
+	Watch(q ids.ID) (ch <-chan struct{}, cancel func())
+
+	// Sweep does one round of background work for the queues given: deletes expired messages,
+	// finishes dead-letter moves interrupted by a crash. Safe to run on every replica at once.
+	Sweep(ctx context.Context, qs []Queue) error
+}

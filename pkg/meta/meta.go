@@ -1,0 +1,106 @@
+// Package meta defines the metadata of the service (projects, tokens, queues) and the Store
+// interface that the DynamoDB store (package dynamometa) and the embedded store implement.
+// Package metatest holds the conformance suite every Store must pass.
+package meta
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// ErrVersionConflict is returned by UpdateQueue when the queue changed since it was read.
+var ErrVersionConflict = errors.New("meta: queue changed concurrently")
+
+// Project is a tenant.
+type Project struct {
+	ID        ids.ID
+	Name      string
+	CreatedAt time.Time
+}
+
+// Token is a project's API credential. The bearer secret itself (a JWT) is never stored: the
+// record is what revocation and expiry are checked against.
+type Token struct {
+	ID        ids.ID
+	ProjectID ids.ID
+	Name      string
+	Scopes    []string
+	CreatedAt time.Time
+	ExpiresAt *time.Time // nil: never
+	RevokedAt *time.Time // nil: live
+}
+
+// Redrive is a queue's dead-letter policy as stored.
+type Redrive struct {
+	DeadLetterQueue ids.ID
+	MaxReceiveCount int
+}
+
+// Queue is a queue's stored settings.
+type Queue struct {
+	ID                       ids.ID
+	ProjectID                ids.ID
+	Name                     string
+	Type                     string // "standard" or "fifo"
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
+	VisibilityTimeoutSeconds int
+	RetentionSeconds         int
+	DelaySeconds             int
+	ReceiveWaitSeconds       int
+	Redrive                  *Redrive
+	ContentBasedDedup        bool
+	// Version increases with every update (optimistic concurrency for UpdateQueue).
+	Version int64
+}
+
+// Page is a page of a listing. Cursor is opaque; "" asks for the first page. NextCursor is ""
+// on the last page.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+// Store keeps metadata. Errors are *apierr.Error values: NotFound for a missing record,
+// QueueExists for a taken name, QueueInUse for deleting a dead-letter queue still named by
+// another queue, InvalidArgument (field "cursor") for a bad cursor, Unavailable when the
+// backend cannot be reached.
+type Store interface {
+	CreateProject(ctx context.Context, p Project) error
+	GetProject(ctx context.Context, id ids.ID) (Project, error)
+	ListProjects(ctx context.Context, page Page) (ps []Project, nextCursor string, err error)
+
+	CreateToken(ctx context.Context, t Token) error
+	GetToken(ctx context.Context, projectID, tokenID ids.ID) (Token, error)
+	// RevokeToken sets RevokedAt (idempotent: a second revoke keeps the first time).
+	RevokeToken(ctx context.Context, projectID, tokenID ids.ID, at time.Time) error
+
+	// CreateQueue stores a new queue; its name must be free in the project, and a redrive's
+	// dead-letter queue must exist in the same project (else NotFound with field
+	// "redrive.deadLetterQueue"). The store records the reference so the dead-letter queue
+	// cannot be deleted while named.
+	CreateQueue(ctx context.Context, q Queue) error
+	// GetQueue finds a queue by id within a project.
+	GetQueue(ctx context.Context, projectID, queueID ids.ID) (Queue, error)
+	// GetQueueByName finds a queue by name within a project.
+	GetQueueByName(ctx context.Context, projectID ids.ID, name string) (Queue, error)
+	// GetQueueByID finds a queue by id alone (receipt handles carry only the queue id).
+	GetQueueByID(ctx context.Context, queueID ids.ID) (Queue, error)
+	// ListQueues lists a project's queues whose names start with prefix, in name order.
+	ListQueues(ctx context.Context, projectID ids.ID, prefix string, page Page) (qs []Queue, nextCursor string, err error)
+	// UpdateQueue replaces the settings of q if its stored Version equals q.Version (else
+	// ErrVersionConflict: the caller re-reads and re-applies its change), and moves dead-letter
+	// references when the redrive changes (NotFound with field "redrive.deadLetterQueue" for a
+	// missing dead-letter queue). Name, type, project and CreatedAt are never changed. It
+	// returns the stored queue with the new Version.
+	UpdateQueue(ctx context.Context, q Queue) (Queue, error)
+	// DeleteQueue deletes a queue and frees its name; QueueInUse while another queue names it
+	// as dead-letter queue. It returns the deleted queue.
+	DeleteQueue(ctx context.Context, projectID, queueID ids.ID) (Queue, error)
+
+	// Ping checks that the store is reachable (readiness).
+	Ping(ctx context.Context) error
+}
