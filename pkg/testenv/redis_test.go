@@ -1,0 +1,77 @@
+package testenv
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestRedis(t *testing.T) {
+	t.Parallel()
+	addr := Redis(t)
+	if strings.HasSuffix(addr, ":6379") {
+		t.Fatalf("started on the default port: %s", addr)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	policy, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy["maxmemory-policy"] != "noeviction" {
+		t.Fatalf("maxmemory-policy = %q, want noeviction", policy["maxmemory-policy"])
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartRedisArgsOverrideAndStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	addr, stop, err := StartRedis(ctx, "--maxmemory-policy", "allkeys-lru")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	policy, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy["maxmemory-policy"] != "allkeys-lru" {
+		t.Fatalf("maxmemory-policy = %q, want the argument's allkeys-lru", policy["maxmemory-policy"])
+	}
+	stop()
+	stop() // idempotent
+	if err := ping(ctx, addr); err == nil {
+		t.Fatal("server still answers after stop")
+	}
+}
+
+func TestRedisCluster(t *testing.T) {
+	t.Parallel()
+	addrs := RedisCluster(t)
+	if len(addrs) != 3 {
+		t.Fatalf("got %d seeds, want 3", len(addrs))
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	ctx := context.Background()
+	// Keys in many slots: every one must be writable through the cluster client.
+	for _, k := range []string{"a", "b", "c", "{x}1", "{y}2", "{z}3"} {
+		if err := c.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 3 {
+		t.Fatalf("cluster has %d slot ranges, want one per master (3)", len(slots))
+	}
+}
