@@ -1,0 +1,251 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/queueshq/queues/pkg/apierr"
+)
+
+// object is a decoded JSON object whose fields are still raw, so each field is decoded on its
+// own and an error names exactly that field.
+type object struct {
+	prefix string
+	fields map[string]json.RawMessage
+}
+
+// join builds a field path: join("messages[2]", "body") = "messages[2].body".
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+// parseObject decodes data as one JSON object with only the allowed keys (any key when none
+// are given). An empty body is an empty object when emptyOK.
+func parseObject(data []byte, prefix string, emptyOK bool, allowed ...string) (*object, *apierr.Error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		if emptyOK {
+			return &object{prefix: prefix, fields: map[string]json.RawMessage{}}, nil
+		}
+		return nil, apierr.Invalid(prefix, "a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		what := "not a JSON object"
+		var se *json.SyntaxError
+		if errorsAs(err, &se) {
+			what = fmt.Sprintf("not valid JSON (at byte %d)", se.Offset)
+		}
+		return nil, apierr.Invalid(prefix, "%s", what)
+	}
+	if dec.More() {
+		return nil, apierr.Invalid(prefix, "unexpected data after the JSON object")
+	}
+	for k := range fields {
+		if allowed != nil && !slices.Contains(allowed, k) {
+			return nil, apierr.Invalid(join(prefix, k), "unknown field %q", k)
+		}
+	}
+	return &object{prefix: prefix, fields: fields}, nil
+}
+
+func errorsAs(err error, se **json.SyntaxError) bool {
+	s, ok := err.(*json.SyntaxError)
+	if ok {
+		*se = s
+	}
+	return ok
+}
+
+func (o *object) has(name string) bool {
+	_, ok := o.fields[name]
+	return ok
+}
+
+func (o *object) isNull(name string) bool {
+	return string(bytes.TrimSpace(o.fields[name])) == "null"
+}
+
+func (o *object) path(name string) string { return join(o.prefix, name) }
+
+// integer reads an optional integer field within [lo, hi]; ok is false when absent.
+func (o *object) integer(name string, lo, hi int64) (v int64, ok bool, err *apierr.Error) {
+	raw, present := o.fields[name]
+	if !present {
+		return 0, false, nil
+	}
+	v, err = parseInteger(raw, o.path(name), lo, hi)
+	return v, err == nil, err
+}
+
+func parseInteger(raw json.RawMessage, path string, lo, hi int64) (int64, *apierr.Error) {
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&n); err != nil {
+		return 0, apierr.Invalid(path, "must be an integer from %d to %d", lo, hi)
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+		return 0, apierr.Invalid(path, "must be an integer from %d to %d", lo, hi)
+	}
+	return int64(f), nil
+}
+
+// boolean reads an optional boolean field.
+func (o *object) boolean(name string) (v, ok bool, err *apierr.Error) {
+	raw, present := o.fields[name]
+	if !present {
+		return false, false, nil
+	}
+	if e := json.Unmarshal(raw, &v); e != nil || o.isNull(name) {
+		return false, false, apierr.Invalid(o.path(name), "must be true or false")
+	}
+	return v, true, nil
+}
+
+// str reads an optional string field, rejecting invalid UTF-8 and unpaired surrogates.
+func (o *object) str(name string) (v string, ok bool, err *apierr.Error) {
+	raw, present := o.fields[name]
+	if !present {
+		return "", false, nil
+	}
+	v, err = parseString(raw, o.path(name))
+	return v, err == nil, err
+}
+
+// parseString decodes a JSON string literal. Go's decoder silently turns invalid UTF-8 and
+// unpaired surrogate escapes into U+FFFD; the API must reject them instead, so the literal is
+// decoded here.
+func parseString(raw json.RawMessage, path string) (string, *apierr.Error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", apierr.Invalid(path, "must be a string")
+	}
+	s, why := unquote(raw[1 : len(raw)-1])
+	if why != "" {
+		return "", apierr.Invalid(path, "%s", why)
+	}
+	return s, nil
+}
+
+// unquote decodes the inside of a JSON string literal that the JSON decoder already accepted
+// as well formed, checking what it would have replaced.
+func unquote(b []byte) (string, string) {
+	if !utf8.Valid(b) {
+		return "", "is not valid UTF-8"
+	}
+	if bytes.IndexByte(b, '\\') < 0 {
+		return string(b), ""
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c != '\\' {
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", "has a broken escape"
+		}
+		switch b[i+1] {
+		case '"', '\\', '/':
+			sb.WriteByte(b[i+1])
+		case 'b':
+			sb.WriteByte('\b')
+		case 'f':
+			sb.WriteByte('\f')
+		case 'n':
+			sb.WriteByte('\n')
+		case 'r':
+			sb.WriteByte('\r')
+		case 't':
+			sb.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(b[i+2:])
+			if !ok {
+				return "", "has a broken \\u escape"
+			}
+			i += 6
+			switch {
+			case r >= 0xD800 && r < 0xDC00:
+				lo, ok := rune(0), false
+				if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
+					lo, ok = hex4(b[i+2:])
+				}
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return "", "has an unpaired surrogate escape"
+				}
+				i += 6
+				sb.WriteRune(0x10000 + (r-0xD800)<<10 + (lo - 0xDC00))
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return "", "has an unpaired surrogate escape"
+			default:
+				sb.WriteRune(r)
+			}
+			continue
+		default:
+			return "", "has a broken escape"
+		}
+		i += 2
+	}
+	return sb.String(), ""
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			r |= rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// array reads an optional JSON array field into raw elements with 1..max items.
+func (o *object) array(name string, lo, hi int) (items []json.RawMessage, ok bool, err *apierr.Error) {
+	raw, present := o.fields[name]
+	if !present {
+		return nil, false, nil
+	}
+	if e := json.Unmarshal(raw, &items); e != nil || o.isNull(name) {
+		return nil, false, apierr.Invalid(o.path(name), "must be an array")
+	}
+	if len(items) < lo || len(items) > hi {
+		return nil, false, apierr.Invalid(o.path(name), "must have %d to %d items, has %d", lo, hi, len(items))
+	}
+	return items, true, nil
+}
+
+// child parses a nested object field.
+func (o *object) child(name string, allowed ...string) (*object, *apierr.Error) {
+	return parseObject(o.fields[name], o.path(name), false, allowed...)
+}
+
+var (
+	queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+	attrNamePattern  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)
+	groupIDPattern   = regexp.MustCompile(`^[!-~]{1,128}$`)
+)

@@ -1,0 +1,457 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+type sendOK struct {
+	Index     int    `json:"index"`
+	MessageID string `json:"messageId"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+type sendFailed struct {
+	Index int       `json:"index"`
+	Error errorBody `json:"error"`
+}
+
+// limit applies the queue's rate limit for op ("send" or "receive").
+func (s *Server) limit(ctx context.Context, q meta.Queue, op string) error {
+	if s.cfg.Limiter == nil {
+		return nil
+	}
+	rate := map[bool]map[string]int{
+		false: {"send": s.cfg.Rates.StandardSend, "receive": s.cfg.Rates.StandardReceive},
+		true:  {"send": s.cfg.Rates.FIFOSend, "receive": s.cfg.Rates.FIFOReceive},
+	}[q.Type == string(engine.FIFO)][op]
+	if rate <= 0 {
+		return nil
+	}
+	wait, err := s.cfg.Limiter.Allow(ctx, q.ID.String()+":"+op, rate)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		return apierr.New(apierr.RateLimited, "over this queue's limit of %d %s requests a second", rate, op).WithRetryAfter(wait)
+	}
+	return nil
+}
+
+// parseMessage validates one message of a send; errors name fields under prefix.
+func parseMessage(raw json.RawMessage, prefix string, fifo bool) (engine.Message, *apierr.Error) {
+	var m engine.Message
+	o, err := parseObject(raw, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId")
+	if err != nil {
+		return m, err
+	}
+	body, ok, err := o.str("body")
+	if err != nil {
+		return m, err
+	}
+	if !ok || body == "" {
+		return m, apierr.Invalid(o.path("body"), "must be a non-empty string")
+	}
+	m.Body = body
+	size := len(body)
+	if o.has("attributes") && !o.isNull("attributes") {
+		ao, err := parseObject(o.fields["attributes"], o.path("attributes"), false, anyKey...)
+		if err != nil {
+			return m, err
+		}
+		if len(ao.fields) > engine.MaxAttributes {
+			return m, apierr.Invalid(ao.prefix, "at most %d attributes, has %d", engine.MaxAttributes, len(ao.fields))
+		}
+		m.Attributes = make(map[string]string, len(ao.fields))
+		for name, v := range ao.fields {
+			if !utf8.ValidString(name) || !attrNamePattern.MatchString(name) {
+				return m, apierr.Invalid(ao.prefix, "attribute name %q must be 1 to 256 of A-Z, a-z, 0-9, _, . and -", name)
+			}
+			val, err := parseString(v, ao.prefix+"."+name)
+			if err != nil {
+				return m, err
+			}
+			m.Attributes[name] = val
+			size += len(name) + len(val)
+		}
+	}
+	if size > engine.MaxMessageBytes {
+		return m, apierr.Field(apierr.PayloadTooLarge, prefix, "the message is %d bytes (body and attributes); the limit is %d", size, engine.MaxMessageBytes)
+	}
+	if d, ok, err := o.integer("delaySeconds", 0, maxDelay); err != nil {
+		return m, err
+	} else if ok {
+		if fifo && d != 0 {
+			return m, apierr.Invalid(o.path("delaySeconds"), "fifo queues take only the queue's delay; send 0 or leave it out")
+		}
+		dd := time.Duration(d) * time.Second
+		m.Delay = &dd
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"groupId", &m.GroupID}, {"dedupId", &m.DedupID}} {
+		v, ok, err := o.str(f.name)
+		if err != nil {
+			return m, err
+		}
+		if !ok {
+			continue
+		}
+		if !fifo {
+			return m, apierr.Invalid(o.path(f.name), "%s exists only on fifo queues", f.name)
+		}
+		if !groupIDPattern.MatchString(v) {
+			return m, apierr.Invalid(o.path(f.name), "must be 1 to 128 characters from ! to ~ (no spaces)")
+		}
+		*f.dst = v
+	}
+	if fifo && m.GroupID == "" {
+		return m, apierr.Invalid(o.path("groupId"), "is required on a fifo queue")
+	}
+	return m, nil
+}
+
+// anyKey makes parseObject accept every key; the caller checks names itself.
+var anyKey []string // nil
+
+func (s *Server) send(c echo.Context) error {
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", false, "messages")
+	if aerr != nil {
+		return aerr
+	}
+	items, ok, aerr := o.array("messages", 1, engine.MaxBatch)
+	if aerr != nil {
+		return aerr
+	}
+	if !ok {
+		return apierr.Invalid("messages", "is required: 1 to %d messages", engine.MaxBatch)
+	}
+	fifo := q.Type == string(engine.FIFO)
+	var msgs []engine.Message
+	var index []int
+	failed := []sendFailed{}
+	for i, raw := range items {
+		m, err := parseMessage(raw, "messages["+strconv.Itoa(i)+"]", fifo)
+		if err != nil {
+			failed = append(failed, sendFailed{Index: i, Error: bodyOf(err)})
+			continue
+		}
+		msgs, index = append(msgs, m), append(index, i)
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	if err := s.limit(ctx, q, "send"); err != nil {
+		return err
+	}
+	sent := []sendOK{}
+	if len(msgs) > 0 {
+		eq, err := s.engineQueue(ctx, q)
+		if err != nil {
+			return err
+		}
+		res, err := s.cfg.Engine.Send(ctx, eq, msgs)
+		if err != nil {
+			return err
+		}
+		for i, r := range res {
+			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate})
+			if r.Duplicate {
+				s.metrics.messages.WithLabelValues("duplicate").Inc()
+			}
+		}
+		s.metrics.messages.WithLabelValues("sent").Add(float64(len(res)))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"messages": sent, "failed": failed})
+}
+
+type deadLetterJSON struct {
+	SourceQueue string `json:"sourceQueue"`
+	Reason      string `json:"reason"`
+	At          string `json:"at"`
+}
+
+func deadLetterOut(d *engine.DeadLetterInfo) *deadLetterJSON {
+	if d == nil {
+		return nil
+	}
+	return &deadLetterJSON{SourceQueue: d.SourceQueue.String(), Reason: d.Reason, At: formatTime(d.At)}
+}
+
+type receivedJSON struct {
+	MessageID          string            `json:"messageId"`
+	Body               string            `json:"body"`
+	Attributes         map[string]string `json:"attributes"`
+	ReceiptHandle      string            `json:"receiptHandle"`
+	ReceiveCount       int               `json:"receiveCount"`
+	SentAt             string            `json:"sentAt"`
+	VisibilityDeadline string            `json:"visibilityDeadline"`
+	GroupID            string            `json:"groupId,omitempty"`
+	SequenceNumber     string            `json:"sequenceNumber,omitempty"`
+	DeadLetter         *deadLetterJSON   `json:"deadLetter,omitempty"`
+}
+
+func attrsOut(a map[string]string) map[string]string {
+	if a == nil {
+		return map[string]string{}
+	}
+	return a
+}
+
+func seqOut(fifo bool, n uint64) string {
+	if !fifo {
+		return ""
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+func (s *Server) receive(c echo.Context) error {
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", true, "maxMessages", "visibilityTimeoutSeconds", "waitSeconds")
+	if aerr != nil {
+		return aerr
+	}
+	maxN, ok, aerr := o.integer("maxMessages", 1, engine.MaxBatch)
+	if aerr != nil {
+		return aerr
+	}
+	if !ok {
+		maxN = 1
+	}
+	vis, ok, aerr := o.integer("visibilityTimeoutSeconds", 0, maxVisibility)
+	if aerr != nil {
+		return aerr
+	}
+	if !ok {
+		vis = int64(q.VisibilityTimeoutSeconds)
+	}
+	wait, ok, aerr := o.integer("waitSeconds", 0, maxReceiveWait)
+	if aerr != nil {
+		return aerr
+	}
+	if !ok {
+		wait = int64(q.ReceiveWaitSeconds)
+	}
+	ctx, cancel := s.storageCtx(c)
+	err = s.limit(ctx, q, "receive")
+	cancel()
+	if err != nil {
+		return err
+	}
+	msgs, err := s.longPoll(c.Request().Context(), q, engine.ReceiveRequest{Max: int(maxN), Visibility: time.Duration(vis) * time.Second}, time.Duration(wait)*time.Second)
+	if err != nil {
+		return err
+	}
+	fifo := q.Type == string(engine.FIFO)
+	out := make([]receivedJSON, len(msgs))
+	for i, m := range msgs {
+		out[i] = receivedJSON{
+			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(m.Attributes),
+			ReceiptHandle: s.cfg.Receipts.Sign(m.Delivery), ReceiveCount: m.ReceiveCount,
+			SentAt: formatTime(m.SentAt), VisibilityDeadline: formatTime(m.VisibilityDeadline),
+			GroupID: m.GroupID, SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
+		}
+	}
+	s.metrics.messages.WithLabelValues("received").Add(float64(len(out)))
+	return c.JSON(http.StatusOK, map[string]any{"messages": out})
+}
+
+// goneCheck is how often a waiting receive checks whether its queue was deleted.
+const goneCheck = 200 * time.Millisecond
+
+// longPoll receives, and while nothing is available waits up to wait for a wake-up from any
+// replica (a send, a release), for the time the next delayed or in-flight message becomes
+// visible, or for the server to drain. A queue deleted meanwhile answers 404.
+func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, wait time.Duration) ([]engine.Received, error) {
+	var wake <-chan struct{}
+	if wait > 0 {
+		ch, stop := s.cfg.Engine.Watch(q.ID)
+		defer stop()
+		wake = ch
+	}
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(goneCheck)
+	defer tick.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)
+		eq, err := s.engineQueue(sctx, q)
+		var res engine.ReceiveResult
+		if err == nil {
+			res, err = s.cfg.Engine.Receive(sctx, eq, req)
+		}
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		left := time.Until(deadline)
+		if len(res.Messages) > 0 || left <= 0 {
+			return res.Messages, nil
+		}
+		if !res.NextVisibleAt.IsZero() {
+			if until := res.NextVisibleAt.Sub(s.cfg.Clock.Now()); until < left {
+				left = max(until, time.Millisecond)
+			}
+		}
+		timer := time.NewTimer(left)
+	wait:
+		for {
+			select {
+			case <-wake:
+				break wait
+			case <-timer.C:
+				break wait
+			case <-tick.C:
+				if s.cfg.Meta.Gone(q.ID) {
+					timer.Stop()
+					return nil, apierr.New(apierr.NotFound, "the queue was deleted")
+				}
+			case <-s.cfg.Draining:
+				timer.Stop()
+				return nil, nil
+			case <-ctx.Done():
+				timer.Stop()
+				return nil, ctx.Err()
+			}
+		}
+		timer.Stop()
+	}
+}
+
+type browsedJSON struct {
+	MessageID      string            `json:"messageId"`
+	Body           string            `json:"body"`
+	Attributes     map[string]string `json:"attributes"`
+	ReceiveCount   int               `json:"receiveCount"`
+	SentAt         string            `json:"sentAt"`
+	State          engine.State      `json:"state"`
+	VisibleAt      string            `json:"visibleAt"`
+	GroupID        string            `json:"groupId,omitempty"`
+	SequenceNumber string            `json:"sequenceNumber,omitempty"`
+	DeadLetter     *deadLetterJSON   `json:"deadLetter,omitempty"`
+}
+
+func (s *Server) browse(c echo.Context) error {
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	page, err := pageParams(c, 20, 100)
+	if err != nil {
+		return err
+	}
+	state := engine.State(c.QueryParam("state"))
+	switch state {
+	case "":
+		state = engine.StateVisible
+	case engine.StateVisible, engine.StateInFlight, engine.StateDelayed:
+	default:
+		return apierr.Invalid("state", "must be visible, inFlight or delayed")
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	eq, err := s.engineQueue(ctx, q)
+	if err != nil {
+		return err
+	}
+	res, err := s.cfg.Engine.Browse(ctx, eq, engine.BrowseRequest{State: state, Limit: page.Limit, Cursor: page.Cursor})
+	if err != nil {
+		return err
+	}
+	fifo := q.Type == string(engine.FIFO)
+	out := make([]browsedJSON, len(res.Messages))
+	for i, m := range res.Messages {
+		out[i] = browsedJSON{
+			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(m.Attributes),
+			ReceiveCount: m.ReceiveCount, SentAt: formatTime(m.SentAt), State: m.State,
+			VisibleAt: formatTime(m.VisibleAt), GroupID: m.GroupID,
+			SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"messages": out, "nextCursor": cursorOut(res.NextCursor)})
+}
+
+type groupJSON struct {
+	GroupID  string `json:"groupId"`
+	Messages int64  `json:"messages"`
+	InFlight bool   `json:"inFlight"`
+}
+
+func (s *Server) fifoQueue(c echo.Context) (engine.Queue, context.Context, context.CancelFunc, error) {
+	q, err := s.queue(c)
+	if err != nil {
+		return engine.Queue{}, nil, nil, err
+	}
+	if q.Type != string(engine.FIFO) {
+		return engine.Queue{}, nil, nil, apierr.Invalid("queue", "message groups exist only on fifo queues")
+	}
+	ctx, cancel := s.storageCtx(c)
+	eq, err := s.engineQueue(ctx, q)
+	if err != nil {
+		cancel()
+		return eq, nil, nil, err
+	}
+	return eq, ctx, cancel, nil
+}
+
+func (s *Server) listGroups(c echo.Context) error {
+	page, err := pageParams(c, 100, 1000)
+	if err != nil {
+		return err
+	}
+	eq, ctx, cancel, err := s.fifoQueue(c)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	res, err := s.cfg.Engine.Groups(ctx, eq, page.Limit, page.Cursor)
+	if err != nil {
+		return err
+	}
+	out := make([]groupJSON, len(res.Groups))
+	for i, g := range res.Groups {
+		out[i] = groupJSON{GroupID: g.GroupID, Messages: g.Messages, InFlight: g.InFlight}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"groups": out, "nextCursor": cursorOut(res.NextCursor)})
+}
+
+func (s *Server) purgeGroup(c echo.Context) error {
+	g, uerr := url.PathUnescape(c.Param("group"))
+	if uerr != nil || !groupIDPattern.MatchString(g) {
+		return apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)")
+	}
+	eq, ctx, cancel, err := s.fifoQueue(c)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if err := s.cfg.Engine.PurgeGroup(ctx, eq, g); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,445 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+// Queue setting defaults and ranges (SPEC §3).
+const (
+	defaultVisibility = 30
+	maxVisibility     = 43200
+	defaultRetention  = 345600
+	minRetention      = 60
+	maxRetention      = 1209600
+	maxDelay          = 900
+	maxReceiveWait    = 20
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+type redriveJSON struct {
+	DeadLetterQueue string `json:"deadLetterQueue"`
+	MaxReceiveCount int    `json:"maxReceiveCount"`
+}
+
+type countsJSON struct {
+	Visible                 int64 `json:"visible"`
+	InFlight                int64 `json:"inFlight"`
+	Delayed                 int64 `json:"delayed"`
+	Truncated               bool  `json:"truncated"`
+	OldestMessageAgeSeconds int64 `json:"oldestMessageAgeSeconds"`
+}
+
+type queueJSON struct {
+	ID                       string       `json:"id"`
+	Slug                     string       `json:"slug"`
+	Name                     string       `json:"name"`
+	Type                     string       `json:"type"`
+	CreatedAt                string       `json:"createdAt"`
+	UpdatedAt                string       `json:"updatedAt"`
+	VisibilityTimeoutSeconds int          `json:"visibilityTimeoutSeconds"`
+	RetentionSeconds         int          `json:"retentionSeconds"`
+	DelaySeconds             int          `json:"delaySeconds"`
+	ReceiveWaitSeconds       int          `json:"receiveWaitSeconds"`
+	Redrive                  *redriveJSON `json:"redrive"`
+	ContentBasedDedup        bool         `json:"contentBasedDedup"`
+	Partitions               int          `json:"partitions"`
+	Counts                   countsJSON   `json:"counts"`
+}
+
+func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
+	out := queueJSON{
+		ID: q.ID.String(), Slug: q.ID.Slug(ids.QueuePrefix), Name: q.Name, Type: q.Type,
+		CreatedAt: formatTime(q.CreatedAt), UpdatedAt: formatTime(q.UpdatedAt),
+		VisibilityTimeoutSeconds: q.VisibilityTimeoutSeconds, RetentionSeconds: q.RetentionSeconds,
+		DelaySeconds: q.DelaySeconds, ReceiveWaitSeconds: q.ReceiveWaitSeconds,
+		ContentBasedDedup: q.ContentBasedDedup, Partitions: max(st.Partitions, 1),
+		Counts: countsJSON{Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed, Truncated: st.Truncated},
+	}
+	if q.Redrive != nil {
+		out.Redrive = &redriveJSON{DeadLetterQueue: q.Redrive.DeadLetterQueue.String(), MaxReceiveCount: q.Redrive.MaxReceiveCount}
+	}
+	if !st.OldestSentAt.IsZero() {
+		out.Counts.OldestMessageAgeSeconds = max(int64(s.cfg.Clock.Now().Sub(st.OldestSentAt)/time.Second), 0)
+	}
+	return out
+}
+
+// lookupQueue resolves the {queue} path value of the caller's project: a UUID-shaped value is
+// an id, a que_ value a slug, anything else a name. Another project's queue is NotFound, the
+// same answer as a missing one.
+func (s *Server) lookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error) {
+	switch {
+	case ids.LooksLikeUUID(ref):
+		id, _ := ids.ParseUUID(ref)
+		return s.cfg.Meta.GetQueue(ctx, project, id)
+	case strings.HasPrefix(ref, ids.QueuePrefix):
+		id, err := ids.ParseSlug(ids.QueuePrefix, ref)
+		if err != nil {
+			return meta.Queue{}, apierr.Invalid("queue", "malformed queue slug %q", ref)
+		}
+		return s.cfg.Meta.GetQueue(ctx, project, id)
+	case !queueNamePattern.MatchString(ref):
+		return meta.Queue{}, apierr.New(apierr.NotFound, "no queue %q", ref)
+	default:
+		return s.cfg.Meta.GetQueueByName(ctx, project, ref)
+	}
+}
+
+func (s *Server) queue(c echo.Context) (meta.Queue, error) {
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	q, err := s.lookupQueue(ctx, principal(c).ProjectID, c.Param("queue"))
+	if apierr.CodeOf(err) == apierr.NotFound {
+		return q, apierr.New(apierr.NotFound, "no queue %q in this project", c.Param("queue"))
+	}
+	return q, err
+}
+
+// engineQueue turns stored settings into what the engine needs, with the dead-letter queue's.
+func (s *Server) engineQueue(ctx context.Context, q meta.Queue) (engine.Queue, error) {
+	eq := settingsOf(q)
+	if q.Redrive != nil {
+		dlq, err := s.cfg.Meta.GetQueueByID(ctx, q.Redrive.DeadLetterQueue)
+		switch {
+		case err == nil:
+			d := settingsOf(dlq)
+			eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
+		case apierr.CodeOf(err) != apierr.NotFound:
+			return eq, err
+		}
+	}
+	return eq, nil
+}
+
+func settingsOf(q meta.Queue) engine.Queue {
+	return engine.Queue{
+		ID: q.ID, Type: engine.Type(q.Type),
+		VisibilityTimeout: time.Duration(q.VisibilityTimeoutSeconds) * time.Second,
+		Retention:         time.Duration(q.RetentionSeconds) * time.Second,
+		Delay:             time.Duration(q.DelaySeconds) * time.Second,
+		ContentBasedDedup: q.ContentBasedDedup,
+	}
+}
+
+func (s *Server) stats(ctx context.Context, q meta.Queue) (engine.Stats, error) {
+	eq, err := s.engineQueue(ctx, q)
+	if err != nil {
+		return engine.Stats{}, err
+	}
+	return s.cfg.Engine.Stats(ctx, eq)
+}
+
+// applySettings validates and applies the settings present in o to q. Immutable fields are
+// rejected by the caller's allowed-field list or here.
+func (s *Server) applySettings(ctx context.Context, o *object, q *meta.Queue) error {
+	ints := []struct {
+		name   string
+		lo, hi int64
+		dst    *int
+	}{
+		{"visibilityTimeoutSeconds", 0, maxVisibility, &q.VisibilityTimeoutSeconds},
+		{"retentionSeconds", minRetention, maxRetention, &q.RetentionSeconds},
+		{"delaySeconds", 0, maxDelay, &q.DelaySeconds},
+		{"receiveWaitSeconds", 0, maxReceiveWait, &q.ReceiveWaitSeconds},
+	}
+	for _, f := range ints {
+		v, ok, err := o.integer(f.name, f.lo, f.hi)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*f.dst = int(v)
+		}
+	}
+	if v, ok, err := o.boolean("contentBasedDedup"); err != nil {
+		return err
+	} else if ok {
+		if v && q.Type != string(engine.FIFO) {
+			return apierr.Invalid("contentBasedDedup", "content-based deduplication exists only on fifo queues")
+		}
+		q.ContentBasedDedup = v
+	}
+	if !o.has("redrive") {
+		return nil
+	}
+	if o.isNull("redrive") {
+		q.Redrive = nil
+		return nil
+	}
+	ro, err := o.child("redrive", "deadLetterQueue", "maxReceiveCount")
+	if err != nil {
+		return err
+	}
+	ref, ok, err := ro.str("deadLetterQueue")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apierr.Invalid("redrive.deadLetterQueue", "is required: the dead-letter queue's id")
+	}
+	dlqID, perr := ids.Parse(ids.QueuePrefix, ref)
+	if perr != nil {
+		return apierr.Invalid("redrive.deadLetterQueue", "must be a queue id or que_ slug")
+	}
+	mrc, ok, err := ro.integer("maxReceiveCount", 1, engine.MaxReceiveCountHi)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apierr.Invalid("redrive.maxReceiveCount", "is required: 1 to %d", engine.MaxReceiveCountHi)
+	}
+	if dlqID == q.ID {
+		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+	}
+	dlq, gerr := s.cfg.Meta.GetQueue(ctx, q.ProjectID, dlqID)
+	if apierr.CodeOf(gerr) == apierr.NotFound {
+		return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "no queue %s in this project", ref)
+	} else if gerr != nil {
+		return gerr
+	}
+	if dlq.Type != q.Type {
+		return apierr.Invalid("redrive.deadLetterQueue", "the dead-letter queue must be of the same type (%s), it is %s", q.Type, dlq.Type)
+	}
+	q.Redrive = &meta.Redrive{DeadLetterQueue: dlqID, MaxReceiveCount: int(mrc)}
+	return nil
+}
+
+var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup"}
+
+func (s *Server) createQueue(c echo.Context) error {
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", false, append([]string{"name", "type"}, settingFields...)...)
+	if aerr != nil {
+		return aerr
+	}
+	name, ok, aerr := o.str("name")
+	if aerr != nil {
+		return aerr
+	}
+	switch {
+	case !ok:
+		return apierr.Invalid("name", "is required")
+	case !queueNamePattern.MatchString(name):
+		return apierr.Invalid("name", "must be 1 to 80 of A-Z, a-z, 0-9, _ and -")
+	case ids.LooksLikeUUID(name):
+		return apierr.Invalid("name", "must not look like a UUID (it would be read as a queue id)")
+	case strings.HasPrefix(name, ids.QueuePrefix):
+		return apierr.Invalid("name", "must not start with %q (it would be read as a queue slug)", ids.QueuePrefix)
+	}
+	typ, ok, aerr := o.str("type")
+	if aerr != nil {
+		return aerr
+	}
+	if !ok {
+		typ = string(engine.Standard)
+	}
+	if typ != string(engine.Standard) && typ != string(engine.FIFO) {
+		return apierr.Invalid("type", "must be \"standard\" or \"fifo\"")
+	}
+	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
+	q := meta.Queue{
+		ID: ids.New(), ProjectID: principal(c).ProjectID, Name: name, Type: typ,
+		CreatedAt: now, UpdatedAt: now,
+		VisibilityTimeoutSeconds: defaultVisibility, RetentionSeconds: defaultRetention,
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	if err := s.applySettings(ctx, o, &q); err != nil {
+		return err
+	}
+	eq, err := s.engineQueue(ctx, q)
+	if err != nil {
+		return err
+	}
+	// Engine storage first: a queue visible in metadata always has its storage ready.
+	if err := s.cfg.Engine.CreateQueue(ctx, eq); err != nil {
+		return err
+	}
+	if err := s.cfg.Meta.CreateQueue(ctx, q); err != nil {
+		if apierr.CodeOf(err) == apierr.QueueExists {
+			return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists in this project", name)
+		}
+		return err
+	}
+	return c.JSON(http.StatusCreated, s.queueOut(q, engine.Stats{Partitions: 1}))
+}
+
+func (s *Server) getQueue(c echo.Context) error {
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	st, err := s.stats(ctx, q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.queueOut(q, st))
+}
+
+func (s *Server) listQueues(c echo.Context) error {
+	page, err := pageParams(c, 100, 1000)
+	if err != nil {
+		return err
+	}
+	prefix := c.QueryParam("prefix")
+	if prefix != "" && !queueNamePattern.MatchString(prefix) {
+		return apierr.Invalid("prefix", "must be 1 to 80 of A-Z, a-z, 0-9, _ and -")
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	qs, next, err := s.cfg.Meta.ListQueues(ctx, principal(c).ProjectID, prefix, page)
+	if err != nil {
+		return err
+	}
+	out := make([]queueJSON, len(qs))
+	errs := make([]error, len(qs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, q := range qs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			st, err := s.stats(ctx, q)
+			out[i], errs[i] = s.queueOut(q, st), err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return errs[firstErr(errs)]
+	}
+	return c.JSON(http.StatusOK, map[string]any{"queues": out, "nextCursor": cursorOut(next)})
+}
+
+func firstErr(errs []error) int {
+	for i, e := range errs {
+		if e != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Server) updateQueue(c echo.Context) error {
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", false, append([]string{"name", "type"}, settingFields...)...)
+	if aerr != nil {
+		return aerr
+	}
+	for _, f := range []string{"name", "type"} {
+		if o.has(f) {
+			return apierr.Invalid(f, "a queue's %s is fixed at creation", f)
+		}
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		q, err := s.queue(c)
+		if err != nil {
+			return err
+		}
+		if err := s.applySettings(ctx, o, &q); err != nil {
+			return err
+		}
+		q.UpdatedAt = s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
+		out, err := s.cfg.Meta.UpdateQueue(ctx, q)
+		if errors.Is(err, meta.ErrVersionConflict) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st, err := s.stats(ctx, out)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, s.queueOut(out, st))
+	}
+}
+
+func (s *Server) deleteQueue(c echo.Context) error {
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	if _, err := s.cfg.Meta.DeleteQueue(ctx, q.ProjectID, q.ID); err != nil {
+		if apierr.CodeOf(err) == apierr.QueueInUse {
+			return apierr.New(apierr.QueueInUse, "queue %q is another queue's dead-letter queue; remove that redrive policy first", q.Name)
+		}
+		return err
+	}
+	// The queue is gone for every caller now; its messages are unreachable (new queues get new
+	// ids) and are freed here. A failure leaves only unreachable data behind, so it is logged
+	// rather than reported as a failed delete.
+	if err := s.cfg.Engine.DeleteQueue(ctx, q.ID); err != nil {
+		s.cfg.Logger.Error("deleting a deleted queue's messages", "queue", q.ID.String(), "err", err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) purgeQueue(c echo.Context) error {
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	eq, err := s.engineQueue(ctx, q)
+	if err != nil {
+		return err
+	}
+	at := s.cfg.Clock.Now()
+	if err := s.cfg.Engine.Purge(ctx, eq); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"purgedAt": formatTime(at)})
+}
+
+// pageParams reads limit and cursor query parameters.
+func pageParams(c echo.Context, def, hi int) (meta.Page, error) {
+	p := meta.Page{Limit: def, Cursor: c.QueryParam("cursor")}
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > hi {
+			return p, apierr.Invalid("limit", "must be an integer from 1 to %d", hi)
+		}
+		p.Limit = n
+	}
+	if len(p.Cursor) > 2048 {
+		return p, apierr.Invalid("cursor", "malformed cursor")
+	}
+	return p, nil
+}
+
+func cursorOut(next string) *string {
+	if next == "" {
+		return nil
+	}
+	return &next
+}
+
+func secs(n int64) time.Duration { return time.Duration(n) * time.Second }

@@ -1,0 +1,305 @@
+// Package api is the HTTP API of the service (SPEC §5) on echo v4: routing, authentication,
+// request validation and the JSON error model. It holds no state of its own: messages live in
+// an engine.Engine and metadata in a Metadata store (the API tier's cache in front of DynamoDB,
+// or the embedded store).
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/receipt"
+)
+
+// MaxRequestBytes bounds a request body (SPEC §4: 3 MiB per request).
+const MaxRequestBytes = 3 << 20
+
+// Metadata is the metadata the API reads and writes; Gone reports a queue deleted recently
+// (so waiting receives answer 404 quickly).
+type Metadata interface {
+	meta.Store
+	Gone(queueID ids.ID) bool
+}
+
+// Limiter decides per-queue rate limits shared by all replicas. It returns how long to wait
+// when the call is over the limit, 0 when it may go ahead.
+type Limiter interface {
+	Allow(ctx context.Context, key string, perSecond int) (retryAfter time.Duration, err error)
+}
+
+// Rates are per-queue request rate limits (requests per second).
+type Rates struct {
+	StandardSend, StandardReceive int
+	FIFOSend, FIFOReceive         int
+}
+
+// DefaultRates are SPEC §3's defaults.
+var DefaultRates = Rates{StandardSend: 3000, StandardReceive: 3000, FIFOSend: 300, FIFOReceive: 300}
+
+// Config wires the API to its dependencies.
+type Config struct {
+	Engine   engine.Engine
+	Meta     Metadata
+	Auth     *auth.Authority
+	Receipts *receipt.Signer
+	Limiter  Limiter // nil: no rate limits
+	Rates    Rates
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// Registry receives the API's metrics; /metrics serves Gatherer.
+	Registry prometheus.Registerer
+	Gatherer prometheus.Gatherer
+	// Ready reports whether storage is reachable (for /readyz).
+	Ready func(ctx context.Context) error
+	// Draining is closed when the server shuts down: waiting receives answer at once.
+	Draining <-chan struct{}
+	// StorageTimeout bounds one request's storage work (default 10 s), so an unreachable
+	// backend answers 503 instead of hanging.
+	StorageTimeout time.Duration
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	e       *echo.Echo
+	metrics *metrics
+}
+
+// New builds the API's handler.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.StorageTimeout <= 0 {
+		cfg.StorageTimeout = 10 * time.Second
+	}
+	if cfg.Registry == nil {
+		r := prometheus.NewRegistry()
+		cfg.Registry, cfg.Gatherer = r, r
+	}
+	if cfg.Draining == nil {
+		cfg.Draining = make(chan struct{})
+	}
+	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry)}
+	e := s.e
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
+	e.Use(s.recoverer, s.logRequests)
+	s.routes()
+	return s
+}
+
+// Handler returns the http.Handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Echo exposes the echo instance (for mounting extra routes).
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+func (s *Server) routes() {
+	e := s.e
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})))
+
+	v1 := e.Group("/v1")
+	op := s.require(scopeOperator)
+	v1.POST("/projects", s.createProject, op)
+	v1.GET("/projects", s.listProjects, op)
+	v1.GET("/projects/:project", s.getProject, op)
+	v1.POST("/projects/:project/tokens", s.createToken, op)
+	v1.DELETE("/projects/:project/tokens/:token", s.revokeToken, op)
+
+	admin, read := s.require(auth.ScopeQueuesAdmin), s.require(auth.ScopeQueuesRead)
+	v1.POST("/queues", s.createQueue, admin)
+	v1.GET("/queues", s.listQueues, read)
+	v1.GET("/queues/:queue", s.getQueue, read)
+	v1.PATCH("/queues/:queue", s.updateQueue, admin)
+	v1.DELETE("/queues/:queue", s.deleteQueue, admin)
+	v1.POST("/queues/:queue/purge", s.purgeQueue, admin)
+	v1.POST("/queues/:queue/messages", s.send, s.require(auth.ScopeMessagesSend))
+	v1.POST("/queues/:queue/receive", s.receive, s.require(auth.ScopeMessagesReceive))
+	v1.GET("/queues/:queue/messages", s.browse, read)
+	v1.GET("/queues/:queue/groups", s.listGroups, read)
+	v1.DELETE("/queues/:queue/groups/:group", s.purgeGroup, admin)
+
+	v1.POST("/receipts/ack", s.ack)
+	v1.POST("/receipts/visibility", s.changeVisibility)
+	v1.POST("/receipts/dead-letter", s.deadLetter)
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			return apierr.New(apierr.Unavailable, "not ready: %v", err).WithRetryAfter(time.Second)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// errorBody is the inner error object of the error model.
+type errorBody struct {
+	Code    apierr.Code    `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func bodyOf(e *apierr.Error) errorBody {
+	b := errorBody{Code: e.Code, Message: e.Message}
+	if e.Field != "" || len(e.Details) > 0 {
+		b.Details = map[string]any{}
+		for k, v := range e.Details {
+			b.Details[k] = v
+		}
+		if e.Field != "" {
+			b.Details["field"] = e.Field
+		}
+	}
+	return b
+}
+
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *apierr.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &he):
+		ae = fromEcho(he)
+	case errors.Is(err, context.DeadlineExceeded):
+		ae = apierr.New(apierr.Unavailable, "storage did not answer in time; retry").WithRetryAfter(time.Second)
+	default:
+		ae = apierr.As(err)
+	}
+	if ae.Code == apierr.Internal {
+		s.cfg.Logger.Error("internal error", "err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	}
+	if ae.Code == apierr.Unavailable && ae.RetryAfter == 0 {
+		ae.RetryAfter = time.Second
+	}
+	if ae.RetryAfter > 0 {
+		secs := int((ae.RetryAfter + time.Second - 1) / time.Second)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	}
+	_ = c.JSON(ae.Code.Status(), map[string]errorBody{"error": bodyOf(ae)})
+}
+
+func fromEcho(he *echo.HTTPError) *apierr.Error {
+	msg := http.StatusText(he.Code)
+	switch he.Code {
+	case http.StatusNotFound:
+		return apierr.New(apierr.NotFound, "no such route")
+	case http.StatusMethodNotAllowed:
+		return apierr.New(apierr.MethodNotAllowed, "method not allowed on this route")
+	case http.StatusRequestEntityTooLarge:
+		return apierr.New(apierr.PayloadTooLarge, "the request body is over %d bytes", MaxRequestBytes)
+	case http.StatusUnsupportedMediaType:
+		return apierr.New(apierr.UnsupportedMediaType, "send application/json")
+	case http.StatusBadRequest:
+		return apierr.New(apierr.InvalidArgument, "%s", msg)
+	}
+	if he.Code >= 400 && he.Code < 500 {
+		return apierr.New(apierr.InvalidArgument, "%s", msg)
+	}
+	return apierr.New(apierr.Internal, "internal error")
+}
+
+func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.cfg.Logger.Error("panic", "panic", r, "path", c.Path(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+				err = apierr.New(apierr.Internal, "internal error")
+			}
+		}()
+		return next(c)
+	}
+}
+
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		s.metrics.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Inc()
+		s.metrics.latency.WithLabelValues(c.Request().Method, route).Observe(time.Since(start).Seconds())
+		s.cfg.Logger.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
+			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
+			slog.String("method", c.Request().Method), slog.String("route", route),
+			slog.Int("status", status), slog.Duration("duration", time.Since(start)))
+		return nil
+	}
+}
+
+// readBody reads a JSON request body (at most MaxRequestBytes). A non-empty body must be
+// declared application/json.
+func readBody(c echo.Context) ([]byte, error) {
+	r := c.Request()
+	if r.ContentLength > MaxRequestBytes {
+		return nil, apierr.New(apierr.PayloadTooLarge, "the request body is over %d bytes", MaxRequestBytes)
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxRequestBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apierr.New(apierr.PayloadTooLarge, "the request body is over %d bytes", MaxRequestBytes)
+		}
+		return nil, apierr.New(apierr.InvalidArgument, "could not read the request body")
+	}
+	if len(strings.TrimSpace(string(data))) > 0 {
+		ct := r.Header.Get(echo.HeaderContentType)
+		mt, _, _ := strings.Cut(ct, ";")
+		if mt = strings.TrimSpace(strings.ToLower(mt)); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			return nil, apierr.New(apierr.UnsupportedMediaType, "the request body must be application/json, not %q", ct)
+		}
+	}
+	return data, nil
+}
+
+// storageCtx bounds a request's storage work.
+func (s *Server) storageCtx(c echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), s.cfg.StorageTimeout)
+}
+
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func formatTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
+}
