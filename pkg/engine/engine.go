@@ -28,16 +28,16 @@ const (
 
 // Limits shared by every engine and by the API's validation.
 const (
-	MaxBatch          = 10               // messages per send or receive
-	MaxMessageBytes   = 256 * 1024       // body + attribute names and values, in UTF-8 bytes
-	MaxAttributes     = 10               // attributes per message
-	MaxInFlight       = 12 * time.Hour   // from the receive, however often extended
-	MaxVisibility     = 12 * time.Hour   // a single visibility timeout
-	MaxPartitions     = 64               // partitions a queue can grow to
-	DedupWindow       = 5 * time.Minute  // fifo deduplication window
-	DefaultDLQReason  = "consumer"       // reason recorded for a consumer's dead-letter without one
+	MaxBatch          = 10                // messages per send or receive
+	MaxMessageBytes   = 256 * 1024        // body + attribute names and values, in UTF-8 bytes
+	MaxAttributes     = 10                // attributes per message
+	MaxInFlight       = 12 * time.Hour    // from the receive, however often extended
+	MaxVisibility     = 12 * time.Hour    // a single visibility timeout
+	MaxPartitions     = 64                // partitions a queue can grow to
+	DedupWindow       = 5 * time.Minute   // fifo deduplication window
+	DefaultDLQReason  = "consumer"        // reason recorded for a consumer's dead-letter without one
 	RedriveReason     = "maxReceiveCount" // reason recorded for redrive at receive time
-	PurgeInterval     = 60 * time.Second // at most one purge per queue per interval
+	PurgeInterval     = 60 * time.Second  // at most one purge per queue per interval
 	MaxReceiveCountHi = 1000
 )
 

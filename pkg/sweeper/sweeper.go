@@ -1,0 +1,102 @@
+// Package sweeper runs the engine's background work (retention expiry, interrupted
+// dead-letter moves) over every queue, on a timer. Every replica may run it: the engine's Sweep
+// is safe to run concurrently, so no replica is special.
+package sweeper
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+// Run sweeps every interval until ctx ends.
+func Run(ctx context.Context, store meta.Store, eng engine.Engine, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := Once(ctx, store, eng); err != nil && ctx.Err() == nil {
+			log.Warn("sweep failed; retrying next round", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Once sweeps every queue of every project once.
+func Once(ctx context.Context, store meta.Store, eng engine.Engine) error {
+	all, err := allQueues(ctx, store)
+	if err != nil {
+		return err
+	}
+	byID := make(map[ids.ID]meta.Queue, len(all))
+	for _, q := range all {
+		byID[q.ID] = q
+	}
+	qs := make([]engine.Queue, 0, len(all))
+	for _, q := range all {
+		qs = append(qs, EngineQueue(q, byID))
+	}
+	for len(qs) > 0 {
+		n := min(len(qs), 100)
+		if err := eng.Sweep(ctx, qs[:n]); err != nil {
+			return err
+		}
+		qs = qs[n:]
+	}
+	return nil
+}
+
+// EngineQueue converts stored settings, resolving the dead-letter queue from byID.
+func EngineQueue(q meta.Queue, byID map[ids.ID]meta.Queue) engine.Queue {
+	eq := engine.Queue{
+		ID: q.ID, Type: engine.Type(q.Type),
+		VisibilityTimeout: time.Duration(q.VisibilityTimeoutSeconds) * time.Second,
+		Retention:         time.Duration(q.RetentionSeconds) * time.Second,
+		Delay:             time.Duration(q.DelaySeconds) * time.Second,
+		ContentBasedDedup: q.ContentBasedDedup,
+	}
+	if q.Redrive != nil {
+		if d, ok := byID[q.Redrive.DeadLetterQueue]; ok {
+			dq := EngineQueue(meta.Queue{ID: d.ID, Type: d.Type, VisibilityTimeoutSeconds: d.VisibilityTimeoutSeconds,
+				RetentionSeconds: d.RetentionSeconds, DelaySeconds: d.DelaySeconds, ContentBasedDedup: d.ContentBasedDedup}, nil)
+			eq.Redrive = &engine.Redrive{DeadLetter: &dq, MaxReceiveCount: q.Redrive.MaxReceiveCount}
+		}
+	}
+	return eq
+}
+
+func allQueues(ctx context.Context, store meta.Store) ([]meta.Queue, error) {
+	var out []meta.Queue
+	cursor := ""
+	for {
+		ps, next, err := store.ListProjects(ctx, meta.Page{Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			qc := ""
+			for {
+				qs, qn, err := store.ListQueues(ctx, p.ID, "", meta.Page{Limit: 1000, Cursor: qc})
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, qs...)
+				if qn == "" {
+					break
+				}
+				qc = qn
+			}
+		}
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}

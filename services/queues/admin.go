@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/dynamometa"
+)
+
+func migrate(ctx context.Context, ddb *dynamodb.Client, table string) error {
+	return dynamometa.Migrate(ctx, ddb, table)
+}
+
+const adminUsage = `usage:
+  queues admin project create -name NAME
+  queues admin project list
+  queues admin token create -project PROJECT -name NAME -scopes SCOPE[,SCOPE…] [-ttl DURATION]
+  queues admin token revoke -project PROJECT -token TOKEN
+
+The admin command talks to DynamoDB directly (same -dynamodb-* flags as api) and signs tokens
+with QUEUES_SIGNING_KEYS; it needs no running API. Output is JSON.`
+
+func runAdmin(ctx context.Context, args []string) error {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, adminUsage)
+		return flag.ErrHelp
+	}
+	what := args[0] + " " + args[1]
+	fs := flag.NewFlagSet("admin "+what, flag.ContinueOnError)
+	var st storeFlags
+	st.register(fs)
+	sigKeys := fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… (QUEUES_SIGNING_KEYS)")
+	name := fs.String("name", "", "name of the project or token")
+	project := fs.String("project", "", "project id or prj_ slug")
+	token := fs.String("token", "", "token id or tok_ slug")
+	scopes := fs.String("scopes", "*", "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
+	ttl := fs.Duration("ttl", 0, "token lifetime (0: no expiry)")
+	if err := fs.Parse(args[2:]); err != nil {
+		return err
+	}
+	ddb, err := st.client(ctx)
+	if err != nil {
+		return err
+	}
+	store := dynamometa.New(ddb, st.table)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	out := json.NewEncoder(os.Stdout)
+	out.SetIndent("", "  ")
+	switch what {
+	case "project create":
+		if *name == "" {
+			return errors.New("-name is required")
+		}
+		p := meta.Project{ID: ids.New(), Name: *name, CreatedAt: now}
+		if err := store.CreateProject(ctx, p); err != nil {
+			return err
+		}
+		return out.Encode(map[string]string{"id": p.ID.String(), "slug": p.ID.Slug(ids.ProjectPrefix), "name": p.Name})
+	case "project list":
+		cursor := ""
+		for {
+			ps, next, err := store.ListProjects(ctx, meta.Page{Limit: 1000, Cursor: cursor})
+			if err != nil {
+				return err
+			}
+			for _, p := range ps {
+				if err := out.Encode(map[string]string{"id": p.ID.String(), "slug": p.ID.Slug(ids.ProjectPrefix), "name": p.Name}); err != nil {
+					return err
+				}
+			}
+			if next == "" {
+				return nil
+			}
+			cursor = next
+		}
+	case "token create":
+		ring, err := signingKeys(*sigKeys)
+		if err != nil {
+			return err
+		}
+		pid, err := ids.Parse(ids.ProjectPrefix, *project)
+		if err != nil {
+			return fmt.Errorf("-project: %w", err)
+		}
+		if _, err := store.GetProject(ctx, pid); err != nil {
+			return fmt.Errorf("project %s: %w", *project, err)
+		}
+		sc := strings.Split(*scopes, ",")
+		for _, s := range sc {
+			if !slices.Contains(auth.AllScopes, s) {
+				return fmt.Errorf("-scopes: unknown scope %q", s)
+			}
+		}
+		t := meta.Token{ID: ids.New(), ProjectID: pid, Name: *name, Scopes: sc, CreatedAt: now}
+		if *ttl > 0 {
+			exp := now.Add(*ttl)
+			t.ExpiresAt = &exp
+		}
+		jwt, err := auth.New(ring, "", time.Now).Issue(pid, t.ID, sc, now, t.ExpiresAt)
+		if err != nil {
+			return err
+		}
+		if err := store.CreateToken(ctx, t); err != nil {
+			return err
+		}
+		return out.Encode(map[string]any{"id": t.ID.String(), "slug": t.ID.Slug(ids.TokenPrefix), "token": jwt, "scopes": sc, "expiresAt": t.ExpiresAt})
+	case "token revoke":
+		pid, err := ids.Parse(ids.ProjectPrefix, *project)
+		if err != nil {
+			return fmt.Errorf("-project: %w", err)
+		}
+		tid, err := ids.Parse(ids.TokenPrefix, *token)
+		if err != nil {
+			return fmt.Errorf("-token: %w", err)
+		}
+		return store.RevokeToken(ctx, pid, tid, now)
+	}
+	fmt.Fprintln(os.Stderr, adminUsage)
+	return fmt.Errorf("unknown admin command %q", what)
+}

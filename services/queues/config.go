@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/keys"
+)
+
+// env returns the environment variable or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func envBool(name string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(name))
+	return b
+}
+
+// storeFlags are the DynamoDB settings shared by api, migrate and admin.
+type storeFlags struct {
+	endpoint, table string
+}
+
+func (s *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.endpoint, "dynamodb-endpoint", env("QUEUES_DYNAMODB_ENDPOINT", ""), "DynamoDB endpoint URL; empty: AWS's, from the AWS_* settings (QUEUES_DYNAMODB_ENDPOINT)")
+	fs.StringVar(&s.table, "dynamodb-table", env("QUEUES_DYNAMODB_TABLE", "queues"), "DynamoDB table name (QUEUES_DYNAMODB_TABLE)")
+}
+
+// client builds a DynamoDB client with bounded retries and timeouts, so an unreachable
+// DynamoDB answers 503 instead of hanging requests.
+func (s *storeFlags) client(ctx context.Context) (*dynamodb.Client, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(&http.Client{Timeout: 5 * time.Second}),
+		config.WithRetryer(func() aws.Retryer { return retry.AddWithMaxAttempts(retry.NewStandard(), 3) }),
+	}
+	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
+		opts = append(opts, config.WithRegion("us-east-1"))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if s.endpoint != "" {
+		// A local endpoint (DynamoDB Local) accepts any credentials; supply some when none
+		// are configured so a development setup needs no AWS settings.
+		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+			cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "queues-local"}, nil
+			})
+		}
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if s.endpoint != "" {
+			o.BaseEndpoint = aws.String(s.endpoint)
+		}
+	}), nil
+}
+
+// redisClient connects to QUEUES_REDIS_URL: one URL, or comma-separated seed URLs of a
+// Redis Cluster.
+func redisClient(url string, cluster bool) (redis.UniversalClient, error) {
+	if url == "" {
+		return nil, errors.New("no Redis URL: set QUEUES_REDIS_URL or -redis-url")
+	}
+	urls := strings.Split(url, ",")
+	if !cluster {
+		if len(urls) != 1 {
+			return nil, errors.New("several Redis URLs need QUEUES_REDIS_CLUSTER=true")
+		}
+		o, err := redis.ParseURL(urls[0])
+		if err != nil {
+			return nil, err
+		}
+		return redis.NewClient(o), nil
+	}
+	co := &redis.ClusterOptions{}
+	for _, u := range urls {
+		o, err := redis.ParseURL(strings.TrimSpace(u))
+		if err != nil {
+			return nil, err
+		}
+		co.Addrs = append(co.Addrs, o.Addr)
+		co.Username, co.Password, co.TLSConfig = o.Username, o.Password, o.TLSConfig
+	}
+	return redis.NewClusterClient(co), nil
+}
+
+// signingKeys reads QUEUES_SIGNING_KEYS.
+func signingKeys(s string) (*keys.Ring, error) {
+	if s == "" {
+		return nil, errors.New("no signing keys: set QUEUES_SIGNING_KEYS to kid:base64secret[,…] (every replica the same list)")
+	}
+	return keys.Parse(s)
+}
+
+func rateFlags(fs *flag.FlagSet, r *api.Rates) {
+	fs.IntVar(&r.StandardSend, "rate-send", envInt("QUEUES_RATE_SEND", api.DefaultRates.StandardSend), "send requests/s per standard queue (QUEUES_RATE_SEND)")
+	fs.IntVar(&r.StandardReceive, "rate-receive", envInt("QUEUES_RATE_RECEIVE", api.DefaultRates.StandardReceive), "receive requests/s per standard queue (QUEUES_RATE_RECEIVE)")
+	fs.IntVar(&r.FIFOSend, "rate-fifo-send", envInt("QUEUES_RATE_FIFO_SEND", api.DefaultRates.FIFOSend), "send requests/s per fifo queue (QUEUES_RATE_FIFO_SEND)")
+	fs.IntVar(&r.FIFOReceive, "rate-fifo-receive", envInt("QUEUES_RATE_FIFO_RECEIVE", api.DefaultRates.FIFOReceive), "receive requests/s per fifo queue (QUEUES_RATE_FIFO_RECEIVE)")
+}
+
+func logger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

