@@ -181,6 +181,7 @@ func (c *Checker) check(req *http.Request, reqBody []byte, resp *http.Response, 
 		SkipSettingDefaults:   true,
 		AuthenticationFunc:    requireBearer,
 	}
+	opts.WithCustomSchemaErrorFunc(schemaMessage)
 	reqInput := &openapi3filter.RequestValidationInput{
 		Request:    withBody(req, reqBody),
 		PathParams: params,
@@ -244,7 +245,9 @@ func (c *Checker) checkErrorBody(resp *http.Response, body []byte, code string) 
 	if err != nil {
 		return fmt.Sprintf("the body is not JSON: %v", err)
 	}
-	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsResponse(), openapi3.MultiErrors()}
+	opts := []openapi3.SchemaValidationOption{
+		openapi3.VisitAsResponse(), openapi3.MultiErrors(), openapi3.SetSchemaErrorMessageCustomizer(schemaMessage),
+	}
 	if c.doc.IsOpenAPI31OrLater() {
 		opts = append(opts, openapi3.EnableJSONSchema2020())
 	}
@@ -269,6 +272,18 @@ func requireBearer(_ context.Context, in *openapi3filter.AuthenticationInput) er
 		return in.NewError(errors.New("no bearer token in the request"))
 	}
 	return nil
+}
+
+// schemaMessage shortens schema errors to their reason: the default message dumps the whole
+// schema and value, and the report quotes the body anyway.
+func schemaMessage(err *openapi3.SchemaError) string {
+	if err.Reason == "" {
+		return "" // the default message
+	}
+	if p := err.JSONPointer(); len(p) > 0 && !strings.Contains(err.Reason, "at '") {
+		return "at /" + strings.Join(p, "/") + ": " + err.Reason
+	}
+	return err.Reason
 }
 
 // withBody returns a copy of req that reads body, for the validators (which consume it).
