@@ -1,0 +1,429 @@
+// Package memmeta is an in-memory meta.Store: a fast fake for unit tests of the layers above
+// the metadata store. It passes the metatest conformance suite, so it behaves like the
+// DynamoDB store, but it keeps nothing across restarts.
+package memmeta
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+// Page sizes: a Page with Limit <= 0 gets DefaultLimit; larger limits are cut to MaxLimit.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+type tokenKey struct{ project, token ids.ID }
+type nameKey struct {
+	project ids.ID
+	name    string
+}
+
+type queueRec struct {
+	q    meta.Queue
+	refs int // queues naming this one as their dead-letter queue
+}
+
+// Store is an in-memory meta.Store, safe for concurrent use. The zero value is not usable;
+// call New.
+type Store struct {
+	mu       sync.Mutex
+	projects map[ids.ID]meta.Project
+	tokens   map[tokenKey]meta.Token
+	queues   map[ids.ID]*queueRec
+	names    map[nameKey]ids.ID
+}
+
+var _ meta.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		projects: map[ids.ID]meta.Project{},
+		tokens:   map[tokenKey]meta.Token{},
+		queues:   map[ids.ID]*queueRec{},
+		names:    map[nameKey]ids.ID{},
+	}
+}
+
+func timePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func cloneQueue(q meta.Queue) meta.Queue {
+	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
+	if q.Redrive != nil {
+		r := *q.Redrive
+		q.Redrive = &r
+	}
+	return q
+}
+
+func cloneToken(t meta.Token) meta.Token {
+	t.CreatedAt = t.CreatedAt.UTC()
+	t.ExpiresAt, t.RevokedAt = timePtr(t.ExpiresAt), timePtr(t.RevokedAt)
+	if len(t.Scopes) == 0 {
+		t.Scopes = nil
+	} else {
+		t.Scopes = slices.Clone(t.Scopes)
+	}
+	return t
+}
+
+func pageLimit(p meta.Page) int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultLimit
+	case p.Limit > MaxLimit:
+		return MaxLimit
+	}
+	return p.Limit
+}
+
+// cursor is what a page's NextCursor encodes: which listing, and the key it ends at.
+type cursor struct {
+	List    string `json:"l"`
+	Project string `json:"p,omitempty"`
+	After   string `json:"a"`
+}
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string, list, project string, valid func(after string) bool) (after string, err error) {
+	bad := apierr.Invalid("cursor", "the cursor is not one this listing returned")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return "", bad
+	}
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	var c cursor
+	if err := d.Decode(&c); err != nil || d.More() || c.List != list || c.Project != project || !valid(c.After) {
+		return "", bad
+	}
+	return c.After, nil
+}
+
+// page cuts sorted keys after after into one page and the cursor of the next.
+func page[T any](all []T, keyOf func(T) string, after string, limit int) ([]T, string) {
+	rest := all[sort.Search(len(all), func(i int) bool { return keyOf(all[i]) > after }):]
+	if len(rest) <= limit {
+		return rest, ""
+	}
+	return rest[:limit], keyOf(rest[limit-1])
+}
+
+// ---- projects ----
+
+// CreateProject stores a new project.
+func (s *Store) CreateProject(_ context.Context, p meta.Project) error {
+	if p.ID.IsZero() {
+		return apierr.Invalid("id", "project id is zero")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.projects[p.ID]; ok {
+		return apierr.New(apierr.Internal, "project %s already exists", p.ID)
+	}
+	p.CreatedAt = p.CreatedAt.UTC()
+	s.projects[p.ID] = p
+	return nil
+}
+
+// GetProject reads a project.
+func (s *Store) GetProject(_ context.Context, id ids.ID) (meta.Project, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.projects[id]
+	if !ok {
+		return meta.Project{}, apierr.New(apierr.NotFound, "project %s not found", id)
+	}
+	return p, nil
+}
+
+// ListProjects lists projects in id (creation) order.
+func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, string, error) {
+	after := ""
+	if pg.Cursor != "" {
+		var err error
+		after, err = decodeCursor(pg.Cursor, "projects", "", func(a string) bool {
+			_, err := ids.ParseUUID(a)
+			return err == nil
+		})
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	s.mu.Lock()
+	all := make([]meta.Project, 0, len(s.projects))
+	for _, p := range s.projects {
+		all = append(all, p)
+	}
+	s.mu.Unlock()
+	key := func(p meta.Project) string { return p.ID.String() }
+	slices.SortFunc(all, func(a, b meta.Project) int { return cmp.Compare(key(a), key(b)) })
+	ps, last := page(all, key, after, pageLimit(pg))
+	next := ""
+	if last != "" {
+		next = encodeCursor(cursor{List: "projects", After: last})
+	}
+	return slices.Clone(ps), next, nil
+}
+
+// ---- tokens ----
+
+// CreateToken stores a token of an existing project.
+func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
+	if t.ID.IsZero() {
+		return apierr.Invalid("id", "token id is zero")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.projects[t.ProjectID]; !ok {
+		return apierr.New(apierr.NotFound, "project %s not found", t.ProjectID)
+	}
+	k := tokenKey{t.ProjectID, t.ID}
+	if _, ok := s.tokens[k]; ok {
+		return apierr.New(apierr.Internal, "token %s already exists", t.ID)
+	}
+	s.tokens[k] = cloneToken(t)
+	return nil
+}
+
+// GetToken reads a token.
+func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tokens[tokenKey{projectID, tokenID}]
+	if !ok {
+		return meta.Token{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+	}
+	return cloneToken(t), nil
+}
+
+// RevokeToken sets RevokedAt unless it is already set.
+func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := tokenKey{projectID, tokenID}
+	t, ok := s.tokens[k]
+	if !ok {
+		return apierr.New(apierr.NotFound, "token %s not found", tokenID)
+	}
+	if t.RevokedAt == nil {
+		t.RevokedAt = timePtr(&at)
+		s.tokens[k] = t
+	}
+	return nil
+}
+
+// ---- queues ----
+
+func dlqNotFound(id ids.ID) error {
+	return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", id)
+}
+
+// dlq returns the record of a dead-letter queue if it exists in project.
+func (s *Store) dlq(project, id ids.ID) (*queueRec, bool) {
+	r, ok := s.queues[id]
+	if !ok || r.q.ProjectID != project {
+		return nil, false
+	}
+	return r, true
+}
+
+// CreateQueue stores a new queue with Version 1.
+func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
+	if q.ID.IsZero() {
+		return apierr.Invalid("id", "queue id is zero")
+	}
+	if q.Name == "" {
+		return apierr.Invalid("name", "queue name is empty")
+	}
+	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
+		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.projects[q.ProjectID]; !ok {
+		return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
+	}
+	nk := nameKey{q.ProjectID, q.Name}
+	if _, ok := s.names[nk]; ok {
+		return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", q.Name)
+	}
+	var dlq *queueRec
+	if q.Redrive != nil {
+		var ok bool
+		if dlq, ok = s.dlq(q.ProjectID, q.Redrive.DeadLetterQueue); !ok {
+			return dlqNotFound(q.Redrive.DeadLetterQueue)
+		}
+	}
+	if _, ok := s.queues[q.ID]; ok {
+		return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+	}
+	q = cloneQueue(q)
+	q.Version = 1
+	s.queues[q.ID] = &queueRec{q: q}
+	s.names[nk] = q.ID
+	if dlq != nil {
+		dlq.refs++
+	}
+	return nil
+}
+
+// GetQueue reads a queue by id within a project.
+func (s *Store) GetQueue(_ context.Context, projectID, queueID ids.ID) (meta.Queue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.queues[queueID]
+	if !ok || r.q.ProjectID != projectID {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
+	}
+	return cloneQueue(r.q), nil
+}
+
+// GetQueueByName reads a queue by name within a project.
+func (s *Store) GetQueueByName(_ context.Context, projectID ids.ID, name string) (meta.Queue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.names[nameKey{projectID, name}]
+	if !ok {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %q not found", name)
+	}
+	return cloneQueue(s.queues[id].q), nil
+}
+
+// GetQueueByID reads a queue by id alone.
+func (s *Store) GetQueueByID(_ context.Context, queueID ids.ID) (meta.Queue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.queues[queueID]
+	if !ok {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
+	}
+	return cloneQueue(r.q), nil
+}
+
+// ListQueues lists a project's queues whose names start with prefix, in name (byte) order.
+func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, pg meta.Page) ([]meta.Queue, string, error) {
+	after := ""
+	if pg.Cursor != "" {
+		var err error
+		after, err = decodeCursor(pg.Cursor, "queues", projectID.String(), func(a string) bool {
+			return a != "" && strings.HasPrefix(a, prefix)
+		})
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	s.mu.Lock()
+	var all []meta.Queue
+	for k, id := range s.names {
+		if k.project == projectID && strings.HasPrefix(k.name, prefix) {
+			all = append(all, cloneQueue(s.queues[id].q))
+		}
+	}
+	s.mu.Unlock()
+	key := func(q meta.Queue) string { return q.Name }
+	slices.SortFunc(all, func(a, b meta.Queue) int { return cmp.Compare(a.Name, b.Name) })
+	qs, last := page(all, key, after, pageLimit(pg))
+	next := ""
+	if last != "" {
+		next = encodeCursor(cursor{List: "queues", Project: projectID.String(), After: last})
+	}
+	return qs, next, nil
+}
+
+// UpdateQueue replaces the settings of q if the stored Version is q.Version.
+func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error) {
+	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
+		return meta.Queue{}, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.queues[q.ID]
+	if !ok || r.q.ProjectID != q.ProjectID {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", q.ID)
+	}
+	if r.q.Version != q.Version {
+		return meta.Queue{}, meta.ErrVersionConflict
+	}
+	cur := r.q
+	var oldDLQ, newDLQ *queueRec
+	if cur.Redrive != nil {
+		oldDLQ = s.queues[cur.Redrive.DeadLetterQueue]
+	}
+	if q.Redrive != nil {
+		var ok bool
+		if newDLQ, ok = s.dlq(q.ProjectID, q.Redrive.DeadLetterQueue); !ok {
+			return meta.Queue{}, dlqNotFound(q.Redrive.DeadLetterQueue)
+		}
+	}
+	next := cur
+	next.UpdatedAt = q.UpdatedAt.UTC()
+	next.VisibilityTimeoutSeconds = q.VisibilityTimeoutSeconds
+	next.RetentionSeconds = q.RetentionSeconds
+	next.DelaySeconds = q.DelaySeconds
+	next.ReceiveWaitSeconds = q.ReceiveWaitSeconds
+	next.ContentBasedDedup = q.ContentBasedDedup
+	next.Redrive = nil
+	if q.Redrive != nil {
+		rd := *q.Redrive
+		next.Redrive = &rd
+	}
+	next.Version++
+	if oldDLQ != newDLQ {
+		if oldDLQ != nil {
+			oldDLQ.refs--
+		}
+		if newDLQ != nil {
+			newDLQ.refs++
+		}
+	}
+	r.q = next
+	return cloneQueue(next), nil
+}
+
+// DeleteQueue deletes a queue that no queue names as its dead-letter queue.
+func (s *Store) DeleteQueue(_ context.Context, projectID, queueID ids.ID) (meta.Queue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.queues[queueID]
+	if !ok || r.q.ProjectID != projectID {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
+	}
+	if r.refs > 0 {
+		return meta.Queue{}, apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", queueID)
+	}
+	if r.q.Redrive != nil {
+		if d, ok := s.queues[r.q.Redrive.DeadLetterQueue]; ok {
+			d.refs--
+		}
+	}
+	delete(s.queues, queueID)
+	delete(s.names, nameKey{projectID, r.q.Name})
+	return cloneQueue(r.q), nil
+}
+
+// Ping always succeeds.
+func (s *Store) Ping(context.Context) error { return nil }

@@ -1,0 +1,13 @@
+package memmeta_test
+
+import (
+	"testing"
+
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/memmeta"
+	"github.com/queueshq/queues/pkg/meta/metatest"
+)
+
+func TestConformance(t *testing.T) {
+	metatest.Run(t, func(*testing.T) meta.Store { return memmeta.New() })
+}
