@@ -1,0 +1,363 @@
+// Package redisengine is the queue engine on Redis, single server or Redis Cluster.
+//
+// Each queue has 1 to 64 partitions; all keys of a partition share one hash tag (keys.go), so
+// a partition is one Cluster slot and every operation is one Lua script per partition touched
+// (scripts/*.lua). Messages are indexed by two sorted sets: never-received ones by the time
+// they become visible, received ones by their visibility deadline; counts are ZCOUNTs.
+// Time comes from the caller's clock and is passed to every script, so tests move a fake
+// clock instead of sleeping.
+//
+// Dead-letter moves cross queues (and Cluster slots), so they take two steps that never lose
+// a message: the source partition's script moves the message into the partition's outbox,
+// then the engine inserts it into the dead-letter queue idempotently and clears the outbox
+// entry. Sweep finishes moves interrupted by a crash.
+//
+// Only standard queues are implemented; the payload and key formats leave room for fifo.
+package redisengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// Defaults of Options.
+const (
+	DefaultPartitionSendRate = 1000
+	DefaultChannel           = "queues:wake"
+	DefaultStartTimeout      = 10 * time.Second
+)
+
+const (
+	// partitionCacheTTL bounds how long an Engine trusts its cached partition count. It is
+	// measured on the process's monotonic clock: it is a cache lifetime, not a message deadline.
+	partitionCacheTTL = time.Second
+	// exactCountLimit is the range in which counts are promised exact.
+	exactCountLimit = 100_000
+	// oldestSample is how many of the earliest-expiring messages Stats looks at for the oldest.
+	oldestSample = 5
+	// sweepChunk is how many expired messages one Sweep script deletes; sweepChunks bounds the
+	// chunks per partition per Sweep call.
+	sweepChunk  = 500
+	sweepChunks = 20
+	// outboxPage is how many outbox entries one Sweep call looks at per partition.
+	outboxPage = 100
+	// outboxGrace is how old (engine clock) an outbox entry must be before Sweep finishes its
+	// move: younger ones are most likely being finished by the operation that made them.
+	outboxGrace = 10 * time.Second
+	// defaultRetention applies when a Queue carries no retention (SPEC §3's default).
+	defaultRetention = 345_600 * time.Second
+)
+
+// Options tune an Engine. The zero value is usable.
+type Options struct {
+	// PartitionSendRate is how many messages per second one partition takes before the queue
+	// gets another partition (default 1000).
+	PartitionSendRate int
+	// Channel is the pub/sub channel carrying wake-ups (default "queues:wake"). Every replica
+	// of a deployment must use the same one.
+	Channel string
+	// Logger receives failures of background work (default slog.Default()).
+	Logger *slog.Logger
+	// StartTimeout bounds New's checks of the server (default 10 s).
+	StartTimeout time.Duration
+}
+
+// Engine implements engine.Engine on Redis. It is safe for concurrent use.
+type Engine struct {
+	rdb  redis.UniversalClient
+	clk  clock.Clock
+	opts Options
+	log  *slog.Logger
+
+	ps       *redis.PubSub
+	listened chan struct{}
+
+	wmu      sync.Mutex
+	watchers map[ids.ID]map[*watcher]struct{}
+
+	pmu   sync.Mutex
+	parts map[ids.ID]partCount
+
+	rot   uint32 // receive's rotating start partition; guarded by pmu
+	close sync.Once
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+type partCount struct {
+	n  int
+	at time.Time
+}
+
+type watcher struct{ ch chan struct{} }
+
+// New returns an engine on rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring; the
+// caller keeps ownership and closes it after the Engine). It refuses a server whose
+// maxmemory-policy is not noeviction, and subscribes to the wake-up channel.
+func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, error) {
+	if rdb == nil || clk == nil {
+		return nil, errors.New("redisengine: a client and a clock are required")
+	}
+	if opts.PartitionSendRate <= 0 {
+		opts.PartitionSendRate = DefaultPartitionSendRate
+	}
+	if opts.Channel == "" {
+		opts.Channel = DefaultChannel
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
+	defer cancel()
+	if err := checkEvictionPolicy(ctx, rdb); err != nil {
+		return nil, err
+	}
+	ps := rdb.Subscribe(ctx, opts.Channel)
+	if _, err := ps.Receive(ctx); err != nil { // the subscription is confirmed before New returns
+		_ = ps.Close()
+		return nil, fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err)
+	}
+	e := &Engine{
+		rdb:      rdb,
+		clk:      clk,
+		opts:     opts,
+		log:      opts.Logger,
+		ps:       ps,
+		listened: make(chan struct{}),
+		watchers: map[ids.ID]map[*watcher]struct{}{},
+		parts:    map[ids.ID]partCount{},
+	}
+	go e.listen(ps.Channel())
+	return e, nil
+}
+
+// Close stops the wake-up subscription. It does not close the Redis client.
+func (e *Engine) Close() error {
+	var err error
+	e.close.Do(func() {
+		err = e.ps.Close()
+		<-e.listened
+	})
+	return err
+}
+
+// checkEvictionPolicy refuses any maxmemory-policy but noeviction, on every master.
+func checkEvictionPolicy(ctx context.Context, rdb redis.UniversalClient) error {
+	check := func(ctx context.Context, c redis.Cmdable, addr string) error {
+		policy, err := evictionPolicy(ctx, c)
+		if err != nil {
+			return fmt.Errorf("redisengine: reading maxmemory-policy of Redis at %s: %w", addr, err)
+		}
+		if policy != "noeviction" {
+			return fmt.Errorf("redisengine: Redis at %s has maxmemory-policy %q; the queue engine requires "+
+				"\"noeviction\", because an evicting policy silently deletes queued messages when memory runs out "+
+				"(set maxmemory-policy noeviction)", addr, policy)
+		}
+		return nil
+	}
+	perClient := func(ctx context.Context, c *redis.Client) error { return check(ctx, c, c.Options().Addr) }
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, perClient)
+	case *redis.Ring:
+		return c.ForEachShard(ctx, perClient)
+	case *redis.Client:
+		return perClient(ctx, c)
+	default:
+		return check(ctx, rdb, "the configured address")
+	}
+}
+
+// evictionPolicy reads maxmemory-policy by CONFIG GET, or from INFO memory where CONFIG is
+// disabled (managed Redis).
+func evictionPolicy(ctx context.Context, c redis.Cmdable) (string, error) {
+	m, cfgErr := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	if p, ok := m["maxmemory-policy"]; cfgErr == nil && ok {
+		return p, nil
+	}
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return "", errors.Join(cfgErr, err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("neither CONFIG GET nor INFO memory tells the policy (CONFIG GET: %v)", cfgErr)
+}
+
+// nowMs is the engine clock in unix milliseconds.
+func (e *Engine) nowMs() int64 { return e.clk.Now().UnixMilli() }
+
+func fromMs(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// wrap translates a Redis failure into the API's vocabulary: the caller's cancellation passes
+// through, connection failures, timeouts and transient server states become Unavailable, and
+// anything else (a script or data error) Internal.
+func (e *Engine) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !transient(err) {
+		e.log.Error("redisengine: "+op, "error", err)
+		return &apierr.Error{Code: apierr.Internal, Message: fmt.Sprintf("%s: storage error: %v", op, err)}
+	}
+	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("%s: redis unavailable: %v", op, err)}
+}
+
+// transient lists the Redis error replies that mean "not now" rather than "never".
+func transient(err error) bool {
+	for _, p := range []string{"OOM", "BUSY", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN",
+		"READONLY", "NOREPLICAS", "MOVED", "ASK", "NOSCRIPT"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// partitions returns the queue's partition count, cached for up to partitionCacheTTL.
+func (e *Engine) partitions(ctx context.Context, q ids.ID) (int, error) {
+	e.pmu.Lock()
+	pc, ok := e.parts[q]
+	e.pmu.Unlock()
+	if ok && time.Since(pc.at) < partitionCacheTTL {
+		return pc.n, nil
+	}
+	return e.partitionsFresh(ctx, q)
+}
+
+// partitionsFresh reads the partition count from Redis and refreshes the cache.
+func (e *Engine) partitionsFresh(ctx context.Context, q ids.ID) (int, error) {
+	n := 1
+	s, err := e.rdb.HGet(ctx, partitionsKey(q), "n").Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return 0, e.wrap(ctx, "partitions", err)
+	default:
+		if v, perr := strconv.Atoi(s); perr == nil && v >= 1 {
+			n = min(v, engine.MaxPartitions)
+		}
+	}
+	e.setPartitions(q, n)
+	return n, nil
+}
+
+func (e *Engine) setPartitions(q ids.ID, n int) {
+	now := time.Now()
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if len(e.parts) > 10_000 { // forget queues not used lately
+		for id, pc := range e.parts {
+			if now.Sub(pc.at) > partitionCacheTTL {
+				delete(e.parts, id)
+			}
+		}
+	}
+	e.parts[q] = partCount{n: n, at: now}
+}
+
+// grow adds a partition after a partition's send rate passed the threshold: at most one per
+// second per queue (timed by the engine clock), up to engine.MaxPartitions.
+func (e *Engine) grow(ctx context.Context, q ids.ID, seen int, now int64) {
+	n, err := growScript.Run(ctx, e.rdb, []string{partitionsKey(q)},
+		seen, now, engine.MaxPartitions, time.Second.Milliseconds()).Int()
+	if err != nil {
+		e.log.Warn("redisengine: adding a partition", "queue", q.String(), "error", err)
+		return
+	}
+	e.setPartitions(q, n)
+}
+
+// Watch registers a watcher of the queue's wake-ups (sends, releases, purge, delete), from
+// any replica: they arrive over the engine's one pub/sub subscription.
+func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) {
+	w := &watcher{ch: make(chan struct{}, 1)}
+	e.wmu.Lock()
+	set := e.watchers[q]
+	if set == nil {
+		set = map[*watcher]struct{}{}
+		e.watchers[q] = set
+	}
+	set[w] = struct{}{}
+	e.wmu.Unlock()
+	return w.ch, sync.OnceFunc(func() {
+		e.wmu.Lock()
+		defer e.wmu.Unlock()
+		delete(e.watchers[q], w)
+		if len(e.watchers[q]) == 0 {
+			delete(e.watchers, q)
+		}
+	})
+}
+
+// listen delivers wake-ups until the subscription closes (go-redis reconnects it meanwhile).
+func (e *Engine) listen(ch <-chan *redis.Message) {
+	defer close(e.listened)
+	for msg := range ch {
+		q, err := ids.ParseUUID(msg.Payload)
+		if err != nil {
+			continue
+		}
+		e.notify(q)
+	}
+}
+
+func (e *Engine) notify(q ids.ID) {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	for w := range e.watchers[q] {
+		select {
+		case w.ch <- struct{}{}:
+		default: // a signal is already pending; they coalesce
+		}
+	}
+}
+
+// publish wakes the queue's watchers on every replica.
+func (e *Engine) publish(ctx context.Context, q ids.ID) {
+	if err := e.rdb.Publish(ctx, e.opts.Channel, q.String()).Err(); err != nil {
+		e.log.Warn("redisengine: publishing a wake-up", "queue", q.String(), "error", err)
+	}
+}
+
+// standardOnly refuses fifo queues, which this engine does not implement yet.
+func standardOnly(q engine.Queue) error {
+	if q.Type == engine.FIFO {
+		return apierr.Invalid("type", "fifo queues are not supported by the Redis engine yet")
+	}
+	return nil
+}
+
+func retention(q engine.Queue) time.Duration {
+	if q.Retention <= 0 {
+		return defaultRetention
+	}
+	return q.Retention
+}

@@ -1,0 +1,465 @@
+package redisengine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// CreateQueue needs no storage: a queue's keys appear with its first message.
+func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) error {
+	return standardOnly(q)
+}
+
+// Send stores the messages in one partition (random among the queue's partitions) with one
+// script call, and adds a partition when this one's send rate passed the threshold.
+func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
+	if err := standardOnly(q); err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	n, err := e.partitions(ctx, q.ID)
+	if err != nil {
+		return nil, err
+	}
+	p := rand.IntN(n)
+	k := keysOf(q.ID, p)
+	now := e.nowMs()
+	expires := now + retention(q).Milliseconds()
+	args := make([]any, 0, 3+4*len(msgs))
+	args = append(args, now, e.opts.Channel, q.ID.String())
+	res := make([]engine.SendResult, len(msgs))
+	for i, m := range msgs {
+		id := ids.New()
+		delay := q.Delay
+		if m.Delay != nil {
+			delay = *m.Delay
+		}
+		pl := payload{Body: m.Body, Attributes: m.Attributes}
+		args = append(args, string(id[:]), pl.encode(), now+max(delay, 0).Milliseconds(), expires)
+		res[i] = engine.SendResult{MessageID: id, Partition: p}
+	}
+	rate, err := sendScript.Run(ctx, e.rdb, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000)}, args...).Int64()
+	if err != nil {
+		return nil, e.wrap(ctx, "send", err)
+	}
+	if rate > int64(e.opts.PartitionSendRate) && n < engine.MaxPartitions {
+		e.grow(ctx, q.ID, n, now)
+	}
+	return res, nil
+}
+
+// claim is how many messages a receive asks of one partition.
+type claim struct{ p, n int }
+
+// Receive claims up to req.Max messages. With one partition it is one script call; with more,
+// a pipelined probe finds the partitions holding visible messages, and the claim is split
+// among them starting at a rotating partition (one pipelined script call each).
+func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.ReceiveRequest) (engine.ReceiveResult, error) {
+	if err := standardOnly(q); err != nil {
+		return engine.ReceiveResult{}, err
+	}
+	want := min(max(req.Max, 1), engine.MaxBatch)
+	n, err := e.partitions(ctx, q.ID)
+	if err != nil {
+		return engine.ReceiveResult{}, err
+	}
+	now := e.nowMs()
+	if n == 1 {
+		return e.claim(ctx, q, req, now, []claim{{0, want}})
+	}
+
+	calls := make([]scriptCall, n)
+	for p := range n {
+		k := keysOf(q.ID, p)
+		calls[p] = scriptCall{peekScript, []string{k.r, k.f}, []any{now}}
+	}
+	cmds := e.run(ctx, calls)
+	e.pmu.Lock()
+	start := int(e.rot % uint32(n))
+	e.rot++
+	e.pmu.Unlock()
+	type avail struct{ p, visible int }
+	var have []avail
+	var nextAt int64
+	var firstErr error
+	for i := range n {
+		p := (start + i) % n
+		vals, err := cmds[p].Int64Slice()
+		if err != nil || len(vals) != 2 {
+			firstErr = cmp(firstErr, e.wrap(ctx, "receive", orBad(err)))
+			continue
+		}
+		if vals[0] > 0 {
+			have = append(have, avail{p, int(vals[0])})
+		} else if vals[1] > 0 && (nextAt == 0 || vals[1] < nextAt) {
+			nextAt = vals[1]
+		}
+	}
+	if len(have) == 0 {
+		if firstErr != nil {
+			return engine.ReceiveResult{}, firstErr
+		}
+		return engine.ReceiveResult{NextVisibleAt: timeOrZero(nextAt)}, nil
+	}
+	// Deal the wanted count out one at a time, so it spreads over the partitions.
+	asks := make([]int, len(have))
+	for left := want; left > 0; {
+		dealt := false
+		for i := range have {
+			if left > 0 && asks[i] < have[i].visible {
+				asks[i]++
+				left--
+				dealt = true
+			}
+		}
+		if !dealt {
+			break
+		}
+	}
+	var claims []claim
+	for i, a := range asks {
+		if a > 0 {
+			claims = append(claims, claim{have[i].p, a})
+		}
+	}
+	return e.claim(ctx, q, req, now, claims)
+}
+
+// claim runs the receive script on each partition named and assembles the answer; messages
+// found received maxReceiveCount times are moved on to the dead-letter queue.
+func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, now int64, claims []claim) (engine.ReceiveResult, error) {
+	vis := max(req.Visibility, 0).Milliseconds()
+	maxrc := 0
+	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
+		maxrc = max(q.Redrive.MaxReceiveCount, 1)
+	}
+	calls := make([]scriptCall, len(claims))
+	for i, c := range claims {
+		k := keysOf(q.ID, c.p)
+		calls[i] = scriptCall{receiveScript, []string{k.r, k.f, k.m, k.s, k.x, k.o},
+			[]any{now, c.n, vis, maxrc, 3 * c.n, engine.RedriveReason}}
+	}
+	cmds := e.run(ctx, calls)
+	var res engine.ReceiveResult
+	var nextAt int64
+	var firstErr error
+	ok := 0
+	for i, c := range claims {
+		vals, err := cmds[i].Slice()
+		if err != nil || len(vals) != 3 {
+			firstErr = cmp(firstErr, e.wrap(ctx, "receive", orBad(err)))
+			continue
+		}
+		ok++
+		if at, _ := vals[0].(int64); at > 0 && (nextAt == 0 || at < nextAt) {
+			nextAt = at
+		}
+		taken, _ := vals[1].([]any)
+		for j := 0; j+2 < len(taken); j += 3 {
+			m, err := e.received(q, c.p, taken[j], taken[j+1], taken[j+2], now+vis)
+			if err != nil {
+				e.log.Error("redisengine: undecodable message skipped", "queue", q.ID.String(), "error", err)
+				continue
+			}
+			res.Messages = append(res.Messages, m)
+		}
+		if dead, _ := vals[2].([]any); len(dead) > 0 {
+			e.finishMoves(ctx, q, c.p, outboxPairs(dead))
+		}
+	}
+	if ok == 0 {
+		return engine.ReceiveResult{}, firstErr
+	}
+	if len(res.Messages) == 0 {
+		res.NextVisibleAt = timeOrZero(nextAt)
+	}
+	return res, nil
+}
+
+func (e *Engine) received(q engine.Queue, p int, rawID, rawState, rawPayload any, deadline int64) (engine.Received, error) {
+	id, ok := ids.FromBytes([]byte(str(rawID)))
+	if !ok {
+		return engine.Received{}, fmt.Errorf("bad message id %q", str(rawID))
+	}
+	st, err := parseState(str(rawState))
+	if err != nil {
+		return engine.Received{}, err
+	}
+	pl, err := decodePayload(str(rawPayload))
+	if err != nil {
+		return engine.Received{}, fmt.Errorf("message %s: %w", id, err)
+	}
+	return engine.Received{
+		Delivery:           engine.Delivery{Queue: q.ID, Partition: p, MessageID: id, Attempt: st.Attempt},
+		Body:               pl.Body,
+		Attributes:         pl.Attributes,
+		ReceiveCount:       int(st.Attempt),
+		SentAt:             fromMs(st.SentAt),
+		VisibilityDeadline: fromMs(deadline),
+		GroupID:            pl.GroupID,
+		SequenceNumber:     pl.Sequence,
+		DeadLetter:         pl.DeadLetter,
+	}, nil
+}
+
+// settleBatch groups deliveries by partition and runs one script per partition touched
+// (pipelined). build makes the script call for one partition's entries (indexes into the
+// request); apply reads its answer. Entries whose handle cannot name a live delivery of this
+// queue are stale without a round trip.
+func (e *Engine) settleBatch(ctx context.Context, q engine.Queue, op string, ds []engine.Delivery, pre []error,
+	build func(k partKeys, idx []int) scriptCall,
+	apply func(p int, idx []int, val any, errs []error) error,
+) ([]error, error) {
+	errs := make([]error, len(ds))
+	byPart := map[int][]int{}
+	for i, d := range ds {
+		if pre != nil && pre[i] != nil {
+			errs[i] = pre[i]
+			continue
+		}
+		if d.Queue != q.ID || d.Partition < 0 || d.Partition >= engine.MaxPartitions || d.Attempt == 0 {
+			errs[i] = apierr.ErrStale
+			continue
+		}
+		byPart[d.Partition] = append(byPart[d.Partition], i)
+	}
+	parts := make([]int, 0, len(byPart))
+	for p := range byPart {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	calls := make([]scriptCall, len(parts))
+	for i, p := range parts {
+		calls[i] = build(keysOf(q.ID, p), byPart[p])
+	}
+	cmds := e.run(ctx, calls)
+	var firstErr error
+	ok := 0
+	for i, p := range parts {
+		idx := byPart[p]
+		err := cmds[i].Err()
+		if err == nil {
+			err = apply(p, idx, cmds[i].Val(), errs)
+		}
+		if err != nil {
+			err = e.wrap(ctx, op, err)
+			firstErr = cmp(firstErr, err)
+			for _, j := range idx {
+				errs[j] = err
+			}
+			continue
+		}
+		ok++
+	}
+	if ok == 0 && firstErr != nil {
+		return nil, firstErr
+	}
+	return errs, nil
+}
+
+// codes reads a script's per-entry codes: 1 done, 0 stale, anything else from other.
+func codes(val any, idx []int, errs []error, other func(code int64) error) error {
+	vals, _ := val.([]any)
+	if len(vals) != len(idx) {
+		return errBadReply
+	}
+	for n, j := range idx {
+		switch c, _ := vals[n].(int64); c {
+		case 1:
+			errs[j] = nil
+		case 0:
+			errs[j] = apierr.ErrStale
+		default:
+			errs[j] = other(c)
+		}
+	}
+	return nil
+}
+
+// Ack deletes the messages of valid deliveries.
+func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
+	now := e.nowMs()
+	return e.settleBatch(ctx, q, "ack", ds, nil,
+		func(k partKeys, idx []int) scriptCall {
+			args := []any{now}
+			for _, j := range idx {
+				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
+			}
+			return scriptCall{ackScript, k.messages(), args}
+		},
+		func(_ int, idx []int, val any, errs []error) error {
+			return codes(val, idx, errs, func(int64) error { return errBadReply })
+		})
+}
+
+// ChangeVisibility sets valid deliveries' deadlines to now+d (0 releases them), refusing a
+// deadline more than engine.MaxInFlight after the receive.
+func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engine.VisibilityChange) ([]error, error) {
+	now := e.nowMs()
+	ds := make([]engine.Delivery, len(cs))
+	pre := make([]error, len(cs))
+	for i, c := range cs {
+		ds[i] = c.Delivery
+		if c.Visibility < 0 || c.Visibility > engine.MaxVisibility { // the API refuses these first
+			pre[i] = apierr.Invalid("visibilityTimeoutSeconds", "must be between 0 and %d", int(engine.MaxVisibility.Seconds()))
+		}
+	}
+	return e.settleBatch(ctx, q, "change visibility", ds, pre,
+		func(k partKeys, idx []int) scriptCall {
+			args := []any{now, engine.MaxInFlight.Milliseconds(), e.opts.Channel, q.ID.String()}
+			for _, j := range idx {
+				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, cs[j].Visibility.Milliseconds())
+			}
+			return scriptCall{visibilityScript, []string{k.f, k.s}, args}
+		},
+		func(_ int, idx []int, val any, errs []error) error {
+			return codes(val, idx, errs, func(c int64) error {
+				if c == 2 {
+					return apierr.New(apierr.VisibilityLimitExceeded,
+						"the new deadline would be more than %s after the message was received", engine.MaxInFlight)
+				}
+				return errBadReply
+			})
+		})
+}
+
+// DeadLetter moves valid deliveries to the queue's dead-letter queue (through the outbox), or
+// deletes them when the queue has no redrive policy.
+func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.DeadLetterRequest) ([]error, error) {
+	now := e.nowMs()
+	redrive := "0"
+	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
+		redrive = "1"
+	}
+	ds := make([]engine.Delivery, len(rs))
+	for i, r := range rs {
+		ds[i] = r.Delivery
+	}
+	return e.settleBatch(ctx, q, "dead-letter", ds, nil,
+		func(k partKeys, idx []int) scriptCall {
+			args := []any{now, redrive}
+			for _, j := range idx {
+				reason := rs[j].Reason
+				if reason == "" {
+					reason = engine.DefaultDLQReason
+				}
+				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
+			}
+			return scriptCall{deadLetterScript, k.all(), args}
+		},
+		func(p int, idx []int, val any, errs []error) error {
+			vals, _ := val.([]any)
+			if len(vals) != 2 {
+				return errBadReply
+			}
+			if err := codes(vals[0], idx, errs, func(int64) error { return errBadReply }); err != nil {
+				return err
+			}
+			if moved, _ := vals[1].([]any); len(moved) > 0 {
+				e.finishMoves(ctx, q, p, outboxPairs(moved))
+			}
+			return nil
+		})
+}
+
+// outboxPairs turns a script's {id, value, id, value, ...} into pairs.
+func outboxPairs(vals []any) [][2]string {
+	out := make([][2]string, 0, len(vals)/2)
+	for i := 0; i+1 < len(vals); i += 2 {
+		out = append(out, [2]string{str(vals[i]), str(vals[i+1])})
+	}
+	return out
+}
+
+// finishMoves is the second step of dead-letter moves out of partition p of q: insert each
+// message into the dead-letter queue (idempotently, by message id), then clear its outbox
+// entry. A failure leaves the entry for Sweep to finish; the first step already took the
+// message out of q, so the caller's answer does not depend on this one.
+//
+// The dead-letter copy keeps the message id, body, attributes, group id and send time, starts
+// at receiveCount 0, records {source queue, reason, at}, and expires at + the dead-letter
+// queue's retention (its retention counts from its arrival there, like a send).
+func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entries [][2]string) {
+	if src.Redrive == nil || src.Redrive.DeadLetter == nil {
+		return // left in the outbox until a policy names a dead-letter queue again
+	}
+	dlq := src.Redrive.DeadLetter
+	dn, err := e.partitions(ctx, dlq.ID)
+	if err != nil {
+		e.log.Warn("redisengine: dead-letter move postponed", "queue", src.ID.String(), "error", err)
+		return
+	}
+	var calls []scriptCall
+	var fields []string // outbox fields to clear once their insert succeeded (or cannot ever)
+	var callField []string
+	for _, kv := range entries {
+		ob, err := parseOutbox(kv[0], kv[1])
+		var pl *payload
+		if err == nil {
+			pl, err = decodePayload(ob.Payload)
+		}
+		if err != nil {
+			e.log.Error("redisengine: dropping an undecodable dead-letter move", "queue", src.ID.String(), "error", err)
+			fields = append(fields, kv[0])
+			continue
+		}
+		pl.DeadLetter = &engine.DeadLetterInfo{SourceQueue: src.ID, Reason: ob.Reason, At: fromMs(ob.At)}
+		// The partition follows from the id, so a retried insert finds the first one.
+		dp := int(binary.BigEndian.Uint64(ob.ID[8:]) % uint64(dn))
+		k := keysOf(dlq.ID, dp)
+		calls = append(calls, scriptCall{dlqInsertScript, []string{k.r, k.m, k.s, k.x},
+			[]any{kv[0], pl.encode(), ob.At, ob.At + retention(*dlq).Milliseconds(), ob.SentAt, e.opts.Channel, dlq.ID.String()}})
+		callField = append(callField, kv[0])
+	}
+	for i, cmd := range e.run(ctx, calls) {
+		if err := cmd.Err(); err != nil {
+			e.log.Warn("redisengine: dead-letter insert failed; Sweep will retry", "queue", src.ID.String(), "error", err)
+			continue
+		}
+		fields = append(fields, callField[i])
+	}
+	if len(fields) > 0 {
+		if err := e.rdb.HDel(ctx, keysOf(src.ID, p).o, fields...).Err(); err != nil {
+			e.log.Warn("redisengine: clearing the dead-letter outbox failed; Sweep will retry", "queue", src.ID.String(), "error", err)
+		}
+	}
+}
+
+var errBadReply = fmt.Errorf("unexpected script reply")
+
+func orBad(err error) error {
+	if err == nil {
+		return errBadReply
+	}
+	return err
+}
+
+// cmp keeps the first error.
+func cmp(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func timeOrZero(ms int64) (t time.Time) {
+	if ms > 0 {
+		t = fromMs(ms)
+	}
+	return t
+}

@@ -1,0 +1,337 @@
+package redisengine
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// Purge removes every message sent before it, at most once per engine.PurgeInterval per queue
+// (timed by the engine clock). Each partition's message keys are UNLINKed: the messages vanish
+// at once and Redis frees them in the background; later sends create fresh keys. Dead-letter
+// moves already in a partition's outbox are not purged: they have left the queue.
+func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
+	now := e.nowMs()
+	wait, err := purgeGateScript.Run(ctx, e.rdb, []string{purgeKey(q.ID)}, now, engine.PurgeInterval.Milliseconds()).Int64()
+	if err != nil {
+		return e.wrap(ctx, "purge", err)
+	}
+	if wait > 0 {
+		d := time.Duration(wait) * time.Millisecond
+		return apierr.New(apierr.PurgeTooSoon, "a queue can be purged once every %s; the next purge is possible in %s",
+			engine.PurgeInterval, d.Round(time.Second)).WithRetryAfter(d)
+	}
+	n, err := e.partitionsFresh(ctx, q.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for p := range n {
+			pipe.Unlink(ctx, keysOf(q.ID, p).messages()...)
+		}
+		return nil
+	}); err != nil {
+		return e.wrap(ctx, "purge", err)
+	}
+	e.publish(ctx, q.ID)
+	return nil
+}
+
+// DeleteQueue removes every key of the queue, of all the partitions it could have, and wakes
+// its watchers.
+func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
+	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for p := range engine.MaxPartitions {
+			pipe.Unlink(ctx, keysOf(q, p).all()...)
+		}
+		pipe.Unlink(ctx, partitionsKey(q), purgeKey(q))
+		return nil
+	}); err != nil {
+		return e.wrap(ctx, "delete queue", err)
+	}
+	e.pmu.Lock()
+	delete(e.parts, q)
+	e.pmu.Unlock()
+	e.publish(ctx, q)
+	return nil
+}
+
+// Stats sums each partition's counts (one pipelined read-only script per partition).
+//
+// Counts are exact ZCOUNTs. Expired messages count until a receive or Sweep removes them.
+// OldestSentAt is the earliest send time among the few messages that expire first; it is
+// exact while the retention has not changed, and may miss an older message sent with a longer
+// retention until the messages sent before the change are gone.
+func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error) {
+	n, err := e.partitions(ctx, q.ID)
+	if err != nil {
+		return engine.Stats{}, err
+	}
+	now := e.nowMs()
+	calls := make([]scriptCall, n)
+	for p := range n {
+		k := keysOf(q.ID, p)
+		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.s, k.x}, []any{now, oldestSample}}
+	}
+	st := engine.Stats{Partitions: n}
+	var oldest int64
+	for _, cmd := range e.run(ctx, calls) {
+		v, err := cmd.Int64Slice()
+		if err != nil || len(v) != 4 {
+			return engine.Stats{}, e.wrap(ctx, "stats", orBad(err))
+		}
+		st.Visible += v[0]
+		st.InFlight += v[1]
+		st.Delayed += v[2]
+		if v[3] > 0 && (oldest == 0 || v[3] < oldest) {
+			oldest = v[3]
+		}
+	}
+	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
+	st.OldestSentAt = timeOrZero(oldest)
+	return st, nil
+}
+
+// Browse limits.
+const (
+	DefaultBrowseLimit = 100
+	MaxBrowseLimit     = 1000
+)
+
+// scoreInf stands for +inf as an inclusive maximum score: beyond every time in ms.
+const scoreInf = "9007199254740992"
+
+// segment is one zset of one partition, in browse order.
+type segment struct {
+	p        int
+	inflight bool // f rather than r
+}
+
+func segments(s engine.State, n int) []segment {
+	var out []segment
+	for p := range n {
+		switch s {
+		case engine.StateVisible:
+			out = append(out, segment{p, false}, segment{p, true})
+		case engine.StateInFlight:
+			out = append(out, segment{p, true})
+		case engine.StateDelayed:
+			out = append(out, segment{p, false})
+		}
+	}
+	return out
+}
+
+// browseCursor is where a page ended: segment index, score and message id.
+type browseCursor struct {
+	seg   int
+	score int64
+	id    string
+}
+
+func (c browseCursor) encode(s engine.State) string {
+	return base64.RawURLEncoding.EncodeToString(
+		fmt.Appendf(nil, "%s|%d|%d|%s", s, c.seg, c.score, c.id))
+}
+
+func decodeCursor(s engine.State, v string) (browseCursor, error) {
+	bad := apierr.Invalid("cursor", "malformed cursor")
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return browseCursor{}, bad
+	}
+	parts := strings.SplitN(string(raw), "|", 4)
+	if len(parts) != 4 || parts[0] != string(s) || len(parts[3]) != 16 {
+		return browseCursor{}, bad
+	}
+	seg, err1 := strconv.Atoi(parts[1])
+	score, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || seg < 0 || seg >= 2*engine.MaxPartitions {
+		return browseCursor{}, bad
+	}
+	return browseCursor{seg: seg, score: score, id: parts[3]}, nil
+}
+
+// Browse pages through the messages of one state, partition by partition (visible: the
+// never-received ones, then the received ones), in (time, id) order within each, without
+// changing anything. Expired messages are left out.
+func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
+	if req.State != engine.StateVisible && req.State != engine.StateInFlight && req.State != engine.StateDelayed {
+		return engine.BrowsePage{}, apierr.Invalid("state", "must be visible, inFlight or delayed")
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = DefaultBrowseLimit
+	}
+	limit = min(limit, MaxBrowseLimit)
+	var cur browseCursor
+	hasCur := req.Cursor != ""
+	if hasCur {
+		var err error
+		if cur, err = decodeCursor(req.State, req.Cursor); err != nil {
+			return engine.BrowsePage{}, err
+		}
+	}
+	n, err := e.partitions(ctx, q.ID)
+	if err != nil {
+		return engine.BrowsePage{}, err
+	}
+	now := e.nowMs()
+	nowS := strconv.FormatInt(now, 10)
+	minS, maxS := "-inf", nowS
+	if req.State != engine.StateVisible {
+		minS, maxS = "("+nowS, scoreInf
+	}
+	segs := segments(req.State, n)
+	var page engine.BrowsePage
+	var last browseCursor // the last message looked at, where the next page starts
+	si := 0
+	if hasCur {
+		si = cur.seg
+	}
+	for si < len(segs) && len(page.Messages) < limit {
+		sg := segs[si]
+		k := keysOf(q.ID, sg.p)
+		z := k.r
+		if sg.inflight {
+			z = k.f
+		}
+		ask := limit - len(page.Messages)
+		curScore, curID := "0", ""
+		if hasCur {
+			curScore, curID = strconv.FormatInt(cur.score, 10), cur.id
+		}
+		vals, err := browseScript.Run(ctx, e.rdb, []string{z, k.m, k.s}, minS, maxS, ask, curScore, curID).Slice()
+		if err != nil {
+			return engine.BrowsePage{}, e.wrap(ctx, "browse", err)
+		}
+		for i := 0; i+3 < len(vals); i += 4 {
+			score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
+			cur, hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
+			last = cur
+			m, ok := e.browsed(req.State, vals[i], score, vals[i+2], vals[i+3], now)
+			if ok {
+				page.Messages = append(page.Messages, m)
+			}
+		}
+		if len(vals)/4 < ask { // this segment is done
+			si++
+			hasCur = false
+		}
+	}
+	if len(page.Messages) >= limit {
+		page.NextCursor = last.encode(req.State)
+	}
+	return page, nil
+}
+
+// browsed decodes one browsed message; ok is false for one that is gone, expired or corrupt.
+func (e *Engine) browsed(s engine.State, rawID any, score int64, rawState, rawPayload any, now int64) (engine.BrowsedMessage, bool) {
+	id, ok := ids.FromBytes([]byte(str(rawID)))
+	if !ok {
+		return engine.BrowsedMessage{}, false
+	}
+	st, err := parseState(str(rawState))
+	if err != nil || st.ExpiresAt <= now {
+		return engine.BrowsedMessage{}, false
+	}
+	pl, err := decodePayload(str(rawPayload))
+	if err != nil {
+		e.log.Error("redisengine: undecodable message in browse", "message", id.String(), "error", err)
+		return engine.BrowsedMessage{}, false
+	}
+	return engine.BrowsedMessage{
+		MessageID:      id,
+		Body:           pl.Body,
+		Attributes:     pl.Attributes,
+		ReceiveCount:   int(st.Attempt),
+		SentAt:         fromMs(st.SentAt),
+		VisibleAt:      fromMs(score),
+		State:          s,
+		GroupID:        pl.GroupID,
+		SequenceNumber: pl.Sequence,
+		DeadLetter:     pl.DeadLetter,
+	}, true
+}
+
+var errNoGroups = apierr.Invalid("", "groups exist only on fifo queues")
+
+// Groups is a fifo feature; standard queues have no groups.
+func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+	if err := standardOnly(q); err != nil {
+		return engine.GroupPage{}, err
+	}
+	return engine.GroupPage{}, errNoGroups
+}
+
+// PurgeGroup is a fifo feature; standard queues have no groups.
+func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string) error {
+	if err := standardOnly(q); err != nil {
+		return err
+	}
+	return errNoGroups
+}
+
+// Sweep deletes expired messages (in bounded chunks) and finishes dead-letter moves that were
+// interrupted, for every partition of the queues given. Every step is idempotent, so replicas
+// may sweep the same queues at once.
+func (e *Engine) Sweep(ctx context.Context, qs []engine.Queue) error {
+	var errs []error
+	for _, q := range qs {
+		if err := e.sweep(ctx, q); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
+	n, err := e.partitionsFresh(ctx, q.ID)
+	if err != nil {
+		return err
+	}
+	now := e.nowMs()
+	for p := range n {
+		k := keysOf(q.ID, p)
+		for range sweepChunks {
+			deleted, err := expireScript.Run(ctx, e.rdb, k.messages(), now, sweepChunk).Int()
+			if err != nil {
+				return e.wrap(ctx, "sweep", err)
+			}
+			if deleted < sweepChunk {
+				break
+			}
+		}
+		if q.Redrive == nil || q.Redrive.DeadLetter == nil {
+			continue
+		}
+		kvs, _, err := e.rdb.HScan(ctx, k.o, 0, "", outboxPage).Result()
+		if err != nil {
+			return e.wrap(ctx, "sweep", err)
+		}
+		var due [][2]string
+		for i := 0; i+1 < len(kvs); i += 2 {
+			ob, err := parseOutbox(kvs[i], kvs[i+1])
+			if err != nil || ob.At <= now-outboxGrace.Milliseconds() {
+				due = append(due, [2]string{kvs[i], kvs[i+1]}) // unparsable ones are dropped there
+			}
+		}
+		if len(due) > 0 {
+			e.finishMoves(ctx, q, p, due)
+		}
+	}
+	return nil
+}

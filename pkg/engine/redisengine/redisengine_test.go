@@ -1,0 +1,81 @@
+package redisengine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/engine/enginetest"
+	"github.com/queueshq/queues/pkg/engine/redisengine"
+	"github.com/queueshq/queues/pkg/testenv"
+)
+
+// newEngine makes an engine on a fresh client; both are closed when t ends.
+func newEngine(t testing.TB, rdb redis.UniversalClient, clk clock.Clock, opts redisengine.Options) *redisengine.Engine {
+	t.Helper()
+	e, err := redisengine.New(rdb, clk, opts)
+	if err != nil {
+		t.Fatalf("redisengine.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		rdb.Close()
+	})
+	return e
+}
+
+func harness(newClient func() redis.UniversalClient) enginetest.Harness {
+	return enginetest.Harness{
+		New: func(t *testing.T) (engine.Engine, *clock.Fake) {
+			clk := enginetest.NewClock()
+			return newEngine(t, newClient(), clk, redisengine.Options{}), clk
+		},
+		NewWithPartitionRate: func(t *testing.T, rate int) (engine.Engine, *clock.Fake) {
+			clk := enginetest.NewClock()
+			return newEngine(t, newClient(), clk, redisengine.Options{PartitionSendRate: rate}), clk
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Redis(t)
+	enginetest.Run(t, harness(func() redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: addr})
+	}))
+}
+
+func TestConformanceCluster(t *testing.T) {
+	t.Parallel()
+	addrs := testenv.RedisCluster(t)
+	enginetest.Run(t, harness(func() redis.UniversalClient {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	}))
+}
+
+func TestRefusesEvictingPolicy(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Redis(t, "--maxmemory-policy", "allkeys-lru")
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	_, err := redisengine.New(rdb, enginetest.NewClock(), redisengine.Options{})
+	if err == nil {
+		t.Fatal("New accepted maxmemory-policy allkeys-lru")
+	}
+	for _, want := range []string{"allkeys-lru", "noeviction", "deletes queued messages"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not mention %q", err, want)
+		}
+	}
+	// The same server with the policy fixed is accepted.
+	if err := rdb.ConfigSet(context.Background(), "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), enginetest.NewClock(), redisengine.Options{})
+}

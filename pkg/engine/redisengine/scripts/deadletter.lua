@@ -1,0 +1,30 @@
+-- deadletter: a consumer dead-letters valid deliveries: each message moves to the outbox when
+-- the queue has a redrive policy, and is deleted when it has none.
+-- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 o
+-- ARGV: 1 now ms, 2 "1" with a redrive policy else "0"; then 2 per delivery: id, attempt,
+--       reason
+-- Returns: {{one code per delivery: 1 done, 0 stale}, {id, outbox value, ...}}
+local now = tonumber(ARGV[1])
+local redrive = ARGV[2] == '1'
+local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
+local res, ok = {}, {}
+for i = 3, #ARGV, 3 do
+  local id = ARGV[i]
+  local a, ra, ea, sa = parse_state(redis.call('HGET', KEYS[4], id))
+  local payload = false
+  if a and a == tonumber(ARGV[i + 1]) and ea > now then payload = redis.call('HGET', KEYS[3], id) end
+  if payload then
+    res[#res + 1] = 1; ok[#ok + 1] = {id, outbox_value(now, sa, ARGV[i + 2], payload)}
+  else
+    res[#res + 1] = 0
+  end
+end
+local out = {}
+for _, e in ipairs(ok) do
+  if redrive then
+    redis.call('HSET', KEYS[6], e[1], e[2])
+    out[#out + 1] = e[1]; out[#out + 1] = e[2]
+  end
+  del(K, e[1])
+end
+return {res, out}
