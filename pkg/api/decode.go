@@ -88,6 +88,11 @@ func (o *object) integer(name string, lo, hi int64) (v int64, ok bool, err *apie
 }
 
 func parseInteger(raw json.RawMessage, path string, lo, hi int64) (int64, *apierr.Error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		// json.Number would also take a quoted number; the API takes numbers only.
+		return 0, apierr.Invalid(path, "must be an integer from %d to %d", lo, hi)
+	}
 	var n json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -138,19 +143,20 @@ func parseString(raw json.RawMessage, path string) (string, *apierr.Error) {
 	return s, nil
 }
 
-// unquote decodes the inside of a JSON string literal that the JSON decoder already accepted
-// as well formed, checking what it would have replaced.
+// unquote decodes the inside of a JSON string literal, rejecting what encoding/json would
+// have replaced with U+FFFD (invalid UTF-8, unpaired surrogate escapes) and anything that is
+// not a JSON string at all.
 func unquote(b []byte) (string, string) {
 	if !utf8.Valid(b) {
 		return "", "is not valid UTF-8"
-	}
-	if bytes.IndexByte(b, '\\') < 0 {
-		return string(b), ""
 	}
 	var sb strings.Builder
 	sb.Grow(len(b))
 	for i := 0; i < len(b); {
 		c := b[i]
+		if c == '"' || c < 0x20 {
+			return "", "is not a valid JSON string"
+		}
 		if c != '\\' {
 			sb.WriteByte(c)
 			i++

