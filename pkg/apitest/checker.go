@@ -199,6 +199,11 @@ func (c *Checker) check(req *http.Request, reqBody []byte, resp *http.Response, 
 	if err := openapi3filter.ValidateResponse(ctx, respInput); err != nil {
 		problems = append(problems, fmt.Sprintf("response violates %s (operation %s): %v",
 			SpecFile, route.Operation.OperationID, err))
+	} else if doc := route.Operation.Responses.Status(resp.StatusCode); doc != nil && doc.Value != nil &&
+		len(doc.Value.Content) == 0 && len(respBody) > 0 {
+		// ValidateResponse accepts any body where the spec documents none (such as a 204).
+		problems = append(problems, fmt.Sprintf("%s documents no body for %d (operation %s), yet the server sent %d bytes",
+			SpecFile, resp.StatusCode, route.Operation.OperationID, len(respBody)))
 	}
 	// A success for a request the spec does not allow means the spec is wrong (or the server
 	// accepts what it should reject). Failures are left alone: negative tests send bad

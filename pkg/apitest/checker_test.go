@@ -45,6 +45,7 @@ type server struct {
 	teapot       bool // GET queue answers an undocumented status
 	acceptBadReq bool // create queue answers 201 to a body the spec does not allow
 	openSurprise bool // an unknown route answers 200
+	plain404     bool // an unknown route answers 404 without the error body
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -87,6 +88,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(200, `{"status":"ok"}`)
 	case s.openSurprise:
 		writeJSON(200, `{}`)
+	case s.plain404:
+		w.WriteHeader(404)
+		io.WriteString(w, "404 page not found")
 	default:
 		writeJSON(404, `{"error":{"code":"not_found","message":"no such route"}}`)
 	}
@@ -170,6 +174,7 @@ func TestCheckerReportsViolations(t *testing.T) {
 		{"undocumented status", server{teapot: true}, "GET", "/v1/queues/orders-1", "", "status is not supported"},
 		{"success for a request the spec rejects", server{acceptBadReq: true}, "POST", "/v1/queues", `{"name":"orders-1","colour":"red"}`, "does not allow"},
 		{"route missing from the spec", server{openSurprise: true}, "GET", "/v1/nowhere", "", "not in openapi.yaml"},
+		{"404 without the error body", server{plain404: true}, "GET", "/v1/nowhere", "", "for a route not in openapi.yaml"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,5 +231,51 @@ func TestRequireAllReportsMissing(t *testing.T) {
 		if strings.Contains(got, notWant) {
 			t.Errorf("RequireAll reports %q, which wrongly names %s", got, notWant)
 		}
+	}
+}
+
+// TestRouting: the router finds each operation whatever form the path parameters take.
+func TestRouting(t *testing.T) {
+	const base = "http://127.0.0.1:9"
+	chk := NewChecker(t, base)
+	for path, want := range map[string]string{
+		"GET /v1/queues/orders-1":                                     "getQueue",
+		"GET /v1/queues/que_069tbcrt5dy3v3jfb9nqs3cy1w":               "getQueue",
+		"GET /v1/queues/0193A5B3-1A2B-7C3D-8E4F-5A6B7C8D9E0F":         "getQueue",
+		"POST /v1/queues/orders_2/messages":                           "sendMessages",
+		"GET /v1/queues/orders-1/messages":                            "browseMessages",
+		"POST /v1/queues/orders-1/receive":                            "receiveMessages",
+		"DELETE /v1/queues/orders-1/groups/customer%2F7":              "deleteGroup",
+		"DELETE /v1/projects/prj_069tbckw3sykn7rj7d65tvkzg0/tokens/x": "revokeToken",
+		"POST /v1/receipts/dead-letter":                               "deadLetterReceipts",
+		"GET /metrics":                                                "getMetrics",
+	} {
+		method, target, _ := strings.Cut(path, " ")
+		req := httptest.NewRequest(method, base+target, nil)
+		route, _, err := chk.router.FindRoute(req)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if got := route.Operation.OperationID; got != want {
+			t.Errorf("%s routes to %s, want %s", path, got, want)
+		}
+	}
+}
+
+// TestCheckerReportsBodyWhereNoneDocumented: net/http never sends a 204's body, so the
+// exchange is made up and checked directly.
+func TestCheckerReportsBodyWhereNoneDocumented(t *testing.T) {
+	const base = "http://127.0.0.1:9"
+	chk := NewChecker(t, base)
+	req := httptest.NewRequest("DELETE", base+"/v1/queues/orders-1", nil)
+	req.Header.Set("Authorization", "Bearer x.y.z")
+	resp := &http.Response{StatusCode: http.StatusNoContent, Header: http.Header{"Content-Type": {"application/json"}}}
+	problems := chk.check(req, nil, resp, []byte(`{"deleted":true}`))
+	if len(problems) != 1 || !strings.Contains(problems[0], "documents no body") {
+		t.Errorf("problems = %q, want one about the undocumented body", problems)
+	}
+	if problems := chk.check(req, nil, resp, nil); len(problems) != 0 {
+		t.Errorf("an empty 204: problems = %q, want none", problems)
 	}
 }

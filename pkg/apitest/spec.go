@@ -2,11 +2,13 @@ package apitest
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -47,6 +49,11 @@ func ReadSpec(ctx context.Context, path string) (*openapi3.T, error) {
 	return doc, nil
 }
 
+// validated remembers, by the spec's content hash, that a spec passed doc.Validate, which
+// costs about 20 times the parse (it compiles every example's schema); the checkers of a
+// test binary then validate it once.
+var validated sync.Map // [sha256.Size]byte -> struct{}
+
 // LoadSpec loads and validates the module's openapi.yaml, failing tb if it cannot. Each call
 // returns a fresh document, so a caller may change it (a Checker sets its servers).
 func LoadSpec(tb testing.TB) *openapi3.T {
@@ -55,10 +62,23 @@ func LoadSpec(tb testing.TB) *openapi3.T {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if _, ok := validated.Load(sum); ok {
+		doc, err := openapi3.NewLoader().LoadFromFile(path)
+		if err != nil {
+			tb.Fatalf("apitest: load %s: %v", path, err)
+		}
+		return doc
+	}
 	doc, err := ReadSpec(context.Background(), path)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	validated.Store(sum, struct{}{})
 	return doc
 }
 
