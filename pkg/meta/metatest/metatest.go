@@ -71,6 +71,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"RedriveMissingDLQ", testRedriveMissingDLQ},
 		{"RedriveOtherProject", testRedriveOtherProject},
 		{"RedriveDeleteReferrer", testRedriveDeleteReferrer},
+		{"RedriveConcurrentChanges", testRedriveConcurrentChanges},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1025,4 +1026,84 @@ func testRedriveDeleteReferrer(t *testing.T, s meta.Store) {
 	wantInUse(t, s, dlq2)
 	wantDeletable(t, s, dlq) // deleting dlq drops its reference on dlq2
 	wantDeletable(t, s, dlq2)
+}
+
+// testRedriveConcurrentChanges moves a redrive between two dead-letter queues from several
+// goroutines, then deletes the queue while they go on: the references must balance whatever
+// interleaving happened.
+func testRedriveConcurrentChanges(t *testing.T, s meta.Store) {
+	p := newProject(t, s, "a")
+	dlqs := []meta.Queue{newQueue(t, s, p.ID, "dlq-a", nil), newQueue(t, s, p.ID, "dlq-b", nil)}
+	q := newQueue(t, s, p.ID, "work", nil)
+	redriveFor := func(i int) *meta.Redrive {
+		switch i % 3 {
+		case 0:
+			return &meta.Redrive{DeadLetterQueue: dlqs[0].ID, MaxReceiveCount: 1 + i}
+		case 1:
+			return &meta.Redrive{DeadLetterQueue: dlqs[1].ID, MaxReceiveCount: 1 + i}
+		}
+		return nil
+	}
+	// update moves the redrive until the queue is gone or n updates were tried.
+	update := func(g, n int) error {
+		for i := range n {
+			cur, err := s.GetQueue(ctxOf(t), p.ID, q.ID)
+			if apierr.CodeOf(err) == apierr.NotFound {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_, err = withRedrive(t, s, cur, redriveFor(g+i))
+			if err != nil && !errors.Is(err, meta.ErrVersionConflict) && apierr.CodeOf(err) != apierr.NotFound {
+				return err
+			}
+		}
+		return nil
+	}
+	run := func(fns ...func() error) {
+		t.Helper()
+		errs := make([]error, len(fns))
+		var wg sync.WaitGroup
+		for i, fn := range fns {
+			wg.Go(func() { errs[i] = fn() })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	run(func() error { return update(0, 6) }, func() error { return update(1, 6) }, func() error { return update(2, 6) })
+	cur, err := s.GetQueue(ctxOf(t), p.ID, q.ID)
+	must(t, err, "GetQueue")
+	for _, d := range dlqs {
+		_, err := s.DeleteQueue(ctxOf(t), p.ID, d.ID)
+		if cur.Redrive != nil && cur.Redrive.DeadLetterQueue == d.ID {
+			wantCode(t, err, apierr.QueueInUse, "DeleteQueue of the named dead-letter queue")
+		} else {
+			must(t, err, "DeleteQueue of a dead-letter queue no longer named")
+			must(t, s.CreateQueue(ctxOf(t), d), "CreateQueue again") // same id and name
+		}
+	}
+
+	// Delete while the updates go on. A store may ask to retry (Unavailable) under contention.
+	del := func() error {
+		for range 50 {
+			_, err := s.DeleteQueue(ctxOf(t), p.ID, q.ID)
+			if err == nil || apierr.CodeOf(err) == apierr.NotFound {
+				return nil
+			}
+			if apierr.CodeOf(err) != apierr.Unavailable {
+				return err
+			}
+		}
+		return errors.New("DeleteQueue kept failing")
+	}
+	run(func() error { return update(0, 20) }, func() error { return update(1, 20) }, del)
+	_, err = s.GetQueue(ctxOf(t), p.ID, q.ID)
+	wantCode(t, err, apierr.NotFound, "GetQueue after the delete")
+	for _, d := range dlqs {
+		wantDeletable(t, s, d)
+	}
 }
