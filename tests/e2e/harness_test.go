@@ -289,7 +289,11 @@ func (c *client) send(t testing.TB, queue string, bodies ...string) []string {
 // receive receives with the given request body.
 func (c *client) receive(t testing.TB, queue string, req map[string]any) []map[string]any {
 	t.Helper()
-	return c.do("POST", "/v1/queues/"+queue+"/receive", req).must(t, 200).list("messages")
+	var body any
+	if req != nil {
+		body = req
+	}
+	return c.do("POST", "/v1/queues/"+queue+"/receive", body).must(t, 200).list("messages")
 }
 
 func (c *client) counts(t testing.TB, queue string) map[string]any {
