@@ -60,6 +60,7 @@ func startRedisOnce(ctx context.Context, args []string) (string, func(), error) 
 		"--logfile", filepath.Join(dir, "redis.log"),
 	}, args...)
 	cmd := exec.Command(RedisServerBin, full...)
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("start %s: %w", RedisServerBin, err)
