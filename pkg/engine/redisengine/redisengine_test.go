@@ -79,3 +79,17 @@ func TestRefusesEvictingPolicy(t *testing.T) {
 	}
 	newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), enginetest.NewClock(), redisengine.Options{})
 }
+
+func BenchmarkRedis(b *testing.B) {
+	addr := testenv.Redis(b)
+	enginetest.Bench(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
+		return newEngine(b, redis.NewClient(&redis.Options{Addr: addr}), clock.Real{}, redisengine.Options{}), clock.Real{}
+	}})
+}
+
+func BenchmarkRedisCluster(b *testing.B) {
+	addrs := testenv.RedisCluster(b)
+	enginetest.Bench(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
+		return newEngine(b, redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}), clock.Real{}, redisengine.Options{}), clock.Real{}
+	}})
+}
