@@ -190,6 +190,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case errors.As(err, &ae):
 	case errors.As(err, &he):
 		ae = fromEcho(he)
+	case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
+		// The client went away (or the server is stopping): nobody reads this answer.
+		ae = apierr.New(apierr.Unavailable, "request cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
 		ae = apierr.New(apierr.Unavailable, "storage did not answer in time; retry").WithRetryAfter(time.Second)
 	default:

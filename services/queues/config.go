@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
@@ -57,7 +57,8 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 // DynamoDB answers 503 instead of hanging requests.
 func (s *storeFlags) client(ctx context.Context) (*dynamodb.Client, error) {
 	opts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(&http.Client{Timeout: 5 * time.Second}),
+		// A buildable client (not a plain http.Client) so AWS_CA_BUNDLE and the like still apply.
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(5 * time.Second)),
 		config.WithRetryer(func() aws.Retryer { return retry.AddWithMaxAttempts(retry.NewStandard(), 3) }),
 	}
 	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
@@ -67,14 +68,12 @@ func (s *storeFlags) client(ctx context.Context) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.endpoint != "" {
-		// A local endpoint (DynamoDB Local) accepts any credentials; supply some when none
-		// are configured so a development setup needs no AWS settings.
-		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-			cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-				return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "queues-local"}, nil
-			})
-		}
+	if s.endpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+		// A custom endpoint with no credentials configured is DynamoDB Local, which accepts
+		// any: supply some rather than asking the instance metadata service.
+		cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "queues-local"}, nil
+		})
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if s.endpoint != "" {
