@@ -319,7 +319,7 @@ func startDynamoDBOnce(ctx context.Context, java, dir string) (string, func(), e
 	cmd.Dir = dir
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
@@ -328,7 +328,7 @@ func startDynamoDBOnce(ctx context.Context, java, dir string) (string, func(), e
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Process.Kill()
 			<-exited
 		})
 	}

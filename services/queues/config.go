@@ -68,8 +68,9 @@ func (s *storeFlags) client(ctx context.Context) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.endpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
-		// A custom endpoint with no credentials configured is DynamoDB Local, which accepts
+	if s.endpoint != "" && !strings.Contains(s.endpoint, "amazonaws.com") &&
+		os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+		// A non-AWS endpoint with no credentials configured is DynamoDB Local, which accepts
 		// any: supply some rather than asking the instance metadata service.
 		cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "queues-local"}, nil
