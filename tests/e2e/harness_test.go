@@ -101,7 +101,13 @@ func run(m *testing.M) (int, error) {
 
 // replica starts one more API replica on the shared Redis and table, with o's overrides.
 func (w *world) replica(ctx context.Context, o stack.Options) (*httptest.Server, func(), error) {
-	o.Redis, o.Dynamo, o.Table, o.Keys, o.OperatorToken = w.rdb, w.ddb, w.table, w.ring, operator
+	if o.Redis == nil {
+		o.Redis = w.rdb
+	}
+	if o.Dynamo == nil {
+		o.Dynamo = w.ddb
+	}
+	o.Table, o.Keys, o.OperatorToken = w.table, w.ring, operator
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
