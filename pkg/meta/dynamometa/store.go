@@ -630,12 +630,15 @@ func (s *Store) GetQueue(ctx context.Context, projectID, queueID ids.ID) (meta.Q
 
 // GetQueueByName reads a queue by name within a project.
 func (s *Store) GetQueueByName(ctx context.Context, projectID ids.ID, name string) (meta.Queue, error) {
+	if name == "" {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %q not found", name)
+	}
 	var it queueItem
 	ok, err := s.get(ctx, "get queue", projectPK(projectID), queuePre+name, &it)
 	if err != nil {
 		return meta.Queue{}, err
 	}
-	if !ok || name == "" {
+	if !ok {
 		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %q not found", name)
 	}
 	return it.queue()
