@@ -209,13 +209,10 @@ func (c *Cache) GetQueueByName(ctx context.Context, projectID ids.ID, name strin
 	return q, err
 }
 
-// CreateQueue creates and caches a queue.
+// CreateQueue creates a queue. The stored copy (with the version the store gave it) is read on
+// first use, not taken from the argument.
 func (c *Cache) CreateQueue(ctx context.Context, q meta.Queue) error {
-	if err := c.Store.CreateQueue(ctx, q); err != nil {
-		return err
-	}
-	c.remember(q)
-	return nil
+	return c.Store.CreateQueue(ctx, q)
 }
 
 // UpdateQueue updates and announces a queue.

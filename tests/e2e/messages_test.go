@@ -225,10 +225,6 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("dropped message still counted: %v", n)
 	}
 	c.do("DELETE", "/v1/queues/dlq", nil).must(t, 204)
-	// Same type only.
-	tn.queue(t, "fifo-dlq", map[string]any{"type": "fifo"})
-	c.do("PATCH", "/v1/queues/src", map[string]any{"redrive": map[string]any{"deadLetterQueue": tn.a.do("GET", "/v1/queues/fifo-dlq", nil).str("id"), "maxReceiveCount": 1}}).
-		fails(t, 400, "invalid_argument", "redrive.deadLetterQueue")
 }
 
 func TestPurge(t *testing.T) {
