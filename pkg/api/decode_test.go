@@ -11,14 +11,14 @@ import (
 
 func TestParseString(t *testing.T) {
 	ok := map[string]string{
-		`"plain"`:                  "plain",
-		`"a\"b\\c\/d\n\t\r\b\f"`:   "a\"b\\c/d\n\t\r\b\f",
-		`"\u00e9\u4e2d"`:           "é中",
-		`"\ud83d\ude00"`:           "😀",
-		`"é😀"`:                    "é😀",
-		`""`:                       "",
-		`  "padded"  `:             "padded",
-		`"\u0000"`:                 "\x00",
+		`"plain"`:                "plain",
+		`"a\"b\\c\/d\n\t\r\b\f"`: "a\"b\\c/d\n\t\r\b\f",
+		`"\u00e9\u4e2d"`:         "é中",
+		`"\ud83d\ude00"`:         "😀",
+		`"é😀"`:                   "é😀",
+		`""`:                     "",
+		`  "padded"  `:           "padded",
+		`"\u0000"`:               "\x00",
 	}
 	for in, want := range ok {
 		got, err := parseString(json.RawMessage(in), "f")

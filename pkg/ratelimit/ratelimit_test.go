@@ -10,7 +10,6 @@ import (
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
-
 func check(t *testing.T, allow func(key string, rate int) (bool, error)) {
 	t.Helper()
 	// A budget of 5 a second admits a burst of 5 and refuses the sixth; keys are separate.
