@@ -87,8 +87,7 @@ func (s *Signer) Verify(handle, field string) (engine.Delivery, error) {
 	if len(b) != 2+kl+16+1+16+4+macLen {
 		return bad("wrong length")
 	}
-	kid := string(b[2 : 2+kl])
-	key, ok := s.derived[kid]
+	key, ok := s.derived[string(b[2:2+kl])]
 	if !ok {
 		return bad("unknown key")
 	}

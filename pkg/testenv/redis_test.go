@@ -67,11 +67,11 @@ func TestRedisCluster(t *testing.T) {
 			t.Fatalf("SET %s: %v", k, err)
 		}
 	}
-	slots, err := c.ClusterSlots(ctx).Result()
+	slots, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(slots) != 3 {
-		t.Fatalf("cluster has %d slot ranges, want one per master (3)", len(slots))
+		t.Fatalf("cluster has %d shards, want 3 masters", len(slots))
 	}
 }

@@ -131,3 +131,24 @@ func TestTenantIsolation(t *testing.T) {
 	// A dead-letter queue must be in the same project.
 	other.a.do("POST", "/v1/queues", map[string]any{"name": "x", "redrive": map[string]any{"deadLetterQueue": q.str("id"), "maxReceiveCount": 1}}).fails(t, 404, "not_found", "redrive.deadLetterQueue")
 }
+
+func TestScopes(t *testing.T) {
+	tn := newTenant(t)
+	tn.queue(t, "scoped", nil)
+	send := newClient(t, w.a, tn.tokenWith(t, "messages:send"))
+	recv := newClient(t, w.a, tn.tokenWith(t, "messages:receive"))
+	admin := newClient(t, w.a, tn.tokenWith(t, "queues:admin"))
+	send.send(t, "scoped", "m")
+	send.do("POST", "/v1/queues/scoped/receive", nil).fails(t, 403, "permission_denied", "")
+	send.do("GET", "/v1/queues/scoped", nil).fails(t, 403, "permission_denied", "")
+	if got := recv.receive(t, "scoped", nil); len(got) != 1 {
+		t.Fatalf("receive-only token got %v", got)
+	}
+	recv.do("POST", "/v1/queues/scoped/messages", map[string]any{"messages": []any{map[string]any{"body": "x"}}}).fails(t, 403, "permission_denied", "")
+	// queues:admin implies queues:read, but not the message scopes.
+	admin.do("GET", "/v1/queues/scoped", nil).must(t, 200)
+	admin.do("GET", "/v1/queues/scoped/messages?state=inFlight", nil).must(t, 200)
+	admin.do("POST", "/v1/queues/scoped/receive", nil).fails(t, 403, "permission_denied", "")
+	// Scope is decided before the queue is looked up: a missing queue is still 403.
+	send.do("GET", "/v1/queues/no-such-queue", nil).fails(t, 403, "permission_denied", "")
+}

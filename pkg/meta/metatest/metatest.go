@@ -167,7 +167,7 @@ func diffQueue(got, want meta.Queue) error {
 	case got.Redrive != nil && *got.Redrive != *want.Redrive:
 		return fmt.Errorf("redrive %+v, want %+v", *got.Redrive, *want.Redrive)
 	case got.Version != want.Version:
-		return fmt.Errorf("Version %d, want %d", got.Version, want.Version)
+		return fmt.Errorf("version %d, want %d", got.Version, want.Version)
 	}
 	return nil
 }
