@@ -51,9 +51,9 @@ echo "== go test -race (concurrency-sensitive packages)"
 go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/
 
 echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go test)"
-go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 10s ./pkg/receipt/
-go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 10s ./pkg/api/
-go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 10s ./pkg/api/
+go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/
+go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/...
