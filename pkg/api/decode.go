@@ -13,6 +13,9 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 )
 
+// jsonSpace is JSON's whitespace (narrower than unicode.IsSpace).
+const jsonSpace = " \t\n\r"
+
 // object is a decoded JSON object whose fields are still raw, so each field is decoded on its
 // own and an error names exactly that field.
 type object struct {
@@ -88,7 +91,7 @@ func (o *object) integer(name string, lo, hi int64) (v int64, ok bool, err *apie
 }
 
 func parseInteger(raw json.RawMessage, path string, lo, hi int64) (int64, *apierr.Error) {
-	raw = bytes.TrimSpace(raw)
+	raw = bytes.Trim(raw, jsonSpace)
 	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
 		// json.Number would also take a quoted number; the API takes numbers only.
 		return 0, apierr.Invalid(path, "must be an integer from %d to %d", lo, hi)
@@ -132,7 +135,7 @@ func (o *object) str(name string) (v string, ok bool, err *apierr.Error) {
 // unpaired surrogate escapes into U+FFFD; the API must reject them instead, so the literal is
 // decoded here.
 func parseString(raw json.RawMessage, path string) (string, *apierr.Error) {
-	raw = bytes.TrimSpace(raw)
+	raw = bytes.Trim(raw, jsonSpace)
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", apierr.Invalid(path, "must be a string")
 	}
