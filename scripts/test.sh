@@ -56,6 +56,6 @@ go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 
 echo "== benchmarks (once, as a smoke test)"
-go test -run '^$' -bench . -benchtime 1x ./pkg/engine/...
+go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/
 
 echo "== all checks passed"

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -311,4 +312,12 @@ func (c *client) counts(t testing.TB, queue string) map[string]any {
 func ack(t testing.TB, c *client, handle string) resp {
 	t.Helper()
 	return c.as("").do("POST", "/v1/receipts/ack", map[string]any{"receiptHandle": handle})
+}
+
+// testingFlag returns the value of a -test.* flag.
+func testingFlag(name string) string {
+	if f := flag.Lookup("test." + name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
