@@ -111,27 +111,19 @@ func (s *Server) queue(c echo.Context) (meta.Queue, error) {
 
 // engineQueue turns stored settings into what the engine needs, with the dead-letter queue's.
 func (s *Server) engineQueue(ctx context.Context, q meta.Queue) (engine.Queue, error) {
-	eq := settingsOf(q)
-	if q.Redrive != nil {
-		dlq, err := s.cfg.Meta.GetQueueByID(ctx, q.Redrive.DeadLetterQueue)
-		switch {
-		case err == nil:
-			d := settingsOf(dlq)
-			eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
-		case apierr.CodeOf(err) != apierr.NotFound:
-			return eq, err
-		}
+	if q.Redrive == nil {
+		return q.Engine(nil), nil
 	}
-	return eq, nil
-}
-
-func settingsOf(q meta.Queue) engine.Queue {
-	return engine.Queue{
-		ID: q.ID, Type: engine.Type(q.Type),
-		VisibilityTimeout: time.Duration(q.VisibilityTimeoutSeconds) * time.Second,
-		Retention:         time.Duration(q.RetentionSeconds) * time.Second,
-		Delay:             time.Duration(q.DelaySeconds) * time.Second,
-		ContentBasedDedup: q.ContentBasedDedup,
+	dlq, err := s.cfg.Meta.GetQueueByID(ctx, q.Redrive.DeadLetterQueue)
+	switch {
+	case err == nil:
+		return q.Engine(&dlq), nil
+	case apierr.CodeOf(err) == apierr.NotFound:
+		// Named dead-letter queues cannot be deleted; should one vanish, drop the policy
+		// rather than fail every receive.
+		return q.Engine(nil), nil
+	default:
+		return engine.Queue{}, err
 	}
 }
 

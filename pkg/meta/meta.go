@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -103,4 +104,21 @@ type Store interface {
 
 	// Ping checks that the store is reachable (readiness).
 	Ping(ctx context.Context) error
+}
+
+// Engine returns the settings the queue engine needs for q, with dlq's when q has a redrive
+// policy and dlq is not nil (a dead-letter queue's own redrive is never followed).
+func (q Queue) Engine(dlq *Queue) engine.Queue {
+	eq := engine.Queue{
+		ID: q.ID, Type: engine.Type(q.Type),
+		VisibilityTimeout: time.Duration(q.VisibilityTimeoutSeconds) * time.Second,
+		Retention:         time.Duration(q.RetentionSeconds) * time.Second,
+		Delay:             time.Duration(q.DelaySeconds) * time.Second,
+		ContentBasedDedup: q.ContentBasedDedup,
+	}
+	if q.Redrive != nil && dlq != nil {
+		d := dlq.Engine(nil)
+		eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
+	}
+	return eq
 }

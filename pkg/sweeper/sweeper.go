@@ -41,7 +41,13 @@ func Once(ctx context.Context, store meta.Store, eng engine.Engine) error {
 	}
 	qs := make([]engine.Queue, 0, len(all))
 	for _, q := range all {
-		qs = append(qs, EngineQueue(q, byID))
+		var dlq *meta.Queue
+		if q.Redrive != nil {
+			if d, ok := byID[q.Redrive.DeadLetterQueue]; ok {
+				dlq = &d
+			}
+		}
+		qs = append(qs, q.Engine(dlq))
 	}
 	for len(qs) > 0 {
 		n := min(len(qs), 100)
@@ -51,25 +57,6 @@ func Once(ctx context.Context, store meta.Store, eng engine.Engine) error {
 		qs = qs[n:]
 	}
 	return nil
-}
-
-// EngineQueue converts stored settings, resolving the dead-letter queue from byID.
-func EngineQueue(q meta.Queue, byID map[ids.ID]meta.Queue) engine.Queue {
-	eq := engine.Queue{
-		ID: q.ID, Type: engine.Type(q.Type),
-		VisibilityTimeout: time.Duration(q.VisibilityTimeoutSeconds) * time.Second,
-		Retention:         time.Duration(q.RetentionSeconds) * time.Second,
-		Delay:             time.Duration(q.DelaySeconds) * time.Second,
-		ContentBasedDedup: q.ContentBasedDedup,
-	}
-	if q.Redrive != nil {
-		if d, ok := byID[q.Redrive.DeadLetterQueue]; ok {
-			dq := EngineQueue(meta.Queue{ID: d.ID, Type: d.Type, VisibilityTimeoutSeconds: d.VisibilityTimeoutSeconds,
-				RetentionSeconds: d.RetentionSeconds, DelaySeconds: d.DelaySeconds, ContentBasedDedup: d.ContentBasedDedup}, nil)
-			eq.Redrive = &engine.Redrive{DeadLetter: &dq, MaxReceiveCount: q.Redrive.MaxReceiveCount}
-		}
-	}
-	return eq
 }
 
 func allQueues(ctx context.Context, store meta.Store) ([]meta.Queue, error) {
