@@ -1,0 +1,418 @@
+package embeddedengine
+
+import (
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// The in-memory index. Every live message of every queue has one msg here (about 150 bytes
+// with its map entry and heap slots); bodies and attributes stay on disk and are read when a
+// message is handed out. The index is rebuilt from the state bucket at start-up.
+
+// Message states in the index.
+const (
+	stNone     uint8 = iota
+	stVisible        // receivable now (at <= now when it was placed)
+	stDelayed        // never received, visible at at
+	stInFlight       // received, visible again at at (its visibility deadline)
+	stTaking         // being claimed by a receive in progress (counts as in flight for its group)
+)
+
+// msg is one message's state. Times are unix milliseconds of the engine clock.
+type msg struct {
+	id         ids.ID
+	seq        uint64 // queue-wide send order; the fifo sequence number
+	sentAt     int64
+	expiresAt  int64
+	at         int64 // never received: visible-from time; received: visibility deadline
+	receivedAt int64 // time of the latest receive (0: never received)
+	attempt    uint32
+	st         uint8
+	hidx       int32 // index in the heap of its state
+	xidx       int32 // index in the expiry heap
+	g          *group
+	gprev      *msg // neighbours in the group, in seq order (fifo only)
+	gnext      *msg
+}
+
+// group is a fifo message group: its messages in seq order and how many are in flight.
+type group struct {
+	id         string
+	head, tail *msg
+	count      int64
+	inflight   int   // messages in stInFlight or stTaking
+	ridx       int32 // index in the queue's ready heap, -1 when not there
+}
+
+// msgHeap is a min-heap of messages by (at, seq), or by (expiresAt, seq) for the expiry heap.
+type msgHeap struct {
+	a      []*msg
+	expiry bool
+}
+
+func (h *msgHeap) less(i, j int) bool {
+	a, b := h.a[i], h.a[j]
+	ka, kb := a.at, b.at
+	if h.expiry {
+		ka, kb = a.expiresAt, b.expiresAt
+	}
+	if ka != kb {
+		return ka < kb
+	}
+	return a.seq < b.seq
+}
+
+func (h *msgHeap) setIdx(i int) {
+	if h.expiry {
+		h.a[i].xidx = int32(i)
+	} else {
+		h.a[i].hidx = int32(i)
+	}
+}
+
+func (h *msgHeap) idx(m *msg) int {
+	if h.expiry {
+		return int(m.xidx)
+	}
+	return int(m.hidx)
+}
+
+func (h *msgHeap) swap(i, j int) {
+	h.a[i], h.a[j] = h.a[j], h.a[i]
+	h.setIdx(i)
+	h.setIdx(j)
+}
+
+func (h *msgHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h *msgHeap) down(i int) bool {
+	i0, n := i, len(h.a)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (h *msgHeap) len() int { return len(h.a) }
+
+func (h *msgHeap) top() *msg { return h.a[0] }
+
+func (h *msgHeap) push(m *msg) {
+	h.a = append(h.a, m)
+	h.setIdx(len(h.a) - 1)
+	h.up(len(h.a) - 1)
+}
+
+func (h *msgHeap) remove(m *msg) {
+	i := h.idx(m)
+	n := len(h.a) - 1
+	if i < 0 || i > n || h.a[i] != m {
+		return
+	}
+	if i != n {
+		h.swap(i, n)
+	}
+	h.a[n] = nil
+	h.a = h.a[:n]
+	if i != n && !h.down(i) {
+		h.up(i)
+	}
+	if h.expiry {
+		m.xidx = -1
+	} else {
+		m.hidx = -1
+	}
+}
+
+// init heapifies a slice built by appending.
+func (h *msgHeap) init() {
+	for i := range h.a {
+		h.setIdx(i)
+	}
+	for i := len(h.a)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// groupHeap is a min-heap of ready fifo groups by their head's seq (oldest first).
+type groupHeap struct{ a []*group }
+
+func (h *groupHeap) less(i, j int) bool { return h.a[i].head.seq < h.a[j].head.seq }
+func (h *groupHeap) swap(i, j int) {
+	h.a[i], h.a[j] = h.a[j], h.a[i]
+	h.a[i].ridx, h.a[j].ridx = int32(i), int32(j)
+}
+
+func (h *groupHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h *groupHeap) down(i int) bool {
+	i0, n := i, len(h.a)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (h *groupHeap) push(g *group) {
+	h.a = append(h.a, g)
+	g.ridx = int32(len(h.a) - 1)
+	h.up(len(h.a) - 1)
+}
+
+func (h *groupHeap) remove(g *group) {
+	i, n := int(g.ridx), len(h.a)-1
+	if i < 0 || i > n || h.a[i] != g {
+		return
+	}
+	if i != n {
+		h.swap(i, n)
+	}
+	h.a[n] = nil
+	h.a = h.a[:n]
+	if i != n && !h.down(i) {
+		h.up(i)
+	}
+	g.ridx = -1
+}
+
+func (h *groupHeap) fix(g *group) {
+	if !h.down(int(g.ridx)) {
+		h.up(int(g.ridx))
+	}
+}
+
+// dedupEntry is a fifo deduplication window: sends with the same key until expiresAt are
+// duplicates of id.
+type dedupEntry struct {
+	id        ids.ID
+	expiresAt int64
+}
+
+type dedupItem struct {
+	key       string
+	expiresAt int64
+}
+
+// queue is one queue's index.
+type queue struct {
+	id       ids.ID
+	fifo     bool
+	msgs     map[ids.ID]*msg
+	visible  msgHeap
+	delayed  msgHeap
+	inflight msgHeap
+	expiry   msgHeap
+	groups   map[string]*group
+	ready    groupHeap
+	dedup    map[string]dedupEntry
+	dedupQ   []dedupItem // in expiry order (windows are all DedupWindow long)
+	// nextSeq is the next message's seq; purgeSeq: records with a lower seq were purged.
+	nextSeq   uint64
+	purgeSeq  uint64
+	lastPurge int64 // engine-clock ms of the last purge (0: never)
+	dirty     bool  // purged records may remain on disk for the cleaner
+}
+
+func newQueue(id ids.ID, fifo bool) *queue {
+	return &queue{
+		id: id, fifo: fifo,
+		msgs:    map[ids.ID]*msg{},
+		expiry:  msgHeap{expiry: true},
+		groups:  map[string]*group{},
+		dedup:   map[string]dedupEntry{},
+		nextSeq: 1,
+	}
+}
+
+func (q *queue) heapOf(st uint8) *msgHeap {
+	switch st {
+	case stVisible:
+		return &q.visible
+	case stDelayed:
+		return &q.delayed
+	case stInFlight:
+		return &q.inflight
+	}
+	return nil
+}
+
+// unplace takes m out of its state heap (its state becomes stNone).
+func (q *queue) unplace(m *msg) {
+	if h := q.heapOf(m.st); h != nil {
+		h.remove(m)
+	}
+	if m.g != nil && (m.st == stInFlight || m.st == stTaking) {
+		m.g.inflight--
+	}
+	m.st = stNone
+}
+
+// place puts m into the heap its state calls for at time now, then refreshes its group.
+func (q *queue) place(m *msg, now int64) {
+	q.unplace(m)
+	switch {
+	case m.at <= now:
+		m.st = stVisible
+	case m.attempt > 0:
+		m.st = stInFlight
+	default:
+		m.st = stDelayed
+	}
+	q.heapOf(m.st).push(m)
+	if m.g != nil {
+		if m.st == stInFlight {
+			m.g.inflight++
+		}
+		q.refresh(m.g)
+	}
+}
+
+// markTaking moves a visible message out of the visible heap while a receive claims it.
+func (q *queue) markTaking(m *msg) {
+	q.unplace(m)
+	m.st = stTaking
+	if m.g != nil {
+		m.g.inflight++
+		q.refresh(m.g)
+	}
+}
+
+// refresh puts g in the ready heap exactly when it can be received from: nothing of it in
+// flight and its first message visible.
+func (q *queue) refresh(g *group) {
+	want := g.inflight == 0 && g.head != nil && g.head.st == stVisible
+	switch {
+	case want && g.ridx < 0:
+		q.ready.push(g)
+	case want:
+		q.ready.fix(g)
+	case g.ridx >= 0:
+		q.ready.remove(g)
+	}
+}
+
+// add indexes a new message (appended to its group, whose seqs only grow).
+func (q *queue) add(m *msg, groupID string, now int64) {
+	m.hidx, m.xidx = -1, -1
+	q.msgs[m.id] = m
+	q.expiry.push(m)
+	if q.fifo {
+		g := q.groups[groupID]
+		if g == nil {
+			g = &group{id: groupID, ridx: -1}
+			q.groups[groupID] = g
+		}
+		m.g = g
+		m.gprev = g.tail
+		if g.tail != nil {
+			g.tail.gnext = m
+		} else {
+			g.head = m
+		}
+		g.tail = m
+		g.count++
+	}
+	q.place(m, now)
+}
+
+// remove forgets a message entirely.
+func (q *queue) remove(m *msg) {
+	q.unplace(m)
+	q.expiry.remove(m)
+	delete(q.msgs, m.id)
+	if g := m.g; g != nil {
+		if m.gprev != nil {
+			m.gprev.gnext = m.gnext
+		} else {
+			g.head = m.gnext
+		}
+		if m.gnext != nil {
+			m.gnext.gprev = m.gprev
+		} else {
+			g.tail = m.gprev
+		}
+		m.gprev, m.gnext = nil, nil
+		g.count--
+		if g.head == nil {
+			if g.ridx >= 0 {
+				q.ready.remove(g)
+			}
+			delete(q.groups, g.id)
+		} else {
+			q.refresh(g)
+		}
+		m.g = nil
+	}
+}
+
+// advance moves messages whose time has come into the visible heap.
+func (q *queue) advance(now int64) {
+	for q.delayed.len() > 0 && q.delayed.top().at <= now {
+		q.place(q.delayed.top(), now)
+	}
+	for q.inflight.len() > 0 && q.inflight.top().at <= now {
+		q.place(q.inflight.top(), now)
+	}
+}
+
+// clear forgets every message (purge, delete); the dedup windows stay.
+func (q *queue) clear() {
+	q.msgs = map[ids.ID]*msg{}
+	q.visible, q.delayed, q.inflight = msgHeap{}, msgHeap{}, msgHeap{}
+	q.expiry = msgHeap{expiry: true}
+	q.groups = map[string]*group{}
+	q.ready = groupHeap{}
+}
+
+// nextAt is the earliest time a delayed or in-flight message becomes visible (0: none).
+func (q *queue) nextAt() int64 {
+	var at int64
+	if q.delayed.len() > 0 {
+		at = q.delayed.top().at
+	}
+	if q.inflight.len() > 0 && (at == 0 || q.inflight.top().at < at) {
+		at = q.inflight.top().at
+	}
+	return at
+}
