@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/testenv"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.StopAll()
+	os.Exit(code)
+}
+
+// stdout runs f and returns what it printed.
+func stdout(t *testing.T, f func() error) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	errc := make(chan error, 1)
+	go func() { errc <- f(); w.Close() }()
+	out, _ := io.ReadAll(r)
+	os.Stdout = old
+	if err := <-errc; err != nil {
+		t.Fatalf("command failed: %v (printed %s)", err, out)
+	}
+	return string(out)
+}
+
+func TestMigrateAndAdmin(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testenv.DynamoDB(t))
+	t.Setenv("QUEUES_DYNAMODB_TABLE", testenv.TableName("cmd"))
+	ring, err := keys.Generate("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("QUEUES_SIGNING_KEYS", ring.String())
+	for range 2 { // idempotent
+		if out := stdout(t, func() error { return runMigrate(ctx, nil) }); !strings.Contains(out, "up to date") {
+			t.Fatalf("migrate printed %q", out)
+		}
+	}
+	var p struct{ ID, Slug, Name string }
+	if err := json.Unmarshal([]byte(stdout(t, func() error { return runAdmin(ctx, []string{"project", "create", "-name", "acme"}) })), &p); err != nil || p.Name != "acme" {
+		t.Fatalf("project create: %+v %v", p, err)
+	}
+	if out := stdout(t, func() error { return runAdmin(ctx, []string{"project", "list"}) }); !strings.Contains(out, p.ID) {
+		t.Fatalf("project list lacks %s: %s", p.ID, out)
+	}
+	var tok struct {
+		ID, Token string
+		Scopes    []string
+	}
+	out := stdout(t, func() error {
+		return runAdmin(ctx, []string{"token", "create", "-project", p.Slug, "-name", "ci", "-scopes", "queues:read,messages:send", "-ttl", "1h"})
+	})
+	if err := json.Unmarshal([]byte(out), &tok); err != nil || tok.Token == "" || len(tok.Scopes) != 2 {
+		t.Fatalf("token create: %s %v", out, err)
+	}
+	stdout(t, func() error { return runAdmin(ctx, []string{"token", "revoke", "-project", p.ID, "-token", tok.ID}) })
+	if err := runAdmin(ctx, []string{"token", "create", "-project", p.ID, "-scopes", "queues:write"}); err == nil {
+		t.Fatal("an unknown scope was accepted")
+	}
+	if err := runAdmin(ctx, []string{"nothing", "here"}); err == nil {
+		t.Fatal("an unknown admin command was accepted")
+	}
+}
