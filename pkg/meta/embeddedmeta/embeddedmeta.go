@@ -1,0 +1,615 @@
+// Package embeddedmeta is the meta.Store of embedded mode: projects, tokens and queues in a
+// bbolt file in the data directory. Every change is one bbolt transaction, fsynced before it
+// returns, so the checks a change depends on (name taken, dead-letter queue exists and is
+// not in use, version unchanged) and the change itself are atomic. It passes metatest and
+// keeps the choices memmeta pins (errors, paging, cursors).
+package embeddedmeta
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+// Page sizes: a Page with Limit <= 0 gets DefaultLimit; larger limits are cut to MaxLimit.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Buckets: projects (project id -> JSON), tokens (project id ‖ token id -> JSON), queues
+// (queue id -> JSON with the dead-letter reference count), names (project id ‖ name -> queue
+// id). Ids are raw 16 bytes, so key order is id order.
+var (
+	bProjects = []byte("projects")
+	bTokens   = []byte("tokens")
+	bQueues   = []byte("queues")
+	bNames    = []byte("names")
+)
+
+// Store is a durable meta.Store in one bbolt file. It is safe for concurrent use.
+type Store struct {
+	db *bolt.DB
+}
+
+var _ meta.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store's file at path.
+func Open(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return nil, fmt.Errorf("embeddedmeta: opening %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bProjects, bTokens, bQueues, bNames} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embeddedmeta: %w", err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// storageErr turns a bbolt failure into Unavailable; API errors pass through.
+func storageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) || errors.Is(err, meta.ErrVersionConflict) {
+		return err
+	}
+	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("metadata store: %v", err)}
+}
+
+func (s *Store) view(fn func(tx *bolt.Tx) error) error   { return storageErr(s.db.View(fn)) }
+func (s *Store) update(fn func(tx *bolt.Tx) error) error { return storageErr(s.db.Update(fn)) }
+
+func cat(a ids.ID, b []byte) []byte {
+	k := make([]byte, 0, 16+len(b))
+	k = append(k, a[:]...)
+	return append(k, b...)
+}
+
+// queueRec is a queue as stored: its settings and how many queues name it as their
+// dead-letter queue.
+type queueRec struct {
+	Q    meta.Queue `json:"q"`
+	Refs int        `json:"refs"`
+}
+
+func getJSON(b *bolt.Bucket, k []byte, v any) (bool, error) {
+	raw := b.Get(k)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("corrupt record %x: %w", k, err)
+	}
+	return true, nil
+}
+
+func putJSON(b *bolt.Bucket, k []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, raw)
+}
+
+func timePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func cloneQueue(q meta.Queue) meta.Queue {
+	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
+	if q.Redrive != nil {
+		r := *q.Redrive
+		q.Redrive = &r
+	}
+	return q
+}
+
+func cloneToken(t meta.Token) meta.Token {
+	t.CreatedAt = t.CreatedAt.UTC()
+	t.ExpiresAt, t.RevokedAt = timePtr(t.ExpiresAt), timePtr(t.RevokedAt)
+	if len(t.Scopes) == 0 {
+		t.Scopes = nil
+	} else {
+		t.Scopes = slices.Clone(t.Scopes)
+	}
+	return t
+}
+
+func pageLimit(p meta.Page) int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultLimit
+	case p.Limit > MaxLimit:
+		return MaxLimit
+	}
+	return p.Limit
+}
+
+// cursor is what a page's NextCursor encodes: which listing, and the key it ends at.
+type cursor struct {
+	List    string `json:"l"`
+	Project string `json:"p,omitempty"`
+	After   string `json:"a"`
+}
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string, list, project string, valid func(after string) bool) (string, error) {
+	bad := apierr.Invalid("cursor", "the cursor is not one this listing returned")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return "", bad
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var c cursor
+	if err := d.Decode(&c); err != nil || d.More() || c.List != list || c.Project != project || !valid(c.After) {
+		return "", bad
+	}
+	return c.After, nil
+}
+
+// ---- projects ----
+
+// CreateProject stores a new project.
+func (s *Store) CreateProject(_ context.Context, p meta.Project) error {
+	if p.ID.IsZero() {
+		return apierr.Invalid("id", "project id is zero")
+	}
+	p.CreatedAt = p.CreatedAt.UTC()
+	return s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bProjects)
+		if b.Get(p.ID[:]) != nil {
+			return apierr.New(apierr.Internal, "project %s already exists", p.ID)
+		}
+		return putJSON(b, p.ID[:], p)
+	})
+}
+
+// GetProject reads a project.
+func (s *Store) GetProject(_ context.Context, id ids.ID) (meta.Project, error) {
+	var p meta.Project
+	err := s.view(func(tx *bolt.Tx) error {
+		ok, err := getJSON(tx.Bucket(bProjects), id[:], &p)
+		if err == nil && !ok {
+			err = apierr.New(apierr.NotFound, "project %s not found", id)
+		}
+		return err
+	})
+	return p, err
+}
+
+// ListProjects lists projects in id (creation) order.
+func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, string, error) {
+	var after ids.ID
+	hasAfter := false
+	if pg.Cursor != "" {
+		a, err := decodeCursor(pg.Cursor, "projects", "", func(a string) bool {
+			_, err := ids.ParseUUID(a)
+			return err == nil
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		after, _ = ids.ParseUUID(a)
+		hasAfter = true
+	}
+	limit := pageLimit(pg)
+	var out []meta.Project
+	more := false
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bProjects).Cursor()
+		k, v := c.First()
+		if hasAfter {
+			k, v = c.Seek(after[:])
+			if k != nil && bytes.Equal(k, after[:]) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil; k, v = c.Next() {
+			if len(out) == limit {
+				more = true
+				return nil
+			}
+			var p meta.Project
+			if err := json.Unmarshal(v, &p); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if more {
+		next = encodeCursor(cursor{List: "projects", After: out[len(out)-1].ID.String()})
+	}
+	return out, next, nil
+}
+
+// ---- tokens ----
+
+// CreateToken stores a token of an existing project.
+func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
+	if t.ID.IsZero() {
+		return apierr.Invalid("id", "token id is zero")
+	}
+	t = cloneToken(t)
+	return s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bProjects).Get(t.ProjectID[:]) == nil {
+			return apierr.New(apierr.NotFound, "project %s not found", t.ProjectID)
+		}
+		b, k := tx.Bucket(bTokens), cat(t.ProjectID, t.ID[:])
+		if b.Get(k) != nil {
+			return apierr.New(apierr.Internal, "token %s already exists", t.ID)
+		}
+		return putJSON(b, k, t)
+	})
+}
+
+// GetToken reads a token.
+func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Token, error) {
+	var t meta.Token
+	err := s.view(func(tx *bolt.Tx) error {
+		ok, err := getJSON(tx.Bucket(bTokens), cat(projectID, tokenID[:]), &t)
+		if err == nil && !ok {
+			err = apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		}
+		return err
+	})
+	if err != nil {
+		return meta.Token{}, err
+	}
+	return cloneToken(t), nil
+}
+
+// RevokeToken sets RevokedAt unless it is already set.
+func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at time.Time) error {
+	return s.update(func(tx *bolt.Tx) error {
+		b, k := tx.Bucket(bTokens), cat(projectID, tokenID[:])
+		var t meta.Token
+		ok, err := getJSON(b, k, &t)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		}
+		if t.RevokedAt != nil {
+			return nil
+		}
+		t.RevokedAt = timePtr(&at)
+		return putJSON(b, k, t)
+	})
+}
+
+// ---- queues ----
+
+func dlqNotFound(id ids.ID) error {
+	return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", id)
+}
+
+func getQueue(tx *bolt.Tx, id ids.ID) (*queueRec, error) {
+	var r queueRec
+	ok, err := getJSON(tx.Bucket(bQueues), id[:], &r)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func putQueue(tx *bolt.Tx, r *queueRec) error { return putJSON(tx.Bucket(bQueues), r.Q.ID[:], r) }
+
+// CreateQueue stores a new queue with Version 1.
+func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
+	if q.ID.IsZero() {
+		return apierr.Invalid("id", "queue id is zero")
+	}
+	if q.Name == "" {
+		return apierr.Invalid("name", "queue name is empty")
+	}
+	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
+		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+	}
+	q = cloneQueue(q)
+	q.Version = 1
+	return s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bProjects).Get(q.ProjectID[:]) == nil {
+			return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
+		}
+		nk := cat(q.ProjectID, []byte(q.Name))
+		if tx.Bucket(bNames).Get(nk) != nil {
+			return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", q.Name)
+		}
+		if q.Redrive != nil {
+			d, err := getQueue(tx, q.Redrive.DeadLetterQueue)
+			if err != nil {
+				return err
+			}
+			if d == nil || d.Q.ProjectID != q.ProjectID {
+				return dlqNotFound(q.Redrive.DeadLetterQueue)
+			}
+			d.Refs++
+			if err := putQueue(tx, d); err != nil {
+				return err
+			}
+		}
+		if tx.Bucket(bQueues).Get(q.ID[:]) != nil {
+			return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+		}
+		if err := putQueue(tx, &queueRec{Q: q}); err != nil {
+			return err
+		}
+		return tx.Bucket(bNames).Put(nk, q.ID[:])
+	})
+}
+
+// GetQueue reads a queue by id within a project.
+func (s *Store) GetQueue(_ context.Context, projectID, queueID ids.ID) (meta.Queue, error) {
+	q, err := s.GetQueueByID(context.Background(), queueID)
+	if err == nil && q.ProjectID != projectID {
+		err = apierr.New(apierr.NotFound, "queue %s not found", queueID)
+	}
+	if err != nil {
+		return meta.Queue{}, err
+	}
+	return q, nil
+}
+
+// GetQueueByName reads a queue by name within a project.
+func (s *Store) GetQueueByName(_ context.Context, projectID ids.ID, name string) (meta.Queue, error) {
+	var q meta.Queue
+	err := s.view(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bNames).Get(cat(projectID, []byte(name)))
+		var r *queueRec
+		var err error
+		if len(id) == 16 {
+			r, err = getQueue(tx, ids.ID(id))
+		}
+		if err != nil {
+			return err
+		}
+		if r == nil || name == "" {
+			return apierr.New(apierr.NotFound, "queue %q not found", name)
+		}
+		q = r.Q
+		return nil
+	})
+	if err != nil {
+		return meta.Queue{}, err
+	}
+	return cloneQueue(q), nil
+}
+
+// GetQueueByID reads a queue by id alone.
+func (s *Store) GetQueueByID(_ context.Context, queueID ids.ID) (meta.Queue, error) {
+	var q meta.Queue
+	err := s.view(func(tx *bolt.Tx) error {
+		r, err := getQueue(tx, queueID)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return apierr.New(apierr.NotFound, "queue %s not found", queueID)
+		}
+		q = r.Q
+		return nil
+	})
+	if err != nil {
+		return meta.Queue{}, err
+	}
+	return cloneQueue(q), nil
+}
+
+// ListQueues lists a project's queues whose names start with prefix, in name (byte) order.
+func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, pg meta.Page) ([]meta.Queue, string, error) {
+	after := ""
+	if pg.Cursor != "" {
+		var err error
+		after, err = decodeCursor(pg.Cursor, "queues", projectID.String(), func(a string) bool {
+			return a != "" && strings.HasPrefix(a, prefix)
+		})
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	limit := pageLimit(pg)
+	var out []meta.Queue
+	more := false
+	err := s.view(func(tx *bolt.Tx) error {
+		pre := cat(projectID, []byte(prefix))
+		c := tx.Bucket(bNames).Cursor()
+		k, v := c.Seek(pre)
+		if after != "" {
+			ak := cat(projectID, []byte(after))
+			k, v = c.Seek(ak)
+			if k != nil && bytes.Equal(k, ak) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, pre); k, v = c.Next() {
+			if len(out) == limit {
+				more = true
+				return nil
+			}
+			r, err := getQueue(tx, ids.ID(v))
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				out = append(out, cloneQueue(r.Q))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if more {
+		next = encodeCursor(cursor{List: "queues", Project: projectID.String(), After: out[len(out)-1].Name})
+	}
+	return out, next, nil
+}
+
+// UpdateQueue replaces the settings of q if the stored Version is q.Version.
+func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error) {
+	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
+		return meta.Queue{}, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+	}
+	var out meta.Queue
+	err := s.update(func(tx *bolt.Tx) error {
+		r, err := getQueue(tx, q.ID)
+		if err != nil {
+			return err
+		}
+		if r == nil || r.Q.ProjectID != q.ProjectID {
+			return apierr.New(apierr.NotFound, "queue %s not found", q.ID)
+		}
+		if r.Q.Version != q.Version {
+			return meta.ErrVersionConflict
+		}
+		var oldDLQ, newDLQ ids.ID
+		if r.Q.Redrive != nil {
+			oldDLQ = r.Q.Redrive.DeadLetterQueue
+		}
+		if q.Redrive != nil {
+			newDLQ = q.Redrive.DeadLetterQueue
+			d, err := getQueue(tx, newDLQ)
+			if err != nil {
+				return err
+			}
+			if d == nil || d.Q.ProjectID != q.ProjectID {
+				return dlqNotFound(newDLQ)
+			}
+		}
+		if oldDLQ != newDLQ {
+			if err := adjustRefs(tx, oldDLQ, -1); err != nil {
+				return err
+			}
+			if err := adjustRefs(tx, newDLQ, +1); err != nil {
+				return err
+			}
+		}
+		next := r.Q
+		next.UpdatedAt = q.UpdatedAt.UTC()
+		next.VisibilityTimeoutSeconds = q.VisibilityTimeoutSeconds
+		next.RetentionSeconds = q.RetentionSeconds
+		next.DelaySeconds = q.DelaySeconds
+		next.ReceiveWaitSeconds = q.ReceiveWaitSeconds
+		next.ContentBasedDedup = q.ContentBasedDedup
+		next.Redrive = nil
+		if q.Redrive != nil {
+			rd := *q.Redrive
+			next.Redrive = &rd
+		}
+		next.Version++
+		// Re-read: adjustRefs may have rewritten this very record (it cannot name itself, but
+		// keep the refs it has).
+		cur, err := getQueue(tx, q.ID)
+		if err != nil {
+			return err
+		}
+		cur.Q = next
+		out = next
+		return putQueue(tx, cur)
+	})
+	if err != nil {
+		return meta.Queue{}, err
+	}
+	return cloneQueue(out), nil
+}
+
+// adjustRefs changes a queue's dead-letter reference count (a zero id or a missing queue is
+// nothing to adjust).
+func adjustRefs(tx *bolt.Tx, id ids.ID, by int) error {
+	if id.IsZero() {
+		return nil
+	}
+	r, err := getQueue(tx, id)
+	if err != nil || r == nil {
+		return err
+	}
+	r.Refs = max(r.Refs+by, 0)
+	return putQueue(tx, r)
+}
+
+// DeleteQueue deletes a queue that no queue names as its dead-letter queue.
+func (s *Store) DeleteQueue(_ context.Context, projectID, queueID ids.ID) (meta.Queue, error) {
+	var out meta.Queue
+	err := s.update(func(tx *bolt.Tx) error {
+		r, err := getQueue(tx, queueID)
+		if err != nil {
+			return err
+		}
+		if r == nil || r.Q.ProjectID != projectID {
+			return apierr.New(apierr.NotFound, "queue %s not found", queueID)
+		}
+		if r.Refs > 0 {
+			return apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", queueID)
+		}
+		if r.Q.Redrive != nil {
+			if err := adjustRefs(tx, r.Q.Redrive.DeadLetterQueue, -1); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bQueues).Delete(queueID[:]); err != nil {
+			return err
+		}
+		out = r.Q
+		return tx.Bucket(bNames).Delete(cat(projectID, []byte(r.Q.Name)))
+	})
+	if err != nil {
+		return meta.Queue{}, err
+	}
+	return cloneQueue(out), nil
+}
+
+// Ping checks that the file is open and readable.
+func (s *Store) Ping(context.Context) error {
+	return s.view(func(tx *bolt.Tx) error {
+		if tx.Bucket(bProjects) == nil {
+			return errors.New("buckets missing")
+		}
+		return nil
+	})
+}
