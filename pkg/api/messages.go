@@ -357,7 +357,7 @@ type browsedJSON struct {
 }
 
 func (s *Server) browse(c echo.Context) error {
-	q, err := s.queue(c)
+	q, eq, err := s.target(c)
 	if err != nil {
 		return err
 	}
@@ -375,10 +375,6 @@ func (s *Server) browse(c echo.Context) error {
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	eq, err := s.engineQueue(ctx, q)
-	if err != nil {
-		return err
-	}
 	res, err := s.cfg.Engine.Browse(ctx, eq, engine.BrowseRequest{State: state, Limit: page.Limit, Cursor: page.Cursor})
 	if err != nil {
 		return err
@@ -403,19 +399,14 @@ type groupJSON struct {
 }
 
 func (s *Server) fifoQueue(c echo.Context) (engine.Queue, context.Context, context.CancelFunc, error) {
-	q, err := s.queue(c)
+	_, eq, err := s.target(c)
 	if err != nil {
-		return engine.Queue{}, nil, nil, err
-	}
-	if q.Type != string(engine.FIFO) {
-		return engine.Queue{}, nil, nil, apierr.Invalid("queue", "message groups exist only on fifo queues")
-	}
-	ctx, cancel := s.storageCtx(c)
-	eq, err := s.engineQueue(ctx, q)
-	if err != nil {
-		cancel()
 		return eq, nil, nil, err
 	}
+	if eq.Type != engine.FIFO {
+		return eq, nil, nil, apierr.Invalid("queue", "message groups exist only on fifo queues")
+	}
+	ctx, cancel := s.storageCtx(c)
 	return eq, ctx, cancel, nil
 }
 

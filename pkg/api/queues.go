@@ -109,6 +109,18 @@ func (s *Server) queue(c echo.Context) (meta.Queue, error) {
 	return q, err
 }
 
+// target resolves the path's queue with the settings the engine needs.
+func (s *Server) target(c echo.Context) (meta.Queue, engine.Queue, error) {
+	q, err := s.queue(c)
+	if err != nil {
+		return q, engine.Queue{}, err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	eq, err := s.engineQueue(ctx, q)
+	return q, eq, err
+}
+
 // engineQueue turns stored settings into what the engine needs, with the dead-letter queue's.
 func (s *Server) engineQueue(ctx context.Context, q meta.Queue) (engine.Queue, error) {
 	if q.Redrive == nil {
@@ -274,13 +286,13 @@ func (s *Server) createQueue(c echo.Context) error {
 }
 
 func (s *Server) getQueue(c echo.Context) error {
-	q, err := s.queue(c)
+	q, eq, err := s.target(c)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	st, err := s.stats(ctx, q)
+	st, err := s.cfg.Engine.Stats(ctx, eq)
 	if err != nil {
 		return err
 	}
@@ -394,16 +406,12 @@ func (s *Server) deleteQueue(c echo.Context) error {
 }
 
 func (s *Server) purgeQueue(c echo.Context) error {
-	q, err := s.queue(c)
+	_, eq, err := s.target(c)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	eq, err := s.engineQueue(ctx, q)
-	if err != nil {
-		return err
-	}
 	at := s.cfg.Clock.Now()
 	if err := s.cfg.Engine.Purge(ctx, eq); err != nil {
 		return err
