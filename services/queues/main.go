@@ -19,6 +19,7 @@ type command struct {
 }
 
 var commands = []command{
+	{"serve", "run everything in one process on the embedded store (data in ./.queues)", runServe},
 	{"api", "run the API tier (Redis + DynamoDB)", runAPI},
 	{"migrate", "create or update the DynamoDB table (idempotent)", runMigrate},
 	{"admin", "manage projects and tokens directly in DynamoDB", runAdmin},

@@ -1,0 +1,319 @@
+// Package embedded wires embedded mode (`queues serve`) together the way package stack wires
+// a production replica: the embedded engine and the embedded metadata store in one data
+// directory, the metadata cache on an in-process bus, the in-process rate limiter, auth and
+// receipt signing, the sweeper, and the same api.Config. The serve command and the HTTP tests
+// of embedded mode build it, so tests run what serve runs.
+//
+// The data directory holds:
+//
+//	messages.db     the engine's bbolt file (messages, in-flight state, dedup windows)
+//	meta.db         the metadata store's bbolt file (projects, tokens, queues)
+//	signing-keys    QUEUES_SIGNING_KEYS-format keys, generated on first start (mode 0600)
+//	token           the default project's all-scopes token, written on first start (0600)
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine/embeddedengine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/embeddedmeta"
+	"github.com/queueshq/queues/pkg/metacache"
+	"github.com/queueshq/queues/pkg/ratelimit"
+	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/sweeper"
+)
+
+// File names in the data directory.
+const (
+	MessagesFile = "messages.db"
+	MetaFile     = "meta.db"
+	KeysFile     = "signing-keys"
+	TokenFile    = "token"
+)
+
+// DefaultProject is the project created on first start.
+const DefaultProject = "default"
+
+// Options configure an embedded node.
+type Options struct {
+	// DataDir holds every file (created if missing).
+	DataDir string
+	// Keys overrides the keys kept in the data directory (QUEUES_SIGNING_KEYS); nil: use the
+	// kept ones, generating them on first start.
+	Keys          *keys.Ring
+	OperatorToken string
+	Rates         api.Rates
+	Logger        *slog.Logger
+	// SweepEvery is the sweeper's period (default 10 s; negative: no sweeper).
+	SweepEvery time.Duration
+	// CacheTTL bounds metadata staleness (default metacache.DefaultTTL).
+	CacheTTL time.Duration
+}
+
+// Node is one embedded-mode process's worth of state.
+type Node struct {
+	API    *api.Server
+	Engine *embeddedengine.Engine
+	Store  *embeddedmeta.Store
+	Meta   *metacache.Cache
+	Auth   *auth.Authority
+	// Project is the default project; Token its all-scopes token (from <data-dir>/token).
+	Project meta.Project
+	Token   string
+	// Created is true when this start created the default project and token.
+	Created bool
+
+	draining chan struct{}
+	drain    sync.Once
+	stop     context.CancelFunc
+	done     chan struct{}
+	closed   sync.Once
+}
+
+// Open opens (or initialises) the data directory and builds the node.
+func Open(ctx context.Context, o Options) (n *Node, err error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Rates == (api.Rates{}) {
+		o.Rates = api.DefaultRates
+	}
+	if o.DataDir == "" {
+		return nil, errors.New("embedded: no data directory")
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	ring := o.Keys
+	if ring == nil {
+		if ring, err = loadOrCreateKeys(filepath.Join(o.DataDir, KeysFile)); err != nil {
+			return nil, err
+		}
+	}
+	clk := clock.Real{}
+	eng, err := embeddedengine.Open(filepath.Join(o.DataDir, MessagesFile), clk, embeddedengine.Options{Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	store, err := embeddedmeta.Open(filepath.Join(o.DataDir, MetaFile))
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	cache := metacache.New(store, &metacache.LocalBus{}, clk, o.CacheTTL)
+	authority := auth.New(ring, o.OperatorToken, clk.Now)
+	n = &Node{Engine: eng, Store: store, Meta: cache, Auth: authority, draining: make(chan struct{}), done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			cache.Close()
+			store.Close()
+			eng.Close()
+		}
+	}()
+	if err := n.bootstrap(ctx, filepath.Join(o.DataDir, TokenFile)); err != nil {
+		return nil, err
+	}
+	n.API = api.New(api.Config{
+		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(ring),
+		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
+		Draining: n.draining,
+		Ready: func(ctx context.Context) error {
+			return errors.Join(eng.Err(), store.Ping(ctx))
+		},
+	})
+	bg, stop := context.WithCancel(context.Background())
+	n.stop = stop
+	go func() {
+		defer close(n.done)
+		if o.SweepEvery >= 0 {
+			every := o.SweepEvery
+			if every == 0 {
+				every = 10 * time.Second
+			}
+			sweeper.Run(bg, store, eng, every, o.Logger)
+		}
+	}()
+	// The pusher starts here once it exists (SPEC §6; issue 5 asks serve to run it in-process
+	// and to allow private/http endpoints by default, with a warning).
+	return n, nil
+}
+
+// loadOrCreateKeys reads the kept signing keys, or generates and keeps them (mode 0600).
+func loadOrCreateKeys(path string) (*keys.Ring, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		r, perr := keys.Parse(strings.TrimSpace(string(b)))
+		if perr != nil {
+			return nil, fmt.Errorf("embedded: %s: %w", path, perr)
+		}
+		return r, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	r, err := keys.Generate("k" + time.Now().UTC().Format("20060102"))
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(path, []byte(r.String()+"\n")); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeFileSync writes a file atomically (temporary file, fsync, rename, fsync of the
+// directory) with mode 0600.
+func writeFileSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// bootstrap finds the default project and its token, creating both on first start. The token
+// file is written last: its presence means the project and token records are in the store.
+func (n *Node) bootstrap(ctx context.Context, tokenPath string) error {
+	b, err := os.ReadFile(tokenPath)
+	switch {
+	case err == nil:
+		tok := strings.TrimSpace(string(b))
+		p, verr := n.Auth.Verify(tok)
+		if verr != nil {
+			return fmt.Errorf("embedded: the token in %s does not verify with the signing keys (%v); "+
+				"remove the file to issue a new one", tokenPath, verr)
+		}
+		proj, gerr := n.Meta.GetProject(ctx, p.ProjectID)
+		if gerr != nil {
+			return fmt.Errorf("embedded: the project of the token in %s: %w", tokenPath, gerr)
+		}
+		n.Project, n.Token = proj, tok
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	proj, err := n.defaultProject(ctx, now)
+	if err != nil {
+		return err
+	}
+	t := meta.Token{ID: ids.New(), ProjectID: proj.ID, Name: "default", Scopes: []string{auth.ScopeAll}, CreatedAt: now}
+	tok, err := n.Auth.Issue(proj.ID, t.ID, t.Scopes, now, nil)
+	if err != nil {
+		return err
+	}
+	if err := n.Meta.CreateToken(ctx, t); err != nil {
+		return err
+	}
+	if err := writeFileSync(tokenPath, []byte(tok+"\n")); err != nil {
+		return err
+	}
+	n.Project, n.Token, n.Created = proj, tok, true
+	return nil
+}
+
+// defaultProject returns the project named "default", creating it if there is none (a start
+// that crashed before writing the token file left one behind).
+func (n *Node) defaultProject(ctx context.Context, now time.Time) (meta.Project, error) {
+	cursor := ""
+	for {
+		ps, next, err := n.Meta.ListProjects(ctx, meta.Page{Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return meta.Project{}, err
+		}
+		for _, p := range ps {
+			if p.Name == DefaultProject {
+				return p, nil
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	p := meta.Project{ID: ids.New(), Name: DefaultProject, CreatedAt: now}
+	return p, n.Meta.CreateProject(ctx, p)
+}
+
+// Handler is the node's HTTP handler.
+func (n *Node) Handler() http.Handler { return n.API.Handler() }
+
+// Drain makes waiting receives answer now (the first step of a graceful shutdown).
+func (n *Node) Drain() { n.drain.Do(func() { close(n.draining) }) }
+
+// Close stops background work and closes both files.
+func (n *Node) Close() error {
+	var err error
+	n.closed.Do(func() {
+		n.Drain()
+		n.stop()
+		<-n.done
+		n.Meta.Close()
+		err = errors.Join(n.Engine.Close(), n.Store.Close())
+	})
+	return err
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully like stack.Serve: waiting
+// receives answer, requests in progress finish (up to grace), new connections are refused.
+func Serve(ctx context.Context, ln net.Listener, n *Node, grace time.Duration, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           n.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second, // a long poll waits up to 20 s and then still answers
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining long polls and finishing requests", "grace", grace)
+	n.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
+		err = e
+	}
+	return err
+}
