@@ -123,14 +123,16 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 			return err
 		}
 		for j, i := range idx {
-			entries[i].err = apiErr(errs[j])
+			e := apiErr(errs[j])
+			if e != nil && e.Field != "" && isBatch {
+				// The operation names a field of the entry; the answer names it in the request.
+				e = e.WithPrefix(batch + "[" + strconv.Itoa(i) + "]")
+			}
+			entries[i].err = e
 		}
 	}
 	if !isBatch {
 		if e := entries[0].err; e != nil {
-			if e.Field == "" && e.Code != apierr.ReceiptHandleStale {
-				e = e.WithPrefix(single)
-			}
 			return e
 		}
 		return c.NoContent(http.StatusNoContent)
@@ -207,7 +209,14 @@ func (s *Server) changeVisibility(c echo.Context) error {
 			for i, e := range es {
 				cs[i] = engine.VisibilityChange{Delivery: e.delivery, Visibility: secs(e.visibility)}
 			}
-			return s.cfg.Engine.ChangeVisibility(ctx, q, cs)
+			errs, err := s.cfg.Engine.ChangeVisibility(ctx, q, cs)
+			for i, e := range errs {
+				if apierr.CodeOf(e) == apierr.VisibilityLimitExceeded {
+					errs[i] = apierr.Field(apierr.VisibilityLimitExceeded, "visibilityTimeoutSeconds",
+						"a message stays in flight at most 12 hours from its receive; this timeout would pass that")
+				}
+			}
+			return errs, err
 		})
 }
 

@@ -124,7 +124,7 @@ func TestVisibility(t *testing.T) {
 	h4 := fourth[0]["receiptHandle"].(string)
 	// The 12 h cap counts from the receive.
 	anon.do("POST", "/v1/receipts/visibility", map[string]any{"receiptHandle": h4, "visibilityTimeoutSeconds": 43201}).fails(t, 400, "invalid_argument", "visibilityTimeoutSeconds")
-	anon.do("POST", "/v1/receipts/visibility", map[string]any{"receiptHandle": h4, "visibilityTimeoutSeconds": 43200}).fails(t, 400, "visibility_limit_exceeded", "")
+	anon.do("POST", "/v1/receipts/visibility", map[string]any{"receiptHandle": h4, "visibilityTimeoutSeconds": 43200}).fails(t, 400, "visibility_limit_exceeded", "visibilityTimeoutSeconds")
 	anon.do("POST", "/v1/receipts/visibility", map[string]any{"receiptHandle": h4, "visibilityTimeoutSeconds": 43000}).must(t, 204)
 	anon.do("POST", "/v1/receipts/visibility", map[string]any{"receiptHandle": h4}).fails(t, 400, "invalid_argument", "visibilityTimeoutSeconds")
 
