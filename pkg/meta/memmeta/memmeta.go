@@ -44,6 +44,7 @@ type Store struct {
 	tokens   map[tokenKey]meta.Token
 	queues   map[ids.ID]*queueRec
 	names    map[nameKey]ids.ID
+	subs     map[ids.ID]meta.Subscription // by queue id (subscriptions.go)
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -55,6 +56,7 @@ func New() *Store {
 		tokens:   map[tokenKey]meta.Token{},
 		queues:   map[ids.ID]*queueRec{},
 		names:    map[nameKey]ids.ID{},
+		subs:     map[ids.ID]meta.Subscription{},
 	}
 }
 

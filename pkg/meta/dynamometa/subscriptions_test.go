@@ -1,0 +1,15 @@
+package dynamometa_test
+
+import (
+	"testing"
+
+	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/meta/metatest"
+)
+
+func TestSubscriptionConformance(t *testing.T) {
+	c := client(t)
+	metatest.RunSubscriptions(t, func(t *testing.T) metatest.SubscriptionStore {
+		return dynamometa.New(c, newTable(t, c))
+	})
+}
