@@ -2,7 +2,7 @@
 .PHONY: run test build
 
 run:
-	go run ./services/queues dev
+	go run ./services/queues serve
 
 test:
 	bash scripts/test.sh
