@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"GroupsOnStandard", testGroupsOnStandard},
 		{"PartitionGrowth", func(t *testing.T, s *suite) { testPartitionGrowth(t, h) }},
 	}
+	tests = append(tests, fifoTests(h)...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

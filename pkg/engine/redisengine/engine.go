@@ -12,7 +12,7 @@
 // then the engine inserts it into the dead-letter queue idempotently and clears the outbox
 // entry. Sweep finishes moves interrupted by a crash.
 //
-// Only standard queues are implemented; the payload and key formats leave room for fifo.
+// Fifo queues (message groups, strict per-group order, deduplication) are described in fifo.go.
 package redisengine
 
 import (
@@ -91,8 +91,9 @@ type Engine struct {
 	pmu   sync.Mutex
 	parts map[ids.ID]partCount
 
-	rot   uint32 // receive's rotating start partition; guarded by pmu
-	close sync.Once
+	rot      uint32            // receive's rotating start partition; guarded by pmu
+	gcCursor map[ids.ID]uint64 // Sweep's scan position in each fifo queue's group map; guarded by pmu
+	close    sync.Once
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -142,6 +143,7 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		listened: make(chan struct{}),
 		watchers: map[ids.ID]map[*watcher]struct{}{},
 		parts:    map[ids.ID]partCount{},
+		gcCursor: map[ids.ID]uint64{},
 	}
 	go e.listen(ps.Channel())
 	return e, nil
@@ -345,14 +347,6 @@ func (e *Engine) publish(ctx context.Context, q ids.ID) {
 	if err := e.rdb.Publish(ctx, e.opts.Channel, q.String()).Err(); err != nil {
 		e.log.Warn("redisengine: publishing a wake-up", "queue", q.String(), "error", err)
 	}
-}
-
-// standardOnly refuses fifo queues, which this engine does not implement yet.
-func standardOnly(q engine.Queue) error {
-	if q.Type == engine.FIFO {
-		return apierr.Invalid("type", "fifo queues are not supported by the Redis engine yet")
-	}
-	return nil
 }
 
 func retention(q engine.Queue) time.Duration {

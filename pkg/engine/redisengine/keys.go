@@ -8,7 +8,8 @@ import (
 
 // Key layout. Every key of one queue partition shares the hash tag {q:<queue id>:<p>}, so in
 // Redis Cluster a partition lives in one slot and each script touches one slot only; the few
-// queue-level keys share {q:<queue id>}. Keys are built from ids only, never from user input.
+// queue-level keys share {q:<queue id>}. Keys are built from ids only, except a fifo dedup
+// marker's, which ends in the dedup id after the hash tag.
 //
 //	{q:<id>:<p>}:r      ZSET  never-received messages, score = visible-from time (ms)
 //	{q:<id>:<p>}:f      ZSET  received messages, score = visibility deadline (ms)
@@ -19,11 +20,45 @@ import (
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
 //	{q:<id>}:p          HASH  n = partition count (absent: 1), at = last growth (ms)
 //	{q:<id>}:purge      STRING time of the last purge (ms; expires after the purge interval)
+//
+// Fifo queues use the same per-message keys (so counts, browse, retention and the outbox work
+// unchanged) and add, per partition:
+//
+//	{q:<id>:<p>}:gm     ZSET  every message by group, all scores 0, member
+//	                          group id + "\x00" + 16 hex digits of the sequence number + message id
+//	                          (16 raw bytes): a group's messages are one lexicographic range
+//	                          ["<g>\x00", "<g>\x01"), in send order (group ids are "!".."~")
+//	{q:<id>:<p>}:gi     HASH  message id -> its gm member without the id ("<g>\x00<seq hex>")
+//	{q:<id>:<p>}:gs     ZSET  available groups -> their head's sequence number (oldest first)
+//	{q:<id>:<p>}:gl     ZSET  locked or delayed groups -> when they become available (ms): the
+//	                          latest visibility deadline of their received messages (a batch in
+//	                          flight locks its group until then), or their head's visible-from
+//	                          time; every non-empty group is in exactly one of gs and gl
+//	{q:<id>:<p>}:gt     HASH  group id -> highest sequence number stored here (refuses a late,
+//	                          lower one, so a group's order is its sequence order)
+//	{q:<id>:<p>}:dd     ZSET  dedup reservation outcomes: "S"+id stored, "A"+id fenced (aborted),
+//	                          score = time (ms), trimmed after the dedup window
+//
+// and, per queue:
+//
+//	{q:<id>}:seq        STRING the queue's last sequence number
+//	{q:<id>}:groups     HASH  group id -> "<partition>|<last seq allocated>|<at ms>": where the
+//	                          group lives while it has messages (removed by Sweep once empty)
+//	{q:<id>}:d:<dedup>  STRING dedup marker: message id (16 bytes) + "<partition>|<accepted at ms>",
+//	                          PX = dedup window + a minute; passed in KEYS like every key. The
+//	                          dedup id (printable ASCII) follows the hash tag, so braces in it
+//	                          cannot move the key to another slot.
+//
+// No key name is built inside a script: group ids live in members and fields, never in key
+// names, so purge and delete remove a fixed set of keys.
 
 // partKeys are the keys of one queue partition.
 type partKeys struct {
 	tag              string
 	r, f, m, s, x, o string
+	gm, gi, gs, gl   string // fifo
+	gt               string
+	dd               string // fifo dedup reservation outcomes
 }
 
 func keysOf(q ids.ID, p int) partKeys {
@@ -36,18 +71,42 @@ func keysOf(q ids.ID, p int) partKeys {
 		s:   tag + ":s",
 		x:   tag + ":x",
 		o:   tag + ":o",
+		gm:  tag + ":gm",
+		gi:  tag + ":gi",
+		gs:  tag + ":gs",
+		gl:  tag + ":gl",
+		gt:  tag + ":gt",
+		dd:  tag + ":dd",
 	}
 }
 
 // rate is the send counter of the given second (unix seconds of the engine's clock).
 func (k partKeys) rate(sec int64) string { return k.tag + ":c:" + strconv.FormatInt(sec, 10) }
 
-// messages are the keys holding messages (purge removes these, not the outbox).
+// messages are the keys holding messages (the settle scripts' first five keys).
 func (k partKeys) messages() []string { return []string{k.r, k.f, k.m, k.s, k.x} }
 
+// purged are the keys a purge removes: messages and, on fifo queues, their groups (not the
+// outbox, whose messages have left the queue, nor dedup outcomes, which outlive a purge).
+func (k partKeys) purged() []string {
+	return []string{k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl, k.gt}
+}
+
 // all are every long-lived key of the partition.
-func (k partKeys) all() []string { return []string{k.r, k.f, k.m, k.s, k.x, k.o} }
+func (k partKeys) all() []string {
+	return []string{k.r, k.f, k.m, k.s, k.x, k.o, k.gm, k.gi, k.gs, k.gl, k.gt, k.dd}
+}
+
+// fifo are the first keys of the fifo scripts: messages, then gm, gi, gs, gl.
+func (k partKeys) fifo() []string { return []string{k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl} }
 
 func queueTag(q ids.ID) string      { return "{q:" + q.String() + "}" }
 func partitionsKey(q ids.ID) string { return queueTag(q) + ":p" }
 func purgeKey(q ids.ID) string      { return queueTag(q) + ":purge" }
+
+// Fifo queue-level keys (see the layout above).
+func seqKey(q ids.ID) string      { return queueTag(q) + ":seq" }
+func groupMapKey(q ids.ID) string { return queueTag(q) + ":groups" }
+func dedupKey(q ids.ID, dedup string) string {
+	return queueTag(q) + ":d:" + dedup
+}

@@ -15,17 +15,21 @@ import (
 
 // CreateQueue needs no storage: a queue's keys appear with its first message.
 func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) error {
-	return standardOnly(q)
+	if q.Type != engine.Standard && q.Type != engine.FIFO {
+		return apierr.Invalid("type", "must be \"standard\" or \"fifo\"")
+	}
+	return nil
 }
 
 // Send stores the messages in one partition (random among the queue's partitions) with one
-// script call, and adds a partition when this one's send rate passed the threshold.
+// script call, and adds a partition when this one's send rate passed the threshold. Fifo
+// queues: see fifo.go.
 func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
-	if err := standardOnly(q); err != nil {
-		return nil, err
-	}
 	if len(msgs) == 0 {
 		return nil, nil
+	}
+	if q.Type == engine.FIFO {
+		return e.sendFIFO(ctx, q, msgs)
 	}
 	n, err := e.partitions(ctx, q.ID)
 	if err != nil {
@@ -65,15 +69,15 @@ type claim struct{ p, n int }
 // a pipelined probe finds the partitions holding visible messages, and the claim is split
 // among them starting at a rotating partition (one pipelined script call each).
 func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.ReceiveRequest) (engine.ReceiveResult, error) {
-	if err := standardOnly(q); err != nil {
-		return engine.ReceiveResult{}, err
-	}
 	want := min(max(req.Max, 1), engine.MaxBatch)
 	n, err := e.partitions(ctx, q.ID)
 	if err != nil {
 		return engine.ReceiveResult{}, err
 	}
 	now := e.nowMs()
+	if q.Type == engine.FIFO {
+		return e.receiveFIFO(ctx, q, req, want, n, now)
+	}
 	if n == 1 {
 		return e.claim(ctx, q, req, now, []claim{{0, want}})
 	}
@@ -146,6 +150,11 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 	calls := make([]scriptCall, len(claims))
 	for i, c := range claims {
 		k := keysOf(q.ID, c.p)
+		if q.Type == engine.FIFO {
+			calls[i] = scriptCall{fReceiveScript, append(k.fifo(), k.o),
+				[]any{now, c.n, vis, maxrc, 2*c.n + 10, 3*c.n + 10, engine.RedriveReason}}
+			continue
+		}
 		calls[i] = scriptCall{receiveScript, []string{k.r, k.f, k.m, k.s, k.x, k.o},
 			[]any{now, c.n, vis, maxrc, 3 * c.n, engine.RedriveReason}}
 	}
@@ -292,8 +301,14 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 	return e.settleBatch(ctx, q, "ack", ds, nil,
 		func(k partKeys, idx []int) scriptCall {
 			args := []any{now}
+			if q.Type == engine.FIFO {
+				args = append(args, e.opts.Channel, q.ID.String())
+			}
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
+			}
+			if q.Type == engine.FIFO {
+				return scriptCall{fAckScript, k.fifo(), args}
 			}
 			return scriptCall{ackScript, k.messages(), args}
 		},
@@ -319,6 +334,9 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 			args := []any{now, engine.MaxInFlight.Milliseconds(), e.opts.Channel, q.ID.String()}
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, cs[j].Visibility.Milliseconds())
+			}
+			if q.Type == engine.FIFO {
+				return scriptCall{fVisibilityScript, k.fifo(), args}
 			}
 			return scriptCall{visibilityScript, []string{k.f, k.s}, args}
 		},
@@ -348,6 +366,9 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 	return e.settleBatch(ctx, q, "dead-letter", ds, nil,
 		func(k partKeys, idx []int) scriptCall {
 			args := []any{now, redrive}
+			if q.Type == engine.FIFO {
+				args = append(args, e.opts.Channel, q.ID.String())
+			}
 			for _, j := range idx {
 				reason := rs[j].Reason
 				if reason == "" {
@@ -355,7 +376,10 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 				}
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
 			}
-			return scriptCall{deadLetterScript, k.all(), args}
+			if q.Type == engine.FIFO {
+				return scriptCall{fDeadLetterScript, append(k.fifo(), k.o), args}
+			}
+			return scriptCall{deadLetterScript, []string{k.r, k.f, k.m, k.s, k.x, k.o}, args}
 		},
 		func(p int, idx []int, val any, errs []error) error {
 			vals, _ := val.([]any)
@@ -402,6 +426,7 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 	var calls []scriptCall
 	var fields []string // outbox fields to clear once their insert succeeded (or cannot ever)
 	var callField []string
+	var moved []*fitem // into a fifo dead-letter queue
 	for _, kv := range entries {
 		ob, err := parseOutbox(kv[0], kv[1])
 		var pl *payload
@@ -414,12 +439,28 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 			continue
 		}
 		pl.DeadLetter = &engine.DeadLetterInfo{SourceQueue: src.ID, Reason: ob.Reason, At: fromMs(ob.At)}
+		if dlq.Type == engine.FIFO {
+			if pl.GroupID == "" {
+				pl.GroupID = noGroup
+			}
+			moved = append(moved, &fitem{idx: len(moved), id: ob.ID, pl: *pl, visible: ob.At,
+				expires: ob.At + retention(*dlq).Milliseconds(), sent: ob.SentAt, mode: "n"})
+			callField = append(callField, kv[0])
+			continue
+		}
 		// The partition follows from the id, so a retried insert finds the first one.
 		dp := int(binary.BigEndian.Uint64(ob.ID[8:]) % uint64(dn))
 		k := keysOf(dlq.ID, dp)
 		calls = append(calls, scriptCall{dlqInsertScript, []string{k.r, k.m, k.s, k.x},
 			[]any{kv[0], pl.encode(), ob.At, ob.At + retention(*dlq).Milliseconds(), ob.SentAt, e.opts.Channel, dlq.ID.String()}})
 		callField = append(callField, kv[0])
+	}
+	if len(moved) > 0 {
+		if err := e.insertFIFO(ctx, *dlq, moved); err != nil {
+			e.log.Warn("redisengine: dead-letter insert failed; Sweep will retry", "queue", src.ID.String(), "error", err)
+		} else {
+			fields = append(fields, callField...)
+		}
 	}
 	for i, cmd := range e.run(ctx, calls) {
 		if err := cmd.Err(); err != nil {

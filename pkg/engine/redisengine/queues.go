@@ -37,7 +37,7 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 	}
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range n {
-			pipe.Unlink(ctx, keysOf(q.ID, p).messages()...)
+			pipe.Unlink(ctx, keysOf(q.ID, p).purged()...)
 		}
 		return nil
 	}); err != nil {
@@ -48,13 +48,14 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 }
 
 // DeleteQueue removes every key of the queue, of all the partitions it could have, and wakes
-// its watchers.
+// its watchers. A fifo queue's dedup markers are left to expire (PX): their names cannot be
+// listed without a scan, and a deleted queue's id is never used again.
 func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range engine.MaxPartitions {
 			pipe.Unlink(ctx, keysOf(q, p).all()...)
 		}
-		pipe.Unlink(ctx, partitionsKey(q), purgeKey(q))
+		pipe.Unlink(ctx, partitionsKey(q), purgeKey(q), seqKey(q), groupMapKey(q))
 		return nil
 	}); err != nil {
 		return e.wrap(ctx, "delete queue", err)
@@ -264,23 +265,8 @@ func (e *Engine) browsed(s engine.State, rawID any, score int64, rawState, rawPa
 	}, true
 }
 
+// errNoGroups answers Groups and PurgeGroup on a standard queue (fifo.go implements them).
 var errNoGroups = apierr.Invalid("", "groups exist only on fifo queues")
-
-// Groups is a fifo feature; standard queues have no groups.
-func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
-	if err := standardOnly(q); err != nil {
-		return engine.GroupPage{}, err
-	}
-	return engine.GroupPage{}, errNoGroups
-}
-
-// PurgeGroup is a fifo feature; standard queues have no groups.
-func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string) error {
-	if err := standardOnly(q); err != nil {
-		return err
-	}
-	return errNoGroups
-}
 
 // Sweep deletes expired messages (in bounded chunks) and finishes dead-letter moves that were
 // interrupted, for every partition of the queues given. Every step is idempotent, so replicas
@@ -304,15 +290,26 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 		return err
 	}
 	now := e.nowMs()
+	if q.Type == engine.FIFO {
+		if err := e.sweepGroupMap(ctx, q, now); err != nil {
+			return err
+		}
+	}
 	for p := range n {
 		k := keysOf(q.ID, p)
-		for range sweepChunks {
-			deleted, err := expireScript.Run(ctx, e.rdb, k.messages(), now, sweepChunk).Int()
-			if err != nil {
-				return e.wrap(ctx, "sweep", err)
+		if q.Type == engine.FIFO {
+			if err := e.sweepFIFOPartition(ctx, q, p, now); err != nil {
+				return err
 			}
-			if deleted < sweepChunk {
-				break
+		} else {
+			for range sweepChunks {
+				deleted, err := expireScript.Run(ctx, e.rdb, k.messages(), now, sweepChunk).Int()
+				if err != nil {
+					return e.wrap(ctx, "sweep", err)
+				}
+				if deleted < sweepChunk {
+					break
+				}
 			}
 		}
 		if q.Redrive == nil || q.Redrive.DeadLetter == nil {

@@ -29,6 +29,21 @@ var (
 	browseScript     = loadScript("browse")
 	growScript       = loadScript("grow")
 	purgeGateScript  = loadScript("purgegate")
+
+	// Fifo queues (fifo.go).
+	fReserveScript    = loadScript("freserve")
+	fSendScript       = loadScript("fsend")
+	fVerifyScript     = loadScript("fverify")
+	fReceiveScript    = loadScript("freceive")
+	fAckScript        = loadScript("fack")
+	fVisibilityScript = loadScript("fvisibility")
+	fDeadLetterScript = loadScript("fdeadletter")
+	fExpireScript     = loadScript("fexpire")
+	fPurgeGroupScript = loadScript("fpurgegroup")
+	fPeekScript       = loadScript("fpeek")
+	fGroupsScript     = loadScript("fgroups")
+	fGCScript         = loadScript("fgc")
+	fUnmapScript      = loadScript("funmap")
 )
 
 func loadScript(name string) *redis.Script {

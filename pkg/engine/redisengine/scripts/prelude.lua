@@ -25,3 +25,97 @@ end
 local function outbox_value(at, sa, reason, payload)
   return string.format('1|%d|%d|%d|', at, sa, #reason) .. reason .. payload
 end
+
+-- Fifo helpers (see keys.go). A group's messages are the gm members in ["<g>\0", "<g>\1"),
+-- in send order. A group's batch is always taken from its head and its unacknowledged
+-- messages stay at its head, so its received messages are among its first WIN (the largest
+-- batch): the window read below is all a script needs to place a group. Every non-empty group
+-- is in exactly one of gs (available: score = its head's sequence number, so receives serve
+-- the oldest heads first) and gl (locked by a batch in flight, or its head delayed: score =
+-- when it becomes available; from then on receives treat it as available).
+local WIN = 10
+local function glo(g) return '[' .. g .. '\0' end
+local function ghi(g) return '(' .. g .. '\1' end
+-- gid_of is the group of a gi value ("<g>\0" .. 16 hex digits).
+local function gid_of(prefix) return string.sub(prefix, 1, #prefix - 17) end
+-- seq_of is the sequence number in a gm member.
+local function seq_of(m) return tonumber(string.sub(m, -32, -17), 16) end
+-- gread reads up to n members of group g from offset, each with its message's received (f)
+-- and never-received (r) scores.
+local function gread(G, g, offset, n)
+  local mem = redis.call('ZRANGEBYLEX', G.gm, glo(g), ghi(g), 'LIMIT', offset, n)
+  local out = {}
+  for i, m in ipairs(mem) do
+    local id = string.sub(m, -16)
+    out[i] = {m = m, id = id, fs = tonumber(redis.call('ZSCORE', G.f, id)), rs = tonumber(redis.call('ZSCORE', G.r, id))}
+  end
+  return out
+end
+-- gplace places a group whose first messages are win (in order, without the ids in skip, with
+-- received scores replaced by over[id]): {at, head seq}, where at is when it may next be
+-- served: the latest deadline of its received messages (later than now: a batch is in
+-- flight), or its head's visible-from time when the head was never received. false: empty.
+local function gplace(win, skip, over)
+  local best, n, head = nil, 0, nil
+  for _, w in ipairs(win) do
+    if not skip[w.id] then
+      n = n + 1
+      if n > WIN then break end
+      local fs = over[w.id] or w.fs
+      if n == 1 then head = w end
+      if fs then
+        if not best or fs > best then best = fs end
+      elseif n == 1 then
+        best = w.rs or 0
+      end
+    end
+  end
+  if n == 0 then return false end
+  return {best or 0, seq_of(head.m)}
+end
+-- gset writes a group's placement (false: the group is empty and leaves both sets).
+local function gset(G, g, pl, now)
+  if not pl then
+    redis.call('ZREM', G.gs, g); redis.call('ZREM', G.gl, g)
+  elseif pl[1] > now then
+    redis.call('ZREM', G.gs, g); redis.call('ZADD', G.gl, ms(pl[1]), g)
+  else
+    redis.call('ZREM', G.gl, g); redis.call('ZADD', G.gs, ms(pl[2]), g)
+  end
+end
+-- gavail tells whether group g is available now (read only).
+local function gavail(G, g, now)
+  if redis.call('ZSCORE', G.gs, g) then return true end
+  local at = tonumber(redis.call('ZSCORE', G.gl, g))
+  return at ~= nil and at <= now
+end
+-- fdel removes a fifo message: del plus its group membership. K = {r, f, m, s, x};
+-- G.gm, G.gi; prefix is its gi value (false when unknown).
+local function fdel(K, G, id, prefix)
+  del(K, id)
+  if prefix then redis.call('ZREM', G.gm, prefix .. id) end
+  redis.call('HDEL', G.gi, id)
+end
+-- gplan reads where each group of groups (g -> how many of its messages are being removed, the
+-- ids in skip) goes after the change: g -> {available before, new placement}.
+local function gplan(G, groups, skip, over, now)
+  local plan = {}
+  for g, k in pairs(groups) do
+    plan[g] = {gavail(G, g, now), gplace(gread(G, g, 0, WIN + k), skip, over)}
+  end
+  return plan
+end
+-- gapply writes a plan; true when a group became available to receives (wake the pollers).
+local function gapply(G, plan, now)
+  local woke = false
+  for g, p in pairs(plan) do
+    gset(G, g, p[2], now)
+    if p[2] and p[2][1] <= now and not p[1] then woke = true end
+  end
+  return woke
+end
+-- fkeys names the keys of the fifo scripts: KEYS r, f, m, s, x, gm, gi, gs, gl first.
+local function fkeys()
+  return {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]},
+    {r = KEYS[1], f = KEYS[2], gm = KEYS[6], gi = KEYS[7], gs = KEYS[8], gl = KEYS[9]}
+end

@@ -1,0 +1,626 @@
+package redisengine
+
+// Fifo queues.
+//
+// A fifo message lives in the partition of its group, with the same per-message keys as a
+// standard message (payload, state, r/f indexes, retention), plus its group membership (keys.go:
+// gm, gi, gs, gt). A group is served a batch at a time: a receive takes the oldest available
+// groups (gs score <= now) and from each the consecutive visible messages at its head; the
+// group's gs score becomes the batch's deadline, which locks it. Every operation that changes a
+// group's messages (ack, visibility, dead-letter, expiry, purge of the group) recomputes its
+// score from its first WIN messages, which is where its received messages always are, so every
+// script stays O(batch).
+//
+// A send takes two steps:
+//
+//  1. freserve, under the queue's hash tag {q:<id>}: for each message, the dedup check, a
+//     sequence number from the queue's counter, and its group's partition (the group's current
+//     one while it has messages, else a random one among the queue's partitions now). It writes
+//     a dedup marker naming the message id, its partition and the window's start.
+//  2. fsend, pipelined, one call per partition touched: stores the messages, refusing one whose
+//     group already holds a higher sequence number there (a concurrent send to the group won
+//     the race: the message takes a fresh number and tries again, so a group's order is its
+//     sequence order, and sequence numbers increase in delivery order), or whose reservation
+//     was fenced (below). For a message with a dedup id it also records "S"+id in the
+//     partition's dd, atomically with the message.
+//
+// Dedup crash safety. The marker is written in step 1, before the message exists: until step
+// 2 it is pending, and a process may die in between. A marker alone therefore never answers
+// "duplicate": a send that finds a marker within the window asks the marker's partition
+// (fverify) whether "S"+id is there. If it is, the message was stored, and the answer is the
+// original id with duplicate=true. If it is not (after a few short waits for a sender that is
+// merely slow), fverify fences the reservation by adding "A"+id, in the same slot and
+// atomically with respect to step 2; from then on step 2 of that reservation is refused, so the
+// fencing sender can take the reservation over (freserve "t" mode, compare-and-set on the
+// marker) and store its own message. Exactly one of "S"+id and "A"+id can exist, so a duplicate
+// answer always names a stored message, and at most one message is stored per dedup id and
+// window. A refused (fenced) sender retries with a fresh message id and then finds the new
+// holder. Dedup outcomes are trimmed after the window plus a margin; markers expire by PX
+// (window + a minute of real time; the window itself is checked against the engine clock).
+//
+// A group's partition mapping ({q:<id>}:groups) is removed by Sweep once the group has had no
+// message in its partition and no send for mappingGrace: fgc drops the partition's sequence
+// high-water mark only if the group is still empty, then funmap removes the mapping only if no
+// send allocated since it was read. A send stalled for longer than mappingGrace between its
+// two steps could still land in the old partition while a new send maps the group elsewhere;
+// sends carry a deadline well below that.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+const (
+	// dedupMargin is how much longer than the dedup window markers and outcomes are kept.
+	dedupMargin = time.Minute
+	// maxSendRounds bounds the reserve/store rounds of one fifo send (contention on a group or
+	// dedup id makes a message go round again).
+	maxSendRounds = 8
+	// mappingGrace is how long a group must have been empty and without sends before Sweep
+	// forgets its partition.
+	mappingGrace = time.Minute
+	// groupGCPage is how many group mappings one Sweep call looks at per queue.
+	groupGCPage = 200
+	// purgeGroupChunk is how many messages one fpurgegroup call deletes.
+	purgeGroupChunk = 500
+	// Groups page sizes.
+	DefaultGroupsLimit = 100
+	MaxGroupsLimit     = 1000
+	// noGroup is the group of a message moved into a fifo dead-letter queue from a queue
+	// without groups (the API refuses such a redrive policy; this keeps the engine total).
+	noGroup = "-"
+)
+
+// verifyWaits are the pauses (real time) before each look at a pending reservation; the
+// last look fences it.
+var verifyWaits = []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
+
+// fitem is one message on its way into a fifo queue.
+type fitem struct {
+	idx     int
+	id      ids.ID
+	pl      payload // Sequence is set per round
+	dedup   string  // "" for none
+	visible int64
+	expires int64
+	sent    int64
+	mode    string // freserve mode: "n", "r" or "t"+id
+	p       int
+	seq     uint64
+	holder  ids.ID // for a dedup id held by another message: that message and its partition
+	holderP int
+}
+
+// groupPrefix is a group member's prefix: "<g>\x00" + 16 hex digits of seq.
+func groupPrefix(g string, seq uint64) string { return fmt.Sprintf("%s\x00%016x", g, seq) }
+
+// dedupIDOf is the message's dedup id: its own, or with content-based dedup the SHA-256 of the
+// body in hex.
+func dedupIDOf(q engine.Queue, m engine.Message) string {
+	if m.DedupID != "" {
+		return m.DedupID
+	}
+	if q.ContentBasedDedup {
+		sum := sha256.Sum256([]byte(m.Body))
+		return hex.EncodeToString(sum[:])
+	}
+	return ""
+}
+
+func (e *Engine) sendFIFO(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
+	now := e.nowMs()
+	expires := now + retention(q).Milliseconds()
+	visible := now + max(q.Delay, 0).Milliseconds()
+	items := make([]*fitem, len(msgs))
+	for i, m := range msgs {
+		if m.GroupID == "" {
+			return nil, apierr.Invalid(fmt.Sprintf("messages[%d].groupId", i), "is required on a fifo queue")
+		}
+		items[i] = &fitem{
+			idx: i, id: ids.New(), dedup: dedupIDOf(q, m), visible: visible, expires: expires, sent: now, mode: "n",
+			pl: payload{Body: m.Body, Attributes: m.Attributes, GroupID: m.GroupID},
+		}
+	}
+	return e.storeFIFO(ctx, q, items, now)
+}
+
+// storeFIFO runs the two steps of a fifo send (see the top of this file) until every item is
+// stored or answered as a duplicate.
+func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, now int64) ([]engine.SendResult, error) {
+	res := make([]engine.SendResult, len(items))
+	rates := map[int]int64{}
+	todo := items
+	for round := 0; len(todo) > 0; round++ {
+		if round == maxSendRounds {
+			return nil, &apierr.Error{Code: apierr.Unavailable,
+				Message: "send: too many concurrent sends to the same message group or dedup id; retry"}
+		}
+		writes, verify, err := e.reserve(ctx, q, todo, now)
+		if err != nil {
+			return nil, err
+		}
+		var next []*fitem
+		byPart := map[int][]*fitem{}
+		for _, it := range writes {
+			byPart[it.p] = append(byPart[it.p], it)
+		}
+		parts := make([]int, 0, len(byPart))
+		for p := range byPart {
+			parts = append(parts, p)
+		}
+		slices.Sort(parts)
+		calls := make([]scriptCall, len(parts))
+		trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
+		for i, p := range parts {
+			k := keysOf(q.ID, p)
+			args := []any{now, e.opts.Channel, q.ID.String(), trim}
+			for _, it := range byPart[p] {
+				it.pl.Sequence = it.seq
+				resv := "0"
+				if it.dedup != "" {
+					resv = "1"
+				}
+				args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
+					groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
+			}
+			calls[i] = scriptCall{fSendScript, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd}, args}
+		}
+		cmds := e.run(ctx, calls)
+		for i, p := range parts {
+			vals, err := cmds[i].Slice()
+			if err == nil && len(vals) != 2 {
+				err = errBadReply
+			}
+			if err != nil {
+				// Other partitions of this send may have stored theirs: the send fails as a
+				// whole and a retry with the same dedup ids answers those as duplicates.
+				return nil, e.wrap(ctx, "send", err)
+			}
+			rate, _ := vals[0].(int64)
+			rates[p] = max(rates[p], rate)
+			codes, _ := vals[1].([]any)
+			if len(codes) != len(byPart[p]) {
+				return nil, e.wrap(ctx, "send", errBadReply)
+			}
+			for j, it := range byPart[p] {
+				switch c, _ := codes[j].(int64); c {
+				case 1:
+					res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p}
+				case 2: // fenced: never stored, never answered; go again as a new message
+					it.id, it.mode = ids.New(), "n"
+					next = append(next, it)
+				case 3: // a later sequence number of its group landed first
+					it.mode = "r"
+					next = append(next, it)
+				default:
+					return nil, e.wrap(ctx, "send", errBadReply)
+				}
+			}
+		}
+		for _, it := range verify {
+			stored, err := e.verifyReservation(ctx, q.ID, it.holderP, it.holder)
+			if err != nil {
+				return nil, err
+			}
+			if stored {
+				res[it.idx] = engine.SendResult{MessageID: it.holder, Duplicate: true, Partition: -1}
+				continue
+			}
+			it.mode = "t" + string(it.holder[:]) // fenced: take the reservation over
+			next = append(next, it)
+		}
+		todo = next
+	}
+	n, _ := e.partitions(ctx, q.ID)
+	for _, rate := range rates {
+		if rate > int64(e.opts.PartitionSendRate) && n > 0 && n < engine.MaxPartitions {
+			e.grow(ctx, q.ID, n, now)
+			break
+		}
+	}
+	return res, nil
+}
+
+// reserve runs freserve for the items: those it reserved get a partition and a sequence
+// number (writes); those whose dedup id is held by another message get that holder (verify).
+func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now int64) (writes, verify []*fitem, err error) {
+	keys := []string{partitionsKey(q.ID), seqKey(q.ID), groupMapKey(q.ID)}
+	keyIdx := map[string]int{}
+	args := []any{now, engine.DedupWindow.Milliseconds(), (engine.DedupWindow + dedupMargin).Milliseconds()}
+	for _, it := range todo {
+		k := 0
+		if it.dedup != "" {
+			key := dedupKey(q.ID, it.dedup)
+			if k = keyIdx[key]; k == 0 {
+				keys = append(keys, key)
+				k = len(keys)
+				keyIdx[key] = k
+			}
+		}
+		args = append(args, string(it.id[:]), it.pl.GroupID, k, rand.Uint32(), it.mode)
+	}
+	vals, rerr := fReserveScript.Run(ctx, e.rdb, keys, args...).Slice()
+	if rerr == nil && len(vals) != len(todo) {
+		rerr = errBadReply
+	}
+	if rerr != nil {
+		return nil, nil, e.wrap(ctx, "send", rerr)
+	}
+	for j, it := range todo {
+		v, _ := vals[j].([]any)
+		if len(v) != 5 {
+			return nil, nil, e.wrap(ctx, "send", errBadReply)
+		}
+		status, _ := v[0].(int64)
+		p, _ := v[1].(int64)
+		if p < 0 || p >= engine.MaxPartitions {
+			return nil, nil, e.wrap(ctx, "send", errBadReply)
+		}
+		switch status {
+		case 1:
+			seq, _ := v[2].(int64)
+			it.p, it.seq = int(p), uint64(seq)
+			writes = append(writes, it)
+		case 2:
+			holder, ok := ids.FromBytes([]byte(str(v[3])))
+			if !ok {
+				return nil, nil, e.wrap(ctx, "send", errBadReply)
+			}
+			it.holder, it.holderP = holder, int(p)
+			verify = append(verify, it)
+		default:
+			return nil, nil, e.wrap(ctx, "send", errBadReply)
+		}
+	}
+	return writes, verify, nil
+}
+
+// verifyReservation tells whether the message holding a dedup reservation was stored, waiting
+// briefly for a sender that is still between its two steps, and fences the reservation when
+// it was not (see the top of this file).
+func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.ID) (bool, error) {
+	dd := keysOf(q, p).dd
+	for i, wait := range verifyWaits {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false, ctx.Err()
+			case <-t.C:
+			}
+		}
+		fence := "0"
+		if i == len(verifyWaits)-1 {
+			fence = "1"
+		}
+		n, err := fVerifyScript.Run(ctx, e.rdb, []string{dd}, string(id[:]), e.nowMs(), fence).Int()
+		if err != nil {
+			return false, e.wrap(ctx, "send", err)
+		}
+		if n == 1 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// insertFIFO is the second step of dead-letter moves into a fifo queue: the messages join
+// their groups there (in the order given), keeping their ids; an id already present is left
+// alone, so a retried move does not duplicate it while its group still has messages there.
+func (e *Engine) insertFIFO(ctx context.Context, dlq engine.Queue, moved []*fitem) error {
+	_, err := e.storeFIFO(ctx, dlq, moved, e.nowMs())
+	return err
+}
+
+// receiveFIFO claims up to req.Max messages of a fifo queue. With several partitions, a
+// pipelined peek finds the partitions with available groups; the claim goes to them oldest
+// head (lowest sequence number, which is queue-wide) first, one message per available group
+// and the rest to the partition with the oldest head.
+func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, want, n int, now int64) (engine.ReceiveResult, error) {
+	if n == 1 {
+		return e.claim(ctx, q, req, now, []claim{{0, want}})
+	}
+	calls := make([]scriptCall, n)
+	for p := range n {
+		k := keysOf(q.ID, p)
+		calls[p] = scriptCall{fPeekScript, []string{k.gm, k.gs, k.gl}, []any{now}}
+	}
+	cmds := e.run(ctx, calls)
+	type avail struct {
+		p, groups int
+		oldest    int64
+	}
+	var have []avail
+	var nextAt int64
+	var firstErr error
+	for p := range n {
+		vals, err := cmds[p].Int64Slice()
+		if err != nil || len(vals) != 3 {
+			firstErr = cmp(firstErr, e.wrap(ctx, "receive", orBad(err)))
+			continue
+		}
+		if vals[0] > 0 {
+			have = append(have, avail{p, int(vals[0]), vals[1]})
+		} else if vals[2] > 0 && (nextAt == 0 || vals[2] < nextAt) {
+			nextAt = vals[2]
+		}
+	}
+	if len(have) == 0 {
+		if firstErr != nil {
+			return engine.ReceiveResult{}, firstErr
+		}
+		return engine.ReceiveResult{NextVisibleAt: timeOrZero(nextAt)}, nil
+	}
+	slices.SortStableFunc(have, func(a, b avail) int {
+		switch {
+		case a.oldest < b.oldest:
+			return -1
+		case a.oldest > b.oldest:
+			return 1
+		}
+		return 0
+	})
+	asks := make([]int, len(have))
+	left := want
+	for left > 0 {
+		dealt := false
+		for i := range have {
+			if left > 0 && asks[i] < have[i].groups {
+				asks[i]++
+				left--
+				dealt = true
+			}
+		}
+		if !dealt {
+			break
+		}
+	}
+	asks[0] += left // a group may give several messages: the oldest partition gets the rest
+	var claims []claim
+	for i, a := range asks {
+		if a > 0 {
+			claims = append(claims, claim{have[i].p, min(a, engine.MaxBatch)})
+		}
+	}
+	return e.claim(ctx, q, req, now, claims)
+}
+
+// Groups lists a fifo queue's groups, partition by partition and in group id order within a
+// partition, each with its message count and whether a batch is in flight. The cursor names
+// the last group returned; a page costs O(limit) group lookups.
+func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+	if q.Type != engine.FIFO {
+		return engine.GroupPage{}, errNoGroups
+	}
+	if limit <= 0 {
+		limit = DefaultGroupsLimit
+	}
+	limit = min(limit, MaxGroupsLimit)
+	p, after := 0, ""
+	if cursor != "" {
+		var err error
+		if p, after, err = decodeGroupCursor(cursor); err != nil {
+			return engine.GroupPage{}, err
+		}
+	}
+	n, err := e.partitions(ctx, q.ID)
+	if err != nil {
+		return engine.GroupPage{}, err
+	}
+	now := e.nowMs()
+	var page engine.GroupPage
+	lastP := p
+	for ; p < n && len(page.Groups) < limit; p++ {
+		k := keysOf(q.ID, p)
+		ask := limit - len(page.Groups)
+		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl}, now, after, ask).Slice()
+		if err != nil {
+			return engine.GroupPage{}, e.wrap(ctx, "groups", err)
+		}
+		for i := 0; i+2 < len(vals); i += 3 {
+			cnt, _ := vals[i+1].(int64)
+			fl, _ := vals[i+2].(int64)
+			page.Groups = append(page.Groups, engine.Group{GroupID: str(vals[i]), Messages: cnt, InFlight: fl == 1})
+			lastP = p
+		}
+		after = ""
+	}
+	if len(page.Groups) >= limit {
+		page.NextCursor = encodeGroupCursor(lastP, page.Groups[len(page.Groups)-1].GroupID)
+	}
+	return page, nil
+}
+
+func encodeGroupCursor(p int, g string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("g|" + strconv.Itoa(p) + "|" + g))
+}
+
+func decodeGroupCursor(v string) (int, string, error) {
+	bad := apierr.Invalid("cursor", "malformed cursor")
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return 0, "", bad
+	}
+	parts := strings.SplitN(string(raw), "|", 3)
+	if len(parts) != 3 || parts[0] != "g" || !validGroupID(parts[2]) {
+		return 0, "", bad
+	}
+	p, err := strconv.Atoi(parts[1])
+	if err != nil || p < 0 || p >= engine.MaxPartitions {
+		return 0, "", bad
+	}
+	return p, parts[2], nil
+}
+
+// validGroupID: 1–128 characters from "!" to "~".
+func validGroupID(g string) bool {
+	if len(g) == 0 || len(g) > 128 {
+		return false
+	}
+	for i := range len(g) {
+		if g[i] < '!' || g[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// PurgeGroup deletes the messages of one group sent before the call, in chunks, in the
+// partition the group lives in (all partitions when it has no mapping). When it returns, the
+// counts no longer include them and their handles are stale.
+func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string) error {
+	if q.Type != engine.FIFO {
+		return errNoGroups
+	}
+	if !validGroupID(groupID) {
+		return apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)")
+	}
+	var seq uint64
+	var parts []int
+	var getSeq, getMap *redis.StringCmd
+	_, _ = e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		getSeq = pipe.Get(ctx, seqKey(q.ID))
+		getMap = pipe.HGet(ctx, groupMapKey(q.ID), groupID)
+		return nil
+	})
+	for _, c := range []*redis.StringCmd{getSeq, getMap} {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return e.wrap(ctx, "purge group", err)
+		}
+	}
+	if s, err := getSeq.Result(); err == nil {
+		seq, _ = strconv.ParseUint(s, 10, 64)
+	}
+	if v, err := getMap.Result(); err == nil {
+		if ps, _, ok := strings.Cut(v, "|"); ok {
+			if p, err := strconv.Atoi(ps); err == nil && p >= 0 && p < engine.MaxPartitions {
+				parts = []int{p}
+			}
+		}
+	}
+	if parts == nil {
+		n, err := e.partitionsFresh(ctx, q.ID)
+		if err != nil {
+			return err
+		}
+		for p := range n {
+			parts = append(parts, p)
+		}
+	}
+	bound := groupPrefix(groupID, seq+1)
+	for _, p := range parts {
+		k := keysOf(q.ID, p)
+		for {
+			deleted, err := fPurgeGroupScript.Run(ctx, e.rdb, k.fifo(), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
+			if err != nil {
+				return e.wrap(ctx, "purge group", err)
+			}
+			if deleted < purgeGroupChunk {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// sweepFIFO is Sweep's fifo work for partition p beyond the outbox: expired messages (their
+// groups rescheduled) and old dedup outcomes.
+func (e *Engine) sweepFIFOPartition(ctx context.Context, q engine.Queue, p int, now int64) error {
+	k := keysOf(q.ID, p)
+	keys := append(k.fifo(), k.dd)
+	trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
+	for range sweepChunks {
+		deleted, err := fExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()
+		if err != nil {
+			return e.wrap(ctx, "sweep", err)
+		}
+		if deleted < sweepChunk {
+			break
+		}
+	}
+	return nil
+}
+
+// sweepGroupMap forgets the partitions of groups that have been empty, and without sends, for
+// mappingGrace (one page of the queue's group map per call; the scan cursor is kept per engine).
+func (e *Engine) sweepGroupMap(ctx context.Context, q engine.Queue, now int64) error {
+	e.pmu.Lock()
+	cur := e.gcCursor[q.ID]
+	e.pmu.Unlock()
+	kvs, next, err := e.rdb.HScan(ctx, groupMapKey(q.ID), cur, "", groupGCPage).Result()
+	if err != nil {
+		return e.wrap(ctx, "sweep", err)
+	}
+	e.pmu.Lock()
+	if next == 0 {
+		delete(e.gcCursor, q.ID)
+	} else {
+		e.gcCursor[q.ID] = next
+	}
+	e.pmu.Unlock()
+	type entry struct{ g, v string }
+	byPart := map[int][]entry{}
+	for i := 0; i+1 < len(kvs); i += 2 {
+		f := strings.Split(kvs[i+1], "|")
+		if len(f) != 3 {
+			continue
+		}
+		p, err1 := strconv.Atoi(f[0])
+		at, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || p < 0 || p >= engine.MaxPartitions || at > now-mappingGrace.Milliseconds() {
+			continue
+		}
+		byPart[p] = append(byPart[p], entry{kvs[i], kvs[i+1]})
+	}
+	if len(byPart) == 0 {
+		return nil
+	}
+	parts := make([]int, 0, len(byPart))
+	for p := range byPart {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	calls := make([]scriptCall, len(parts))
+	for i, p := range parts {
+		k := keysOf(q.ID, p)
+		args := make([]any, len(byPart[p]))
+		for j, en := range byPart[p] {
+			args[j] = en.g
+		}
+		calls[i] = scriptCall{fGCScript, []string{k.gm, k.gt}, args}
+	}
+	var unmap []any
+	for i, cmd := range e.run(ctx, calls) {
+		empty, err := cmd.Int64Slice()
+		if err != nil {
+			return e.wrap(ctx, "sweep", err)
+		}
+		for j, en := range byPart[parts[i]] {
+			if j < len(empty) && empty[j] == 1 {
+				unmap = append(unmap, en.g, en.v)
+			}
+		}
+	}
+	if len(unmap) > 0 {
+		if err := fUnmapScript.Run(ctx, e.rdb, []string{groupMapKey(q.ID)}, unmap...).Err(); err != nil {
+			return e.wrap(ctx, "sweep", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+-- fack: delete the messages of valid deliveries of a fifo partition and reschedule their
+-- groups (a group whose last in-flight message goes becomes available to receives).
+-- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl
+-- ARGV: 1 now ms, 2 wake channel, 3 wake payload; then 2 per delivery: id, attempt
+-- Returns: one code per delivery: 1 deleted, 0 stale. Publishes when a group became available.
+local now = tonumber(ARGV[1])
+local K, G = fkeys()
+local res, ok, skip, groups = {}, {}, {}, {}
+for i = 4, #ARGV, 2 do
+  local id = ARGV[i]
+  local a, ra, ea = parse_state(redis.call('HGET', KEYS[4], id))
+  if a and a == tonumber(ARGV[i + 1]) and ea > now then
+    res[#res + 1] = 1
+    if not skip[id] then
+      skip[id] = true
+      local prefix = redis.call('HGET', KEYS[7], id)
+      ok[#ok + 1] = {id, prefix}
+      if prefix then
+        local g = gid_of(prefix)
+        groups[g] = (groups[g] or 0) + 1
+      end
+    end
+  else
+    res[#res + 1] = 0
+  end
+end
+local plan = gplan(G, groups, skip, {}, now)
+for _, e in ipairs(ok) do fdel(K, G, e[1], e[2]) end
+if gapply(G, plan, now) then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+return res

@@ -1,0 +1,15 @@
+-- fgc: forget groups that have no message left in a fifo partition: drop their sequence
+-- high-water marks. The caller then removes their queue-level mappings (funmap).
+-- KEYS: 1 gm, 2 gt
+-- ARGV: group ids
+-- Returns: per group 1 when it is empty here (its mark dropped), else 0.
+local res, empty = {}, {}
+for i, g in ipairs(ARGV) do
+  if #redis.call('ZRANGEBYLEX', KEYS[1], glo(g), ghi(g), 'LIMIT', 0, 1) == 0 then
+    res[i] = 1; empty[#empty + 1] = g
+  else
+    res[i] = 0
+  end
+end
+if #empty > 0 then redis.call('HDEL', KEYS[2], unpack(empty)) end
+return res

@@ -1,0 +1,101 @@
+-- freceive: claim up to max messages of a fifo partition, a group's batch at a time.
+-- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 o (dead-letter outbox)
+-- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
+--       5 groups looked at at most, 6 messages looked at at most, 7 redrive reason
+-- Returns: like receive.lua {nextVisibleAt ms, {id, state, payload, ...}, {id, outbox value, ...}}
+-- Available groups (gs, and gl entries whose time has come) are served oldest head (lowest
+-- sequence number) first; from each, consecutive messages are taken from its head while they
+-- are visible, up to what is still wanted. Expired heads are deleted and heads received
+-- maxReceiveCount times move to the outbox, and the group goes on with its next message. A
+-- taken batch locks its group until its deadline (gl). All reads come first.
+local now = tonumber(ARGV[1])
+local max = tonumber(ARGV[2])
+local vis = tonumber(ARGV[3])
+local maxrc = tonumber(ARGV[4])
+local glimit = tonumber(ARGV[5])
+local budget = tonumber(ARGV[6])
+local K, G = fkeys()
+local deadline = now + vis
+
+local cands = {}
+local av = redis.call('ZRANGE', G.gs, 0, glimit - 1, 'WITHSCORES')
+for i = 1, #av, 2 do cands[#cands + 1] = {av[i], tonumber(av[i + 1])} end
+local due = redis.call('ZRANGEBYSCORE', G.gl, '-inf', ARGV[1], 'LIMIT', 0, glimit)
+local sched = {}
+for _, g in ipairs(due) do
+  local head = redis.call('ZRANGEBYLEX', G.gm, glo(g), ghi(g), 'LIMIT', 0, 1)
+  if #head > 0 then cands[#cands + 1] = {g, seq_of(head[1])} else sched[g] = false end
+end
+table.sort(cands, function(x, y) return x[2] < y[2] end)
+local full = #av == 2 * glimit or #due == glimit
+local take, drop, dead, over = {}, {}, {}, {}
+local again = false
+for c, cand in ipairs(cands) do
+  local g = cand[1]
+  if #take >= max then break end
+  if c > glimit then again = true; break end
+  if budget <= 0 then again = true; break end
+  local want = max - #take
+  local n = math.min(budget, want + WIN)
+  local win = gread(G, g, 0, n + WIN)
+  local skip = {}
+  local took = 0
+  for i = 1, math.min(n, #win) do
+    if took >= want then break end
+    if budget <= 0 then again = true; break end
+    budget = budget - 1
+    local w = win[i]
+    local a, ra, ea, sa = parse_state(redis.call('HGET', KEYS[4], w.id))
+    local payload = false
+    if a and ea > now then payload = redis.call('HGET', KEYS[3], w.id) end
+    if not payload then
+      drop[#drop + 1] = w; skip[w.id] = true -- expired, or an index entry without a message
+    else
+      local at = w.fs or w.rs or 0
+      if at > now then break end -- in flight (retried after d) or delayed: the group waits
+      if maxrc > 0 and a >= maxrc then
+        dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload)}; skip[w.id] = true
+      else
+        take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa), payload}
+        over[w.id] = deadline
+        took = took + 1
+      end
+    end
+  end
+  sched[g] = gplace(win, skip, over)
+end
+
+local next_at = 0
+if #take == 0 then
+  if again or full then
+    next_at = now -- unexamined candidates remain: look again at once
+  else
+    local nx = redis.call('ZRANGEBYSCORE', G.gl, '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if #nx > 0 then next_at = tonumber(nx[2]) end
+    for _, pl in pairs(sched) do
+      if pl then
+        local at = math.max(pl[1], now)
+        if next_at == 0 or at < next_at then next_at = at end
+      end
+    end
+  end
+end
+
+-- Writes.
+local function prefix(w) return string.sub(w.m, 1, #w.m - 16) end
+for _, w in ipairs(drop) do fdel(K, G, w.id, prefix(w)) end
+local outd = {}
+for _, d in ipairs(dead) do
+  redis.call('HSET', KEYS[10], d[1].id, d[2])
+  fdel(K, G, d[1].id, prefix(d[1]))
+  outd[#outd + 1] = d[1].id; outd[#outd + 1] = d[2]
+end
+local outt = {}
+for _, t in ipairs(take) do
+  redis.call('HSET', KEYS[4], t[1], t[2])
+  redis.call('ZREM', KEYS[1], t[1])
+  redis.call('ZADD', KEYS[2], ms(deadline), t[1])
+  outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]; outt[#outt + 1] = t[3]
+end
+for g, pl in pairs(sched) do gset(G, g, pl, now) end
+return {next_at, outt, outd}

@@ -1,0 +1,59 @@
+-- fsend: store fifo messages in their groups' partition (the second step of a fifo send, and
+-- the insert of a dead-letter move into a fifo queue).
+-- KEYS: 1 r, 2 m, 3 s, 4 x, 5 send counter of the current second, 6 gm, 7 gi, 8 gs, 9 gl,
+--       10 gt, 11 dd
+-- ARGV: 1 now ms, 2 wake channel, 3 wake payload, 4 dedup outcomes older than this (ms) are
+--       trimmed; then 8 per message: id, payload, visibleAt ms, expiresAt ms, sentAt ms,
+--       group prefix ("<g>\0" .. 16 hex digits of seq), seq, "1" when it holds a dedup
+--       reservation
+-- Returns {sends in the current second, {one code per message}}:
+--   1 stored (or already there: a retried insert of the same id changes nothing),
+--   2 refused: its dedup reservation was fenced (fverify) by a sender that found it pending,
+--   3 refused: its group already holds a higher sequence number here (a concurrent send to
+--     the group landed first; the caller takes a fresh number, so order = sequence order).
+local now = tonumber(ARGV[1])
+local codes, store, hw, hwset, gsc, gnew = {}, {}, {}, {}, {}, {}
+for i = 5, #ARGV, 8 do
+  local id, prefix, seq = ARGV[i], ARGV[i + 5], tonumber(ARGV[i + 6])
+  local g = gid_of(prefix)
+  if hw[g] == nil then hw[g] = tonumber(redis.call('HGET', KEYS[10], g) or '0') end
+  if redis.call('HEXISTS', KEYS[2], id) == 1 then
+    codes[#codes + 1] = 1
+  elseif ARGV[i + 7] == '1' and redis.call('ZSCORE', KEYS[11], 'A' .. id) then
+    codes[#codes + 1] = 2
+  elseif seq <= hw[g] then
+    codes[#codes + 1] = 3
+  else
+    codes[#codes + 1] = 1
+    hw[g] = seq
+    hwset[g] = ARGV[i + 6]
+    if gsc[g] == nil then
+      gsc[g] = redis.call('ZSCORE', KEYS[8], g) or redis.call('ZSCORE', KEYS[9], g)
+    end
+    if not gsc[g] then
+      gsc[g] = true
+      gnew[g] = {tonumber(ARGV[i + 2]), seq} -- a new (or emptied) group: its head is this message
+    end
+    store[#store + 1] = i
+  end
+end
+local old = redis.call('ZRANGEBYSCORE', KEYS[11], '-inf', ARGV[4], 'LIMIT', 0, 100)
+
+for _, i in ipairs(store) do
+  local id = ARGV[i]
+  redis.call('HSET', KEYS[2], id, ARGV[i + 1])
+  redis.call('HSET', KEYS[3], id, fmt_state(0, 0, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])))
+  redis.call('ZADD', KEYS[1], ARGV[i + 2], id)
+  redis.call('ZADD', KEYS[4], ARGV[i + 3], id)
+  redis.call('ZADD', KEYS[6], 0, ARGV[i + 5] .. id)
+  redis.call('HSET', KEYS[7], id, ARGV[i + 5])
+  if ARGV[i + 7] == '1' then redis.call('ZADD', KEYS[11], ARGV[1], 'S' .. id) end
+end
+for g, v in pairs(hwset) do redis.call('HSET', KEYS[10], g, v) end
+local G = {gs = KEYS[8], gl = KEYS[9]}
+for g, pl in pairs(gnew) do gset(G, g, pl, now) end
+if #old > 0 then redis.call('ZREM', KEYS[11], unpack(old)) end
+local rate = redis.call('INCRBY', KEYS[5], #store)
+redis.call('PEXPIRE', KEYS[5], 2000)
+if #store > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+return {rate, codes}
