@@ -14,8 +14,6 @@ package servekill
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -221,12 +219,6 @@ func tailOf(path string) string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // call makes one JSON request. It returns the status, and decodes a 2xx body into out.
