@@ -1,0 +1,344 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Project is a tenant.
+type Project struct {
+	ID        string    `json:"id"`
+	Slug      string    `json:"slug"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ProjectPage is one page of projects.
+type ProjectPage struct {
+	Projects   []Project `json:"projects"`
+	NextCursor *string   `json:"nextCursor"`
+}
+
+// Page selects one page of a list: Limit items (0: the server's default) after Cursor (the
+// previous page's NextCursor; empty for the first page).
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+func (p Page) query() url.Values {
+	q := url.Values{}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	return q
+}
+
+// Scopes a project token may hold.
+const (
+	ScopeAll             = "*"
+	ScopeQueuesAdmin     = "queues:admin"
+	ScopeQueuesRead      = "queues:read"
+	ScopeMessagesSend    = "messages:send"
+	ScopeMessagesReceive = "messages:receive"
+)
+
+// CreateTokenInput describes a project token to issue.
+type CreateTokenInput struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+	// TTLSeconds is the token's lifetime; nil for a token that never expires.
+	TTLSeconds *int `json:"ttlSeconds,omitempty"`
+}
+
+// Token is an issued project token; Token is the JWT, shown only once.
+type Token struct {
+	ID        string     `json:"id"`
+	Slug      string     `json:"slug"`
+	Name      string     `json:"name"`
+	Token     string     `json:"token"`
+	Scopes    []string   `json:"scopes"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
+// CreateProject creates a tenant (operator credential).
+func (c *Client) CreateProject(ctx context.Context, name string) (*Project, error) {
+	var p Project
+	if err := c.Do(ctx, http.MethodPost, "/v1/projects", nil, map[string]string{"name": name}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ListProjects lists one page of projects, oldest first (operator credential).
+func (c *Client) ListProjects(ctx context.Context, page Page) (*ProjectPage, error) {
+	var p ProjectPage
+	if err := c.Do(ctx, http.MethodGet, "/v1/projects", page.query(), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// GetProject returns a project by id or slug (operator credential).
+func (c *Client) GetProject(ctx context.Context, project string) (*Project, error) {
+	var p Project
+	if err := c.Do(ctx, http.MethodGet, "/v1/projects/"+seg(project), nil, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// CreateToken issues a token for a project (operator credential).
+func (c *Client) CreateToken(ctx context.Context, project string, in CreateTokenInput) (*Token, error) {
+	var t Token
+	if err := c.Do(ctx, http.MethodPost, "/v1/projects/"+seg(project)+"/tokens", nil, in, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// RevokeToken revokes a token by id or slug (operator credential).
+func (c *Client) RevokeToken(ctx context.Context, project, token string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/projects/"+seg(project)+"/tokens/"+seg(token), nil, nil, nil)
+}
+
+// QueueType is standard or fifo.
+type QueueType string
+
+// Queue types.
+const (
+	Standard QueueType = "standard"
+	FIFO     QueueType = "fifo"
+)
+
+// Redrive is a queue's dead-letter policy: a message received MaxReceiveCount times moves to
+// DeadLetterQueue (its id; when creating or updating, its id or slug).
+type Redrive struct {
+	DeadLetterQueue string `json:"deadLetterQueue"`
+	MaxReceiveCount int    `json:"maxReceiveCount"`
+}
+
+// QueueCounts are a queue's message counts (exact up to 100,000 each, else Truncated).
+type QueueCounts struct {
+	Visible                 int64 `json:"visible"`
+	InFlight                int64 `json:"inFlight"`
+	Delayed                 int64 `json:"delayed"`
+	Truncated               bool  `json:"truncated"`
+	OldestMessageAgeSeconds int64 `json:"oldestMessageAgeSeconds"`
+}
+
+// Queue is a queue's settings, counts and partitions.
+type Queue struct {
+	ID                       string      `json:"id"`
+	Slug                     string      `json:"slug"`
+	Name                     string      `json:"name"`
+	Type                     QueueType   `json:"type"`
+	CreatedAt                time.Time   `json:"createdAt"`
+	UpdatedAt                time.Time   `json:"updatedAt"`
+	VisibilityTimeoutSeconds int         `json:"visibilityTimeoutSeconds"`
+	RetentionSeconds         int         `json:"retentionSeconds"`
+	DelaySeconds             int         `json:"delaySeconds"`
+	ReceiveWaitSeconds       int         `json:"receiveWaitSeconds"`
+	Redrive                  *Redrive    `json:"redrive"`
+	ContentBasedDedup        bool        `json:"contentBasedDedup"`
+	Partitions               int         `json:"partitions"`
+	Counts                   QueueCounts `json:"counts"`
+}
+
+// CreateQueueInput describes a new queue; nil settings take the service's defaults.
+type CreateQueueInput struct {
+	Name                     string    `json:"name"`
+	Type                     QueueType `json:"type,omitempty"`
+	VisibilityTimeoutSeconds *int      `json:"visibilityTimeoutSeconds,omitempty"`
+	RetentionSeconds         *int      `json:"retentionSeconds,omitempty"`
+	DelaySeconds             *int      `json:"delaySeconds,omitempty"`
+	ReceiveWaitSeconds       *int      `json:"receiveWaitSeconds,omitempty"`
+	Redrive                  *Redrive  `json:"redrive,omitempty"`
+	ContentBasedDedup        bool      `json:"contentBasedDedup,omitempty"`
+}
+
+// UpdateQueueInput changes the settings that are not nil. RemoveRedrive removes the redrive
+// policy (sends "redrive": null).
+type UpdateQueueInput struct {
+	VisibilityTimeoutSeconds *int
+	RetentionSeconds         *int
+	DelaySeconds             *int
+	ReceiveWaitSeconds       *int
+	Redrive                  *Redrive
+	RemoveRedrive            bool
+	ContentBasedDedup        *bool
+}
+
+// MarshalJSON writes the PATCH body: only the fields being changed.
+func (u UpdateQueueInput) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	put := func(k string, v *int) {
+		if v != nil {
+			m[k] = *v
+		}
+	}
+	put("visibilityTimeoutSeconds", u.VisibilityTimeoutSeconds)
+	put("retentionSeconds", u.RetentionSeconds)
+	put("delaySeconds", u.DelaySeconds)
+	put("receiveWaitSeconds", u.ReceiveWaitSeconds)
+	switch {
+	case u.RemoveRedrive:
+		m["redrive"] = nil
+	case u.Redrive != nil:
+		m["redrive"] = u.Redrive
+	}
+	if u.ContentBasedDedup != nil {
+		m["contentBasedDedup"] = *u.ContentBasedDedup
+	}
+	return json.Marshal(m)
+}
+
+// ListQueuesInput selects a page of queues, optionally only names starting with Prefix.
+type ListQueuesInput struct {
+	Page
+	Prefix string
+}
+
+// QueuePage is one page of queues, by name.
+type QueuePage struct {
+	Queues     []Queue `json:"queues"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+// CreateQueue creates a queue (scope queues:admin).
+func (c *Client) CreateQueue(ctx context.Context, in CreateQueueInput) (*Queue, error) {
+	var q Queue
+	if err := c.Do(ctx, http.MethodPost, "/v1/queues", nil, in, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// ListQueues lists one page of the project's queues by name (scope queues:read).
+func (c *Client) ListQueues(ctx context.Context, in ListQueuesInput) (*QueuePage, error) {
+	q := in.query()
+	if in.Prefix != "" {
+		q.Set("prefix", in.Prefix)
+	}
+	var p QueuePage
+	if err := c.Do(ctx, http.MethodGet, "/v1/queues", q, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// AllQueues iterates over every queue whose name starts with prefix, page by page. It stops
+// at the first error, which it yields.
+func (c *Client) AllQueues(ctx context.Context, prefix string) iter.Seq2[Queue, error] {
+	return func(yield func(Queue, error) bool) {
+		in := ListQueuesInput{Prefix: prefix}
+		for {
+			p, err := c.ListQueues(ctx, in)
+			if err != nil {
+				yield(Queue{}, err)
+				return
+			}
+			for _, q := range p.Queues {
+				if !yield(q, nil) {
+					return
+				}
+			}
+			if p.NextCursor == nil || *p.NextCursor == "" {
+				return
+			}
+			in.Cursor = *p.NextCursor
+		}
+	}
+}
+
+// GetQueue returns a queue by id, slug or name, with its counts (scope queues:read).
+func (c *Client) GetQueue(ctx context.Context, queue string) (*Queue, error) {
+	var q Queue
+	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue), nil, nil, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// UpdateQueue changes a queue's settings and returns the queue after the change (scope
+// queues:admin).
+func (c *Client) UpdateQueue(ctx context.Context, queue string, in UpdateQueueInput) (*Queue, error) {
+	var q Queue
+	if err := c.Do(ctx, http.MethodPatch, "/v1/queues/"+seg(queue), nil, in, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// DeleteQueue deletes a queue, its subscription and its messages (scope queues:admin).
+func (c *Client) DeleteQueue(ctx context.Context, queue string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/queues/"+seg(queue), nil, nil, nil)
+}
+
+// PurgeQueue removes every message sent before now and returns the purge's time (scope
+// queues:admin). Once per 60 s per queue: sooner is ErrPurgeTooSoon, with RetryAfter.
+func (c *Client) PurgeQueue(ctx context.Context, queue string) (time.Time, error) {
+	var r struct {
+		PurgedAt time.Time `json:"purgedAt"`
+	}
+	err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/purge", nil, nil, &r)
+	return r.PurgedAt, err
+}
+
+// Group is a fifo queue's message group.
+type Group struct {
+	GroupID string `json:"groupId"`
+	// Messages counts the group's messages, visible, in flight and delayed.
+	Messages int64 `json:"messages"`
+	// InFlight: a batch of the group is in flight (the group is blocked).
+	InFlight bool `json:"inFlight"`
+}
+
+// GroupPage is one page of groups.
+type GroupPage struct {
+	Groups     []Group `json:"groups"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+// ListGroups lists a fifo queue's message groups (scope queues:read).
+func (c *Client) ListGroups(ctx context.Context, queue string, page Page) (*GroupPage, error) {
+	var p GroupPage
+	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/groups", page.query(), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// DeleteGroup deletes every message of one group of a fifo queue (scope queues:admin).
+func (c *Client) DeleteGroup(ctx context.Context, queue, groupID string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/queues/"+seg(queue)+"/groups/"+seg(groupID), nil, nil, nil)
+}
+
+// Health checks liveness (GET /healthz).
+func (c *Client) Health(ctx context.Context) error {
+	return c.Do(ctx, http.MethodGet, "/healthz", nil, nil, nil)
+}
+
+// Ready checks readiness (GET /readyz): nil when the service's storage is reachable, else an
+// *Error with code unavailable.
+func (c *Client) Ready(ctx context.Context) error {
+	once := *c // not ready is an answer, not something to wait out
+	once.retry.MaxAttempts = 1
+	return once.Do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
+}
+
+// Metrics returns the Prometheus metrics text (GET /metrics).
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	var s string
+	err := c.Do(ctx, http.MethodGet, "/metrics", nil, nil, &s)
+	return s, err
+}

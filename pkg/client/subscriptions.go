@@ -1,0 +1,165 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Subscription is a queue's push subscription (SPEC §6).
+type Subscription struct {
+	ID             string    `json:"id"`
+	Slug           string    `json:"slug"`
+	Queue          string    `json:"queue,omitempty"`
+	Endpoint       string    `json:"endpoint"`
+	BatchSize      int       `json:"batchSize"`
+	BatchWindowMs  int       `json:"batchWindowMs"`
+	MaxInFlight    int       `json:"maxInFlight"`
+	TimeoutSeconds int       `json:"timeoutSeconds"`
+	Paused         bool      `json:"paused"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	// SigningSecret (whsec_…) is returned only by CreateSubscription and RotateSecret.
+	SigningSecret string `json:"signingSecret,omitempty"`
+	// Extra holds the fields of the answer this type does not name.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes a subscription and keeps unnamed fields in Extra.
+func (s *Subscription) UnmarshalJSON(b []byte) error {
+	type plain Subscription
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	return keepExtra(b, &s.Extra, "id", "slug", "queue", "endpoint", "batchSize", "batchWindowMs",
+		"maxInFlight", "timeoutSeconds", "paused", "createdAt", "updatedAt", "signingSecret")
+}
+
+// SubscriptionInput creates a subscription (Endpoint required) or, with UpdateSubscription,
+// changes the fields that are set. Nil fields take the defaults on create.
+type SubscriptionInput struct {
+	Endpoint       string `json:"endpoint,omitempty"`
+	BatchSize      *int   `json:"batchSize,omitempty"`
+	BatchWindowMs  *int   `json:"batchWindowMs,omitempty"`
+	MaxInFlight    *int   `json:"maxInFlight,omitempty"`
+	TimeoutSeconds *int   `json:"timeoutSeconds,omitempty"`
+	Paused         *bool  `json:"paused,omitempty"`
+}
+
+// Attempt is one push request as the subscription's attempts log keeps it.
+type Attempt struct {
+	At         time.Time `json:"at"`
+	AttemptID  string    `json:"attemptId"`
+	MessageIDs []string  `json:"messageIds"`
+	// StatusCode is the endpoint's answer (0: none — a timeout or connection error).
+	StatusCode int   `json:"statusCode,omitempty"`
+	LatencyMs  int64 `json:"latencyMs"`
+	// Outcome is acknowledged, deferred, settled, throttled or failed.
+	Outcome string `json:"outcome"`
+	// Error is an error class on failure, Detail a short explanation.
+	Error  string `json:"error,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Extra holds the fields of the answer this type does not name.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes an attempt and keeps unnamed fields in Extra.
+func (a *Attempt) UnmarshalJSON(b []byte) error {
+	type plain Attempt
+	if err := json.Unmarshal(b, (*plain)(a)); err != nil {
+		return err
+	}
+	return keepExtra(b, &a.Extra, "at", "attemptId", "messageIds", "statusCode", "latencyMs", "outcome", "error", "detail")
+}
+
+func keepExtra(b []byte, extra *map[string]json.RawMessage, named ...string) error {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for _, n := range named {
+		delete(all, n)
+	}
+	if len(all) > 0 {
+		*extra = all
+	}
+	return nil
+}
+
+// AttemptPage is a page of recent push attempts, newest first.
+type AttemptPage struct {
+	Attempts   []Attempt `json:"attempts"`
+	NextCursor *string   `json:"nextCursor"`
+}
+
+func subPath(queue string) string { return "/v1/queues/" + seg(queue) + "/subscription" }
+
+// CreateSubscription creates the queue's push subscription (scope queues:admin); the answer
+// carries its SigningSecret, shown only here. A second one is ErrSubscriptionExists.
+func (c *Client) CreateSubscription(ctx context.Context, queue string, in SubscriptionInput) (*Subscription, error) {
+	var s Subscription
+	if err := c.Do(ctx, http.MethodPost, subPath(queue), nil, in, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// GetSubscription returns the queue's push subscription (scope queues:read).
+func (c *Client) GetSubscription(ctx context.Context, queue string) (*Subscription, error) {
+	var s Subscription
+	if err := c.Do(ctx, http.MethodGet, subPath(queue), nil, nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// UpdateSubscription changes the set fields of the subscription (scope queues:admin).
+func (c *Client) UpdateSubscription(ctx context.Context, queue string, in SubscriptionInput) (*Subscription, error) {
+	var s Subscription
+	if err := c.Do(ctx, http.MethodPatch, subPath(queue), nil, in, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// PauseSubscription stops pushing from the queue until ResumeSubscription.
+func (c *Client) PauseSubscription(ctx context.Context, queue string) (*Subscription, error) {
+	return c.UpdateSubscription(ctx, queue, SubscriptionInput{Paused: Bool(true)})
+}
+
+// ResumeSubscription resumes pushing.
+func (c *Client) ResumeSubscription(ctx context.Context, queue string) (*Subscription, error) {
+	return c.UpdateSubscription(ctx, queue, SubscriptionInput{Paused: Bool(false)})
+}
+
+// DeleteSubscription deletes the queue's push subscription (scope queues:admin).
+func (c *Client) DeleteSubscription(ctx context.Context, queue string) error {
+	return c.Do(ctx, http.MethodDelete, subPath(queue), nil, nil, nil)
+}
+
+// RotateSecret gives the subscription a new signing secret, returned in SigningSecret; the
+// previous one keeps signing alongside for 24 hours (scope queues:admin).
+func (c *Client) RotateSecret(ctx context.Context, queue string) (*Subscription, error) {
+	var s Subscription
+	if err := c.Do(ctx, http.MethodPost, subPath(queue)+"/rotate-secret", nil, nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ListAttempts returns the subscription's recent push attempts (scope queues:read); limit 0
+// is the server's default.
+func (c *Client) ListAttempts(ctx context.Context, queue string, limit int) (*AttemptPage, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var p AttemptPage
+	if err := c.Do(ctx, http.MethodGet, subPath(queue)+"/attempts", q, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
