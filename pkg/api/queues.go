@@ -396,6 +396,7 @@ func (s *Server) deleteQueue(c echo.Context) error {
 		}
 		return err
 	}
+	s.deleteQueueSubscription(ctx, q)
 	// The queue is gone for every caller now; its messages are unreachable (new queues get new
 	// ids) and are freed here. A failure leaves only unreachable data behind, so it is logged
 	// rather than reported as a failed delete.

@@ -26,6 +26,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pusher"
 )
 
 // MaxRequestBytes bounds a request body (SPEC §4: 3 MiB per request).
@@ -73,6 +74,16 @@ type Config struct {
 	// StorageTimeout bounds one request's storage work (default 10 s), so an unreachable
 	// backend answers 503 instead of hanging.
 	StorageTimeout time.Duration
+
+	// Subscriptions keeps push subscriptions; nil: the subscription routes are not served.
+	Subscriptions meta.SubscriptionStore
+	// Attempts is the pusher fleet's attempts log (nil: always empty).
+	Attempts pusher.AttemptLog
+	// PushAllowPrivate accepts plain http and private or loopback push endpoints
+	// (QUEUES_PUSH_ALLOW_PRIVATE; development and tests).
+	PushAllowPrivate bool
+	// PushChanged, when set, announces a changed subscription (its queue id) to the pushers.
+	PushChanged func(ctx context.Context, queue ids.ID)
 }
 
 // Server is the HTTP API.
@@ -142,6 +153,14 @@ func (s *Server) routes() {
 	v1.GET("/queues/:queue/messages", s.browse, read)
 	v1.GET("/queues/:queue/groups", s.listGroups, read)
 	v1.DELETE("/queues/:queue/groups/:group", s.purgeGroup, admin)
+	if s.cfg.Subscriptions != nil {
+		v1.POST("/queues/:queue/subscription", s.createSubscription, admin)
+		v1.GET("/queues/:queue/subscription", s.getSubscription, read)
+		v1.PATCH("/queues/:queue/subscription", s.updateSubscription, admin)
+		v1.DELETE("/queues/:queue/subscription", s.deleteSubscription, admin)
+		v1.POST("/queues/:queue/subscription/rotate-secret", s.rotateSecret, admin)
+		v1.GET("/queues/:queue/subscription/attempts", s.listAttempts, read)
+	}
 
 	v1.POST("/receipts/ack", s.ack)
 	v1.POST("/receipts/visibility", s.changeVisibility)

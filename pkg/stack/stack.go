@@ -26,6 +26,7 @@ import (
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/sweeper"
+	"github.com/queueshq/queues/pusher"
 )
 
 // Options configure one API replica.
@@ -43,6 +44,8 @@ type Options struct {
 	CacheTTL time.Duration
 	// PartitionSendRate is passed to the engine (0: its default).
 	PartitionSendRate int
+	// PushAllowPrivate accepts plain http and private push endpoints (QUEUES_PUSH_ALLOW_PRIVATE).
+	PushAllowPrivate bool
 }
 
 // Replica is one API tier process's worth of state.
@@ -77,7 +80,9 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewRedis(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
-		Draining: r.draining,
+		Draining:      r.draining,
+		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
+		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
 		Ready: func(ctx context.Context) error {
 			return errors.Join(o.Redis.Ping(ctx).Err(), store.Ping(ctx))
 		},

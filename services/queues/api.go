@@ -23,6 +23,7 @@ func runAPI(ctx context.Context, args []string) error {
 		sigKeys = fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 		grace   = fs.Duration("shutdown-grace", 25*time.Second, "how long requests in progress may take to finish at shutdown")
 		level   = fs.String("log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
+		private = fs.Bool("push-allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "accept plain http and private push endpoints (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 	)
 	st.register(fs)
 	rateFlags(fs, &rates)
@@ -43,7 +44,7 @@ func runAPI(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: st.table, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log})
+	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: st.table, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type command struct {
 var commands = []command{
 	{"serve", "run everything in one process on the embedded store (data in ./.queues)", runServe},
 	{"api", "run the API tier (Redis + DynamoDB)", runAPI},
+	{"pusher", "run a push fleet replica (Redis + DynamoDB)", runPusher},
 	{"migrate", "create or update the DynamoDB table (idempotent)", runMigrate},
 	{"admin", "manage projects and tokens directly in DynamoDB", runAdmin},
 	{"dev", "start a local stack: redis-server, DynamoDB Local and the API, with a project and token", runDev},

@@ -1,0 +1,328 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pusher"
+)
+
+// Push subscription settings (SPEC §6).
+const (
+	defaultBatchSize   = 10
+	maxBatchSize       = 100
+	maxBatchWindowMs   = 10000
+	defaultMaxInFlight = 10
+	maxMaxInFlight     = 100
+	defaultPushTimeout = 30
+	maxPushTimeout     = 60
+	// secretOverlap is how long a rotated-out signing secret keeps signing.
+	secretOverlap = 24 * time.Hour
+	// attempts listing
+	defaultAttempts = 20
+)
+
+var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused"}
+
+type subscriptionJSON struct {
+	ID             string  `json:"id"`
+	Slug           string  `json:"slug"`
+	Queue          string  `json:"queue"`
+	Endpoint       string  `json:"endpoint"`
+	BatchSize      int     `json:"batchSize"`
+	BatchWindowMs  int     `json:"batchWindowMs"`
+	MaxInFlight    int     `json:"maxInFlight"`
+	TimeoutSeconds int     `json:"timeoutSeconds"`
+	Paused         bool    `json:"paused"`
+	CreatedAt      string  `json:"createdAt"`
+	UpdatedAt      string  `json:"updatedAt"`
+	SigningSecret  *string `json:"signingSecret,omitempty"`
+}
+
+func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
+	out := subscriptionJSON{
+		ID: s.ID.String(), Slug: s.ID.Slug(ids.SubscriptionPrefix), Queue: s.QueueID.String(),
+		Endpoint: s.Endpoint, BatchSize: s.BatchSize, BatchWindowMs: s.BatchWindowMs,
+		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
+		CreatedAt: formatTime(s.CreatedAt), UpdatedAt: formatTime(s.UpdatedAt),
+	}
+	if withSecret {
+		secret := s.Secret
+		out.SigningSecret = &secret
+	}
+	return out
+}
+
+// applySubscription validates and applies the settings present in o.
+func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
+	if o.has("endpoint") {
+		ep, _, err := o.str("endpoint")
+		if err != nil {
+			return err
+		}
+		if verr := pusher.ValidateEndpoint(ep, s.cfg.PushAllowPrivate); verr != nil {
+			return apierr.Invalid("endpoint", "%s", verr.Error())
+		}
+		sub.Endpoint = ep
+	}
+	ints := []struct {
+		name   string
+		lo, hi int64
+		dst    *int
+	}{
+		{"batchSize", 1, maxBatchSize, &sub.BatchSize},
+		{"batchWindowMs", 0, maxBatchWindowMs, &sub.BatchWindowMs},
+		{"maxInFlight", 1, maxMaxInFlight, &sub.MaxInFlight},
+		{"timeoutSeconds", 1, maxPushTimeout, &sub.TimeoutSeconds},
+	}
+	for _, f := range ints {
+		v, ok, err := o.integer(f.name, f.lo, f.hi)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*f.dst = int(v)
+		}
+	}
+	if v, ok, err := o.boolean("paused"); err != nil {
+		return err
+	} else if ok {
+		sub.Paused = v
+	}
+	return nil
+}
+
+// pushChanged tells the pusher fleet that a queue's subscription changed.
+func (s *Server) pushChanged(ctx context.Context, queue ids.ID) {
+	if s.cfg.PushChanged != nil {
+		s.cfg.PushChanged(ctx, queue)
+	}
+}
+
+func noSubscription(q meta.Queue) error {
+	return apierr.New(apierr.NotFound, "queue %q has no push subscription", q.Name)
+}
+
+func (s *Server) createSubscription(c echo.Context) error {
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", false, subscriptionFields...)
+	if aerr != nil {
+		return aerr
+	}
+	if !o.has("endpoint") {
+		return apierr.Invalid("endpoint", "is required: the https URL to push to")
+	}
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
+	sub := meta.Subscription{
+		ID: ids.New(), QueueID: q.ID, ProjectID: q.ProjectID,
+		BatchSize: defaultBatchSize, MaxInFlight: defaultMaxInFlight, TimeoutSeconds: defaultPushTimeout,
+		Secret: pusher.NewSecret(), CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.applySubscription(o, &sub); err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	if err := s.cfg.Subscriptions.CreateSubscription(ctx, sub); err != nil {
+		switch apierr.CodeOf(err) {
+		case apierr.SubscriptionExists:
+			return apierr.New(apierr.SubscriptionExists, "queue %q already has a push subscription; change it with PATCH or delete it first", q.Name)
+		case apierr.NotFound:
+			return apierr.New(apierr.NotFound, "no queue %q in this project", c.Param("queue"))
+		}
+		return err
+	}
+	sub.Version = 1
+	s.pushChanged(ctx, q.ID)
+	return c.JSON(http.StatusCreated, subscriptionOut(sub, true))
+}
+
+// subscription resolves the {queue} path value and reads its subscription.
+func (s *Server) subscription(c echo.Context) (meta.Queue, meta.Subscription, error) {
+	q, err := s.queue(c)
+	if err != nil {
+		return q, meta.Subscription{}, err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	sub, err := s.cfg.Subscriptions.GetSubscription(ctx, q.ID)
+	if apierr.CodeOf(err) == apierr.NotFound || (err == nil && sub.ProjectID != q.ProjectID) {
+		return q, meta.Subscription{}, noSubscription(q)
+	}
+	return q, sub, err
+}
+
+func (s *Server) getSubscription(c echo.Context) error {
+	_, sub, err := s.subscription(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, subscriptionOut(sub, false))
+}
+
+// changeSubscription re-reads and re-applies change until it lands on the current version.
+func (s *Server) changeSubscription(c echo.Context, change func(sub *meta.Subscription) error) (meta.Subscription, error) {
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		q, sub, err := s.subscription(c)
+		if err != nil {
+			return sub, err
+		}
+		if err := change(&sub); err != nil {
+			return sub, err
+		}
+		sub.UpdatedAt = s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
+		out, err := s.cfg.Subscriptions.UpdateSubscription(ctx, sub)
+		if errors.Is(err, meta.ErrSubscriptionConflict) && attempt < 5 {
+			continue
+		}
+		if apierr.CodeOf(err) == apierr.NotFound {
+			return out, noSubscription(q)
+		}
+		if err == nil {
+			s.pushChanged(ctx, q.ID)
+		}
+		return out, err
+	}
+}
+
+func (s *Server) updateSubscription(c echo.Context) error {
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", false, subscriptionFields...)
+	if aerr != nil {
+		return aerr
+	}
+	out, err := s.changeSubscription(c, func(sub *meta.Subscription) error { return s.applySubscription(o, sub) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, subscriptionOut(out, false))
+}
+
+func (s *Server) rotateSecret(c echo.Context) error {
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", true)
+	if aerr != nil {
+		return aerr
+	}
+	for k := range o.fields {
+		return apierr.Invalid(k, "unknown field %q: rotate-secret takes no settings", k)
+	}
+	out, err := s.changeSubscription(c, func(sub *meta.Subscription) error {
+		sub.PreviousSecret, sub.Secret = sub.Secret, pusher.NewSecret()
+		sub.PreviousExpiresAt = s.cfg.Clock.Now().UTC().Truncate(time.Millisecond).Add(secretOverlap)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, subscriptionOut(out, true))
+}
+
+func (s *Server) deleteSubscription(c echo.Context) error {
+	q, _, err := s.subscription(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	if err := s.cfg.Subscriptions.DeleteSubscription(ctx, q.ID); err != nil {
+		if apierr.CodeOf(err) == apierr.NotFound {
+			return noSubscription(q)
+		}
+		return err
+	}
+	s.pushChanged(ctx, q.ID)
+	return c.NoContent(http.StatusNoContent)
+}
+
+// deleteQueueSubscription removes a deleted queue's subscription. A failure is logged: the
+// pusher fleet deletes subscriptions whose queue is gone.
+func (s *Server) deleteQueueSubscription(ctx context.Context, q meta.Queue) {
+	if s.cfg.Subscriptions == nil {
+		return
+	}
+	err := s.cfg.Subscriptions.DeleteSubscription(ctx, q.ID)
+	switch {
+	case err == nil:
+		s.pushChanged(ctx, q.ID)
+	case apierr.CodeOf(err) != apierr.NotFound:
+		s.cfg.Logger.Error("deleting a deleted queue's subscription", "queue", q.ID.String(), "err", err)
+	}
+}
+
+type attemptJSON struct {
+	At         string   `json:"at"`
+	AttemptID  string   `json:"attemptId"`
+	MessageIDs []string `json:"messageIds"`
+	StatusCode *int     `json:"statusCode"`
+	LatencyMs  int64    `json:"latencyMs"`
+	Outcome    string   `json:"outcome"`
+	Error      *string  `json:"error"`
+	Detail     *string  `json:"detail,omitempty"`
+}
+
+func (s *Server) listAttempts(c echo.Context) error {
+	limit := defaultAttempts
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > pusher.AttemptsKept {
+			return apierr.Invalid("limit", "must be an integer from 1 to %d", pusher.AttemptsKept)
+		}
+		limit = n
+	}
+	_, sub, err := s.subscription(c)
+	if err != nil {
+		return err
+	}
+	var as []pusher.Attempt
+	if s.cfg.Attempts != nil {
+		ctx, cancel := s.storageCtx(c)
+		defer cancel()
+		if as, err = s.cfg.Attempts.Recent(ctx, sub.ID, limit); err != nil {
+			return err
+		}
+	}
+	out := make([]attemptJSON, len(as))
+	for i, a := range as {
+		out[i] = attemptJSON{At: formatTime(a.At), AttemptID: a.AttemptID, MessageIDs: a.MessageIDs, LatencyMs: a.LatencyMs, Outcome: a.Outcome}
+		if out[i].MessageIDs == nil {
+			out[i].MessageIDs = []string{}
+		}
+		if a.StatusCode != 0 {
+			code := a.StatusCode
+			out[i].StatusCode = &code
+		}
+		if a.Error != "" {
+			e := a.Error
+			out[i].Error = &e
+		}
+		if a.Detail != "" {
+			d := a.Detail
+			out[i].Detail = &d
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"attempts": out, "nextCursor": nil})
+}

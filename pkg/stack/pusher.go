@@ -1,0 +1,67 @@
+package stack
+
+import (
+	"crypto/x509"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine/redisengine"
+	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pusher"
+)
+
+// PusherOptions configure one pusher fleet replica.
+type PusherOptions struct {
+	Redis        redis.UniversalClient
+	Dynamo       *dynamodb.Client
+	Table        string
+	Keys         *keys.Ring
+	Logger       *slog.Logger
+	AllowPrivate bool
+	RootCAs      *x509.CertPool
+	Registry     prometheus.Registerer
+	Member       string
+	// LeaseTTL and Refresh are passed on (0: the pusher's defaults).
+	LeaseTTL, Refresh time.Duration
+}
+
+// Pusher is a pusher replica with the engine it owns.
+type Pusher struct {
+	*pusher.Pusher
+	Engine *redisengine.Engine
+}
+
+// Close releases the engine (after Run has returned).
+func (p *Pusher) Close() error { return p.Engine.Close() }
+
+// NewPusher builds a pusher replica exactly as production runs it: the Redis engine, the
+// DynamoDB store, leases and the attempts log in Redis, change announcements from the API.
+func NewPusher(o PusherOptions) (*Pusher, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	clk := clock.Real{}
+	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	p, err := pusher.New(pusher.Config{
+		Engine: eng, Store: dynamometa.New(o.Dynamo, o.Table), Receipts: receipt.NewSigner(o.Keys),
+		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: pusher.NewRedisAttempts(o.Redis),
+		Changes: pusher.RedisChanges(o.Redis), AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
+		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,
+		LeaseTTL: o.LeaseTTL, Refresh: o.Refresh,
+	})
+	if err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	return &Pusher{Pusher: p, Engine: eng}, nil
+}

@@ -1,0 +1,90 @@
+package pusher
+
+import (
+	"context"
+	"sync"
+)
+
+// flow is a subscription's flow control (SPEC §6): the batches it may have in flight start at
+// maxInFlight, halve (to no less than 1) on each throttle (429, 503 or timeout) and grow by one
+// per successful batch back to maxInFlight (additive increase, multiplicative decrease).
+type flow struct {
+	mu       sync.Mutex
+	limit    int
+	max      int
+	inFlight int
+	changed  chan struct{} // closed and replaced whenever a slot may have opened
+}
+
+func newFlow(n int) *flow {
+	n = max(n, 1)
+	return &flow{limit: n, max: n, changed: make(chan struct{})}
+}
+
+func (f *flow) wake() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// acquire waits for a free slot.
+func (f *flow) acquire(ctx context.Context) error {
+	for {
+		f.mu.Lock()
+		if f.inFlight < f.limit {
+			f.inFlight++
+			f.mu.Unlock()
+			return nil
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// settle frees a slot and adjusts the limit: flowNone (the slot was not used for a push) and
+// flowFailure (a failure that is not a throttle) leave it as it is.
+func (f *flow) settle(result flowResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inFlight--
+	switch result {
+	case flowSuccess:
+		f.limit = min(f.limit+1, f.max)
+	case flowThrottle:
+		f.limit = max(f.limit/2, 1)
+	}
+	f.wake()
+}
+
+// setMax applies a changed maxInFlight.
+func (f *flow) setMax(n int) {
+	n = max(n, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n > f.max && f.limit == f.max {
+		f.limit = n
+	}
+	f.max = n
+	f.limit = min(f.limit, n)
+	f.wake()
+}
+
+// state returns the current limit and batches in flight.
+func (f *flow) state() (limit, inFlight int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limit, f.inFlight
+}
+
+type flowResult int
+
+const (
+	flowNone flowResult = iota
+	flowSuccess
+	flowThrottle
+	flowFailure
+)

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/queueshq/queues/pkg/stack"
+)
+
+// runPusher runs one replica of the push fleet: it shares the subscriptions with the other
+// replicas through leases in Redis and pushes their messages (SPEC §6).
+func runPusher(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pusher", flag.ContinueOnError)
+	var (
+		st      storeFlags
+		rurl    = fs.String("redis-url", env("QUEUES_REDIS_URL", "redis://127.0.0.1:6379"), "redis://host:port[/db]; comma-separated seeds with -redis-cluster (QUEUES_REDIS_URL)")
+		cluster = fs.Bool("redis-cluster", envBool("QUEUES_REDIS_CLUSTER"), "the Redis URLs are Redis Cluster seeds (QUEUES_REDIS_CLUSTER)")
+		sigKeys = fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
+		private = fs.Bool("allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
+		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics and /healthz (QUEUES_PUSHER_LISTEN)")
+		level   = fs.String("log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
+	)
+	st.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := logger(*level)
+	ring, err := signingKeys(*sigKeys)
+	if err != nil {
+		return err
+	}
+	rdb, err := redisClient(*rurl, *cluster)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ddb, err := st.client(ctx)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p, err := stack.NewPusher(stack.PusherOptions{Redis: rdb, Dynamo: ddb, Table: st.table, Keys: ring, Logger: log, AllowPrivate: *private, Registry: reg})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	defer srv.Close()
+	log.Info("pushing", "member", p.Member(), "metrics", "http://"+ln.Addr().String()+"/metrics", "allow_private", *private)
+	return p.Run(ctx)
+}
