@@ -42,6 +42,7 @@ func fifoTests(h Harness) []struct {
 		{"FIFORetention", testFIFORetention},
 		{"FIFOPurgeAndDelete", testFIFOPurgeDelete},
 		{"FIFOPartitionGrowth", func(t *testing.T, s *suite) { testFIFOPartitionGrowth(t, h) }},
+		{"FIFOHistory", func(t *testing.T, s *suite) { testFIFOHistory(t, h) }},
 	}
 }
 
