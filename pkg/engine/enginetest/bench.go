@@ -29,6 +29,70 @@ func Bench(b *testing.B, h BenchHarness) {
 		b.Run(fmt.Sprintf("op=receive-ack/batch=%d", batch), func(b *testing.B) { benchReceiveAck(b, h, batch) })
 	}
 	b.Run(fmt.Sprintf("op=send/batch=%d/conc=8", engine.MaxBatch), func(b *testing.B) { benchSend(b, h, engine.MaxBatch, 8) })
+	// Fifo: sends spread over 100 groups; receives take a batch from a group.
+	b.Run(fmt.Sprintf("op=fifo-send/batch=%d", engine.MaxBatch), func(b *testing.B) { benchFIFO(b, h, false) })
+	b.Run(fmt.Sprintf("op=fifo-receive-ack/batch=%d", engine.MaxBatch), func(b *testing.B) { benchFIFO(b, h, true) })
+}
+
+// benchFIFO sends batches of 10 messages of one group each (groups rotate over 100), or
+// receives batches of up to 10 and acknowledges them.
+func benchFIFO(b *testing.B, h BenchHarness, receive bool) {
+	e, _ := h.New(b)
+	ctx := context.Background()
+	q := engine.Queue{ID: ids.New(), Type: engine.FIFO, VisibilityTimeout: time.Minute, Retention: time.Hour}
+	if err := e.CreateQueue(ctx, q); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.DeleteQueue(context.Background(), q.ID) })
+	msgs := benchMessages(engine.MaxBatch)
+	g := 0
+	send := func() {
+		for i := range msgs {
+			msgs[i].GroupID = fmt.Sprintf("group-%d", g%100)
+		}
+		g++
+		if _, err := e.Send(ctx, q, msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	if !receive {
+		b.SetBytes(int64(engine.MaxBatch * benchBody))
+		for b.Loop() {
+			send()
+		}
+		b.ReportMetric(float64(b.N*engine.MaxBatch)/b.Elapsed().Seconds(), "msgs/s")
+		return
+	}
+	backlog, got := 0, 0
+	for b.Loop() {
+		if backlog < engine.MaxBatch*100 {
+			b.StopTimer()
+			for range 200 {
+				send()
+			}
+			backlog += 200 * engine.MaxBatch
+			b.StartTimer()
+		}
+		res, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: engine.MaxBatch, Visibility: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			b.Fatalf("received nothing with a backlog of %d", backlog)
+		}
+		backlog -= len(res.Messages)
+		got += len(res.Messages)
+		ds := make([]engine.Delivery, len(res.Messages))
+		for i, m := range res.Messages {
+			ds[i] = m.Delivery
+		}
+		if _, err := e.Ack(ctx, q, ds); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(got / max(b.N, 1) * benchBody))
+	b.ReportMetric(float64(got)/b.Elapsed().Seconds(), "msgs/s")
 }
 
 func benchQueue(b *testing.B, e engine.Engine) engine.Queue {
