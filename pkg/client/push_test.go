@@ -199,3 +199,73 @@ func TestPushReceiverOutcomes(t *testing.T) {
 		t.Fatalf("GET: %d", w.Code)
 	}
 }
+
+// The push receiver behind a real subscription: the pusher fleet member TestMain runs pushes
+// to it, signed with the subscription's secret; the receiver's outcomes settle the messages
+// (acknowledged, dead-lettered with the reason). After a rotation a receiver holding only the
+// new secret verifies the pushes.
+func TestPushReceiverWithPusher(t *testing.T) {
+	tn := newTenant(t)
+	c := subscriptionClient(t, tn, tn.c)
+	ctx := t.Context()
+	dlq := tn.queue(t, client.CreateQueueInput{Name: "pushed-dlq"})
+	tn.queue(t, client.CreateQueueInput{Name: "pushed", Redrive: &client.Redrive{DeadLetterQueue: dlq.ID, MaxReceiveCount: 5}})
+
+	handled := make(chan string, 10)
+	var current atomic.Pointer[client.PushReceiver]
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { current.Load().ServeHTTP(w, r) }))
+	defer endpoint.Close()
+	receiver := func(secret string) *client.PushReceiver {
+		return client.NewPushReceiver(func(ctx context.Context, m *client.Message) error {
+			handled <- m.Body
+			if m.Body == "bad" {
+				return client.DeadLetter("unparseable")
+			}
+			return nil
+		}, secret)
+	}
+
+	sub, err := c.CreateSubscription(ctx, "pushed", client.SubscriptionInput{Endpoint: endpoint.URL + "/hook", BatchSize: client.Int(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	current.Store(receiver(sub.SigningSecret))
+	tn.send(t, "pushed", "good", "bad")
+	got := []string{await(t, handled, 20*time.Second, "a push"), await(t, handled, 20*time.Second, "a push")}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"bad", "good"}) {
+		t.Fatalf("pushed %v", got)
+	}
+	waitFor(t, func() bool { n := tn.counts(t, "pushed"); return n.Visible+n.InFlight == 0 }, "the pushed messages to be settled")
+	dl, err := tn.c.Receive(ctx, "pushed-dlq", client.ReceiveInput{WaitSeconds: client.Int(5)})
+	if err != nil || len(dl) != 1 || dl[0].Body != "bad" || dl[0].DeadLetter == nil || dl[0].DeadLetter.Reason != "unparseable" {
+		t.Fatalf("dead-letter queue: %+v %v", dl, err)
+	}
+
+	rotated, err := c.RotateSecret(ctx, "pushed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current.Store(receiver(rotated.SigningSecret)) // only the new secret
+	tn.send(t, "pushed", "after rotation")
+	if b := await(t, handled, 20*time.Second, "a push after the rotation"); b != "after rotation" {
+		t.Fatalf("pushed %q", b)
+	}
+	waitFor(t, func() bool { n := tn.counts(t, "pushed"); return n.Visible+n.InFlight == 0 }, "the last message to be settled")
+	attempts, err := c.ListAttempts(ctx, "pushed", 10)
+	if err != nil || len(attempts.Attempts) < 2 || attempts.Attempts[0].StatusCode != 200 {
+		t.Fatalf("attempts: %+v %v", attempts, err)
+	}
+}
+
+// waitFor polls cond (state kept in storage gives no event to wait on) for up to 20 s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,6 +1,7 @@
 // Package clienttest starts a real Queues API for the tests of the SDK and the CLI: a
-// redis-server and DynamoDB Local (pkg/testenv), the metadata table migrated, and API
-// replicas built by pkg/stack exactly as production builds them, served by httptest.
+// redis-server and DynamoDB Local (pkg/testenv), the metadata table migrated, API replicas
+// and a pusher fleet member built by pkg/stack exactly as production builds them (push
+// endpoints on loopback allowed), the API served by httptest.
 //
 //	func TestMain(m *testing.M) {
 //		srv, err := clienttest.Start(context.Background())
@@ -87,6 +88,18 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	s.URL = url
+	p, err := stack.NewPusher(stack.PusherOptions{
+		Redis: s.rdb, Dynamo: s.ddb, Table: s.table, Keys: s.ring, AllowPrivate: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	pctx, stopPusher := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(pctx) }()
+	s.closes = append(s.closes, func() { stopPusher(); <-done; _ = p.Close() })
 	return s, nil
 }
 
@@ -115,6 +128,7 @@ func (s *Server) Replica(ctx context.Context, o stack.Options) (url string, clos
 	if o.SweepEvery == 0 {
 		o.SweepEvery = time.Second
 	}
+	o.PushAllowPrivate = true
 	r, err := stack.New(ctx, o)
 	if err != nil {
 		return "", nil, err
