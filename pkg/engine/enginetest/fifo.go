@@ -48,9 +48,6 @@ func fifoTests(h Harness) []struct {
 
 func fifo(q *engine.Queue)             { q.Type = engine.FIFO }
 func withContentDedup(q *engine.Queue) { q.ContentBasedDedup = true }
-func withVisibility(d time.Duration) queueOpt {
-	return func(q *engine.Queue) { q.VisibilityTimeout = d }
-}
 
 // sendG sends bodies to one group of a fifo queue, one message each, in one call.
 func (s *suite) sendG(q engine.Queue, group string, bodies ...string) []ids.ID {
