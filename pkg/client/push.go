@@ -72,7 +72,8 @@ func Sign(secret, id string, timestamp time.Time, body []byte) (string, error) {
 // Verify checks a push's Standard Webhooks signature: the headers are present, the timestamp
 // is within tolerance of now (0: DefaultTolerance), and one of the space-separated "v1,…"
 // signatures is the HMAC of "id.timestamp.body" under one of the secrets (the current and,
-// for 24 h after a rotation, the previous one). Comparisons take constant time.
+// for 24 h after a rotation, the previous one; empty strings are skipped). Comparisons take
+// constant time.
 func Verify(secrets []string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
 	id, ts, sigs := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
 	if id == "" || ts == "" || sigs == "" {
@@ -99,6 +100,9 @@ func Verify(secrets []string, h http.Header, body []byte, now time.Time, toleran
 		}
 	}
 	for _, secret := range secrets {
+		if secret == "" { // an unset previous secret
+			continue
+		}
 		key, err := secretKey(secret)
 		if err != nil {
 			return err

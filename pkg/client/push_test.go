@@ -59,7 +59,7 @@ func TestPushReceiverSignature(t *testing.T) {
 	now := time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
 	body := batchJSON(t, client.Message{MessageID: "m1", Body: "hello", ReceiptHandle: "h1", ReceiveCount: 1})
 	ran := 0
-	recv := client.NewPushReceiver(func(ctx context.Context, m *client.Message) error { ran++; return nil }, secretNew, secretOld)
+	recv := client.NewPushReceiver(func(ctx context.Context, m *client.Message) error { ran++; return nil }, "", secretNew, secretOld)
 	recv.Now = func() time.Time { return now }
 	wrong := "whsec_" + base64.StdEncoding.EncodeToString([]byte("somebody else's secret.........."))
 	tampered := httptest.NewRequest(http.MethodPost, "/push", strings.NewReader(strings.Replace(body, "hello", "HELLO", 1)))
