@@ -97,6 +97,11 @@ type Config struct {
 	SendMargin time.Duration
 	// Grace bounds a graceful stop's wait for pushes in progress (default 30 s).
 	Grace time.Duration
+
+	// OnAttempt, when set, is called after each attempt is settled and logged; OnGiveBack after
+	// a received batch was given back unsent. Tests wait on them instead of sleeping.
+	OnAttempt  func(queue ids.ID, a Attempt)
+	OnGiveBack func(queue ids.ID, n int)
 }
 
 // Pusher is one replica of the push fleet.
@@ -187,6 +192,20 @@ func (p *Pusher) Held() []ids.ID {
 		out = append(out, id)
 	}
 	return out
+}
+
+// InFlightLimit returns the flow-control limit of the subscription of queue: how many batches
+// it may have in flight now, and how many it has (ok is false when this replica does not hold
+// the subscription).
+func (p *Pusher) InFlightLimit(queue ids.ID) (limit, inFlight int, ok bool) {
+	p.mu.Lock()
+	w := p.workers[queue]
+	p.mu.Unlock()
+	if w == nil {
+		return 0, 0, false
+	}
+	limit, inFlight = w.flow.state()
+	return limit, inFlight, true
 }
 
 // Kill stops the replica as a crash would: pushes in progress are abandoned unsettled, leases
@@ -610,7 +629,11 @@ func (w *worker) run() {
 		w.inFlight.Add(1)
 		go func() {
 			defer w.inFlight.Done()
-			w.flow.settle(w.deliver(q, batch, receivedAt))
+			res, a := w.deliver(q, batch, receivedAt)
+			w.flow.settle(res)
+			if a != nil && w.p.cfg.OnAttempt != nil {
+				w.p.cfg.OnAttempt(w.qid, *a)
+			}
 		}()
 	}
 }
@@ -702,6 +725,9 @@ func (w *worker) giveBack(q queueInfo, batch []engine.Received) {
 		w.p.log.Warn("giving back a batch failed; it returns at its deadline", "queue", w.qid.String(), "err", err)
 	}
 	w.p.m.messages.WithLabelValues(mReleased).Add(float64(len(batch)))
+	if w.p.cfg.OnGiveBack != nil {
+		w.p.cfg.OnGiveBack(w.qid, len(batch))
+	}
 }
 
 // pushMessage is one message of the request body.
@@ -733,7 +759,7 @@ const timeFormat = "2006-01-02T15:04:05.000Z"
 func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 // deliver checks the time left, pushes the batch, settles it and logs the attempt.
-func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.Time) flowResult {
+func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.Time) (flowResult, *Attempt) {
 	p := w.p
 	sub, _, _ := w.snapshot()
 	now := p.cfg.Clock.Now()
@@ -746,7 +772,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	}
 	if sub.Paused || !w.leaseValid() || deadline.Sub(now) < timeout+p.cfg.SendMargin {
 		w.giveBack(q, batch)
-		return flowNone
+		return flowNone, nil
 	}
 	body := pushBody{Subscription: sub.ID.Slug(ids.SubscriptionPrefix), Queue: pushQueue{ID: w.qid.String(), Name: q.name}, Messages: make([]pushMessage, len(batch))}
 	inBatch := make(map[string]bool, len(batch))
@@ -771,7 +797,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	data, err := json.Marshal(body)
 	if err != nil {
 		w.giveBack(q, batch)
-		return flowNone
+		return flowNone, nil
 	}
 	attemptID := ids.New().String()
 	ts := time.Now().Unix()
@@ -780,7 +806,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.Endpoint, bytes.NewReader(data))
 	if err != nil {
 		w.giveBack(q, batch)
-		return flowNone
+		return flowNone, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "queues-pusher/1")
@@ -810,7 +836,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	latency := time.Since(start)
 	if err != nil {
 		if p.killed.Load() {
-			return flowNone // killed mid-flight: settle nothing, as a crashed process would
+			return flowNone, nil // killed mid-flight: settle nothing, as a crashed process would
 		}
 		class := errClass(err)
 		v = verdict{kind: failed, errClass: class, detail: errDetail(err, class), slowDown: class == ErrTimeout}
@@ -848,7 +874,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 		p.log.Info("push attempt failed", "queue", w.qid.String(), "host", hostOf(sub.Endpoint), "attempt_id", attemptID,
 			"status", status, "error", v.errClass, "detail", v.detail, "messages", len(batch))
 	}
-	return res
+	return res, &a
 }
 
 func hostOf(endpoint string) string {
