@@ -18,8 +18,6 @@ import (
 	"github.com/queueshq/queues/pusher"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // TestPushShapeAndSignature: a TLS (HTTP/2) endpoint trusted through RootCAs gets the SPEC §6
 // body, Standard Webhooks headers that the reference verifier accepts, and after a rotation
 // two signatures, one per secret.
@@ -104,7 +102,10 @@ func TestAckAll(t *testing.T) {
 			w.WriteHeader(200)
 			_, _ = w.Write([]byte("<html>" + strings.Repeat("x", 100<<10) + "</html>"))
 		},
-		func(w http.ResponseWriter, _ pushed) { w.Header().Set("Content-Type", "application/json"); w.WriteHeader(201) },
+		func(w http.ResponseWriter, _ pushed) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(201)
+		},
 	} {
 		ep := newEndpoint(t, false, respond)
 		q := e.queue("standard", nil)
