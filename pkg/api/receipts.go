@@ -88,10 +88,18 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 	// Entries may name several queues; each queue's entries go to the engine together.
 	byQueue := map[ids.ID][]int{}
 	var order []ids.ID
+	first := map[engine.Delivery]int{}
 	for i, e := range entries {
 		if e.err != nil {
 			continue
 		}
+		// One delivery twice in a batch has no single meaning (ack it twice? which timeout
+		// wins?): later copies are refused without touching storage.
+		if k, dup := first[e.delivery]; dup {
+			e.err = apierr.Invalid(batch+"["+strconv.Itoa(i)+"]", "the same receipt handle is at index %d of this batch", k)
+			continue
+		}
+		first[e.delivery] = i
 		if _, seen := byQueue[e.delivery.Queue]; !seen {
 			order = append(order, e.delivery.Queue)
 		}

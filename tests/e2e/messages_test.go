@@ -150,11 +150,14 @@ func TestVisibility(t *testing.T) {
 			t.Errorf("entry %d: %v, want %q", i, r, wantCodes[i])
 		}
 	}
-	acks := anon.do("POST", "/v1/receipts/ack", map[string]any{"receiptHandles": []any{got[0]["receiptHandle"], got[1]["receiptHandle"], h4, h1}}).must(t, 200).list("results")
+	acks := anon.do("POST", "/v1/receipts/ack", map[string]any{"receiptHandles": []any{got[0]["receiptHandle"], got[1]["receiptHandle"], h4, h1, h4}}).must(t, 200).list("results")
 	for i, r := range acks {
-		_, failed := r["error"]
-		if failed != (i == 3) {
+		e, failed := r["error"].(map[string]any)
+		if failed != (i >= 3) {
 			t.Errorf("ack entry %d: %v", i, r)
+		}
+		if i == 4 && (e["code"] != "invalid_argument" || e["details"].(map[string]any)["field"] != "receiptHandles[4]") {
+			t.Errorf("a handle repeated in one batch: %v", r)
 		}
 	}
 	if n := c.counts(t, "vis"); n["visible"] != 0.0 || n["inFlight"] != 0.0 {
