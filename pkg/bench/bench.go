@@ -1,0 +1,764 @@
+// Package bench is the load generator behind `queues bench`: producers and consumers against
+// any running Queues service over its HTTP API, in phases —
+//
+//	produce  send Count messages to an empty queue
+//	consume  drain a queue holding Count messages: receive, then acknowledge each batch
+//	e2e      consumers running while producers send Count messages
+//	wakeup   one consumer long-polling an empty queue, one message sent at a time:
+//	         how long a waiting receive takes to deliver a new message
+//
+// Each phase reports messages/s, request latency percentiles (all requests and per route),
+// and, for e2e and wakeup, send → delivery latency from a timestamp written into each body.
+// Every body also carries its sequence number, so the report counts duplicates and losses.
+// Every phase is bounded by Count and by Duration. The generator creates its own queues and
+// deletes them at the end.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Phases known to Run, in the order they run by default.
+const (
+	PhaseProduce = "produce"
+	PhaseConsume = "consume"
+	PhaseE2E     = "e2e"
+	PhaseWakeup  = "wakeup"
+)
+
+// headerLen is the length of the header written at the start of each body:
+// 10 digits of sequence number, a space, 19 digits of send time (unix ns), a space.
+const headerLen = 31
+
+// MinSize is the smallest message body the generator sends (its header).
+const MinSize = headerLen + 1
+
+// Config describes a run.
+type Config struct {
+	URL   string // the service's base URL
+	Token string // a project token with queues:admin, messages:send and messages:receive
+
+	QueueType string // "standard" (default) or "fifo"
+	Size      int    // body bytes (default 64, at least MinSize)
+	Batch     int    // messages per send, and maxMessages per receive (1–10; default 10)
+	// InFlight is the number of requests in flight in a phase (default 16): produce runs
+	// InFlight producers, consume InFlight consumers, e2e half of each. Producers and
+	// Consumers, when set, override it.
+	InFlight  int
+	Producers int
+	Consumers int
+	Count     int           // messages per phase (default 50,000)
+	Duration  time.Duration // bound on each phase (default 60 s)
+	Phases    []string      // default produce, consume, e2e
+	// Wait is the consumers' long-poll waitSeconds in consume and e2e (default 1).
+	Wait int
+	// Groups is how many message groups fifo sends are spread over (default 64).
+	Groups int
+	// Wakeups is how many messages the wakeup phase sends (default 200).
+	Wakeups int
+	// H2C speaks HTTP/2 without TLS (the server must accept it).
+	H2C bool
+	// Progress, when set, is called about 4 times a second with a one-line status.
+	Progress func(line string)
+	// Prefix names the queues the run creates (default "bench").
+	Prefix string
+}
+
+func (c *Config) defaults() error {
+	if c.URL == "" {
+		return errors.New("no URL")
+	}
+	if c.QueueType == "" {
+		c.QueueType = "standard"
+	}
+	if c.QueueType != "standard" && c.QueueType != "fifo" {
+		return fmt.Errorf("queue type %q: must be standard or fifo", c.QueueType)
+	}
+	if c.Size == 0 {
+		c.Size = 64
+	}
+	if c.Size < MinSize || c.Size > 256*1024 {
+		return fmt.Errorf("message size %d: must be %d to 262144 bytes", c.Size, MinSize)
+	}
+	if c.Batch == 0 {
+		c.Batch = 10
+	}
+	if c.Batch < 1 || c.Batch > 10 {
+		return fmt.Errorf("batch %d: must be 1 to 10", c.Batch)
+	}
+	if c.InFlight == 0 {
+		c.InFlight = 16
+	}
+	if c.InFlight < 1 || c.Producers < 0 || c.Consumers < 0 {
+		return errors.New("in-flight, producers and consumers must be positive")
+	}
+	if c.Count == 0 {
+		c.Count = 50_000
+	}
+	if c.Count < 1 || c.Count > 9_999_999_999 {
+		return fmt.Errorf("count %d: must be 1 to 9,999,999,999", c.Count)
+	}
+	if c.Duration == 0 {
+		c.Duration = 60 * time.Second
+	}
+	if c.Duration < 0 {
+		return errors.New("duration must be positive")
+	}
+	if len(c.Phases) == 0 {
+		c.Phases = []string{PhaseProduce, PhaseConsume, PhaseE2E}
+	}
+	for _, p := range c.Phases {
+		switch p {
+		case PhaseProduce, PhaseConsume, PhaseE2E, PhaseWakeup:
+		default:
+			return fmt.Errorf("phase %q: must be produce, consume, e2e or wakeup", p)
+		}
+	}
+	if c.Wait == 0 {
+		c.Wait = 1
+	}
+	if c.Wait < 0 || c.Wait > 20 {
+		return errors.New("wait must be 0 to 20 seconds")
+	}
+	if c.Groups <= 0 {
+		c.Groups = 64
+	}
+	if c.Wakeups <= 0 {
+		c.Wakeups = 200
+	}
+	if c.Prefix == "" {
+		c.Prefix = "bench"
+	}
+	return nil
+}
+
+// workers is how many producers and consumers a phase runs.
+func (c *Config) workers(phase string) (producers, consumers int) {
+	switch phase {
+	case PhaseProduce:
+		producers = c.InFlight
+	case PhaseConsume:
+		consumers = c.InFlight
+	case PhaseE2E:
+		producers, consumers = max(c.InFlight/2, 1), max(c.InFlight-c.InFlight/2, 1)
+	}
+	if c.Producers > 0 && producers > 0 {
+		producers = c.Producers
+	}
+	if c.Consumers > 0 && consumers > 0 {
+		consumers = c.Consumers
+	}
+	return producers, consumers
+}
+
+// Latency summarises a distribution, in milliseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"meanMs"`
+	P50   float64 `json:"p50Ms"`
+	P90   float64 `json:"p90Ms"`
+	P99   float64 `json:"p99Ms"`
+	Max   float64 `json:"maxMs"`
+}
+
+// PhaseReport is one phase's outcome.
+type PhaseReport struct {
+	Phase string `json:"phase"`
+	Queue string `json:"queue"`
+	// Messages is the phase's throughput count: sent (produce), or delivered and acknowledged
+	// for the first time (consume, e2e, wakeup).
+	Messages   int64   `json:"messages"`
+	Seconds    float64 `json:"seconds"`
+	MsgsPerSec float64 `json:"msgsPerSec"`
+	Sent       int64   `json:"sent"`
+	// Received counts deliveries, duplicates included; Acked the successful acknowledgements.
+	Received   int64 `json:"received"`
+	Acked      int64 `json:"acked"`
+	Duplicates int64 `json:"duplicates"`
+	// Lost is how many messages the phase sent (or found queued) and never delivered, once
+	// it ran to completion; -1 when it was cut short by the duration bound.
+	Lost      int64 `json:"lost"`
+	Complete  bool  `json:"complete"`
+	Requests  int64 `json:"requests"`
+	Throttled int64 `json:"throttled"`
+	// Latency is over every request of the phase; ByRoute splits it into send, receive, ack.
+	Latency  Latency            `json:"latency"`
+	ByRoute  map[string]Latency `json:"byRoute"`
+	EndToEnd *Latency           `json:"endToEnd,omitempty"`
+}
+
+// Report is a run's outcome.
+type Report struct {
+	URL       string        `json:"url"`
+	QueueType string        `json:"queueType"`
+	Size      int           `json:"size"`
+	Batch     int           `json:"batch"`
+	InFlight  int           `json:"inFlight"`
+	Count     int           `json:"count"`
+	Phases    []PhaseReport `json:"phases"`
+}
+
+// Run runs the phases in order and deletes the queues it created, also when it fails.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	conns := max(cfg.InFlight, cfg.Producers+cfg.Consumers) + 2
+	c := newClient(cfg.URL, cfg.Token, conns, cfg.H2C)
+	defer c.close()
+	r := &runner{cfg: cfg, c: c, run: strconv.FormatInt(time.Now().Unix(), 36) + "-" + strconv.FormatUint(rand.Uint64()%1e6, 36)}
+	defer r.cleanup()
+	rep := &Report{URL: cfg.URL, QueueType: cfg.QueueType, Size: cfg.Size, Batch: cfg.Batch, InFlight: cfg.InFlight, Count: cfg.Count}
+	for i, phase := range cfg.Phases {
+		var pr *PhaseReport
+		var err error
+		switch phase {
+		case PhaseProduce:
+			pr, err = r.produce(ctx, i)
+		case PhaseConsume:
+			pr, err = r.consume(ctx, i)
+		case PhaseE2E:
+			pr, err = r.e2e(ctx, i)
+		case PhaseWakeup:
+			pr, err = r.wakeup(ctx, i)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", phase, err)
+		}
+		rep.Phases = append(rep.Phases, *pr)
+	}
+	return rep, nil
+}
+
+type runner struct {
+	cfg Config
+	c   *client
+	run string
+
+	created []string
+	// filled is the queue the last produce phase filled completely (consume drains it).
+	filled string
+}
+
+func (r *runner) newQueue(ctx context.Context, phase string, i int) (string, error) {
+	name := fmt.Sprintf("%s-%s-%d-%s", r.cfg.Prefix, r.run, i, phase)
+	if err := r.c.createQueue(ctx, name, r.cfg.QueueType); err != nil {
+		return "", fmt.Errorf("creating queue %s: %w", name, err)
+	}
+	r.created = append(r.created, name)
+	return name, nil
+}
+
+func (r *runner) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, q := range r.created {
+		_ = r.c.deleteQueue(ctx, q)
+	}
+}
+
+// stats collects one phase's counts and latencies.
+type stats struct {
+	sent, received, acked, dups, requests atomic.Int64
+	seen                                  []atomic.Uint32 // deliveries by sequence number
+	delivered                             atomic.Int64    // distinct messages delivered
+	mu                                    sync.Mutex
+	all                                   *hdrhistogram.Histogram
+	routes                                map[string]*hdrhistogram.Histogram
+	e2e                                   *hdrhistogram.Histogram
+}
+
+// Histograms hold microseconds, 1 µs to 10 min, 3 significant digits.
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 600_000_000, 3) }
+
+func newStats(count int) *stats {
+	return &stats{seen: make([]atomic.Uint32, count), all: newHist(), e2e: newHist(),
+		routes: map[string]*hdrhistogram.Histogram{"send": newHist(), "receive": newHist(), "ack": newHist()}}
+}
+
+func micros(d time.Duration) int64 { return max(d.Microseconds(), 1) }
+
+func (s *stats) request(route string, d time.Duration) {
+	s.requests.Add(1)
+	us := micros(d)
+	s.mu.Lock()
+	_ = s.all.RecordValue(us)
+	_ = s.routes[route].RecordValue(us)
+	s.mu.Unlock()
+}
+
+// deliver notes a delivered body, received at t: false when its header is not the
+// generator's or names a message this phase did not send.
+func (s *stats) deliver(body string, t time.Time) bool {
+	seq, sentAt, ok := parseHeader(body)
+	if !ok || seq >= int64(len(s.seen)) {
+		return false
+	}
+	s.received.Add(1)
+	if s.seen[seq].Add(1) > 1 {
+		s.dups.Add(1)
+	} else {
+		s.delivered.Add(1)
+	}
+	if sentAt > 0 {
+		d := t.Sub(time.Unix(0, sentAt))
+		s.mu.Lock()
+		_ = s.e2e.RecordValue(micros(d))
+		s.mu.Unlock()
+	}
+	return true
+}
+
+func summary(h *hdrhistogram.Histogram) Latency {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Latency{Count: h.TotalCount(), Mean: h.Mean() / 1000, P50: ms(h.ValueAtQuantile(50)),
+		P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)), Max: ms(h.Max())}
+}
+
+func (s *stats) report(phase, queue string, msgs int64, elapsed time.Duration, complete bool, throttled int64) *PhaseReport {
+	pr := &PhaseReport{Phase: phase, Queue: queue, Messages: msgs, Seconds: elapsed.Seconds(),
+		Sent: s.sent.Load(), Received: s.received.Load(), Acked: s.acked.Load(), Duplicates: s.dups.Load(),
+		Complete: complete, Requests: s.requests.Load(), Throttled: throttled, Lost: -1,
+		Latency: summary(s.all), ByRoute: map[string]Latency{}}
+	if elapsed > 0 {
+		pr.MsgsPerSec = float64(msgs) / elapsed.Seconds()
+	}
+	for k, h := range s.routes {
+		if h.TotalCount() > 0 {
+			pr.ByRoute[k] = summary(h)
+		}
+	}
+	if s.e2e.TotalCount() > 0 {
+		l := summary(s.e2e)
+		pr.EndToEnd = &l
+	}
+	return pr
+}
+
+// header writes the body header: sequence number and send time.
+func appendHeader(b []byte, seq int64, at time.Time) []byte {
+	b = appendPadded(b, seq, 10)
+	b = append(b, ' ')
+	b = appendPadded(b, at.UnixNano(), 19)
+	return append(b, ' ')
+}
+
+func appendPadded(b []byte, n int64, width int) []byte {
+	var buf [20]byte
+	s := strconv.AppendInt(buf[:0], n, 10)
+	for i := len(s); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+func parseHeader(body string) (seq, sentAt int64, ok bool) {
+	if len(body) < headerLen || body[10] != ' ' || body[30] != ' ' {
+		return 0, 0, false
+	}
+	seq, err1 := strconv.ParseInt(body[:10], 10, 64)
+	sentAt, err2 := strconv.ParseInt(body[11:30], 10, 64)
+	return seq, sentAt, err1 == nil && err2 == nil
+}
+
+// sender builds send request bodies into a reused buffer.
+type sender struct {
+	r       *runner
+	buf     []byte
+	padding string
+	group   int
+}
+
+func (r *runner) newSender(worker int) *sender {
+	pad := make([]byte, r.cfg.Size-headerLen)
+	for i := range pad {
+		pad[i] = 'x'
+	}
+	return &sender{r: r, padding: string(pad), group: worker}
+}
+
+// send sends the messages numbered [first, first+n) in one request.
+func (s *sender) send(ctx context.Context, st *stats, queue string, first int64, n int) error {
+	now := time.Now()
+	b := append(s.buf[:0], `{"messages":[`...)
+	group := ""
+	if s.r.cfg.QueueType == "fifo" {
+		group = "g" + strconv.Itoa(s.group%s.r.cfg.Groups)
+		s.group++
+	}
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"body":"`...)
+		b = appendHeader(b, first+int64(i), now)
+		b = append(b, s.padding...)
+		b = append(b, '"')
+		if group != "" {
+			b = append(b, `,"groupId":`...)
+			b = appendJSONString(b, group)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `]}`...)
+	s.buf = b
+	var resp sendResp
+	err := s.r.c.do(ctx, http.MethodPost, queuePath(queue)+"/messages", b, true, &resp)
+	st.request("send", time.Since(now))
+	if err != nil {
+		return err
+	}
+	if len(resp.Failed) > 0 {
+		return fmt.Errorf("send refused %d of %d messages: %s", len(resp.Failed), n, resp.Failed[0])
+	}
+	if len(resp.Messages) != n {
+		return fmt.Errorf("send answered %d results for %d messages", len(resp.Messages), n)
+	}
+	st.sent.Add(int64(n))
+	return nil
+}
+
+// consumer receives and acknowledges.
+type consumer struct {
+	r    *runner
+	rbuf []byte
+	abuf []byte
+}
+
+// once receives up to batch messages (waiting up to wait seconds) and acknowledges them in
+// one request. It returns how many were delivered.
+func (cs *consumer) once(ctx context.Context, st *stats, queue string, max, wait int) (int, error) {
+	cs.rbuf = fmt.Appendf(cs.rbuf[:0], `{"maxMessages":%d,"waitSeconds":%d}`, max, wait)
+	t0 := time.Now()
+	var resp receiveResp
+	err := cs.r.c.do(ctx, http.MethodPost, queuePath(queue)+"/receive", cs.rbuf, true, &resp)
+	now := time.Now()
+	if err != nil {
+		return 0, err
+	}
+	st.request("receive", now.Sub(t0))
+	if len(resp.Messages) == 0 {
+		return 0, nil
+	}
+	b := append(cs.abuf[:0], `{"receiptHandles":[`...)
+	for i, m := range resp.Messages {
+		if !st.deliver(m.Body, now) {
+			return 0, fmt.Errorf("received a message the generator did not send: %.40q", m.Body)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, m.ReceiptHandle)
+	}
+	b = append(b, `]}`...)
+	cs.abuf = b
+	var ar ackResp
+	// The ack is not cut short with the phase: a delivered message is always acknowledged.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	t1 := time.Now()
+	err = cs.r.c.do(actx, http.MethodPost, "/v1/receipts/ack", b, false, &ar)
+	st.request("ack", time.Since(t1))
+	if err != nil {
+		return 0, err
+	}
+	if len(ar.Results) != len(resp.Messages) {
+		return 0, fmt.Errorf("ack answered %d results for %d handles", len(ar.Results), len(resp.Messages))
+	}
+	for _, res := range ar.Results {
+		if res.Error != nil {
+			return 0, fmt.Errorf("ack failed: %s", res.Error.Code)
+		}
+	}
+	st.acked.Add(int64(len(resp.Messages)))
+	return len(resp.Messages), nil
+}
+
+// group runs workers until all return; the first error cancels the others.
+type group struct {
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+	cancel context.CancelFunc
+}
+
+func (g *group) go_(ctx context.Context, f func(context.Context) error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(ctx); err != nil && ctx.Err() == nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = err
+			}
+			g.mu.Unlock()
+			g.cancel()
+		}
+	}()
+}
+
+// producers sends messages [0, count) with n workers; it returns when all are sent or ctx ends.
+func (r *runner) producers(ctx context.Context, g *group, st *stats, queue string, n, count int) {
+	var next atomic.Int64
+	batch := int64(r.cfg.Batch)
+	for w := range n {
+		s := r.newSender(w)
+		g.go_(ctx, func(ctx context.Context) error {
+			for ctx.Err() == nil {
+				first := next.Add(batch) - batch
+				if first >= int64(count) {
+					return nil
+				}
+				if err := s.send(ctx, st, queue, first, int(min(batch, int64(count)-first))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// consumers receive and acknowledge until count distinct messages were delivered, then
+// cancel done (which ends the waiting receives of the others).
+func (r *runner) consumers(ctx context.Context, g *group, st *stats, queue string, n, count int, done func()) {
+	for range n {
+		cs := &consumer{r: r}
+		g.go_(ctx, func(ctx context.Context) error {
+			for ctx.Err() == nil && st.delivered.Load() < int64(count) {
+				if _, err := cs.once(ctx, st, queue, r.cfg.Batch, r.cfg.Wait); err != nil {
+					return err
+				}
+			}
+			if st.delivered.Load() >= int64(count) {
+				done()
+			}
+			return nil
+		})
+	}
+}
+
+// progress prints a status line every 250 ms until stop is called.
+func (r *runner) progress(phase string, st *stats, start time.Time) (stop func()) {
+	if r.cfg.Progress == nil {
+		return func() {}
+	}
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				el := time.Since(start).Seconds()
+				done := st.sent.Load()
+				if phase != PhaseProduce {
+					done = st.delivered.Load()
+				}
+				r.cfg.Progress(fmt.Sprintf("%-8s %6.1fs  sent %9d  received %9d  acked %9d  %9.0f msg/s",
+					phase, el, st.sent.Load(), st.received.Load(), st.acked.Load(), float64(done)/max(el, 1e-9)))
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// phaseCtx bounds a phase by the configured duration; the group's cancel ends it early.
+func (r *runner) phaseCtx(ctx context.Context) (context.Context, *group, context.CancelFunc) {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.Duration)
+	return pctx, &group{cancel: cancel}, cancel
+}
+
+func (r *runner) produce(ctx context.Context, i int) (*PhaseReport, error) {
+	queue, err := r.newQueue(ctx, PhaseProduce, i)
+	if err != nil {
+		return nil, err
+	}
+	st := newStats(r.cfg.Count)
+	np, _ := r.cfg.workers(PhaseProduce)
+	pctx, g, cancel := r.phaseCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	stop := r.progress(PhaseProduce, st, start)
+	r.producers(pctx, g, st, queue, np, r.cfg.Count)
+	g.wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	if g.err != nil {
+		return nil, g.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	complete := st.sent.Load() == int64(r.cfg.Count)
+	if complete {
+		r.filled = queue
+	}
+	pr := st.report(PhaseProduce, queue, st.sent.Load(), elapsed, complete, r.c.throttled.get())
+	pr.Lost = 0 // nothing is delivered in this phase
+	return pr, nil
+}
+
+func (r *runner) consume(ctx context.Context, i int) (*PhaseReport, error) {
+	queue := r.filled
+	r.filled = ""
+	if queue == "" {
+		// Fill a queue of our own, untimed.
+		var err error
+		if queue, err = r.newQueue(ctx, PhaseConsume, i); err != nil {
+			return nil, err
+		}
+		st := newStats(r.cfg.Count)
+		fctx, g, cancel := r.phaseCtx(ctx)
+		r.producers(fctx, g, st, queue, r.cfg.InFlight, r.cfg.Count)
+		g.wg.Wait()
+		cancel()
+		if g.err != nil {
+			return nil, fmt.Errorf("filling the queue: %w", g.err)
+		}
+		if st.sent.Load() != int64(r.cfg.Count) {
+			return nil, fmt.Errorf("filling the queue: sent %d of %d within %s", st.sent.Load(), r.cfg.Count, r.cfg.Duration)
+		}
+	}
+	st := newStats(r.cfg.Count)
+	_, nc := r.cfg.workers(PhaseConsume)
+	pctx, g, cancel := r.phaseCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	stop := r.progress(PhaseConsume, st, start)
+	var end atomic.Int64
+	r.consumers(pctx, g, st, queue, nc, r.cfg.Count, func() {
+		end.CompareAndSwap(0, int64(time.Since(start)))
+		cancel()
+	})
+	g.wg.Wait()
+	stop()
+	return r.finish(ctx, g, st, PhaseConsume, queue, start, &end, r.cfg.Count)
+}
+
+// finish reports a phase whose consumers count distinct deliveries.
+func (r *runner) finish(ctx context.Context, g *group, st *stats, phase, queue string, start time.Time, end *atomic.Int64, count int) (*PhaseReport, error) {
+	elapsed := time.Duration(end.Load())
+	if elapsed == 0 {
+		elapsed = time.Since(start)
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	complete := st.delivered.Load() == int64(count)
+	pr := st.report(phase, queue, st.delivered.Load(), elapsed, complete, r.c.throttled.get())
+	if complete {
+		pr.Lost = 0
+	}
+	return pr, nil
+}
+
+func (r *runner) e2e(ctx context.Context, i int) (*PhaseReport, error) {
+	queue, err := r.newQueue(ctx, PhaseE2E, i)
+	if err != nil {
+		return nil, err
+	}
+	st := newStats(r.cfg.Count)
+	np, nc := r.cfg.workers(PhaseE2E)
+	pctx, g, cancel := r.phaseCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	stop := r.progress(PhaseE2E, st, start)
+	var end atomic.Int64
+	r.consumers(pctx, g, st, queue, nc, r.cfg.Count, func() {
+		end.CompareAndSwap(0, int64(time.Since(start)))
+		cancel()
+	})
+	r.producers(pctx, g, st, queue, np, r.cfg.Count)
+	g.wg.Wait()
+	stop()
+	return r.finish(ctx, g, st, PhaseE2E, queue, start, &end, r.cfg.Count)
+}
+
+// wakeup measures long-poll wake-ups: a consumer waits on an empty queue, a message is sent
+// once it has been waiting a little while, and the delivery latency is recorded.
+func (r *runner) wakeup(ctx context.Context, i int) (*PhaseReport, error) {
+	queue, err := r.newQueue(ctx, PhaseWakeup, i)
+	if err != nil {
+		return nil, err
+	}
+	n := r.cfg.Wakeups
+	st := newStats(n)
+	pctx, g, cancel := r.phaseCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	stop := r.progress(PhaseWakeup, st, start)
+	waiting := make(chan struct{})
+	got := make(chan struct{})
+	cs := &consumer{r: r}
+	g.go_(pctx, func(ctx context.Context) error {
+		for st.delivered.Load() < int64(n) && ctx.Err() == nil {
+			select {
+			case waiting <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			if _, err := cs.once(ctx, st, queue, 1, 20); err != nil {
+				return err
+			}
+			select {
+			case got <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	s := r.newSender(0)
+	g.go_(pctx, func(ctx context.Context) error {
+		for seq := range n {
+			select {
+			case <-waiting:
+			case <-ctx.Done():
+				return nil
+			}
+			// Let the receive reach the server and start waiting.
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				return nil
+			}
+			if err := s.send(ctx, st, queue, int64(seq), 1); err != nil {
+				return err
+			}
+			select {
+			case <-got:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		return nil
+	})
+	g.wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	var end atomic.Int64
+	end.Store(int64(elapsed))
+	pr, err := r.finish(ctx, g, st, PhaseWakeup, queue, start, &end, n)
+	if pr != nil {
+		pr.MsgsPerSec = 0 // paced: the rate says nothing
+		if pr.Complete {
+			pr.Lost = 0
+		}
+	}
+	return pr, err
+}

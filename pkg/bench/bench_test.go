@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/pkg/testenv"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.StopAll()
+	os.Exit(code)
+}
+
+const operator = "bench-test-operator"
+
+// startAPI starts one API replica built by pkg/stack (as `queues api` builds it) on a
+// redis-server and DynamoDB Local, and returns its URL, a project token with every scope and
+// the Redis client.
+func startAPI(t *testing.T) (string, string, *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	addr := testenv.Redis(t)
+	ddb, err := testenv.DynamoClient(ctx, testenv.DynamoDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := testenv.TableName("bench")
+	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
+		t.Fatal(err)
+	}
+	ring, err := keys.Generate("bt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, OperatorToken: operator,
+		Rates:  api.Rates{StandardSend: 1e6, StandardReceive: 1e6, FIFOSend: 1e6, FIFOReceive: 1e6},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SweepEvery: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(r.Handler())
+	t.Cleanup(func() { r.Drain(); srv.Close(); _ = r.Close() })
+
+	post := func(path string, body any, out any) {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", srv.URL+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+operator)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 201 {
+			msg, _ := io.ReadAll(resp.Body)
+			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, msg)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var p struct {
+		ID string `json:"id"`
+	}
+	post("/v1/projects", map[string]any{"name": "bench"}, &p)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	post("/v1/projects/"+p.ID+"/tokens", map[string]any{"name": "bench", "scopes": []string{"*"}}, &tok)
+	return srv.URL, tok.Token, rdb
+}
+
+// checkPhase checks a phase's numbers agree with each other.
+func checkPhase(t *testing.T, p PhaseReport, count int) {
+	t.Helper()
+	if !p.Complete || p.Lost != 0 {
+		t.Errorf("%s: complete %v, lost %d", p.Phase, p.Complete, p.Lost)
+	}
+	if p.Messages != int64(count) || p.Seconds <= 0 {
+		t.Errorf("%s: %d messages in %.3fs, want %d", p.Phase, p.Messages, p.Seconds, count)
+	}
+	if p.Phase != PhaseWakeup {
+		if got := float64(p.Messages) / p.Seconds; p.MsgsPerSec < got*0.999 || p.MsgsPerSec > got*1.001 {
+			t.Errorf("%s: msg/s %.1f, messages/seconds %.1f", p.Phase, p.MsgsPerSec, got)
+		}
+	}
+	var routeReqs int64
+	for _, l := range p.ByRoute {
+		routeReqs += l.Count
+		if !(l.P50 <= l.P99 && l.P99 <= l.Max) {
+			t.Errorf("%s: percentiles out of order: %+v", p.Phase, l)
+		}
+	}
+	if routeReqs != p.Requests || p.Latency.Count != p.Requests {
+		t.Errorf("%s: %d requests, %d by route, %d in the latency", p.Phase, p.Requests, routeReqs, p.Latency.Count)
+	}
+	l := p.Latency
+	if !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
+		t.Errorf("%s: percentiles out of order: %+v", p.Phase, l)
+	}
+	switch p.Phase {
+	case PhaseProduce:
+		if p.Sent != int64(count) || p.Received != 0 || p.ByRoute["send"].Count == 0 {
+			t.Errorf("produce: sent %d received %d", p.Sent, p.Received)
+		}
+	default:
+		// Every delivery was acknowledged; distinct deliveries are the messages.
+		if p.Acked != p.Received || p.Received-p.Duplicates != p.Messages {
+			t.Errorf("%s: received %d, acked %d, duplicates %d, messages %d", p.Phase, p.Received, p.Acked, p.Duplicates, p.Messages)
+		}
+		if p.ByRoute["ack"].Count == 0 || p.ByRoute["receive"].Count < p.ByRoute["ack"].Count {
+			t.Errorf("%s: %d receives, %d acks", p.Phase, p.ByRoute["receive"].Count, p.ByRoute["ack"].Count)
+		}
+	}
+	if p.Phase == PhaseE2E || p.Phase == PhaseWakeup {
+		if p.Sent != int64(count) {
+			t.Errorf("%s: sent %d, want %d", p.Phase, p.Sent, count)
+		}
+		if p.EndToEnd == nil || p.EndToEnd.Count != p.Received || p.EndToEnd.P50 <= 0 || p.EndToEnd.P99 < p.EndToEnd.P50 {
+			t.Errorf("%s: end to end %+v for %d deliveries", p.Phase, p.EndToEnd, p.Received)
+		}
+	}
+}
+
+func TestRunAgainstAPIOnRedis(t *testing.T) {
+	url, token, rdb := startAPI(t)
+	for _, typ := range []string{"standard", "fifo"} {
+		t.Run("type="+typ, func(t *testing.T) {
+			const count = 3000
+			var mu sync.Mutex
+			var lines []string
+			rep, err := Run(context.Background(), Config{
+				URL: url, Token: token, QueueType: typ, Size: 64, Batch: 10, InFlight: 6, Count: count,
+				Duration: time.Minute, Wakeups: 20, Groups: 16,
+				Phases:   []string{PhaseProduce, PhaseConsume, PhaseE2E, PhaseConsume, PhaseWakeup},
+				Progress: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Phases) != 5 {
+				t.Fatalf("%d phases", len(rep.Phases))
+			}
+			for i, p := range rep.Phases {
+				n := count
+				if p.Phase == PhaseWakeup {
+					n = 20
+				}
+				checkPhase(t, p, n)
+				if i == 1 && p.Queue != rep.Phases[0].Queue {
+					t.Errorf("consume after produce drained %s, not the produced queue %s", p.Queue, rep.Phases[0].Queue)
+				}
+				if i == 3 && p.Queue == rep.Phases[0].Queue {
+					t.Errorf("a second consume reused the drained queue")
+				}
+			}
+			var text bytes.Buffer
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"produce", "consume", "e2e", "wakeup", "p99 ms", "receive", "ack"} {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("text report lacks %q:\n%s", want, text.String())
+				}
+			}
+			t.Logf("\n%s", text.String())
+			if _, err := json.Marshal(rep); err != nil {
+				t.Fatal(err)
+			}
+			// The run deleted its queues: no message keys are left in Redis.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				ks, err := rdb.Keys(context.Background(), "{q:*:m").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ks) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("message keys left after the run: %v", ks)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func TestBoundedByDuration(t *testing.T) {
+	url, token, _ := startAPI(t)
+	rep, err := Run(context.Background(), Config{URL: url, Token: token, Count: 10_000_000, Duration: 500 * time.Millisecond,
+		InFlight: 2, Phases: []string{PhaseProduce, PhaseE2E}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Phases {
+		wantLost := int64(-1) // unknown once cut short
+		if p.Phase == PhaseProduce {
+			wantLost = 0 // nothing is delivered in a produce phase
+		}
+		if p.Complete || p.Lost != wantLost || p.Seconds > 5 || p.Messages == 0 {
+			t.Errorf("%s: complete %v lost %d after %.2fs with %d messages", p.Phase, p.Complete, p.Lost, p.Seconds, p.Messages)
+		}
+	}
+}
+
+func TestConfigRefusesUnbounded(t *testing.T) {
+	for _, c := range []Config{
+		{URL: "http://127.0.0.1:1", Duration: -1},
+		{URL: "http://127.0.0.1:1", Count: -5},
+		{URL: "http://127.0.0.1:1", Size: 8},
+		{URL: "http://127.0.0.1:1", Batch: 11},
+		{URL: "http://127.0.0.1:1", Phases: []string{"push"}},
+		{},
+	} {
+		if _, err := Run(context.Background(), c); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+func TestHeaderRoundTrip(t *testing.T) {
+	at := time.Unix(1_800_000_000, 123456789)
+	b := appendHeader(nil, 42, at)
+	if len(b) != headerLen {
+		t.Fatalf("header %q is %d bytes", b, len(b))
+	}
+	seq, ns, ok := parseHeader(string(b) + "xxxx")
+	if !ok || seq != 42 || ns != at.UnixNano() {
+		t.Fatalf("parsed %d %d %v", seq, ns, ok)
+	}
+	if _, _, ok := parseHeader("hello"); ok {
+		t.Fatal("parsed a foreign body")
+	}
+}

@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// client is a lean HTTP client for the few routes the load generator calls: request bodies
+// are built into reused buffers and responses decoded into small structs, so the generator
+// spends as little of a shared machine's CPU as it can.
+type client struct {
+	base  string
+	token string
+	hc    *http.Client
+	// throttled counts 429 answers that were retried after their Retry-After.
+	throttled counter
+}
+
+type counter struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (c *counter) add(n int64) { c.mu.Lock(); c.n += n; c.mu.Unlock() }
+func (c *counter) get() int64  { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
+
+func newClient(base, token string, conns int, h2c bool) *client {
+	tr := &http.Transport{
+		Proxy:               nil, // load goes to the URL given, never through a proxy
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns * 2,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	if h2c {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		tr.Protocols = &p
+	}
+	return &client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Transport: tr}}
+}
+
+func (c *client) close() { c.hc.CloseIdleConnections() }
+
+// apiError is a non-2xx answer.
+type apiError struct {
+	Status int
+	Code   string
+	Body   string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("HTTP %d %s: %s", e.Status, e.Code, strings.TrimSpace(e.Body))
+}
+
+// do sends one request and decodes a 2xx JSON answer into out (nil: discard). 429 and 503
+// answers are retried after their Retry-After (at most 1 s at a time) until ctx ends.
+func (c *client) do(ctx context.Context, method, path string, body []byte, auth bool, out any) error {
+	for {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+		if err != nil {
+			return err
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if auth && c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests {
+				c.throttled.add(1)
+			}
+			wait := 100 * time.Millisecond
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+				wait = min(time.Duration(s)*time.Second, time.Second)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+			continue
+		}
+		err = decode(resp, out)
+		resp.Body.Close()
+		return err
+	}
+}
+
+func decode(resp *http.Response, out any) error {
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(b, &e)
+		return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Body: string(b)}
+	}
+	if out == nil {
+		_, err := io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func isNotFound(err error) bool {
+	var e *apiError
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+func queuePath(name string) string { return "/v1/queues/" + url.PathEscape(name) }
+
+func (c *client) createQueue(ctx context.Context, name, typ string) error {
+	body, _ := json.Marshal(map[string]any{"name": name, "type": typ, "visibilityTimeoutSeconds": 60})
+	return c.do(ctx, http.MethodPost, "/v1/queues", body, true, nil)
+}
+
+func (c *client) deleteQueue(ctx context.Context, name string) error {
+	err := c.do(ctx, http.MethodDelete, queuePath(name), nil, true, nil)
+	if isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// sendResp is the part of a send's answer the generator reads.
+type sendResp struct {
+	Messages []struct {
+		Duplicate bool `json:"duplicate"`
+	} `json:"messages"`
+	Failed []json.RawMessage `json:"failed"`
+}
+
+type receivedMsg struct {
+	Body          string `json:"body"`
+	ReceiptHandle string `json:"receiptHandle"`
+}
+
+type receiveResp struct {
+	Messages []receivedMsg `json:"messages"`
+}
+
+type ackResp struct {
+	Results []struct {
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	} `json:"results"`
+}
+
+// appendJSONString appends s as a JSON string. Bodies the generator makes are plain ASCII,
+// but anything is escaped correctly.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == '"' || ch == '\\':
+			b = append(b, '\\', ch)
+		case ch < 0x20:
+			b = append(b, fmt.Sprintf(`\u%04x`, ch)...)
+		default:
+			b = append(b, ch)
+		}
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/queueshq/queues/pkg/bench"
+)
+
+const benchUsage = `usage: queues bench [flags]
+
+Load generator for a running Queues service (pull consumers over the HTTP API). Phases, run
+in the order given (-phases):
+
+  produce  send -count messages to an empty queue
+  consume  drain a queue of -count messages (the one produce filled, else one filled first,
+           untimed): receive batches, acknowledge each batch in one request
+  e2e      consumers running while producers send -count messages
+  wakeup   a receive waiting on an empty queue, one message sent at a time (-wakeups):
+           send -> delivery latency of a long poll
+
+Each phase prints messages/s, request latency p50/p90/p99/max (all requests and per route)
+and, for e2e and wakeup, send -> delivery latency from a timestamp written into each body.
+Every phase is bounded by -count and -duration. The run creates its own queues and deletes
+them at the end. The token needs queues:admin, messages:send and messages:receive.
+
+Example (the workload of the README's Performance table):
+
+  queues bench -size 64 -batch 10 -inflight 16 -count 50000
+
+Flags:
+`
+
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), benchUsage)
+		fs.PrintDefaults()
+	}
+	var (
+		cfg    bench.Config
+		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup")
+		asJSON = fs.Bool("json", false, "print the report as JSON")
+		quiet  = fs.Bool("quiet", false, "no progress line")
+	)
+	fs.StringVar(&cfg.URL, "url", env("QUEUES_URL", "http://127.0.0.1:8080"), "the service's base URL (QUEUES_URL)")
+	fs.StringVar(&cfg.Token, "token", env("QUEUES_TOKEN", ""), "project token (QUEUES_TOKEN)")
+	fs.StringVar(&cfg.QueueType, "type", "standard", "queue type: standard or fifo")
+	fs.IntVar(&cfg.Size, "size", 64, fmt.Sprintf("message body bytes (at least %d: sequence number and timestamp)", bench.MinSize))
+	fs.IntVar(&cfg.Batch, "batch", 10, "messages per send and maxMessages per receive (1-10)")
+	fs.IntVar(&cfg.InFlight, "inflight", 16, "requests in flight per phase: produce runs this many producers, consume this many consumers, e2e half of each")
+	fs.IntVar(&cfg.Producers, "producers", 0, "producers (overrides -inflight in produce and e2e)")
+	fs.IntVar(&cfg.Consumers, "consumers", 0, "consumers (overrides -inflight in consume and e2e)")
+	fs.IntVar(&cfg.Count, "count", 50_000, "messages per phase")
+	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "longest a phase may run (a phase ends at -count or -duration)")
+	fs.IntVar(&cfg.Wait, "wait", 1, "consumers' long-poll waitSeconds (0-20)")
+	fs.IntVar(&cfg.Groups, "groups", 64, "fifo: message groups the sends are spread over")
+	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends")
+	fs.BoolVar(&cfg.H2C, "h2c", false, "speak HTTP/2 without TLS (prior knowledge)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	for _, p := range strings.Split(*phases, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Phases = append(cfg.Phases, p)
+		}
+	}
+	if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && !*quiet {
+		cfg.Progress = func(line string) { fmt.Fprintf(os.Stderr, "\r\033[K%s", line) }
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if cfg.Progress != nil {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if rep != nil && len(rep.Phases) > 0 || err == nil {
+		if *asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			if jerr := enc.Encode(rep); jerr != nil {
+				return jerr
+			}
+		} else if werr := rep.WriteText(os.Stdout); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
