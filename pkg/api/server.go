@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -161,6 +162,14 @@ func (s *Server) routes() {
 		v1.POST("/queues/:queue/subscription/rotate-secret", s.rotateSecret, admin)
 		v1.GET("/queues/:queue/subscription/attempts", s.listAttempts, read)
 	}
+
+	// Profiles of this process (net/http/pprof), for operators only.
+	dbg := e.Group("/debug/pprof", op)
+	dbg.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	dbg.GET("/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	dbg.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	dbg.GET("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	dbg.GET("/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
 
 	v1.POST("/receipts/ack", s.ack)
 	v1.POST("/receipts/visibility", s.changeVisibility)
