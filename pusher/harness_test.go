@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 // env is one test's world: a real Redis engine on a fake clock, an in-memory metadata store
 // (the store's own behaviour is proven by metatest), receipt signing, and pushers.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	rdb      *redis.Client
 	clk      *clock.Fake
 	eng      *redisengine.Engine
@@ -67,7 +67,7 @@ type event struct {
 	applied  *meta.Subscription
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -306,7 +306,7 @@ type endpoint struct {
 	respond func(w http.ResponseWriter, p pushed)
 }
 
-func newEndpoint(t *testing.T, tlsServer bool, respond func(w http.ResponseWriter, p pushed)) *endpoint {
+func newEndpoint(t testing.TB, tlsServer bool, respond func(w http.ResponseWriter, p pushed)) *endpoint {
 	ep := &endpoint{got: make(chan pushed, 1024), respond: respond}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
@@ -338,7 +338,7 @@ func (ep *endpoint) setRespond(f func(w http.ResponseWriter, p pushed)) {
 }
 
 // next returns the next request the endpoint received.
-func (ep *endpoint) next(t *testing.T) pushed {
+func (ep *endpoint) next(t testing.TB) pushed {
 	t.Helper()
 	select {
 	case p := <-ep.got:
