@@ -60,11 +60,21 @@ func runDev(ctx context.Context, args []string) error {
 	operator := "op_" + hex.EncodeToString(op[:])
 	rdb := redis.NewClient(&redis.Options{Addr: raddr})
 	defer rdb.Close()
-	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, OperatorToken: operator, Rates: api.DefaultRates, Logger: log})
+	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, OperatorToken: operator, Rates: api.DefaultRates, Logger: log, PushAllowPrivate: true})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	// A pusher in the same process, allowed to reach local endpoints (development).
+	pu, err := stack.NewPusher(stack.PusherOptions{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, Logger: log, AllowPrivate: true})
+	if err != nil {
+		return err
+	}
+	defer pu.Close()
+	pctx, stopPusher := context.WithCancel(ctx)
+	pushed := make(chan struct{})
+	go func() { defer close(pushed); _ = pu.Run(pctx) }()
+	defer func() { stopPusher(); <-pushed }()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	p := meta.Project{ID: ids.New(), Name: "default", CreatedAt: now}
 	if err := r.Meta.CreateProject(ctx, p); err != nil {
@@ -86,6 +96,7 @@ func runDev(ctx context.Context, args []string) error {
 	fmt.Printf("project  default %s\n", p.ID.Slug(ids.ProjectPrefix))
 	fmt.Printf("token    %s\n", tok)
 	fmt.Printf("operator %s\n", operator)
+	fmt.Println("A pusher runs in this process; push endpoints may be local (http://127.0.0.1:…).")
 	fmt.Println("Everything is in memory and goes away on Ctrl-C.")
 	return stack.Serve(ctx, ln, r, 5*time.Second, log)
 }
