@@ -127,3 +127,30 @@ func TestFleetSharesAndSurvivesAKill(t *testing.T) {
 		t.Fatal("no message was pushed a second time: the killed push was not taken over")
 	}
 }
+
+// TestGoneSubscriptions: a deleted subscription stops its pushes, and a subscription that
+// outlived its queue (the API deletes it after the queue; a crash in between leaves it) is
+// deleted by the fleet.
+func TestGoneSubscriptions(t *testing.T) {
+	e := newEnv(t)
+	ep := newEndpoint(t, false, status(204))
+	q := e.queue("standard", nil)
+	e.subscribe(q, ep.URL, nil)
+	orphanQ := e.queue("standard", nil)
+	e.subscribe(orphanQ, ep.URL, nil)
+	if _, err := e.store.DeleteQueue(t.Context(), orphanQ.ProjectID, orphanQ.ID); err != nil {
+		t.Fatal(err)
+	}
+	p := e.pusher(nil)
+	e.applied(q, func(meta.Subscription) bool { return true })
+	// No event announces these: poll the store and the replica.
+	wakeUntil(t, func() bool {
+		_, err := e.store.GetSubscription(t.Context(), orphanQ.ID)
+		return err != nil
+	})
+	if err := e.store.DeleteSubscription(t.Context(), q.ID); err != nil {
+		t.Fatal(err)
+	}
+	p.Changed(q.ID)
+	wakeUntil(t, func() bool { return len(p.Held()) == 0 })
+}

@@ -582,12 +582,13 @@ func (w *worker) apply(ctx context.Context, s meta.Subscription, reloadQueue boo
 // refresh re-reads the subscription after an announcement.
 func (w *worker) refresh(ctx context.Context) {
 	s, err := w.p.cfg.Store.GetSubscription(ctx, w.qid)
+	cur, _, _ := w.snapshot()
 	switch {
 	case apierr.CodeOf(err) == apierr.NotFound:
 		w.p.drop(w, true)
 	case err != nil:
 		w.p.log.Warn("reading a changed subscription failed", "queue", w.qid.String(), "err", err)
-	case s.ID != w.sub.ID:
+	case s.ID != cur.ID:
 		// Deleted and created again: start over with the new one.
 		w.p.drop(w, true)
 		w.p.kickNow()
