@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,6 +274,7 @@ func (e *env) browse(q meta.Queue, s engine.State) map[ids.ID]engine.BrowsedMess
 // pushed is one request an endpoint received.
 type pushed struct {
 	ctx    context.Context // the request's: done when the client gives up
+	proto  string
 	header http.Header
 	raw    []byte
 	body   pushBody
@@ -300,7 +304,8 @@ type pushMsg struct {
 // endpoint is an httptest receiver: each request is recorded on got, and answered by respond.
 type endpoint struct {
 	*httptest.Server
-	got chan pushed
+	got   chan pushed
+	conns atomic.Int32 // connections opened to it
 
 	mu      sync.Mutex
 	respond func(w http.ResponseWriter, p pushed)
@@ -310,7 +315,7 @@ func newEndpoint(t testing.TB, tlsServer bool, respond func(w http.ResponseWrite
 	ep := &endpoint{got: make(chan pushed, 1024), respond: respond}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
-		p := pushed{ctx: r.Context(), header: r.Header.Clone(), raw: raw}
+		p := pushed{ctx: r.Context(), proto: r.Proto, header: r.Header.Clone(), raw: raw}
 		if err := json.Unmarshal(raw, &p.body); err != nil {
 			t.Errorf("push body is not JSON: %s", raw)
 		}
@@ -320,12 +325,18 @@ func newEndpoint(t testing.TB, tlsServer bool, respond func(w http.ResponseWrite
 		ep.got <- p
 		respond(w, p)
 	})
+	ep.Server = httptest.NewUnstartedServer(h)
+	ep.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusted-certificate test's handshake errors
+	ep.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			ep.conns.Add(1)
+		}
+	}
 	if tlsServer {
-		ep.Server = httptest.NewUnstartedServer(h)
 		ep.EnableHTTP2 = true
 		ep.StartTLS()
 	} else {
-		ep.Server = httptest.NewServer(h)
+		ep.Start()
 	}
 	t.Cleanup(ep.Close)
 	return ep

@@ -45,8 +45,8 @@ func TestPushShapeAndSignature(t *testing.T) {
 	if err != nil || !deadline.Equal(e.clk.Now().Add(30*time.Second)) {
 		t.Fatalf("visibilityDeadline %q, want the queue's 30 s visibility: %v", got.body.Messages[0].VisibilityDeadline, err)
 	}
-	if ct := got.header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("content type %q", ct)
+	if ct := got.header.Get("Content-Type"); ct != "application/json" || got.proto != "HTTP/2.0" {
+		t.Fatalf("content type %q over %s, want application/json over HTTP/2", ct, got.proto)
 	}
 	wh, _ := standardwebhooks.NewWebhook(sub.Secret)
 	if err := wh.Verify(got.raw, got.header); err != nil {
@@ -87,6 +87,10 @@ func TestPushShapeAndSignature(t *testing.T) {
 	}
 	if got.body.Messages[0].Body != "after the overlap" {
 		t.Fatalf("got %s", got.raw)
+	}
+	// Three pushes, one connection.
+	if n := ep.conns.Load(); n != 1 {
+		t.Fatalf("%d connections for three pushes, want 1 (reused)", n)
 	}
 }
 
