@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,4 +53,52 @@ func TestLocal(t *testing.T) {
 		d, err := l.Allow(context.Background(), key, rate)
 		return d == 0, err
 	})
+}
+
+func TestLeased(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	defer rdb.Close()
+	ctx := context.Background()
+	// Small limits behave exactly like Redis.
+	l := NewLeased(rdb)
+	check(t, func(key string, rate int) (bool, error) {
+		d, err := l.Allow(ctx, key, rate)
+		return d == 0, err
+	})
+	// Large ones: two replicas (one leasing, one not) share one budget of 1000 a second
+	// (burst 1000) and together admit no more than it, nor much less (a lease is 20).
+	a, b, plain := NewLeased(rdb), NewLeased(rdb), NewRedis(rdb)
+	admitted := 0
+	var retry time.Duration
+	for i := range 1200 {
+		var d time.Duration
+		var err error
+		switch i % 3 {
+		case 0:
+			d, err = a.Allow(ctx, "big:send", 1000)
+		case 1:
+			d, err = b.Allow(ctx, "big:send", 1000)
+		default:
+			d, err = plain.Allow(ctx, "big:send", 1000)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == 0 {
+			admitted++
+		} else {
+			retry = d
+		}
+	}
+	// The loop takes some milliseconds, during which the budget refills a little.
+	if admitted < 1000-2*20 || admitted > 1100 {
+		t.Fatalf("admitted %d of 1200 against a shared budget of 1000", admitted)
+	}
+	if retry <= 0 || retry > time.Second {
+		t.Fatalf("retry after %v", retry)
+	}
+	_ = rdb.Close()
+	if _, err := NewLeased(rdb).Allow(ctx, "q9", 5000); apierr.CodeOf(err) != apierr.Unavailable {
+		t.Fatalf("closed Redis: %v", err)
+	}
 }

@@ -79,7 +79,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r := &Replica{Engine: eng, Meta: cache, Auth: authority, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
-		Limiter: ratelimit.NewRedis(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
+		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Draining:      r.draining,
 		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),

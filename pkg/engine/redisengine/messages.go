@@ -81,6 +81,19 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	if n == 1 {
 		return e.claim(ctx, q, req, now, []claim{{0, want}})
 	}
+	// First one round trip to the next partition in rotation, which has the whole batch
+	// when the queue has a backlog. Only when it falls short does a pipelined probe find the
+	// other partitions holding visible messages, and the rest of the claim is split among
+	// them (one pipelined script call each).
+	e.pmu.Lock()
+	first := int(e.rot % uint32(n))
+	e.rot++
+	e.pmu.Unlock()
+	got, gotErr := e.claim(ctx, q, req, now, []claim{{first, want}})
+	if gotErr == nil && len(got.Messages) >= want {
+		return got, nil
+	}
+	left := want - len(got.Messages)
 
 	calls := make([]scriptCall, n)
 	for p := range n {
@@ -88,16 +101,18 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 		calls[p] = scriptCall{peekScript, []string{k.r, k.f}, []any{now}}
 	}
 	cmds := e.run(ctx, calls)
-	e.pmu.Lock()
-	start := int(e.rot % uint32(n))
-	e.rot++
-	e.pmu.Unlock()
 	type avail struct{ p, visible int }
 	var have []avail
 	var nextAt int64
-	var firstErr error
+	if gotErr == nil && !got.NextVisibleAt.IsZero() {
+		nextAt = got.NextVisibleAt.UnixMilli()
+	}
+	firstErr := gotErr
 	for i := range n {
-		p := (start + i) % n
+		p := (first + 1 + i) % n
+		if p == first && gotErr == nil {
+			continue // just claimed: what it had visible was taken
+		}
 		vals, err := cmds[p].Int64Slice()
 		if err != nil || len(vals) != 2 {
 			firstErr = cmp(firstErr, e.wrap(ctx, "receive", orBad(err)))
@@ -110,14 +125,17 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 		}
 	}
 	if len(have) == 0 {
+		if len(got.Messages) > 0 {
+			return got, nil
+		}
 		if firstErr != nil {
 			return engine.ReceiveResult{}, firstErr
 		}
 		return engine.ReceiveResult{NextVisibleAt: timeOrZero(nextAt)}, nil
 	}
-	// Deal the wanted count out one at a time, so it spreads over the partitions.
+	// Deal the rest out one at a time, so it spreads over the partitions.
 	asks := make([]int, len(have))
-	for left := want; left > 0; {
+	for left > 0 {
 		dealt := false
 		for i := range have {
 			if left > 0 && asks[i] < have[i].visible {
@@ -136,7 +154,18 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 			claims = append(claims, claim{have[i].p, a})
 		}
 	}
-	return e.claim(ctx, q, req, now, claims)
+	more, err := e.claim(ctx, q, req, now, claims)
+	if err != nil {
+		if len(got.Messages) > 0 {
+			return got, nil
+		}
+		return engine.ReceiveResult{}, err
+	}
+	if len(got.Messages) > 0 {
+		more.Messages = append(got.Messages, more.Messages...)
+		more.NextVisibleAt = time.Time{}
+	}
+	return more, nil
 }
 
 // claim runs the receive script on each partition named and assembles the answer; messages
