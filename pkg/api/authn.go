@@ -2,6 +2,8 @@ package api
 
 import (
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -45,7 +47,7 @@ func (s *Server) authenticate(c echo.Context) (auth.Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return auth.Principal{}, apierr.New(apierr.Unauthenticated, "send Authorization: Bearer <token>")
 	}
-	p, err := s.cfg.Auth.Verify(strings.TrimSpace(bearer))
+	p, err := s.verifyBearer(strings.TrimSpace(bearer))
 	if err != nil || p.Operator {
 		return p, err
 	}
@@ -71,4 +73,46 @@ func (s *Server) authenticate(c echo.Context) (auth.Principal, error) {
 func principal(c echo.Context) auth.Principal {
 	p, _ := c.Get(principalKey).(auth.Principal)
 	return p
+}
+
+// tokenCache remembers the project principals Verify answered for a few seconds: checking a
+// JWT's signature and parsing its claims is most of authentication's CPU, and a client sends
+// the same token with every request. It is no shortcut around revocation or expiry: both are
+// checked on every request against the token record (authenticate, above). Operator and
+// refused credentials are never cached.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[string]cachedPrincipal
+}
+
+type cachedPrincipal struct {
+	p     auth.Principal
+	until time.Time
+}
+
+const (
+	tokenCacheTTL = 5 * time.Second // within the 5 s leeway Verify allows on expiry
+	tokenCacheMax = 10_000
+)
+
+func (s *Server) verifyBearer(bearer string) (auth.Principal, error) {
+	now := s.cfg.Clock.Now()
+	c := &s.tokens
+	c.mu.Lock()
+	if e, ok := c.m[bearer]; ok && now.Before(e.until) {
+		c.mu.Unlock()
+		return e.p, nil
+	}
+	c.mu.Unlock()
+	p, err := s.cfg.Auth.Verify(bearer)
+	if err != nil || p.Operator {
+		return p, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= tokenCacheMax {
+		c.m = map[string]cachedPrincipal{}
+	}
+	c.m[bearer] = cachedPrincipal{p: p, until: now.Add(tokenCacheTTL)}
+	c.mu.Unlock()
+	return p, nil
 }

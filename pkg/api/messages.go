@@ -181,6 +181,9 @@ func (s *Server) send(c echo.Context) error {
 		}
 		s.metrics.messages.WithLabelValues("sent").Add(float64(len(res)))
 	}
+	if len(failed) == 0 {
+		return blob(c, http.StatusOK, func(b []byte) []byte { return appendSendAnswer(b, sent) })
+	}
 	return c.JSON(http.StatusOK, map[string]any{"messages": sent, "failed": failed})
 }
 
@@ -279,7 +282,7 @@ func (s *Server) receive(c echo.Context) error {
 		}
 	}
 	s.metrics.messages.WithLabelValues("received").Add(float64(len(out)))
-	return c.JSON(http.StatusOK, map[string]any{"messages": out})
+	return blob(c, http.StatusOK, func(b []byte) []byte { return appendReceiveAnswer(b, out) })
 }
 
 // goneCheck is how often a waiting receive checks whether its queue was deleted.

@@ -92,6 +92,7 @@ type Server struct {
 	cfg     Config
 	e       *echo.Echo
 	metrics *metrics
+	tokens  tokenCache
 }
 
 // New builds the API's handler.
