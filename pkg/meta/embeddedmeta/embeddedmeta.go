@@ -1,8 +1,9 @@
-// Package embeddedmeta is the meta.Store of embedded mode: projects, tokens and queues in a
-// bbolt file in the data directory. Every change is one bbolt transaction, fsynced before it
+// Package embeddedmeta is the meta.Store and meta.SubscriptionStore of embedded mode:
+// projects, tokens, queues, push subscriptions and the pusher's attempts log in a bbolt file
+// in the data directory. Every change is one bbolt transaction, fsynced before it
 // returns, so the checks a change depends on (name taken, dead-letter queue exists and is
-// not in use, version unchanged) and the change itself are atomic. It passes metatest and
-// keeps the choices memmeta pins (errors, paging, cursors).
+// not in use, version unchanged) and the change itself are atomic. It passes metatest (Run
+// and RunSubscriptions) and keeps the choices memmeta pins (errors, paging, cursors).
 package embeddedmeta
 
 import (
@@ -33,7 +34,8 @@ const (
 
 // Buckets: projects (project id -> JSON), tokens (project id ‖ token id -> JSON), queues
 // (queue id -> JSON with the dead-letter reference count), names (project id ‖ name -> queue
-// id). Ids are raw 16 bytes, so key order is id order.
+// id); subs and attempts are described in subscriptions.go. Ids are raw 16 bytes, so key order
+// is id order.
 var (
 	bProjects = []byte("projects")
 	bTokens   = []byte("tokens")
@@ -58,7 +60,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("embeddedmeta: opening %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bProjects, bTokens, bQueues, bNames} {
+		for _, b := range [][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -80,7 +82,7 @@ func storageErr(err error) error {
 		return nil
 	}
 	var ae *apierr.Error
-	if errors.As(err, &ae) || errors.Is(err, meta.ErrVersionConflict) {
+	if errors.As(err, &ae) || errors.Is(err, meta.ErrVersionConflict) || errors.Is(err, meta.ErrSubscriptionConflict) {
 		return err
 	}
 	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("metadata store: %v", err)}
