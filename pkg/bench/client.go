@@ -35,7 +35,7 @@ type counter struct {
 func (c *counter) add(n int64) { c.mu.Lock(); c.n += n; c.mu.Unlock() }
 func (c *counter) get() int64  { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
 
-func newClient(base, token string, conns int, h2c bool) *client {
+func newClient(base, token string, conns int) *client {
 	tr := &http.Transport{
 		Proxy:               nil, // load goes to the URL given, never through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -43,11 +43,6 @@ func newClient(base, token string, conns int, h2c bool) *client {
 		MaxIdleConnsPerHost: conns * 2,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
-	}
-	if h2c {
-		var p http.Protocols
-		p.SetUnencryptedHTTP2(true)
-		tr.Protocols = &p
 	}
 	return &client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Transport: tr}}
 }

@@ -61,7 +61,6 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Wait, "wait", 1, "consumers' long-poll waitSeconds (0-20)")
 	fs.IntVar(&cfg.Groups, "groups", 64, "fifo: message groups the sends are spread over")
 	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends")
-	fs.BoolVar(&cfg.H2C, "h2c", false, "speak HTTP/2 without TLS (prior knowledge)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
