@@ -1,19 +1,28 @@
 // Package embedded wires embedded mode (`queues serve`) together the way package stack wires
 // a production replica: the embedded engine and the embedded metadata store in one data
 // directory, the metadata cache on an in-process bus, the in-process rate limiter, auth and
-// receipt signing, the sweeper, and the same api.Config. The serve command and the HTTP tests
-// of embedded mode build it, so tests run what serve runs.
+// receipt signing, the sweeper, the same api.Config, and a pusher (SPEC §6) in the same
+// process. The serve command and the HTTP tests of embedded mode build it, so tests run what
+// serve runs.
+//
+// The pusher is the fleet's pusher.Pusher with a pusher.Solo coordinator (one member, which
+// holds every lease). It receives through the same engine as the API, reads subscriptions
+// from the embedded store, and keeps its attempts log durably in meta.db (the newest
+// pusher.AttemptsKept per subscription). The API announces subscription changes to it by a
+// direct call, so a pause or a new endpoint applies at once.
 //
 // The data directory holds:
 //
 //	messages.db     the engine's bbolt file (messages, in-flight state, dedup windows)
-//	meta.db         the metadata store's bbolt file (projects, tokens, queues)
+//	meta.db         the metadata store's bbolt file (projects, tokens, queues, push
+//	                subscriptions and their attempts logs)
 //	signing-keys    QUEUES_SIGNING_KEYS-format keys, generated on first start (mode 0600)
 //	token           the default project's all-scopes token, written on first start (0600)
 package embedded
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
@@ -37,6 +48,7 @@ import (
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/sweeper"
+	"github.com/queueshq/queues/pusher"
 )
 
 // File names in the data directory.
@@ -64,6 +76,30 @@ type Options struct {
 	SweepEvery time.Duration
 	// CacheTTL bounds metadata staleness (default metacache.DefaultTTL).
 	CacheTTL time.Duration
+	// Registry receives the API's and the pusher's metrics, served on /metrics (nil: a new
+	// registry).
+	Registry *prometheus.Registry
+	// Push configures the in-process pusher.
+	Push PushOptions
+}
+
+// PushOptions configure the in-process pusher.
+type PushOptions struct {
+	// AllowPrivate accepts plain http and loopback, private or link-local push endpoints, in
+	// the API's validation and in the pusher's connections (QUEUES_PUSH_ALLOW_PRIVATE; serve
+	// turns it on by default, with a warning).
+	AllowPrivate bool
+	// RootCAs, when set, are the CAs trusted for https endpoints (default: the system's).
+	RootCAs *x509.CertPool
+	// Grace bounds how long Close waits for pushes in progress (default pusher.DefaultGrace).
+	Grace time.Duration
+	// Refresh is how often the pusher re-reads the subscription list (default
+	// pusher.DefaultRefresh); changes made through the API apply at once anyway.
+	Refresh time.Duration
+	// OnApplied and OnAttempt are the pusher's hooks (tests wait on them instead of
+	// sleeping): a subscription version applied; an attempt settled and logged.
+	OnApplied func(meta.Subscription)
+	OnAttempt func(queue ids.ID, a pusher.Attempt)
 }
 
 // Node is one embedded-mode process's worth of state.
@@ -73,6 +109,9 @@ type Node struct {
 	Store  *embeddedmeta.Store
 	Meta   *metacache.Cache
 	Auth   *auth.Authority
+	// Pusher pushes every subscription's messages; Attempts is its attempts log.
+	Pusher   *pusher.Pusher
+	Attempts pusher.AttemptLog
 	// Project is the default project; Token its all-scopes token (from <data-dir>/token).
 	Project meta.Project
 	Token   string
@@ -83,6 +122,8 @@ type Node struct {
 	drain    sync.Once
 	stop     context.CancelFunc
 	done     chan struct{}
+	stopPush context.CancelFunc
+	pushDone chan struct{}
 	closed   sync.Once
 }
 
@@ -118,7 +159,8 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	}
 	cache := metacache.New(store, &metacache.LocalBus{}, clk, o.CacheTTL)
 	authority := auth.New(ring, o.OperatorToken, clk.Now)
-	n = &Node{Engine: eng, Store: store, Meta: cache, Auth: authority, draining: make(chan struct{}), done: make(chan struct{})}
+	n = &Node{Engine: eng, Store: store, Meta: cache, Auth: authority, Attempts: NewAttemptLog(store),
+		draining: make(chan struct{}), done: make(chan struct{}), pushDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			cache.Close()
@@ -129,10 +171,26 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	if err := n.bootstrap(ctx, filepath.Join(o.DataDir, TokenFile)); err != nil {
 		return nil, err
 	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	signer := receipt.NewSigner(ring)
+	n.Pusher, err = pusher.New(pusher.Config{
+		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts,
+		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
+		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.Pusher.OnApplied = o.Push.OnApplied
 	n.API = api.New(api.Config{
-		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(ring),
+		Engine: eng, Meta: cache, Auth: authority, Receipts: signer,
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
-		Draining: n.draining,
+		Registry: reg, Gatherer: reg, Draining: n.draining,
+		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
+		PushChanged: func(_ context.Context, queue ids.ID) { n.Pusher.Changed(queue) },
 		Ready: func(ctx context.Context) error {
 			return errors.Join(eng.Err(), store.Ping(ctx))
 		},
@@ -149,8 +207,14 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 			sweeper.Run(bg, store, eng, every, o.Logger)
 		}
 	}()
-	// The pusher starts here once it exists (SPEC §6; issue 5 asks serve to run it in-process
-	// and to allow private/http endpoints by default, with a warning).
+	pctx, stopPush := context.WithCancel(context.Background())
+	n.stopPush = stopPush
+	go func() {
+		defer close(n.pushDone)
+		if err := n.Pusher.Run(pctx); err != nil {
+			o.Logger.Error("the pusher stopped", "err", err)
+		}
+	}()
 	return n, nil
 }
 
@@ -276,11 +340,14 @@ func (n *Node) Handler() http.Handler { return n.API.Handler() }
 // Drain makes waiting receives answer now (the first step of a graceful shutdown).
 func (n *Node) Drain() { n.drain.Do(func() { close(n.draining) }) }
 
-// Close stops background work and closes both files.
+// Close stops background work and closes both files. The pusher stops first, gracefully:
+// it receives no more, and pushes in progress finish and settle (up to PushOptions.Grace).
 func (n *Node) Close() error {
 	var err error
 	n.closed.Do(func() {
 		n.Drain()
+		n.stopPush()
+		<-n.pushDone
 		n.stop()
 		<-n.done
 		n.Meta.Close()

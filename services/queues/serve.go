@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/queueshq/queues/pkg/api"
@@ -15,10 +17,11 @@ import (
 )
 
 // runServe runs everything in one process on the embedded store (SPEC §1, §9): the API, the
-// sweeper and (once it exists) the pusher, with messages and metadata in bbolt files under the
-// data directory. It needs no flags: the first start creates the directory, signing keys, a
-// project "default" and an all-scopes token, which it prints and writes to <data-dir>/token;
-// later starts reuse them.
+// sweeper and the pusher, with messages and metadata in bbolt files under the data directory.
+// It needs no flags: the first start creates the directory, signing keys, a project "default"
+// and an all-scopes token, which it prints and writes to <data-dir>/token; later starts reuse
+// them. Being for development and single-node use, it lets push endpoints be plain http and
+// loopback or private addresses unless QUEUES_PUSH_ALLOW_PRIVATE=false, and warns that it does.
 func runServe(ctx context.Context, args []string) error {
 	start := time.Now()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -30,7 +33,15 @@ func runServe(ctx context.Context, args []string) error {
 		sigKeys = fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… overriding the keys kept in the data directory (QUEUES_SIGNING_KEYS)")
 		grace   = fs.Duration("shutdown-grace", 25*time.Second, "how long requests in progress may take to finish at shutdown")
 		level   = fs.String("log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
+		private = fs.Bool("push-allow-private", true, "let push endpoints be plain http, loopback or private addresses (QUEUES_PUSH_ALLOW_PRIVATE; default true in serve)")
 	)
+	if v, ok := os.LookupEnv("QUEUES_PUSH_ALLOW_PRIVATE"); ok && v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("QUEUES_PUSH_ALLOW_PRIVATE=%q: want true or false", v)
+		}
+		*private = b
+	}
 	rateFlags(fs, &rates)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -52,14 +63,13 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log})
+	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log,
+		Push: embedded.PushOptions{AllowPrivate: *private, Grace: *grace}})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer n.Close()
-	// The pusher is started here, in-process, once it exists (issue 5); until then push
-	// subscriptions are not delivered by serve.
 	url := fmt.Sprintf("http://%s", ln.Addr())
 	state := "reusing"
 	if n.Created {
@@ -70,7 +80,16 @@ func runServe(ctx context.Context, args []string) error {
 	fmt.Printf("project  %s %s (%s)\n", n.Project.Name, n.Project.ID.Slug(ids.ProjectPrefix), state)
 	fmt.Printf("token    %s\n", n.Token)
 	fmt.Printf("         (also in %s)\n", filepath.Join(dir, embedded.TokenFile))
+	push := "in-process; endpoints must be public https (QUEUES_PUSH_ALLOW_PRIVATE=false)"
+	if *private {
+		push = "in-process; plain http and private endpoints allowed (development)"
+	}
+	fmt.Printf("push     %s\n", push)
 	fmt.Printf("ready in %s\n", time.Since(start).Round(time.Millisecond))
-	log.Info("serving the API on the embedded store", "url", url, "dataDir", dir)
+	if *private {
+		log.Warn("push endpoints may be plain http and loopback or private addresses (development and single-node use); " +
+			"set QUEUES_PUSH_ALLOW_PRIVATE=false to allow public https endpoints only")
+	}
+	log.Info("serving the API and the pusher on the embedded store", "url", url, "dataDir", dir, "push_allow_private", *private)
 	return embedded.Serve(ctx, ln, n, *grace, log)
 }
