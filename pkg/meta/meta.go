@@ -65,6 +65,24 @@ type Page struct {
 	Cursor string
 }
 
+// Page sizes: a Page with Limit <= 0 gets DefaultLimit; larger limits are cut to MaxLimit.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Size is the number of records the page holds at most: Limit, or DefaultLimit when Limit
+// is <= 0, and never more than MaxLimit.
+func (p Page) Size() int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultLimit
+	case p.Limit > MaxLimit:
+		return MaxLimit
+	}
+	return p.Limit
+}
+
 // Store keeps metadata. Errors are *apierr.Error values: NotFound for a missing record,
 // QueueExists for a taken name, QueueInUse for deleting a dead-letter queue still named by
 // another queue, InvalidArgument (field "cursor") for a bad cursor, Unavailable when the

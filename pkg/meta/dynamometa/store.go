@@ -40,12 +40,6 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Page sizes: a Page with Limit <= 0 gets DefaultLimit; larger limits are cut to MaxLimit.
-const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
-)
-
 const (
 	projectsPK = "PROJECTS"
 	projectSK  = "P"
@@ -357,16 +351,6 @@ func decodeCursor(s, pk string, validSK func(string) bool) (map[string]types.Att
 	return key(c.PK, c.SK), nil
 }
 
-func pageLimit(p meta.Page) int {
-	switch {
-	case p.Limit <= 0:
-		return DefaultLimit
-	case p.Limit > MaxLimit:
-		return MaxLimit
-	}
-	return p.Limit
-}
-
 // query reads up to limit items of a key range after start. It asks for one more item than the
 // page holds so that the last page has no cursor.
 func (s *Store) query(ctx context.Context, op string, in *dynamodb.QueryInput, start map[string]types.AttributeValue, limit int) ([]map[string]types.AttributeValue, string, error) {
@@ -448,7 +432,7 @@ func (s *Store) ListProjects(ctx context.Context, page meta.Page) ([]meta.Projec
 	items, next, err := s.query(ctx, "list projects", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(projectsPK)},
-	}, start, pageLimit(page))
+	}, start, page.Size())
 	if err != nil {
 		return nil, "", err
 	}
@@ -681,7 +665,7 @@ func (s *Store) ListQueues(ctx context.Context, projectID ids.ID, prefix string,
 	items, next, err := s.query(ctx, "list queues", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :pre)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":pre": str(queuePre + prefix)},
-	}, start, pageLimit(page))
+	}, start, page.Size())
 	if err != nil {
 		return nil, "", err
 	}

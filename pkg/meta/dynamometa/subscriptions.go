@@ -206,7 +206,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, page meta.Page) ([]meta.S
 	items, next, err := s.query(ctx, "list subscriptions", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(subsPK)},
-	}, start, pageLimit(page))
+	}, start, page.Size())
 	if err != nil {
 		return nil, "", err
 	}

@@ -26,10 +26,10 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Page sizes: a Page with Limit <= 0 gets DefaultLimit; larger limits are cut to MaxLimit.
+// Page sizes: those of meta.Page.Size.
 const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
+	DefaultLimit = meta.DefaultLimit
+	MaxLimit     = meta.MaxLimit
 )
 
 // Buckets: projects (project id -> JSON), tokens (project id ‖ token id -> JSON), queues

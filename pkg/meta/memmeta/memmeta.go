@@ -19,12 +19,6 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Page sizes: a Page with Limit <= 0 gets DefaultLimit; larger limits are cut to MaxLimit.
-const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
-)
-
 type tokenKey struct{ project, token ids.ID }
 type nameKey struct {
 	project ids.ID
@@ -86,16 +80,6 @@ func cloneToken(t meta.Token) meta.Token {
 		t.Scopes = slices.Clone(t.Scopes)
 	}
 	return t
-}
-
-func pageLimit(p meta.Page) int {
-	switch {
-	case p.Limit <= 0:
-		return DefaultLimit
-	case p.Limit > MaxLimit:
-		return MaxLimit
-	}
-	return p.Limit
 }
 
 // cursor is what a page's NextCursor encodes: which listing, and the key it ends at.
@@ -183,7 +167,7 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 	s.mu.Unlock()
 	key := func(p meta.Project) string { return p.ID.String() }
 	slices.SortFunc(all, func(a, b meta.Project) int { return cmp.Compare(key(a), key(b)) })
-	ps, last := page(all, key, after, pageLimit(pg))
+	ps, last := page(all, key, after, pg.Size())
 	next := ""
 	if last != "" {
 		next = encodeCursor(cursor{List: "projects", After: last})
@@ -348,7 +332,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 	s.mu.Unlock()
 	key := func(q meta.Queue) string { return q.Name }
 	slices.SortFunc(all, func(a, b meta.Queue) int { return cmp.Compare(a.Name, b.Name) })
-	qs, last := page(all, key, after, pageLimit(pg))
+	qs, last := page(all, key, after, pg.Size())
 	next := ""
 	if last != "" {
 		next = encodeCursor(cursor{List: "queues", Project: projectID.String(), After: last})

@@ -105,7 +105,7 @@ func (s *Store) ListSubscriptions(_ context.Context, pg meta.Page) ([]meta.Subsc
 	s.mu.Unlock()
 	key := func(x meta.Subscription) string { return x.QueueID.String() }
 	slices.SortFunc(all, func(a, b meta.Subscription) int { return cmp.Compare(key(a), key(b)) })
-	out, last := page(all, key, after, pageLimit(pg))
+	out, last := page(all, key, after, pg.Size())
 	next := ""
 	if last != "" {
 		next = encodeCursor(cursor{List: "subscriptions", After: last})
