@@ -13,8 +13,12 @@ import (
 //
 //	{q:<id>:<p>}:r      ZSET  never-received messages, score = visible-from time (ms)
 //	{q:<id>:<p>}:f      ZSET  received messages, score = visibility deadline (ms)
-//	{q:<id>:<p>}:m      HASH  message id (16 raw bytes) -> payload (see payload.go)
-//	{q:<id>:<p>}:s      HASH  message id -> "attempt|receivedAtMs|expiresAtMs|sentAtMs"
+//	{q:<id>:<p>}:m      HASH  message id (16 raw bytes) -> "attempt|receivedAtMs|expiresAtMs|sentAtMs|"
+//	                          followed by the payload (see payload.go): state and payload in one
+//	                          field, so a message costs one hash entry
+//	{q:<id>:<p>}:s      HASH  message id -> state, of messages stored before state moved into m
+//	                          (their m field is the payload alone, which starts with byte 1): still
+//	                          read, removed when such a message is received or deleted
 //	{q:<id>:<p>}:x      ZSET  message id -> expiresAt (ms), for retention
 //	{q:<id>:<p>}:o      HASH  dead-letter outbox: message id -> moved message (payload + state)
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)

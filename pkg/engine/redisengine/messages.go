@@ -367,7 +367,7 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 			if q.Type == engine.FIFO {
 				return scriptCall{fVisibilityScript, k.fifo(), args}
 			}
-			return scriptCall{visibilityScript, []string{k.f, k.s}, args}
+			return scriptCall{visibilityScript, []string{k.f, k.m, k.s}, args}
 		},
 		func(_ int, idx []int, val any, errs []error) error {
 			return codes(val, idx, errs, func(c int64) error {

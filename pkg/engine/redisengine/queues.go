@@ -82,7 +82,7 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.s, k.x}, []any{now, oldestSample}}
+		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x}, []any{now, oldestSample}}
 	}
 	st := engine.Stats{Partitions: n}
 	var oldest int64

@@ -6,7 +6,7 @@ local now = tonumber(ARGV[1])
 local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 local res, ok = {}, {}
 for i = 2, #ARGV, 2 do
-  local a, ra, ea = parse_state(redis.call('HGET', KEYS[4], ARGV[i]))
+  local a, ra, ea = mstate(KEYS[3], KEYS[4], ARGV[i])
   if a and a == tonumber(ARGV[i + 1]) and ea > now then
     res[#res + 1] = 1; ok[#ok + 1] = ARGV[i]
   else

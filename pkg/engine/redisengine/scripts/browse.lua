@@ -25,7 +25,13 @@ for k = 1, #items, 2 do
   local id = items[k]
   out[#out + 1] = id
   out[#out + 1] = items[k + 1]
-  out[#out + 1] = redis.call('HGET', KEYS[3], id)
-  out[#out + 1] = redis.call('HGET', KEYS[2], id)
+  local a, ra, ea, sa, payload = mread(KEYS[2], KEYS[3], id)
+  if a then
+    out[#out + 1] = fmt_state(a, ra, ea, sa)
+    out[#out + 1] = payload
+  else
+    out[#out + 1] = false
+    out[#out + 1] = false
+  end
 end
 return out

@@ -1,5 +1,5 @@
 -- counts: a partition's counts by state and the send time of its oldest message. Read only.
--- KEYS: 1 r, 2 f, 3 s, 4 x
+-- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x
 -- ARGV: 1 now ms, 2 how many of the earliest-expiring messages to sample for the oldest
 -- Returns: {visible, inFlight, delayed, oldest sentAt ms (0: none)}
 local now = ARGV[1]
@@ -7,9 +7,9 @@ local visible = redis.call('ZCOUNT', KEYS[1], '-inf', now) + redis.call('ZCOUNT'
 local inflight = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
 local delayed = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
 local oldest = 0
-local ids = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
+local ids = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. now, '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
 for _, id in ipairs(ids) do
-  local a, ra, ea, sa = parse_state(redis.call('HGET', KEYS[3], id))
+  local a, ra, ea, sa = mstate(KEYS[3], KEYS[4], id)
   if a and (oldest == 0 or sa < oldest) then oldest = sa end
 end
 return {visible, inflight, delayed, oldest}

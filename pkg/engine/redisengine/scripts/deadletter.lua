@@ -10,9 +10,9 @@ local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 local res, ok = {}, {}
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
-  local a, ra, ea, sa = parse_state(redis.call('HGET', KEYS[4], id))
+  local a, ra, ea, sa, p = mread(KEYS[3], KEYS[4], id)
   local payload = false
-  if a and a == tonumber(ARGV[i + 1]) and ea > now then payload = redis.call('HGET', KEYS[3], id) end
+  if a and a == tonumber(ARGV[i + 1]) and ea > now then payload = p end
   if payload then
     res[#res + 1] = 1; ok[#ok + 1] = {id, outbox_value(now, sa, ARGV[i + 2], payload)}
   else

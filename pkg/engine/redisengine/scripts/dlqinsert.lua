@@ -4,8 +4,8 @@
 -- ARGV: 1 id, 2 payload (with its dead-letter info), 3 at ms (visible from then),
 --       4 expiresAt ms, 5 sentAt ms, 6 wake channel, 7 wake payload
 -- Returns: 1 inserted, 0 already there.
-if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('HSET', KEYS[3], ARGV[1], fmt_state(0, 0, tonumber(ARGV[4]), tonumber(ARGV[5])))
+local v = mvalue(fmt_state(0, 0, tonumber(ARGV[4]), tonumber(ARGV[5])), ARGV[2])
+if redis.call('HSETNX', KEYS[2], ARGV[1], v) == 0 then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
 redis.call('PUBLISH', ARGV[6], ARGV[7])

@@ -8,7 +8,7 @@ local K, G = fkeys()
 local res, ok, skip, groups = {}, {}, {}, {}
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
-  local a, ra, ea = parse_state(redis.call('HGET', KEYS[4], id))
+  local a, ra, ea = mstate(KEYS[3], KEYS[4], id)
   if a and a == tonumber(ARGV[i + 1]) and ea > now then
     res[#res + 1] = 1
     if not skip[id] then

@@ -10,9 +10,9 @@ local K, G = fkeys()
 local res, ok, skip, groups = {}, {}, {}, {}
 for i = 5, #ARGV, 3 do
   local id = ARGV[i]
-  local a, ra, ea, sa = parse_state(redis.call('HGET', KEYS[4], id))
+  local a, ra, ea, sa, p = mread(KEYS[3], KEYS[4], id)
   local payload = false
-  if a and a == tonumber(ARGV[i + 1]) and ea > now and not skip[id] then payload = redis.call('HGET', KEYS[3], id) end
+  if a and a == tonumber(ARGV[i + 1]) and ea > now and not skip[id] then payload = p end
   if payload then
     res[#res + 1] = 1
     skip[id] = true

@@ -45,9 +45,9 @@ for c, cand in ipairs(cands) do
     if budget <= 0 then again = true; break end
     budget = budget - 1
     local w = win[i]
-    local a, ra, ea, sa = parse_state(redis.call('HGET', KEYS[4], w.id))
+    local a, ra, ea, sa, p, old = mread(KEYS[3], KEYS[4], w.id)
     local payload = false
-    if a and ea > now then payload = redis.call('HGET', KEYS[3], w.id) end
+    if a and ea > now then payload = p end
     if not payload then
       drop[#drop + 1] = w; skip[w.id] = true -- expired, or an index entry without a message
     else
@@ -56,7 +56,7 @@ for c, cand in ipairs(cands) do
       if maxrc > 0 and a >= maxrc then
         dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload)}; skip[w.id] = true
       else
-        take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa), payload}
+        take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa), payload, old}
         over[w.id] = deadline
         took = took + 1
       end
@@ -92,7 +92,8 @@ for _, d in ipairs(dead) do
 end
 local outt = {}
 for _, t in ipairs(take) do
-  redis.call('HSET', KEYS[4], t[1], t[2])
+  redis.call('HSET', KEYS[3], t[1], mvalue(t[2], t[3]))
+  if t[4] then redis.call('HDEL', KEYS[4], t[1]) end
   redis.call('ZREM', KEYS[1], t[1])
   redis.call('ZADD', KEYS[2], ms(deadline), t[1])
   outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]; outt[#outt + 1] = t[3]

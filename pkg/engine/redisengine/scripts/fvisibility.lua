@@ -12,7 +12,7 @@ local K, G = fkeys()
 local res, ok, over, groups = {}, {}, {}, {}
 for i = 5, #ARGV, 3 do
   local id = ARGV[i]
-  local a, ra, ea = parse_state(redis.call('HGET', KEYS[4], id))
+  local a, ra, ea = mstate(KEYS[3], KEYS[4], id)
   local d = tonumber(ARGV[i + 2])
   if not (a and a == tonumber(ARGV[i + 1]) and ea > now) then
     res[#res + 1] = 0

@@ -9,10 +9,30 @@ end
 local function fmt_state(a, ra, ea, sa)
   return string.format('%d|%d|%d|%d', a, ra, ea, sa)
 end
+-- A message is one field of m: its state, '|', then its payload. Messages stored before
+-- (payload alone in m, starting with the format version byte 1, never a digit; the state in s)
+-- are still read: mread's sixth result is then true, and rewriting one removes its s field.
+local function mstate(m, s, id)
+  local v = redis.call('HGET', m, id)
+  if not v then return nil end
+  local a, ra, ea, sa, at = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|()')
+  if a then return tonumber(a), tonumber(ra), tonumber(ea), tonumber(sa), v, at end
+  local oa, ora, oea, osa = parse_state(redis.call('HGET', s, id))
+  if not oa then return nil end
+  return oa, ora, oea, osa, v, nil
+end
+-- mread is mstate with the payload: a, ra, ea, sa, payload, old.
+local function mread(m, s, id)
+  local a, ra, ea, sa, v, at = mstate(m, s, id)
+  if not a then return nil end
+  if at then return a, ra, ea, sa, string.sub(v, at), false end
+  return a, ra, ea, sa, v, true
+end
+local function mvalue(state, payload) return state .. '|' .. payload end
 local function ms(n)
   return string.format('%d', n)
 end
--- del removes every trace of a message from a partition. K = {r, f, m, s, x}.
+-- del removes every trace of a message from a partition. K = {r, f, m, s, x} (s: see mstate).
 local function del(K, id)
   redis.call('ZREM', K[1], id)
   redis.call('ZREM', K[2], id)

@@ -40,15 +40,15 @@ local examined = 0
 for _, id in ipairs(cands) do
   if #take >= max then break end
   examined = examined + 1
-  local a, ra, ea, sa = parse_state(redis.call('HGET', KEYS[4], id))
+  local a, ra, ea, sa, p, old = mread(KEYS[3], KEYS[4], id)
   local payload = false
-  if a and ea > now then payload = redis.call('HGET', KEYS[3], id) end
+  if a and ea > now then payload = p end
   if not payload then
     drop[#drop + 1] = id -- expired, or an index entry without a message
   elseif maxrc > 0 and a >= maxrc then
     dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[6], payload)}
   else
-    take[#take + 1] = {id, fmt_state(a + 1, now, ea, sa), payload}
+    take[#take + 1] = {id, fmt_state(a + 1, now, ea, sa), payload, old}
   end
 end
 
@@ -75,7 +75,8 @@ end
 local outt = {}
 local deadline = ms(now + vis)
 for _, t in ipairs(take) do
-  redis.call('HSET', KEYS[4], t[1], t[2])
+  redis.call('HSET', KEYS[3], t[1], mvalue(t[2], t[3]))
+  if t[4] then redis.call('HDEL', KEYS[4], t[1]) end
   redis.call('ZREM', KEYS[1], t[1])
   redis.call('ZADD', KEYS[2], deadline, t[1])
   outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]; outt[#outt + 1] = t[3]

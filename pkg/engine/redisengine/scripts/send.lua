@@ -1,5 +1,5 @@
 -- send: store a batch of new messages in one partition and count the partition's send rate.
--- KEYS: 1 r (ready zset), 2 m (payloads), 3 s (states), 4 x (expiry zset),
+-- KEYS: 1 r (ready zset), 2 m (messages), 3 s (states of messages stored before), 4 x (expiry zset),
 --       5 send counter of the current second (expires after 2 s)
 -- ARGV: 1 now ms, 2 wake channel, 3 wake payload (queue id);
 --       then 4 per message: id (16 raw bytes), payload, visibleAt ms, expiresAt ms
@@ -9,8 +9,7 @@ local now = tonumber(ARGV[1])
 local n = 0
 for i = 4, #ARGV, 4 do
   local id = ARGV[i]
-  redis.call('HSET', KEYS[2], id, ARGV[i + 1])
-  redis.call('HSET', KEYS[3], id, fmt_state(0, 0, tonumber(ARGV[i + 3]), now))
+  redis.call('HSET', KEYS[2], id, mvalue(fmt_state(0, 0, tonumber(ARGV[i + 3]), now), ARGV[i + 1]))
   redis.call('ZADD', KEYS[1], ARGV[i + 2], id)
   redis.call('ZADD', KEYS[4], ARGV[i + 3], id)
   n = n + 1

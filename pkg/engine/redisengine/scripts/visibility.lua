@@ -1,5 +1,5 @@
 -- visibility: set the visibility deadline of valid deliveries to now + d.
--- KEYS: 1 f, 2 s
+-- KEYS: 1 f, 2 m, 3 s
 -- ARGV: 1 now ms, 2 longest time in flight from the receive (ms), 3 wake channel,
 --       4 wake payload; then 3 per delivery: id, attempt, d ms
 -- Returns: one code per delivery: 1 done, 0 stale, 2 deadline beyond receive + the limit.
@@ -9,7 +9,7 @@ local limit = tonumber(ARGV[2])
 local res, ok = {}, {}
 local released = false
 for i = 5, #ARGV, 3 do
-  local a, ra, ea = parse_state(redis.call('HGET', KEYS[2], ARGV[i]))
+  local a, ra, ea = mstate(KEYS[2], KEYS[3], ARGV[i])
   local d = tonumber(ARGV[i + 2])
   if not (a and a == tonumber(ARGV[i + 1]) and ea > now) then
     res[#res + 1] = 0
