@@ -151,16 +151,6 @@ func cloneToken(t meta.Token) meta.Token {
 	return t
 }
 
-func pageLimit(p meta.Page) int {
-	switch {
-	case p.Limit <= 0:
-		return DefaultLimit
-	case p.Limit > MaxLimit:
-		return MaxLimit
-	}
-	return p.Limit
-}
-
 // cursor is what a page's NextCursor encodes: which listing, and the key it ends at.
 type cursor struct {
 	List    string `json:"l"`
@@ -233,7 +223,7 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 		after, _ = ids.ParseUUID(a)
 		hasAfter = true
 	}
-	limit := pageLimit(pg)
+	limit := pg.Size()
 	var out []meta.Project
 	more := false
 	err := s.view(func(tx *bolt.Tx) error {
@@ -454,7 +444,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 			return nil, "", err
 		}
 	}
-	limit := pageLimit(pg)
+	limit := pg.Size()
 	var out []meta.Queue
 	more := false
 	err := s.view(func(tx *bolt.Tx) error {

@@ -165,7 +165,7 @@ func (s *Store) ListSubscriptions(_ context.Context, pg meta.Page) ([]meta.Subsc
 		after, _ = ids.ParseUUID(a)
 		hasAfter = true
 	}
-	limit := pageLimit(pg)
+	limit := pg.Size()
 	var out []meta.Subscription
 	more := false
 	err := s.view(func(tx *bolt.Tx) error {
