@@ -14,37 +14,25 @@ import (
 func runAPI(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	var (
-		st      storeFlags
+		be      backendFlags
 		rates   api.Rates
 		listen  = fs.String("listen", env("QUEUES_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (QUEUES_LISTEN)")
-		rurl    = fs.String("redis-url", env("QUEUES_REDIS_URL", "redis://127.0.0.1:6379"), "redis://host:port[/db]; comma-separated seeds with -redis-cluster (QUEUES_REDIS_URL)")
-		cluster = fs.Bool("redis-cluster", envBool("QUEUES_REDIS_CLUSTER"), "the Redis URLs are Redis Cluster seeds (QUEUES_REDIS_CLUSTER)")
 		opTok   = fs.String("operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN)")
-		sigKeys = fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 		grace   = fs.Duration("shutdown-grace", 25*time.Second, "how long requests in progress may take to finish at shutdown")
-		level   = fs.String("log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
 		private = fs.Bool("push-allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "accept plain http and private push endpoints (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 	)
-	st.register(fs)
+	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &rates)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := logger(*level)
-	ring, err := signingKeys(*sigKeys)
+	b, err := be.connect(ctx)
 	if err != nil {
 		return err
 	}
-	rdb, err := redisClient(*rurl, *cluster)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	ddb, err := st.client(ctx)
-	if err != nil {
-		return err
-	}
-	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: st.table, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private})
+	defer b.rdb.Close()
+	log := b.log
+	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private})
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,54 @@ func (s *storeFlags) client(ctx context.Context) (*dynamodb.Client, error) {
 	}), nil
 }
 
+// backendFlags are the settings api and pusher share: the Redis and DynamoDB they run on, the
+// signing keys and the log level.
+type backendFlags struct {
+	store    storeFlags
+	redisURL string
+	cluster  bool
+	sigKeys  string
+	level    string
+}
+
+// register adds the flags to fs; keysUsage is the command's help for -signing-keys.
+func (b *backendFlags) register(fs *flag.FlagSet, keysUsage string) {
+	fs.StringVar(&b.redisURL, "redis-url", env("QUEUES_REDIS_URL", "redis://127.0.0.1:6379"), "redis://host:port[/db]; comma-separated seeds with -redis-cluster (QUEUES_REDIS_URL)")
+	fs.BoolVar(&b.cluster, "redis-cluster", envBool("QUEUES_REDIS_CLUSTER"), "the Redis URLs are Redis Cluster seeds (QUEUES_REDIS_CLUSTER)")
+	fs.StringVar(&b.sigKeys, "signing-keys", env("QUEUES_SIGNING_KEYS", ""), keysUsage)
+	fs.StringVar(&b.level, "log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
+	b.store.register(fs)
+}
+
+// backend is what backendFlags name: the logger, the signing keys and the clients of Redis and
+// DynamoDB.
+type backend struct {
+	log  *slog.Logger
+	ring *keys.Ring
+	rdb  redis.UniversalClient
+	ddb  *dynamodb.Client
+}
+
+// connect builds the logger, reads the signing keys and makes the Redis and DynamoDB clients,
+// after the flags are parsed. The caller closes rdb.
+func (b *backendFlags) connect(ctx context.Context) (*backend, error) {
+	log := logger(b.level)
+	ring, err := signingKeys(b.sigKeys)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := redisClient(b.redisURL, b.cluster)
+	if err != nil {
+		return nil, err
+	}
+	ddb, err := b.store.client(ctx)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return &backend{log: log, ring: ring, rdb: rdb, ddb: ddb}, nil
+}
+
 // redisClient connects to QUEUES_REDIS_URL: one URL, or comma-separated seed URLs of a
 // Redis Cluster.
 func redisClient(url string, cluster bool) (redis.UniversalClient, error) {

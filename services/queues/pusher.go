@@ -20,35 +20,23 @@ import (
 func runPusher(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pusher", flag.ContinueOnError)
 	var (
-		st      storeFlags
-		rurl    = fs.String("redis-url", env("QUEUES_REDIS_URL", "redis://127.0.0.1:6379"), "redis://host:port[/db]; comma-separated seeds with -redis-cluster (QUEUES_REDIS_URL)")
-		cluster = fs.Bool("redis-cluster", envBool("QUEUES_REDIS_CLUSTER"), "the Redis URLs are Redis Cluster seeds (QUEUES_REDIS_CLUSTER)")
-		sigKeys = fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
+		be      backendFlags
 		private = fs.Bool("allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics and /healthz (QUEUES_PUSHER_LISTEN)")
-		level   = fs.String("log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
 	)
-	st.register(fs)
+	be.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := logger(*level)
-	ring, err := signingKeys(*sigKeys)
+	b, err := be.connect(ctx)
 	if err != nil {
 		return err
 	}
-	rdb, err := redisClient(*rurl, *cluster)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	ddb, err := st.client(ctx)
-	if err != nil {
-		return err
-	}
+	defer b.rdb.Close()
+	log := b.log
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p, err := stack.NewPusher(stack.PusherOptions{Redis: rdb, Dynamo: ddb, Table: st.table, Keys: ring, Logger: log, AllowPrivate: *private, Registry: reg})
+	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: *private, Registry: reg})
 	if err != nil {
 		return err
 	}
