@@ -3,15 +3,21 @@
 -- ARGV: 1 now ms; then 2 per delivery: id, attempt
 -- Returns: one code per delivery: 1 deleted, 0 stale (no such message, another attempt, or expired).
 local now = tonumber(ARGV[1])
-local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 local res, ok = {}, {}
 for i = 2, #ARGV, 2 do
-  local a, ra, ea = mstate(KEYS[3], KEYS[4], ARGV[i])
+  local a, ra, ea, sa, v, at = mstate(KEYS[3], KEYS[4], ARGV[i])
   if a and a == tonumber(ARGV[i + 1]) and ea > now then
-    res[#res + 1] = 1; ok[#ok + 1] = ARGV[i]
+    res[#res + 1] = 1; ok[#ok + 1] = {ARGV[i], at == nil}
   else
     res[#res + 1] = 0
   end
 end
-for _, id in ipairs(ok) do del(K, id) end
+-- A valid delivery's message was received, so it is in f, not r (a stray r entry would be
+-- dropped by the next receive anyway); an s field exists only for the layout before.
+for _, e in ipairs(ok) do
+  redis.call('ZREM', KEYS[2], e[1])
+  redis.call('HDEL', KEYS[3], e[1])
+  redis.call('ZREM', KEYS[5], e[1])
+  if e[2] then redis.call('HDEL', KEYS[4], e[1]) end
+end
 return res
