@@ -40,6 +40,14 @@ func parseObject(data []byte, prefix string, emptyOK bool, allowed ...string) (*
 		}
 		return nil, apierr.Invalid(prefix, "a JSON object is required")
 	}
+	if fields, ok := fastObject(data); ok {
+		for k := range fields {
+			if allowed != nil && !slices.Contains(allowed, k) {
+				return nil, apierr.Invalid(join(prefix, k), "unknown field %q", k)
+			}
+		}
+		return &object{prefix: prefix, fields: fields}, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var fields map[string]json.RawMessage
 	if err := dec.Decode(&fields); err != nil || fields == nil {
@@ -239,7 +247,9 @@ func (o *object) array(name string, lo, hi int) (items []json.RawMessage, ok boo
 	if !present {
 		return nil, false, nil
 	}
-	if e := json.Unmarshal(raw, &items); e != nil || o.isNull(name) {
+	if fast, ok := fastArray(raw); ok {
+		items = fast
+	} else if e := json.Unmarshal(raw, &items); e != nil || o.isNull(name) {
 		return nil, false, apierr.Invalid(o.path(name), "must be an array")
 	}
 	if len(items) < lo || len(items) > hi {

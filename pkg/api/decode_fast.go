@@ -1,0 +1,127 @@
+package api
+
+import (
+	"encoding/json"
+)
+
+// Fast paths of parseObject and object.array for the hot routes: one validating pass
+// (json.Valid) and one split of the top level into raw values that alias the request body,
+// instead of encoding/json's reflective decode (a scan, a copy of every value and a map or
+// slice built through reflection, at every level of a send). They answer only when the
+// outcome is plain: valid JSON, an object (or array) at the top, keys of printable ASCII
+// without escapes. Anything else falls back to the encoding/json path, which words the
+// error. decode_fast_test.go checks both paths agree.
+
+// fastObject splits a valid JSON object into its fields; ok is false when the fast path does
+// not apply.
+func fastObject(data []byte) (fields map[string]json.RawMessage, ok bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' || !json.Valid(data) {
+		return nil, false
+	}
+	fields = make(map[string]json.RawMessage, 8)
+	i = skipSpace(data, i+1)
+	if data[i] == '}' {
+		return fields, true
+	}
+	for {
+		// A key: a string of printable ASCII without escapes.
+		j := i + 1
+		for ; data[j] != '"'; j++ {
+			if c := data[j]; c == '\\' || c < 0x20 || c >= 0x7f {
+				return nil, false
+			}
+		}
+		key := string(data[i+1 : j])
+		i = skipSpace(data, j+1) // at ':'
+		i = skipSpace(data, i+1)
+		end := skipValue(data, i)
+		fields[key] = json.RawMessage(data[i:end:end])
+		i = skipSpace(data, end)
+		if data[i] == '}' {
+			return fields, true
+		}
+		i = skipSpace(data, i+1) // past ','
+	}
+}
+
+// fastArray splits a valid JSON array into its elements; ok is false when the fast path does
+// not apply.
+func fastArray(data []byte) (items []json.RawMessage, ok bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' || !json.Valid(data) {
+		return nil, false
+	}
+	items = []json.RawMessage{}
+	i = skipSpace(data, i+1)
+	if data[i] == ']' {
+		return items, true
+	}
+	for {
+		end := skipValue(data, i)
+		items = append(items, json.RawMessage(data[i:end:end]))
+		i = skipSpace(data, end)
+		if data[i] == ']' {
+			return items, true
+		}
+		i = skipSpace(data, i+1) // past ','
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue returns the end of the value starting at i, in data already known to be valid.
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default: // number, true, false, null
+		for i < len(data) {
+			switch data[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// skipString returns the end of the string literal starting at i.
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
