@@ -361,13 +361,16 @@ func TestTransportFailures(t *testing.T) {
 	for _, c := range []struct {
 		url, class string
 		limit      int
+		timeout    int
 	}{
-		{slow.URL, pusher.ErrTimeout, 5},
-		{untrusted.URL, pusher.ErrTLS, 10},
-		{gone.URL, pusher.ErrConnection, 10},
+		{slow.URL, pusher.ErrTimeout, 5, 1},
+		// Generous timeouts where the failure comes first: a TLS handshake under -race on a
+		// loaded machine can take longer than a second.
+		{untrusted.URL, pusher.ErrTLS, 10, 30},
+		{gone.URL, pusher.ErrConnection, 10, 30},
 	} {
 		q := e.queue("standard", nil)
-		e.subscribe(q, c.url, func(s *meta.Subscription) { s.TimeoutSeconds = 1 })
+		e.subscribe(q, c.url, func(s *meta.Subscription) { s.TimeoutSeconds = c.timeout })
 		e.send(q, "x")
 		a := e.attempt(q)
 		if a.Outcome != pusher.AttemptFailed || a.Error != c.class || a.StatusCode != 0 {
