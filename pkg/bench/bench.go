@@ -6,6 +6,10 @@
 //	e2e      consumers running while producers send Count messages
 //	wakeup   one consumer long-polling an empty queue, one message sent at a time:
 //	         how long a waiting receive takes to deliver a new message
+//	push     producers send Count messages to a queue with a push subscription whose
+//	         endpoint is a receiver the generator runs (signatures verified, every batch
+//	         acknowledged by its answer); the service's pusher must be running and allowed
+//	         to push to 127.0.0.1 (QUEUES_PUSH_ALLOW_PRIVATE)
 //
 // Each phase reports messages/s, request latency percentiles (all requests and per route),
 // and, for e2e and wakeup, send → delivery latency from a timestamp written into each body.
@@ -34,6 +38,7 @@ const (
 	PhaseConsume = "consume"
 	PhaseE2E     = "e2e"
 	PhaseWakeup  = "wakeup"
+	PhasePush    = "push"
 )
 
 // headerLen is the length of the header written at the start of each body:
@@ -70,6 +75,9 @@ type Config struct {
 	Progress func(line string)
 	// Prefix names the queues the run creates (default "bench").
 	Prefix string
+	// PushListen is where the push phase's receiver listens (default 127.0.0.1:0); the
+	// pusher must reach it.
+	PushListen string
 }
 
 func (c *Config) defaults() error {
@@ -117,9 +125,9 @@ func (c *Config) defaults() error {
 	}
 	for _, p := range c.Phases {
 		switch p {
-		case PhaseProduce, PhaseConsume, PhaseE2E, PhaseWakeup:
+		case PhaseProduce, PhaseConsume, PhaseE2E, PhaseWakeup, PhasePush:
 		default:
-			return fmt.Errorf("phase %q: must be produce, consume, e2e or wakeup", p)
+			return fmt.Errorf("phase %q: must be produce, consume, e2e, wakeup or push", p)
 		}
 	}
 	if c.Wait == 0 {
@@ -137,13 +145,16 @@ func (c *Config) defaults() error {
 	if c.Prefix == "" {
 		c.Prefix = "bench"
 	}
+	if c.PushListen == "" {
+		c.PushListen = "127.0.0.1:0"
+	}
 	return nil
 }
 
 // workers is how many producers and consumers a phase runs.
 func (c *Config) workers(phase string) (producers, consumers int) {
 	switch phase {
-	case PhaseProduce:
+	case PhaseProduce, PhasePush:
 		producers = c.InFlight
 	case PhaseConsume:
 		consumers = c.InFlight
@@ -179,7 +190,8 @@ type PhaseReport struct {
 	Seconds    float64 `json:"seconds"`
 	MsgsPerSec float64 `json:"msgsPerSec"`
 	Sent       int64   `json:"sent"`
-	// Received counts deliveries, duplicates included; Acked the successful acknowledgements.
+	// Received counts deliveries, duplicates included; Acked the successful acknowledgements
+	// (in push, the messages of the batches the receiver answered 204).
 	Received   int64 `json:"received"`
 	Acked      int64 `json:"acked"`
 	Duplicates int64 `json:"duplicates"`
@@ -194,6 +206,10 @@ type PhaseReport struct {
 	Latency  Latency            `json:"latency"`
 	ByRoute  map[string]Latency `json:"byRoute"`
 	EndToEnd *Latency           `json:"endToEnd,omitempty"`
+	// PushBatches and PushRefused count the pushes the receiver took and the ones it refused
+	// (bad signature or body): push phase only.
+	PushBatches int64 `json:"pushBatches,omitempty"`
+	PushRefused int64 `json:"pushRefused,omitempty"`
 }
 
 // Report is a run's outcome.
@@ -230,6 +246,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			pr, err = r.e2e(ctx, i)
 		case PhaseWakeup:
 			pr, err = r.wakeup(ctx, i)
+		case PhasePush:
+			pr, err = r.push(ctx, i)
 		}
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", phase, err)

@@ -52,12 +52,23 @@ func startAPI(t *testing.T) (string, string, *redis.Client) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { rdb.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, OperatorToken: operator,
 		Rates:  api.Rates{StandardSend: 1e6, StandardReceive: 1e6, FIFOSend: 1e6, FIFOReceive: 1e6},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SweepEvery: time.Second})
+		Logger: quiet, SweepEvery: time.Second, PushAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A pusher fleet member, allowed to push to the generator's receiver on loopback.
+	pu, err := stack.NewPusher(stack.PusherOptions{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, AllowPrivate: true,
+		Logger: quiet, Refresh: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stopPusher := context.WithCancel(context.Background())
+	pdone := make(chan struct{})
+	go func() { defer close(pdone); _ = pu.Run(pctx) }()
+	t.Cleanup(func() { stopPusher(); <-pdone; _ = pu.Close() })
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(func() { r.Drain(); srv.Close(); _ = r.Close() })
 
@@ -123,6 +134,11 @@ func checkPhase(t *testing.T, p PhaseReport, count int) {
 		if p.Sent != int64(count) || p.Received != 0 || p.ByRoute["send"].Count == 0 {
 			t.Errorf("produce: sent %d received %d", p.Sent, p.Received)
 		}
+	case PhasePush:
+		if p.Acked != p.Received || p.Received-p.Duplicates != p.Messages || p.PushBatches == 0 || p.PushRefused != 0 {
+			t.Errorf("push: received %d, acked %d, duplicates %d, messages %d, batches %d, refused %d",
+				p.Received, p.Acked, p.Duplicates, p.Messages, p.PushBatches, p.PushRefused)
+		}
 	default:
 		// Every delivery was acknowledged; distinct deliveries are the messages.
 		if p.Acked != p.Received || p.Received-p.Duplicates != p.Messages {
@@ -132,7 +148,7 @@ func checkPhase(t *testing.T, p PhaseReport, count int) {
 			t.Errorf("%s: %d receives, %d acks", p.Phase, recv, p.ByRoute["ack"].Count)
 		}
 	}
-	if p.Phase == PhaseE2E || p.Phase == PhaseWakeup {
+	if p.Phase == PhaseE2E || p.Phase == PhaseWakeup || p.Phase == PhasePush {
 		if p.Sent != int64(count) {
 			t.Errorf("%s: sent %d, want %d", p.Phase, p.Sent, count)
 		}
@@ -152,13 +168,13 @@ func TestRunAgainstAPIOnRedis(t *testing.T) {
 			rep, err := Run(context.Background(), Config{
 				URL: url, Token: token, QueueType: typ, Size: 64, Batch: 10, InFlight: 6, Count: count,
 				Duration: time.Minute, Wakeups: 20, Groups: 16,
-				Phases:   []string{PhaseProduce, PhaseConsume, PhaseE2E, PhaseConsume, PhaseWakeup},
+				Phases:   []string{PhaseProduce, PhaseConsume, PhaseE2E, PhaseConsume, PhaseWakeup, PhasePush},
 				Progress: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rep.Phases) != 5 {
+			if len(rep.Phases) != 6 {
 				t.Fatalf("%d phases", len(rep.Phases))
 			}
 			for i, p := range rep.Phases {
@@ -178,7 +194,7 @@ func TestRunAgainstAPIOnRedis(t *testing.T) {
 			if err := rep.WriteText(&text); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"produce", "consume", "e2e", "wakeup", "p99 ms", "receive", "ack"} {
+			for _, want := range []string{"produce", "consume", "e2e", "wakeup", "push", "p99 ms", "receive", "ack"} {
 				if !strings.Contains(text.String(), want) {
 					t.Errorf("text report lacks %q:\n%s", want, text.String())
 				}
@@ -230,7 +246,7 @@ func TestConfigRefusesUnbounded(t *testing.T) {
 		{URL: "http://127.0.0.1:1", Count: -5},
 		{URL: "http://127.0.0.1:1", Size: 8},
 		{URL: "http://127.0.0.1:1", Batch: 11},
-		{URL: "http://127.0.0.1:1", Phases: []string{"push"}},
+		{URL: "http://127.0.0.1:1", Phases: []string{"pull"}},
 		{},
 	} {
 		if _, err := Run(context.Background(), c); err == nil {

@@ -23,9 +23,14 @@ in the order given (-phases):
   e2e      consumers running while producers send -count messages
   wakeup   a receive waiting on an empty queue, one message sent at a time (-wakeups):
            send -> delivery latency of a long poll
+  push     producers send -count messages to a queue with a push subscription whose
+           endpoint is a receiver this command runs (-push-listen; signatures verified,
+           every batch acknowledged by a 204): needs a running pusher (queues pusher, or
+           serve's) allowed to push to 127.0.0.1 (QUEUES_PUSH_ALLOW_PRIVATE=true)
 
 Each phase prints messages/s, request latency p50/p90/p99/max (all requests and per route)
-and, for e2e and wakeup, send -> delivery latency from a timestamp written into each body.
+and, for e2e, wakeup and push, send -> delivery latency from a timestamp written into each
+body, with duplicate and lost counts.
 Every phase is bounded by -count and -duration. The run creates its own queues and deletes
 them at the end. The token needs queues:admin, messages:send and messages:receive.
 
@@ -44,7 +49,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	var (
 		cfg    bench.Config
-		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup")
+		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup, push")
 		asJSON = fs.Bool("json", false, "print the report as JSON")
 		quiet  = fs.Bool("quiet", false, "no progress line")
 	)
@@ -61,6 +66,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Wait, "wait", 1, "consumers' long-poll waitSeconds (0-20)")
 	fs.IntVar(&cfg.Groups, "groups", 64, "fifo: message groups the sends are spread over")
 	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends")
+	fs.StringVar(&cfg.PushListen, "push-listen", "127.0.0.1:0", "address of the push phase's receiver (the pusher must reach it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
