@@ -15,6 +15,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"hash"
+	"sync"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -33,21 +35,32 @@ const (
 type Signer struct {
 	ring    *keys.Ring
 	derived map[string][]byte
+	// macs keeps keyed HMAC states per key id for reuse (Reset restores the keyed state), so
+	// signing the handles of a receive and checking those of an ack allocate none.
+	macs map[string]*sync.Pool
 }
 
 // NewSigner derives the receipt keys of every key in the ring.
 func NewSigner(r *keys.Ring) *Signer {
-	s := &Signer{ring: r, derived: map[string][]byte{}}
+	s := &Signer{ring: r, derived: map[string][]byte{}, macs: map[string]*sync.Pool{}}
 	for _, k := range r.All() {
-		s.derived[k.ID] = k.Derive(keys.PurposeReceipt)
+		key := k.Derive(keys.PurposeReceipt)
+		s.derived[k.ID] = key
+		s.macs[k.ID] = &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
 	}
 	return s
 }
 
-func (s *Signer) mac(key, msg []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(msg)
-	return m.Sum(nil)[:macLen]
+// appendMAC appends the first macLen bytes of the HMAC of msg under the receipt key of kid.
+func (s *Signer) appendMAC(b []byte, kid string, msg []byte) []byte {
+	pool := s.macs[kid]
+	h := pool.Get().(hash.Hash)
+	h.Reset()
+	h.Write(msg)
+	var sum [sha256.Size]byte
+	out := h.Sum(sum[:0])
+	pool.Put(h)
+	return append(b, out[:macLen]...)
 }
 
 // Sign returns the handle for a delivery.
@@ -60,7 +73,7 @@ func (s *Signer) Sign(d engine.Delivery) string {
 	b = append(b, byte(d.Partition))
 	b = append(b, d.MessageID[:]...)
 	b = binary.BigEndian.AppendUint32(b, d.Attempt)
-	b = append(b, s.mac(s.derived[k.ID], b)...)
+	b = s.appendMAC(b, k.ID, b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -87,12 +100,13 @@ func (s *Signer) Verify(handle, field string) (engine.Delivery, error) {
 	if len(b) != 2+kl+16+1+16+4+macLen {
 		return bad("wrong length")
 	}
-	key, ok := s.derived[string(b[2:2+kl])]
-	if !ok {
+	kid := string(b[2 : 2+kl])
+	if _, ok := s.derived[kid]; !ok {
 		return bad("unknown key")
 	}
 	body, sum := b[:len(b)-macLen], b[len(b)-macLen:]
-	if !hmac.Equal(sum, s.mac(key, body)) {
+	var want [macLen]byte
+	if !hmac.Equal(sum, s.appendMAC(want[:0], kid, body)) {
 		return bad("bad signature")
 	}
 	p := body[2+kl:]

@@ -93,3 +93,19 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkSignVerify(b *testing.B) {
+	ring, err := keys.Generate("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewSigner(ring)
+	d := engine.Delivery{Queue: ids.New(), Partition: 3, MessageID: ids.New(), Attempt: 2}
+	b.ReportAllocs()
+	for b.Loop() {
+		h := s.Sign(d)
+		if _, err := s.Verify(h, "receiptHandle"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
