@@ -356,31 +356,7 @@ func (n *Node) Close() error {
 	return err
 }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully like stack.Serve: waiting
-// receives answer, requests in progress finish (up to grace), new connections are refused.
+// Serve serves the node on ln until ctx ends, then shuts down gracefully (see api.Serve).
 func Serve(ctx context.Context, ln net.Listener, n *Node, grace time.Duration, log *slog.Logger) error {
-	srv := &http.Server{
-		Handler:           n.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second, // a long poll waits up to 20 s and then still answers
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: draining long polls and finishing requests", "grace", grace)
-	n.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
-		err = e
-	}
-	return err
+	return api.Serve(ctx, ln, n, grace, log)
 }

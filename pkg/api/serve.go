@@ -1,0 +1,48 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Drainable is a server's handler together with the way to make its waiting receives answer.
+type Drainable interface {
+	Handler() http.Handler
+	// Drain makes waiting receives answer now (the first step of a graceful shutdown).
+	Drain()
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: waiting receives answer,
+// requests in progress finish (up to grace), and new connections are refused. The API tier
+// (pkg/stack) and serve (pkg/embedded) both run this.
+func Serve(ctx context.Context, ln net.Listener, d Drainable, grace time.Duration, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           d.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A long poll waits up to 20 s and then still answers.
+		WriteTimeout: 60 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining long polls and finishing requests", "grace", grace)
+	d.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
+		err = e
+	}
+	return err
+}
