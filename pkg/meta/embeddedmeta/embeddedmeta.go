@@ -9,13 +9,11 @@ package embeddedmeta
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
 )
 
 // Page sizes: those of meta.Page.Size.
@@ -123,61 +122,6 @@ func putJSON(b *bolt.Bucket, k []byte, v any) error {
 	return b.Put(k, raw)
 }
 
-func timePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-func cloneQueue(q meta.Queue) meta.Queue {
-	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
-	if q.Redrive != nil {
-		r := *q.Redrive
-		q.Redrive = &r
-	}
-	return q
-}
-
-func cloneToken(t meta.Token) meta.Token {
-	t.CreatedAt = t.CreatedAt.UTC()
-	t.ExpiresAt, t.RevokedAt = timePtr(t.ExpiresAt), timePtr(t.RevokedAt)
-	if len(t.Scopes) == 0 {
-		t.Scopes = nil
-	} else {
-		t.Scopes = slices.Clone(t.Scopes)
-	}
-	return t
-}
-
-// cursor is what a page's NextCursor encodes: which listing, and the key it ends at.
-type cursor struct {
-	List    string `json:"l"`
-	Project string `json:"p,omitempty"`
-	After   string `json:"a"`
-}
-
-func encodeCursor(c cursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(s string, list, project string, valid func(after string) bool) (string, error) {
-	bad := apierr.Invalid("cursor", "the cursor is not one this listing returned")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return "", bad
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	var c cursor
-	if err := d.Decode(&c); err != nil || d.More() || c.List != list || c.Project != project || !valid(c.After) {
-		return "", bad
-	}
-	return c.After, nil
-}
-
 // ---- projects ----
 
 // CreateProject stores a new project.
@@ -210,10 +154,17 @@ func (s *Store) GetProject(_ context.Context, id ids.ID) (meta.Project, error) {
 
 // ListProjects lists projects in id (creation) order.
 func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, string, error) {
+	return listByID(s, pg, "projects", bProjects, func(p meta.Project) (meta.Project, ids.ID) { return p, p.ID })
+}
+
+// listByID lists a bucket keyed by raw id bytes (which sort as the UUID strings do) as
+// listing list; each JSON value is unmarshalled and passed through conv, which also returns
+// the id the value is stored under.
+func listByID[T any](s *Store, pg meta.Page, list string, bucket []byte, conv func(T) (T, ids.ID)) ([]T, string, error) {
 	var after ids.ID
 	hasAfter := false
 	if pg.Cursor != "" {
-		a, err := decodeCursor(pg.Cursor, "projects", "", func(a string) bool {
+		a, err := pagecursor.Decode(pg.Cursor, list, "", func(a string) bool {
 			_, err := ids.ParseUUID(a)
 			return err == nil
 		})
@@ -224,10 +175,11 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 		hasAfter = true
 	}
 	limit := pg.Size()
-	var out []meta.Project
+	var out []T
+	var last ids.ID
 	more := false
 	err := s.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bProjects).Cursor()
+		c := tx.Bucket(bucket).Cursor()
 		k, v := c.First()
 		if hasAfter {
 			k, v = c.Seek(after[:])
@@ -240,11 +192,12 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 				more = true
 				return nil
 			}
-			var p meta.Project
-			if err := json.Unmarshal(v, &p); err != nil {
+			var x T
+			if err := json.Unmarshal(v, &x); err != nil {
 				return err
 			}
-			out = append(out, p)
+			x, last = conv(x)
+			out = append(out, x)
 		}
 		return nil
 	})
@@ -253,7 +206,7 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 	}
 	next := ""
 	if more {
-		next = encodeCursor(cursor{List: "projects", After: out[len(out)-1].ID.String()})
+		next = pagecursor.Encode(pagecursor.Cursor{List: list, After: last.String()})
 	}
 	return out, next, nil
 }
@@ -265,7 +218,7 @@ func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
 	if t.ID.IsZero() {
 		return apierr.Invalid("id", "token id is zero")
 	}
-	t = cloneToken(t)
+	t = meta.CloneToken(t)
 	return s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bProjects).Get(t.ProjectID[:]) == nil {
 			return apierr.New(apierr.NotFound, "project %s not found", t.ProjectID)
@@ -291,7 +244,7 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	if err != nil {
 		return meta.Token{}, err
 	}
-	return cloneToken(t), nil
+	return meta.CloneToken(t), nil
 }
 
 // RevokeToken sets RevokedAt unless it is already set.
@@ -309,7 +262,7 @@ func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at tim
 		if t.RevokedAt != nil {
 			return nil
 		}
-		t.RevokedAt = timePtr(&at)
+		t.RevokedAt = new(at.UTC())
 		return putJSON(b, k, t)
 	})
 }
@@ -342,7 +295,7 @@ func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
 	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
 		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
 	}
-	q = cloneQueue(q)
+	q = meta.CloneQueue(q)
 	q.Version = 1
 	return s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bProjects).Get(q.ProjectID[:]) == nil {
@@ -409,7 +362,7 @@ func (s *Store) GetQueueByName(_ context.Context, projectID ids.ID, name string)
 	if err != nil {
 		return meta.Queue{}, err
 	}
-	return cloneQueue(q), nil
+	return meta.CloneQueue(q), nil
 }
 
 // GetQueueByID reads a queue by id alone.
@@ -429,7 +382,7 @@ func (s *Store) GetQueueByID(_ context.Context, queueID ids.ID) (meta.Queue, err
 	if err != nil {
 		return meta.Queue{}, err
 	}
-	return cloneQueue(q), nil
+	return meta.CloneQueue(q), nil
 }
 
 // ListQueues lists a project's queues whose names start with prefix, in name (byte) order.
@@ -437,7 +390,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 	after := ""
 	if pg.Cursor != "" {
 		var err error
-		after, err = decodeCursor(pg.Cursor, "queues", projectID.String(), func(a string) bool {
+		after, err = pagecursor.Decode(pg.Cursor, "queues", projectID.String(), func(a string) bool {
 			return a != "" && strings.HasPrefix(a, prefix)
 		})
 		if err != nil {
@@ -468,7 +421,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 				return err
 			}
 			if r != nil {
-				out = append(out, cloneQueue(r.Q))
+				out = append(out, meta.CloneQueue(r.Q))
 			}
 		}
 		return nil
@@ -478,7 +431,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 	}
 	next := ""
 	if more {
-		next = encodeCursor(cursor{List: "queues", Project: projectID.String(), After: out[len(out)-1].Name})
+		next = pagecursor.Encode(pagecursor.Cursor{List: "queues", Project: projectID.String(), After: out[len(out)-1].Name})
 	}
 	return out, next, nil
 }
@@ -548,7 +501,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 	if err != nil {
 		return meta.Queue{}, err
 	}
-	return cloneQueue(out), nil
+	return meta.CloneQueue(out), nil
 }
 
 // adjustRefs changes a queue's dead-letter reference count (a zero id or a missing queue is
@@ -593,7 +546,7 @@ func (s *Store) DeleteQueue(_ context.Context, projectID, queueID ids.ID) (meta.
 	if err != nil {
 		return meta.Queue{}, err
 	}
-	return cloneQueue(out), nil
+	return meta.CloneQueue(out), nil
 }
 
 // Ping checks that the file is open and readable.

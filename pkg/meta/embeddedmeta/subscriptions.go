@@ -12,10 +12,8 @@ package embeddedmeta
 // gone. Deleting a subscription deletes its attempts log in the same transaction.
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -152,52 +150,9 @@ func (s *Store) DeleteSubscription(_ context.Context, queueID ids.ID) error {
 // ListSubscriptions lists every subscription in queue id order (raw id bytes sort as the
 // UUID strings do).
 func (s *Store) ListSubscriptions(_ context.Context, pg meta.Page) ([]meta.Subscription, string, error) {
-	var after ids.ID
-	hasAfter := false
-	if pg.Cursor != "" {
-		a, err := decodeCursor(pg.Cursor, "subscriptions", "", func(a string) bool {
-			_, err := ids.ParseUUID(a)
-			return err == nil
-		})
-		if err != nil {
-			return nil, "", err
-		}
-		after, _ = ids.ParseUUID(a)
-		hasAfter = true
-	}
-	limit := pg.Size()
-	var out []meta.Subscription
-	more := false
-	err := s.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bSubs).Cursor()
-		k, v := c.First()
-		if hasAfter {
-			k, v = c.Seek(after[:])
-			if k != nil && bytes.Equal(k, after[:]) {
-				k, v = c.Next()
-			}
-		}
-		for ; k != nil; k, v = c.Next() {
-			if len(out) == limit {
-				more = true
-				return nil
-			}
-			var sub meta.Subscription
-			if err := json.Unmarshal(v, &sub); err != nil {
-				return err
-			}
-			out = append(out, cloneSub(sub))
-		}
-		return nil
+	return listByID(s, pg, "subscriptions", bSubs, func(sub meta.Subscription) (meta.Subscription, ids.ID) {
+		return cloneSub(sub), sub.QueueID
 	})
-	if err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if more {
-		next = encodeCursor(cursor{List: "subscriptions", After: out[len(out)-1].QueueID.String()})
-	}
-	return out, next, nil
 }
 
 // ---- attempts log ----

@@ -6,8 +6,6 @@ package memmeta
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
 )
 
 type tokenKey struct{ project, token ids.ID }
@@ -52,61 +51,6 @@ func New() *Store {
 		names:    map[nameKey]ids.ID{},
 		subs:     map[ids.ID]meta.Subscription{},
 	}
-}
-
-func timePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-func cloneQueue(q meta.Queue) meta.Queue {
-	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
-	if q.Redrive != nil {
-		r := *q.Redrive
-		q.Redrive = &r
-	}
-	return q
-}
-
-func cloneToken(t meta.Token) meta.Token {
-	t.CreatedAt = t.CreatedAt.UTC()
-	t.ExpiresAt, t.RevokedAt = timePtr(t.ExpiresAt), timePtr(t.RevokedAt)
-	if len(t.Scopes) == 0 {
-		t.Scopes = nil
-	} else {
-		t.Scopes = slices.Clone(t.Scopes)
-	}
-	return t
-}
-
-// cursor is what a page's NextCursor encodes: which listing, and the key it ends at.
-type cursor struct {
-	List    string `json:"l"`
-	Project string `json:"p,omitempty"`
-	After   string `json:"a"`
-}
-
-func encodeCursor(c cursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(s string, list, project string, valid func(after string) bool) (after string, err error) {
-	bad := apierr.Invalid("cursor", "the cursor is not one this listing returned")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return "", bad
-	}
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.DisallowUnknownFields()
-	var c cursor
-	if err := d.Decode(&c); err != nil || d.More() || c.List != list || c.Project != project || !valid(c.After) {
-		return "", bad
-	}
-	return c.After, nil
 }
 
 // page cuts sorted keys after after into one page and the cursor of the next.
@@ -151,7 +95,7 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 	after := ""
 	if pg.Cursor != "" {
 		var err error
-		after, err = decodeCursor(pg.Cursor, "projects", "", func(a string) bool {
+		after, err = pagecursor.Decode(pg.Cursor, "projects", "", func(a string) bool {
 			_, err := ids.ParseUUID(a)
 			return err == nil
 		})
@@ -170,7 +114,7 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 	ps, last := page(all, key, after, pg.Size())
 	next := ""
 	if last != "" {
-		next = encodeCursor(cursor{List: "projects", After: last})
+		next = pagecursor.Encode(pagecursor.Cursor{List: "projects", After: last})
 	}
 	return slices.Clone(ps), next, nil
 }
@@ -191,7 +135,7 @@ func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
 	if _, ok := s.tokens[k]; ok {
 		return apierr.New(apierr.Internal, "token %s already exists", t.ID)
 	}
-	s.tokens[k] = cloneToken(t)
+	s.tokens[k] = meta.CloneToken(t)
 	return nil
 }
 
@@ -203,7 +147,7 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	if !ok {
 		return meta.Token{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
 	}
-	return cloneToken(t), nil
+	return meta.CloneToken(t), nil
 }
 
 // RevokeToken sets RevokedAt unless it is already set.
@@ -216,7 +160,7 @@ func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at tim
 		return apierr.New(apierr.NotFound, "token %s not found", tokenID)
 	}
 	if t.RevokedAt == nil {
-		t.RevokedAt = timePtr(&at)
+		t.RevokedAt = new(at.UTC())
 		s.tokens[k] = t
 	}
 	return nil
@@ -267,7 +211,7 @@ func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
 	if _, ok := s.queues[q.ID]; ok {
 		return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
 	}
-	q = cloneQueue(q)
+	q = meta.CloneQueue(q)
 	q.Version = 1
 	s.queues[q.ID] = &queueRec{q: q}
 	s.names[nk] = q.ID
@@ -285,7 +229,7 @@ func (s *Store) GetQueue(_ context.Context, projectID, queueID ids.ID) (meta.Que
 	if !ok || r.q.ProjectID != projectID {
 		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
 	}
-	return cloneQueue(r.q), nil
+	return meta.CloneQueue(r.q), nil
 }
 
 // GetQueueByName reads a queue by name within a project.
@@ -296,7 +240,7 @@ func (s *Store) GetQueueByName(_ context.Context, projectID ids.ID, name string)
 	if !ok {
 		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %q not found", name)
 	}
-	return cloneQueue(s.queues[id].q), nil
+	return meta.CloneQueue(s.queues[id].q), nil
 }
 
 // GetQueueByID reads a queue by id alone.
@@ -307,7 +251,7 @@ func (s *Store) GetQueueByID(_ context.Context, queueID ids.ID) (meta.Queue, err
 	if !ok {
 		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
 	}
-	return cloneQueue(r.q), nil
+	return meta.CloneQueue(r.q), nil
 }
 
 // ListQueues lists a project's queues whose names start with prefix, in name (byte) order.
@@ -315,7 +259,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 	after := ""
 	if pg.Cursor != "" {
 		var err error
-		after, err = decodeCursor(pg.Cursor, "queues", projectID.String(), func(a string) bool {
+		after, err = pagecursor.Decode(pg.Cursor, "queues", projectID.String(), func(a string) bool {
 			return a != "" && strings.HasPrefix(a, prefix)
 		})
 		if err != nil {
@@ -326,7 +270,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 	var all []meta.Queue
 	for k, id := range s.names {
 		if k.project == projectID && strings.HasPrefix(k.name, prefix) {
-			all = append(all, cloneQueue(s.queues[id].q))
+			all = append(all, meta.CloneQueue(s.queues[id].q))
 		}
 	}
 	s.mu.Unlock()
@@ -335,7 +279,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 	qs, last := page(all, key, after, pg.Size())
 	next := ""
 	if last != "" {
-		next = encodeCursor(cursor{List: "queues", Project: projectID.String(), After: last})
+		next = pagecursor.Encode(pagecursor.Cursor{List: "queues", Project: projectID.String(), After: last})
 	}
 	return qs, next, nil
 }
@@ -387,7 +331,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 		}
 	}
 	r.q = next
-	return cloneQueue(next), nil
+	return meta.CloneQueue(next), nil
 }
 
 // DeleteQueue deletes a queue that no queue names as its dead-letter queue.
@@ -408,7 +352,7 @@ func (s *Store) DeleteQueue(_ context.Context, projectID, queueID ids.ID) (meta.
 	}
 	delete(s.queues, queueID)
 	delete(s.names, nameKey{projectID, r.q.Name})
-	return cloneQueue(r.q), nil
+	return meta.CloneQueue(r.q), nil
 }
 
 // Ping always succeeds.

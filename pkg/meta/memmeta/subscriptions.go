@@ -8,6 +8,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
 )
 
 var _ meta.SubscriptionStore = (*Store)(nil)
@@ -89,7 +90,7 @@ func (s *Store) ListSubscriptions(_ context.Context, pg meta.Page) ([]meta.Subsc
 	after := ""
 	if pg.Cursor != "" {
 		var err error
-		after, err = decodeCursor(pg.Cursor, "subscriptions", "", func(a string) bool {
+		after, err = pagecursor.Decode(pg.Cursor, "subscriptions", "", func(a string) bool {
 			_, err := ids.ParseUUID(a)
 			return err == nil
 		})
@@ -108,7 +109,7 @@ func (s *Store) ListSubscriptions(_ context.Context, pg meta.Page) ([]meta.Subsc
 	out, last := page(all, key, after, pg.Size())
 	next := ""
 	if last != "" {
-		next = encodeCursor(cursor{List: "subscriptions", After: last})
+		next = pagecursor.Encode(pagecursor.Cursor{List: "subscriptions", After: last})
 	}
 	return slices.Clone(out), next, nil
 }

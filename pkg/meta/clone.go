@@ -1,0 +1,37 @@
+package meta
+
+import (
+	"slices"
+	"time"
+)
+
+// CloneQueue returns a copy of q that shares no memory with it, its times in UTC.
+func CloneQueue(q Queue) Queue {
+	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
+	if q.Redrive != nil {
+		r := *q.Redrive
+		q.Redrive = &r
+	}
+	return q
+}
+
+// CloneToken returns a copy of t that shares no memory with it, its times in UTC and no
+// scopes as nil.
+func CloneToken(t Token) Token {
+	t.CreatedAt = t.CreatedAt.UTC()
+	t.ExpiresAt, t.RevokedAt = utcPtr(t.ExpiresAt), utcPtr(t.RevokedAt)
+	if len(t.Scopes) == 0 {
+		t.Scopes = nil
+	} else {
+		t.Scopes = slices.Clone(t.Scopes)
+	}
+	return t
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
