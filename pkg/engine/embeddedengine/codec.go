@@ -3,10 +3,9 @@ package embeddedengine
 import (
 	"encoding/binary"
 	"errors"
-	"slices"
-	"time"
 
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/engine/internal/wire"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -41,11 +40,6 @@ func dedupKey(q ids.ID, k string) []byte {
 	return append(b, k...)
 }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 func encodeState(m *msg) []byte {
 	b := make([]byte, 0, 48)
 	b = append(b, recVersion)
@@ -59,22 +53,22 @@ func encodeState(m *msg) []byte {
 	if m.g != nil {
 		g = m.g.id
 	}
-	return appendString(b, g)
+	return wire.AppendString(b, g)
 }
 
 func decodeState(b []byte, m *msg) (group string, err error) {
-	r := reader{b: b}
-	if r.byte() != recVersion {
+	r := wire.NewReader(b)
+	if r.Byte() != recVersion {
 		return "", errBadRecord
 	}
-	m.seq = r.uvarint()
-	m.sentAt = r.varint()
-	m.expiresAt = r.varint()
-	m.at = r.varint()
-	m.receivedAt = r.varint()
-	a := r.uvarint()
-	group = r.string()
-	if r.err != nil || r.off != len(b) || a > uint64(^uint32(0)) {
+	m.seq = r.Uvarint()
+	m.sentAt = r.Varint()
+	m.expiresAt = r.Varint()
+	m.at = r.Varint()
+	m.receivedAt = r.Varint()
+	a := r.Uvarint()
+	group = r.String()
+	if !r.Done() || a > uint64(^uint32(0)) {
 		return "", errBadRecord
 	}
 	m.attempt = uint32(a)
@@ -99,51 +93,26 @@ func encodePayload(p *payload) []byte {
 		flags = 1
 	}
 	b = append(b, recVersion, flags)
-	b = appendString(b, p.Body)
-	names := make([]string, 0, len(p.Attributes))
-	for k := range p.Attributes {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, k := range names {
-		b = appendString(b, k)
-		b = appendString(b, p.Attributes[k])
-	}
-	if d := p.DeadLetter; d != nil {
-		b = append(b, d.SourceQueue[:]...)
-		b = appendString(b, d.Reason)
-		b = binary.AppendVarint(b, d.At.UnixMilli())
+	b = wire.AppendString(b, p.Body)
+	b = wire.AppendAttributes(b, p.Attributes)
+	if p.DeadLetter != nil {
+		b = wire.AppendDeadLetter(b, p.DeadLetter)
 	}
 	return b
 }
 
 func decodePayload(b []byte) (*payload, error) {
-	r := reader{b: b}
-	ver, flags := r.byte(), r.byte()
-	if r.err != nil || ver != recVersion || flags&^1 != 0 {
+	r := wire.NewReader(b)
+	ver, flags := r.Byte(), r.Byte()
+	if !r.OK() || ver != recVersion || flags&^1 != 0 {
 		return nil, errBadRecord
 	}
-	p := &payload{Body: r.string()}
-	n := r.uvarint()
-	if n > engine.MaxAttributes*4 {
-		return nil, errBadRecord
-	}
-	if n > 0 {
-		p.Attributes = make(map[string]string, n)
-		for range n {
-			k := r.string()
-			p.Attributes[k] = r.string()
-		}
-	}
+	p := &payload{Body: r.String()}
+	p.Attributes = r.Attributes()
 	if flags&1 != 0 {
-		d := &engine.DeadLetterInfo{}
-		copy(d.SourceQueue[:], r.bytes(16))
-		d.Reason = r.string()
-		d.At = time.UnixMilli(r.varint()).UTC()
-		p.DeadLetter = d
+		p.DeadLetter = r.DeadLetter()
 	}
-	if r.err != nil || r.off != len(b) {
+	if !r.Done() {
 		return nil, errBadRecord
 	}
 	return p, nil
@@ -170,10 +139,10 @@ func encodeQueue(q *queue) []byte {
 }
 
 func decodeQueue(b []byte) (queueRec, error) {
-	r := reader{b: b}
-	ver, flags := r.byte(), r.byte()
-	rec := queueRec{fifo: flags&1 != 0, nextSeq: r.uvarint(), purgeSeq: r.uvarint(), lastPurge: r.varint()}
-	if r.err != nil || ver != recVersion || r.off != len(b) {
+	r := wire.NewReader(b)
+	ver, flags := r.Byte(), r.Byte()
+	rec := queueRec{fifo: flags&1 != 0, nextSeq: r.Uvarint(), purgeSeq: r.Uvarint(), lastPurge: r.Varint()}
+	if !r.Done() || ver != recVersion {
 		return queueRec{}, errBadRecord
 	}
 	return rec, nil
@@ -186,73 +155,12 @@ func encodeDedup(e dedupEntry) []byte {
 }
 
 func decodeDedup(b []byte) (dedupEntry, error) {
-	r := reader{b: b}
+	r := wire.NewReader(b)
 	var e dedupEntry
-	copy(e.id[:], r.bytes(16))
-	e.expiresAt = r.varint()
-	if r.err != nil || r.off != len(b) {
+	copy(e.id[:], r.Bytes(16))
+	e.expiresAt = r.Varint()
+	if !r.Done() {
 		return dedupEntry{}, errBadRecord
 	}
 	return e, nil
-}
-
-type reader struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (r *reader) fail() { r.err = errBadRecord; r.off = len(r.b) }
-
-func (r *reader) byte() byte {
-	if r.err != nil || r.off >= len(r.b) {
-		r.fail()
-		return 0
-	}
-	r.off++
-	return r.b[r.off-1]
-}
-
-func (r *reader) bytes(n int) []byte {
-	if r.err != nil || n < 0 || len(r.b)-r.off < n {
-		r.fail()
-		return nil
-	}
-	r.off += n
-	return r.b[r.off-n : r.off]
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) string() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.fail()
-		return ""
-	}
-	return string(r.bytes(int(n)))
 }

@@ -4,12 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/engine/internal/wire"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -52,30 +51,14 @@ func (p *payload) encode() []byte {
 		flags |= flagDeadLetter
 	}
 	b = append(b, payloadVersion, flags)
-	b = appendString(b, p.Body)
-	names := make([]string, 0, len(p.Attributes))
-	for k := range p.Attributes {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, k := range names {
-		b = appendString(b, k)
-		b = appendString(b, p.Attributes[k])
-	}
-	b = appendString(b, p.GroupID)
+	b = wire.AppendString(b, p.Body)
+	b = wire.AppendAttributes(b, p.Attributes)
+	b = wire.AppendString(b, p.GroupID)
 	b = binary.AppendUvarint(b, p.Sequence)
-	if d := p.DeadLetter; d != nil {
-		b = append(b, d.SourceQueue[:]...)
-		b = appendString(b, d.Reason)
-		b = binary.AppendVarint(b, d.At.UnixMilli())
+	if p.DeadLetter != nil {
+		b = wire.AppendDeadLetter(b, p.DeadLetter)
 	}
 	return b
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }
 
 // decodePayload is strict: any truncation, bad length or trailing byte is an error.
@@ -83,97 +66,22 @@ func decodePayload(s string) (*payload, error) {
 	if len(s) > maxPayloadBytes {
 		return nil, errBadPayload
 	}
-	r := reader{s: s}
-	ver, flags := r.byte(), r.byte()
-	if r.err != nil || ver != payloadVersion || flags&^flagDeadLetter != 0 {
+	r := wire.NewReader(s)
+	ver, flags := r.Byte(), r.Byte()
+	if !r.OK() || ver != payloadVersion || flags&^flagDeadLetter != 0 {
 		return nil, errBadPayload
 	}
-	p := &payload{Body: r.string()}
-	n := r.uvarint()
-	if n > engine.MaxAttributes*4 {
-		return nil, errBadPayload
-	}
-	if n > 0 {
-		p.Attributes = make(map[string]string, n)
-		for range n {
-			k := r.string()
-			p.Attributes[k] = r.string()
-		}
-	}
-	p.GroupID = r.string()
-	p.Sequence = r.uvarint()
+	p := &payload{Body: r.String()}
+	p.Attributes = r.Attributes()
+	p.GroupID = r.String()
+	p.Sequence = r.Uvarint()
 	if flags&flagDeadLetter != 0 {
-		d := &engine.DeadLetterInfo{}
-		copy(d.SourceQueue[:], r.bytes(16))
-		d.Reason = r.string()
-		d.At = time.UnixMilli(r.varint()).UTC()
-		p.DeadLetter = d
+		p.DeadLetter = r.DeadLetter()
 	}
-	if r.err != nil || r.off != len(s) {
+	if !r.Done() {
 		return nil, errBadPayload
 	}
 	return p, nil
-}
-
-type reader struct {
-	s   string
-	off int
-	err error
-}
-
-func (r *reader) fail() { r.err = errBadPayload; r.off = len(r.s) }
-
-func (r *reader) byte() byte {
-	if r.err != nil || r.off >= len(r.s) {
-		r.fail()
-		return 0
-	}
-	r.off++
-	return r.s[r.off-1]
-}
-
-func (r *reader) bytes(n int) string {
-	if r.err != nil || n < 0 || len(r.s)-r.off < n {
-		r.fail()
-		return ""
-	}
-	r.off += n
-	return r.s[r.off-n : r.off]
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint([]byte(r.s[r.off:min(len(r.s), r.off+binary.MaxVarintLen64)]))
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint([]byte(r.s[r.off:min(len(r.s), r.off+binary.MaxVarintLen64)]))
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) string() string {
-	n := r.uvarint()
-	if n > uint64(len(r.s)) {
-		r.fail()
-		return ""
-	}
-	return r.bytes(int(n))
 }
 
 // state is a message's mutable state, stored as "attempt|receivedAtMs|expiresAtMs|sentAtMs".
