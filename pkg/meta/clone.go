@@ -35,3 +35,21 @@ func utcPtr(t *time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// ApplyUpdate returns cur with the settings UpdateQueue may change taken from q (UpdatedAt
+// in UTC, Redrive copied) and Version one higher.
+func ApplyUpdate(cur, q Queue) Queue {
+	cur.UpdatedAt = q.UpdatedAt.UTC()
+	cur.VisibilityTimeoutSeconds = q.VisibilityTimeoutSeconds
+	cur.RetentionSeconds = q.RetentionSeconds
+	cur.DelaySeconds = q.DelaySeconds
+	cur.ReceiveWaitSeconds = q.ReceiveWaitSeconds
+	cur.ContentBasedDedup = q.ContentBasedDedup
+	cur.Redrive = nil
+	if q.Redrive != nil {
+		rd := *q.Redrive
+		cur.Redrive = &rd
+	}
+	cur.Version++
+	return cur
+}

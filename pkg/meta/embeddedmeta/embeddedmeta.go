@@ -475,19 +475,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 				return err
 			}
 		}
-		next := r.Q
-		next.UpdatedAt = q.UpdatedAt.UTC()
-		next.VisibilityTimeoutSeconds = q.VisibilityTimeoutSeconds
-		next.RetentionSeconds = q.RetentionSeconds
-		next.DelaySeconds = q.DelaySeconds
-		next.ReceiveWaitSeconds = q.ReceiveWaitSeconds
-		next.ContentBasedDedup = q.ContentBasedDedup
-		next.Redrive = nil
-		if q.Redrive != nil {
-			rd := *q.Redrive
-			next.Redrive = &rd
-		}
-		next.Version++
+		next := meta.ApplyUpdate(r.Q, q)
 		// Re-read: adjustRefs may have rewritten this very record (it cannot name itself, but
 		// keep the refs it has).
 		cur, err := getQueue(tx, q.ID)

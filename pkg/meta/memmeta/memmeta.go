@@ -309,19 +309,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 			return meta.Queue{}, dlqNotFound(q.Redrive.DeadLetterQueue)
 		}
 	}
-	next := cur
-	next.UpdatedAt = q.UpdatedAt.UTC()
-	next.VisibilityTimeoutSeconds = q.VisibilityTimeoutSeconds
-	next.RetentionSeconds = q.RetentionSeconds
-	next.DelaySeconds = q.DelaySeconds
-	next.ReceiveWaitSeconds = q.ReceiveWaitSeconds
-	next.ContentBasedDedup = q.ContentBasedDedup
-	next.Redrive = nil
-	if q.Redrive != nil {
-		rd := *q.Redrive
-		next.Redrive = &rd
-	}
-	next.Version++
+	next := meta.ApplyUpdate(cur, q)
 	if oldDLQ != newDLQ {
 		if oldDLQ != nil {
 			oldDLQ.refs--
