@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -173,18 +175,46 @@ func (s *Server) send(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		stored, storeFailed := 0, false
 		for i, r := range res {
+			if r.Err != nil {
+				// Others of the request were stored: this one is reported, not the whole request.
+				failed = append(failed, sendFailed{Index: index[i], Error: bodyOf(sendErr(r.Err))})
+				storeFailed = true
+				continue
+			}
+			stored++
 			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate})
 			if r.Duplicate {
 				s.metrics.messages.WithLabelValues("duplicate").Inc()
 			}
 		}
-		s.metrics.messages.WithLabelValues("sent").Add(float64(len(res)))
+		s.metrics.messages.WithLabelValues("sent").Add(float64(stored))
+		if storeFailed {
+			slices.SortFunc(failed, func(a, b sendFailed) int { return a.Index - b.Index })
+		}
 	}
 	if len(failed) == 0 {
 		return blob(c, http.StatusOK, func(b []byte) []byte { return appendSendAnswer(b, sent) })
 	}
 	return c.JSON(http.StatusOK, map[string]any{"messages": sent, "failed": failed})
+}
+
+// sendErr is the error reported in `failed` for a message the engine could not store while
+// it stored others: a storage failure, which a retry may get past, is `unavailable`.
+func sendErr(err error) *apierr.Error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) && ae.Code != apierr.Internal && ae.Code != apierr.Unavailable {
+		return ae
+	}
+	msg := "storage failed to store this message; retry it"
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		msg = "storage did not answer in time for this message; retry it"
+	case ae != nil:
+		msg = ae.Message + "; retry this message"
+	}
+	return apierr.New(apierr.Unavailable, "%s", msg)
 }
 
 type deadLetterJSON struct {

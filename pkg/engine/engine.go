@@ -73,13 +73,23 @@ type Message struct {
 }
 
 // SendResult is the outcome of one sent message, in request order.
+//
+// Send returns an error for the whole call only when no message of it was stored; once one
+// was, it answers every message, and a message it could not store has Err set. (An engine
+// that stores a batch all-or-nothing never sets Err.)
 type SendResult struct {
 	MessageID ids.ID
 	// Duplicate is true when a fifo send matched an earlier send within the dedup window; the
 	// message was not stored again and MessageID is the original's.
 	Duplicate bool
-	// Partition the message was stored in (informational; -1 for duplicates).
+	// Partition the message was stored in (informational; -1 for duplicates and failures).
 	Partition int
+	// Err is nil when the message was stored (or answered as a duplicate). Non-nil, the
+	// message was not stored by this call and MessageID is zero; the error is an
+	// *apierr.Error or a context error. When the storage failed without an answer (a lost
+	// connection, a timeout) the message may in fact have been stored: a retry of a fifo
+	// message with the same dedup id then answers it as a duplicate.
+	Err error
 }
 
 // ReceiveRequest asks for up to Max messages with a visibility timeout.

@@ -140,19 +140,37 @@ func (e *Engine) sendFIFO(ctx context.Context, q engine.Queue, msgs []engine.Mes
 }
 
 // storeFIFO runs the two steps of a fifo send (see the top of this file) until every item is
-// stored or answered as a duplicate.
+// stored, answered as a duplicate, or failed. The partitions' scripts run independently, so
+// one can fail after others stored their messages: once any item was stored, a failure is
+// reported on the items it concerns (SendResult.Err) and the others keep their results; only
+// when none was stored does the send fail as a whole.
 func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, now int64) ([]engine.SendResult, error) {
 	res := make([]engine.SendResult, len(items))
+	stored := false
+	var firstErr error
+	failItem := func(it *fitem, err error) {
+		res[it.idx] = engine.SendResult{Partition: -1, Err: err}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	rates := map[int]int64{}
 	todo := items
 	for round := 0; len(todo) > 0; round++ {
 		if round == maxSendRounds {
-			return nil, &apierr.Error{Code: apierr.Unavailable,
+			err := &apierr.Error{Code: apierr.Unavailable,
 				Message: "send: too many concurrent sends to the same message group or dedup id; retry"}
+			for _, it := range todo {
+				failItem(it, err)
+			}
+			break
 		}
 		writes, verify, err := e.reserve(ctx, q, todo, now)
 		if err != nil {
-			return nil, err
+			for _, it := range todo {
+				failItem(it, err)
+			}
+			break
 		}
 		var next []*fitem
 		byPart := map[int][]*fitem{}
@@ -183,24 +201,32 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 		cmds := e.run(ctx, calls)
 		for i, p := range parts {
 			vals, err := cmds[i].Slice()
-			if err == nil && len(vals) != 2 {
-				err = errBadReply
+			var codes []any
+			if err == nil {
+				if len(vals) == 2 {
+					codes, _ = vals[1].([]any)
+				}
+				if len(codes) != len(byPart[p]) {
+					err = errBadReply
+				}
 			}
 			if err != nil {
-				// Other partitions of this send may have stored theirs: the send fails as a
-				// whole and a retry with the same dedup ids answers those as duplicates.
-				return nil, e.wrap(ctx, "send", err)
+				// This partition's messages are not known to be stored; other partitions may
+				// have stored theirs. A retry with the same dedup ids answers a message that
+				// was stored after all as a duplicate.
+				err = e.wrap(ctx, "send", err)
+				for _, it := range byPart[p] {
+					failItem(it, err)
+				}
+				continue
 			}
 			rate, _ := vals[0].(int64)
 			rates[p] = max(rates[p], rate)
-			codes, _ := vals[1].([]any)
-			if len(codes) != len(byPart[p]) {
-				return nil, e.wrap(ctx, "send", errBadReply)
-			}
 			for j, it := range byPart[p] {
 				switch c, _ := codes[j].(int64); c {
 				case 1:
 					res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p}
+					stored = true
 				case 2: // fenced: never stored, never answered; go again as a new message
 					it.id, it.mode = ids.New(), "n"
 					next = append(next, it)
@@ -208,16 +234,17 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 					it.mode = "r"
 					next = append(next, it)
 				default:
-					return nil, e.wrap(ctx, "send", errBadReply)
+					failItem(it, e.wrap(ctx, "send", errBadReply))
 				}
 			}
 		}
 		for _, it := range verify {
-			stored, err := e.verifyReservation(ctx, q.ID, it.holderP, it.holder)
+			ok, err := e.verifyReservation(ctx, q.ID, it.holderP, it.holder)
 			if err != nil {
-				return nil, err
+				failItem(it, err)
+				continue
 			}
-			if stored {
+			if ok {
 				res[it.idx] = engine.SendResult{MessageID: it.holder, Duplicate: true, Partition: -1}
 				continue
 			}
@@ -225,6 +252,9 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 			next = append(next, it)
 		}
 		todo = next
+	}
+	if firstErr != nil && !stored {
+		return nil, firstErr
 	}
 	n, _ := e.partitions(ctx, q.ID)
 	for _, rate := range rates {
@@ -324,8 +354,16 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 // their groups there (in the order given), keeping their ids; an id already present is left
 // alone, so a retried move does not duplicate it while its group still has messages there.
 func (e *Engine) insertFIFO(ctx context.Context, dlq engine.Queue, moved []*fitem) error {
-	_, err := e.storeFIFO(ctx, dlq, moved, e.nowMs())
-	return err
+	res, err := e.storeFIFO(ctx, dlq, moved, e.nowMs())
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
 }
 
 // receiveFIFO claims up to req.Max messages of a fifo queue. With several partitions, a

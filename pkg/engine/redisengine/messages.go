@@ -22,8 +22,8 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) error {
 }
 
 // Send stores the messages in one partition (random among the queue's partitions) with one
-// script call, and adds a partition when this one's send rate passed the threshold. Fifo
-// queues: see fifo.go.
+// script call (all or nothing: SendResult.Err is never set), and adds a partition when this
+// one's send rate passed the threshold. Fifo queues: see fifo.go.
 func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
 	if len(msgs) == 0 {
 		return nil, nil

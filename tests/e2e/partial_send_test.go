@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/stack"
+)
+
+// failTagHook fails, without sending them, the script calls on keys under one hash tag.
+type failTagHook struct {
+	tag string
+	on  atomic.Bool
+}
+
+func (h *failTagHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failTagHook) hit(cmd redis.Cmder) bool {
+	if !h.on.Load() || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
+		return false
+	}
+	for _, a := range cmd.Args() {
+		if s, ok := a.(string); ok && strings.HasPrefix(s, h.tag) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *failTagHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.hit(cmd) {
+			cmd.SetErr(errors.New("injected failure"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *failTagHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var pass []redis.Cmder
+		for _, cmd := range cmds {
+			if h.hit(cmd) {
+				cmd.SetErr(errors.New("injected failure"))
+				continue
+			}
+			pass = append(pass, cmd)
+		}
+		if len(pass) == 0 {
+			return nil
+		}
+		return next(ctx, pass)
+	}
+}
+
+// A fifo send whose partitions fail partly answers 200 with the stored messages in `messages`
+// and the others in `failed` (unavailable), never 503 for the whole after a partial write.
+func TestFIFOSendPartialFailure(t *testing.T) {
+	requireStack(t, "a replica whose Redis client fails one partition's scripts")
+	tn := newTenant(t)
+	q := tn.queue(t, "partial", map[string]any{"type": "fifo"})
+	qid := q.str("id")
+	// Two partitions (the Redis engine's layout: {q:<id>}:p, field n), the second failing.
+	if err := w.rdb.HSet(t.Context(), "{q:"+qid+"}:p", "n", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: w.redisAddr})
+	defer rdb.Close()
+	hook := &failTagHook{tag: "{q:" + qid + ":1}"}
+	hook.on.Store(true)
+	rdb.AddHook(hook)
+	srv, closeReplica, err := w.replica(context.Background(), stack.Options{Redis: rdb, SweepEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeReplica()
+	c := newClient(t, srv, tn.token)
+	// Ten groups land in both partitions but for a 1 in 512 chance; try a few batches.
+	for b := range 5 {
+		msgs := make([]any, 10)
+		for i := range msgs {
+			msgs[i] = map[string]any{"body": "m", "groupId": fmt.Sprintf("g%d-%d", b, i)}
+		}
+		r := c.do("POST", "/v1/queues/partial/messages", map[string]any{"messages": msgs})
+		if r.status == 503 { // every group in the failing partition: nothing stored
+			continue
+		}
+		r.must(t, 200)
+		sent, failed := r.list("messages"), r.list("failed")
+		if len(failed) == 0 {
+			continue
+		}
+		if len(sent)+len(failed) != 10 || len(sent) == 0 {
+			t.Fatalf("answer: %s", r.raw)
+		}
+		seen := map[float64]bool{}
+		for _, m := range sent {
+			seen[m["index"].(float64)] = true
+		}
+		for _, f := range failed {
+			i := f["index"].(float64)
+			e, _ := f["error"].(map[string]any)
+			if seen[i] || e["code"] != "unavailable" {
+				t.Fatalf("failed entry %v: %s", f, r.raw)
+			}
+			seen[i] = true
+		}
+		if len(seen) != 10 {
+			t.Fatalf("indexes: %s", r.raw)
+		}
+		hook.on.Store(false)
+		if n := tn.a.counts(t, "partial")["visible"]; n != float64(len(sent)) {
+			t.Fatalf("%v visible messages, want %d (the stored ones)", n, len(sent))
+		}
+		return
+	}
+	t.Fatal("no batch spanned both partitions")
+}
