@@ -18,6 +18,7 @@ import (
 // redis-server: each op sends 10 messages, receives them (batch of 10) and acknowledges them
 // in one batch call. Run: go test -run '^$' -bench HTTP -benchtime 5s ./tests/e2e/
 func BenchmarkHTTPSendReceiveAck(b *testing.B) {
+	requireStack(b, "a replica of its own with limits lifted")
 	srv, closeReplica, err := w.replica(context.Background(), stack.Options{Rates: api.Rates{StandardSend: 1e6, StandardReceive: 1e6, FIFOSend: 1e6, FIFOReceive: 1e6}})
 	if err != nil {
 		b.Fatal(err)

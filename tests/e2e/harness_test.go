@@ -1,12 +1,23 @@
-// Package e2e tests the whole API tier end to end over HTTP, the way users reach it: two API
-// replicas built exactly as production builds them (pkg/stack) on one real redis-server and
-// DynamoDB Local, every response checked against openapi.yaml.
+// Package e2e tests the whole API tier end to end over HTTP, the way users reach it, every
+// response checked against openapi.yaml. The suite runs once per backend (SPEC §1: embedded
+// mode runs the same public API with the same semantics):
+//
+//	stack     two API replicas built exactly as production builds them (pkg/stack) on one
+//	          real redis-server and DynamoDB Local
+//	embedded  one node built exactly as `queues serve` builds it (pkg/embedded) on a temporary
+//	          data directory; replicas A and B are that one node
+//
+// TestMain runs the test binary once per backend, with QUEUES_E2E_BACKEND set; setting it
+// yourself runs that backend only. Tests that need what only the production stack has (two
+// processes sharing Redis, stopping Redis or DynamoDB, a replica with its own options) call
+// requireStack.
 package e2e
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +25,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/stack"
@@ -31,14 +44,28 @@ import (
 
 const operator = "e2e-operator-secret"
 
-// world is what every test shares: two replicas (A and B) on one Redis and one table.
+// Backends the suite runs on, and the variable that picks one.
+const (
+	backendEnv      = "QUEUES_E2E_BACKEND"
+	backendStack    = "stack"
+	backendEmbedded = "embedded"
+)
+
+var backends = []string{backendStack, backendEmbedded}
+
+// world is what every test shares: two replicas (A and B) on one Redis and one table, or, on
+// the embedded backend, one node serving as both.
 type world struct {
+	backend string
+
+	// The stack backend's shared state (zero on the embedded backend).
 	redisAddr string
 	rdb       *redis.Client
 	ddb       *dynamodb.Client
 	table     string
 	ring      *keys.Ring
-	a, b      *httptest.Server
+
+	a, b *httptest.Server
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -47,16 +74,53 @@ type world struct {
 var w *world
 
 func TestMain(m *testing.M) {
-	code, err := run(m)
+	backend := os.Getenv(backendEnv)
+	if backend == "" {
+		os.Exit(runEach())
+	}
+	var code int
+	var err error
+	switch backend {
+	case backendStack:
+		code, err = runStack(m)
+	case backendEmbedded:
+		code, err = runEmbedded(m)
+	default:
+		err = fmt.Errorf("%s=%q: want %s", backendEnv, backend, strings.Join(backends, " or "))
+	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		fmt.Fprintf(os.Stderr, "e2e setup (%s): %v\n", backend, err)
 		code = 1
 	}
 	testenv.StopAll()
 	os.Exit(code)
 }
 
-func run(m *testing.M) (int, error) {
+// runEach runs this test binary, with the same arguments, once per backend (m.Run can run
+// once per process) and returns the worst exit code. Every backend runs even if one fails.
+func runEach() int {
+	code := 0
+	for _, b := range backends {
+		fmt.Printf("e2e: backend %s\n", b)
+		cmd := exec.Command(os.Args[0], os.Args[1:]...)
+		cmd.Env = append(os.Environ(), backendEnv+"="+b)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &exit) && exit.ExitCode() > 0:
+			fmt.Printf("e2e: backend %s failed\n", b)
+			code = max(code, exit.ExitCode())
+		default:
+			fmt.Printf("e2e: backend %s: %v\n", b, err)
+			code = max(code, 1)
+		}
+	}
+	return code
+}
+
+func runStack(m *testing.M) (int, error) {
 	ctx := context.Background()
 	addr, stopRedis, err := testenv.StartRedis(ctx)
 	if err != nil {
@@ -84,7 +148,7 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	w = &world{redisAddr: addr, rdb: redis.NewClient(&redis.Options{Addr: addr}), ddb: ddb, table: table, ring: ring, seen: map[string]bool{}}
+	w = &world{backend: backendStack, redisAddr: addr, rdb: redis.NewClient(&redis.Options{Addr: addr}), ddb: ddb, table: table, ring: ring, seen: map[string]bool{}}
 	defer w.rdb.Close()
 	a, closeA, err := w.replica(ctx, stack.Options{})
 	if err != nil {
@@ -100,8 +164,53 @@ func run(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
+func runEmbedded(m *testing.M) (int, error) {
+	srv, closeNode, err := openNode(embedded.Options{})
+	if err != nil {
+		return 1, err
+	}
+	defer closeNode()
+	w = &world{backend: backendEmbedded, a: srv, b: srv, seen: map[string]bool{}}
+	return m.Run(), nil
+}
+
+// requireStack skips t on every backend but the production stack; why says what the test
+// needs that only the stack has.
+func requireStack(t testing.TB, why string) {
+	t.Helper()
+	if w.backend != backendStack {
+		t.Skipf("needs the production stack (%s); backend is %s", why, w.backend)
+	}
+}
+
+// openNode opens one more embedded node, as `queues serve` builds it, on a new temporary data
+// directory with the e2e operator token and o's other settings; close removes the directory.
+func openNode(o embedded.Options) (*httptest.Server, func(), error) {
+	dir, err := os.MkdirTemp("", "queues-e2e-")
+	if err != nil {
+		return nil, nil, err
+	}
+	o.DataDir, o.OperatorToken = dir, operator
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.SweepEvery == 0 {
+		o.SweepEvery = time.Second
+	}
+	n, err := embedded.Open(context.Background(), o)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	srv := httptest.NewServer(n.Handler())
+	return srv, func() { n.Drain(); srv.Close(); _ = n.Close(); _ = os.RemoveAll(dir) }, nil
+}
+
 // replica starts one more API replica on the shared Redis and table, with o's overrides.
 func (w *world) replica(ctx context.Context, o stack.Options) (*httptest.Server, func(), error) {
+	if w.backend != backendStack {
+		return nil, nil, fmt.Errorf("replica: the %s backend has no replicas (call requireStack)", w.backend)
+	}
 	if o.Redis == nil {
 		o.Redis = w.rdb
 	}
@@ -253,10 +362,16 @@ type tenant struct {
 
 func newTenant(t testing.TB) *tenant {
 	t.Helper()
-	op := newClient(t, w.a, operator)
+	return newTenantOn(t, w.a, w.b)
+}
+
+// newTenantOn creates the tenant through a, with clients on a and b (which share a store).
+func newTenantOn(t testing.TB, a, b *httptest.Server) *tenant {
+	t.Helper()
+	op := newClient(t, a, operator)
 	p := op.do("POST", "/v1/projects", map[string]any{"name": "tenant " + t.Name()}).must(t, 201)
 	tok := op.do("POST", "/v1/projects/"+p.str("id")+"/tokens", map[string]any{"name": "all", "scopes": []string{"*"}}).must(t, 201)
-	return &tenant{project: p.str("id"), token: tok.str("token"), a: newClient(t, w.a, tok.str("token")), b: newClient(t, w.b, tok.str("token")), op: op}
+	return &tenant{project: p.str("id"), token: tok.str("token"), a: newClient(t, a, tok.str("token")), b: newClient(t, b, tok.str("token")), op: op}
 }
 
 // tokenWith issues a token with the given scopes in the tenant's project.

@@ -13,6 +13,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/stack"
 )
 
@@ -111,17 +112,27 @@ func TestSubscriptionAPI(t *testing.T) {
 	tn.a.do("POST", path, map[string]any{"endpoint": "https://example.com/hook"}).must(t, 201)
 }
 
-// TestPushEndToEnd: an API replica that allows private endpoints and a pusher replica built
-// as production builds them (pkg/stack) push messages sent over HTTP to a local endpoint,
-// which verifies the signature with the reference library, defers one batch and settles it
-// by handle on /v1/receipts/ack with no credential; the attempts log shows the attempts.
-func TestPushEndToEnd(t *testing.T) {
+// pushServers starts what pushing to a local endpoint needs and returns srv, an API server
+// that allows private endpoints, and a and b, the servers the tenant is made on. On the stack:
+// one more API replica that allows them and a pusher replica built as production builds them
+// (pkg/stack), beside replicas A and B. Embedded: one more node that allows them (its pusher
+// runs in the node, as in `queues serve`), which is all three.
+func pushServers(t *testing.T) (srv, a, b *httptest.Server) {
+	t.Helper()
+	if w.backend == backendEmbedded {
+		srv, closeNode, err := openNode(embedded.Options{Push: embedded.PushOptions{AllowPrivate: true, Refresh: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeNode)
+		return srv, srv, srv
+	}
 	ctx := context.Background()
 	srv, closeSrv, err := w.replica(ctx, stack.Options{PushAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeSrv()
+	t.Cleanup(closeSrv)
 	p, err := stack.NewPusher(stack.PusherOptions{Redis: w.rdb, Dynamo: w.ddb, Table: w.table, Keys: w.ring,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivate: true, LeaseTTL: 3 * time.Second, Refresh: time.Second})
 	if err != nil {
@@ -130,7 +141,16 @@ func TestPushEndToEnd(t *testing.T) {
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.Run(pctx) }()
-	defer func() { stop(); <-done; _ = p.Close() }()
+	t.Cleanup(func() { stop(); <-done; _ = p.Close() })
+	return srv, w.a, w.b
+}
+
+// TestPushEndToEnd: an API that allows private endpoints and a pusher (see pushServers) push
+// messages sent over HTTP to a local endpoint, which verifies the signature with the
+// reference library, defers one batch and settles it by handle on /v1/receipts/ack with no
+// credential; the attempts log shows the attempts.
+func TestPushEndToEnd(t *testing.T) {
+	srv, srvA, srvB := pushServers(t)
 
 	type push struct {
 		raw    []byte
@@ -145,7 +165,7 @@ func TestPushEndToEnd(t *testing.T) {
 	}))
 	defer ep.Close()
 
-	tn := newTenant(t)
+	tn := newTenantOn(t, srvA, srvB)
 	op := newClient(t, srv, tn.token)
 	tn.queue(t, "hooked", nil)
 	sub := op.do("POST", "/v1/queues/hooked/subscription", map[string]any{"endpoint": ep.URL + "/hook", "timeoutSeconds": 5}).must(t, 201)

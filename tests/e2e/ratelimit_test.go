@@ -2,27 +2,39 @@ package e2e
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/stack"
 )
 
-// Per-queue rate limits are shared by replicas through Redis and answer 429 rate_limited with
-// Retry-After; another queue keeps its own budget.
+// Per-queue rate limits are shared by replicas through Redis (embedded: kept by the one node)
+// and answer 429 rate_limited with Retry-After; another queue keeps its own budget.
 func TestRateLimits(t *testing.T) {
 	rates := api.Rates{StandardSend: 3, StandardReceive: 3, FIFOSend: 3, FIFOReceive: 3}
-	srvA, closeA, err := w.replica(context.Background(), stack.Options{Rates: rates})
-	if err != nil {
-		t.Fatal(err)
+	var srvA, srvB *httptest.Server
+	if w.backend == backendEmbedded {
+		srv, closeNode, err := openNode(embedded.Options{Rates: rates})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeNode()
+		srvA, srvB = srv, srv
+	} else {
+		var closeA, closeB func()
+		var err error
+		if srvA, closeA, err = w.replica(context.Background(), stack.Options{Rates: rates}); err != nil {
+			t.Fatal(err)
+		}
+		defer closeA()
+		if srvB, closeB, err = w.replica(context.Background(), stack.Options{Rates: rates}); err != nil {
+			t.Fatal(err)
+		}
+		defer closeB()
 	}
-	defer closeA()
-	srvB, closeB, err := w.replica(context.Background(), stack.Options{Rates: rates})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeB()
-	tn := newTenant(t)
+	tn := newTenantOn(t, srvA, srvB)
 	tn.queue(t, "limited", nil)
 	tn.queue(t, "other", nil)
 	a, b := newClient(t, srvA, tn.token), newClient(t, srvB, tn.token)
@@ -39,7 +51,7 @@ func TestRateLimits(t *testing.T) {
 		}
 	}
 	if limited.status != 429 {
-		t.Fatal("10 sends in a row never hit a limit of 3 a second shared by two replicas")
+		t.Fatal("10 sends in a row never hit a limit of 3 a second shared by replicas A and B")
 	}
 	limited.fails(t, 429, "rate_limited", "")
 	if limited.header.Get("Retry-After") == "" {

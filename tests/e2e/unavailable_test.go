@@ -15,6 +15,7 @@ import (
 // A replica whose Redis goes away answers 503 unavailable with Retry-After, promptly, and
 // readiness says so; it does not hang or answer 500.
 func TestRedisUnavailable(t *testing.T) {
+	requireStack(t, "a replica on a Redis of its own, stopped mid-test")
 	tn := newTenant(t)
 	addr, stopRedis, err := testenv.StartRedis(t.Context())
 	if err != nil {
@@ -48,6 +49,7 @@ func TestRedisUnavailable(t *testing.T) {
 // With DynamoDB unreachable and nothing cached, requests fail closed with 503 — not 401, not a
 // hang past the request timeout.
 func TestDynamoUnavailable(t *testing.T) {
+	requireStack(t, "a replica on an unreachable DynamoDB")
 	tn := newTenant(t)
 	port, err := testenv.FreePort()
 	if err != nil {
