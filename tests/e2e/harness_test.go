@@ -66,6 +66,8 @@ type world struct {
 	ring      *keys.Ring
 
 	a, b *httptest.Server
+	// waiters counts the receives parked in long polls on a and b.
+	waiters func() int
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -155,12 +157,15 @@ func runStack(m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer closeA()
+	ra := lastReplica
 	b, closeB, err := w.replica(ctx, stack.Options{})
 	if err != nil {
 		return 1, err
 	}
 	defer closeB()
+	rb := lastReplica
 	w.a, w.b = a, b
+	w.waiters = func() int { return ra.Engine.Watchers() + rb.Engine.Watchers() }
 	return m.Run(), nil
 }
 
@@ -170,9 +175,16 @@ func runEmbedded(m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer closeNode()
-	w = &world{backend: backendEmbedded, a: srv, b: srv, seen: map[string]bool{}}
+	n := lastNode
+	w = &world{backend: backendEmbedded, a: srv, b: srv, seen: map[string]bool{}, waiters: n.Engine.Watchers}
 	return m.Run(), nil
 }
+
+// The replica or node most recently built by w.replica or openNode (set-up is sequential).
+var (
+	lastReplica *stack.Replica
+	lastNode    *embedded.Node
+)
 
 // requireStack skips t on every backend but the production stack; why says what the test
 // needs that only the stack has.
@@ -202,6 +214,7 @@ func openNode(o embedded.Options) (*httptest.Server, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
+	lastNode = n
 	srv := httptest.NewServer(n.Handler())
 	return srv, func() { n.Drain(); srv.Close(); _ = n.Close(); _ = os.RemoveAll(dir) }, nil
 }
@@ -228,6 +241,7 @@ func (w *world) replica(ctx context.Context, o stack.Options) (*httptest.Server,
 	if err != nil {
 		return nil, nil, err
 	}
+	lastReplica = r
 	srv := httptest.NewServer(r.Handler())
 	return srv, func() { r.Drain(); srv.Close(); _ = r.Close() }, nil
 }

@@ -290,22 +290,18 @@ func TestDeleteWakesWaiters(t *testing.T) {
 	tn.queue(t, "doomed", nil)
 	done := make(chan resp, 1)
 	go func() { done <- tn.b.do("POST", "/v1/queues/doomed/receive", map[string]any{"waitSeconds": 20}) }()
-	// Wait until B's receive is registered as a waiter (Redis pub/sub wake-ups are per queue,
-	// so the send-side cannot tell; give the request a moment by polling the connection count).
-	for range 200 {
-		if w.rdb == nil { // embedded: wake-ups are in-process
-			break
+	// Delete once B's receive is parked in its long poll, so the deletion must wake it.
+	deadline := time.Now().Add(10 * time.Second)
+	for w.waiters() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the receive never started waiting")
 		}
-		if n, _ := w.rdb.PubSubNumSub(t.Context(), "queues:wake").Result(); len(n) >= 0 {
-			break
-		}
+		time.Sleep(5 * time.Millisecond) // no event marks "request is parked"; poll the counter
 	}
 	tn.a.do("DELETE", "/v1/queues/doomed", nil).must(t, 204)
 	select {
 	case r := <-done:
-		if r.status != 404 && !(r.status == 200 && len(r.list("messages")) == 0) {
-			t.Fatalf("waiting receive on a deleted queue answered %d %s", r.status, r.raw)
-		}
+		r.fails(t, 404, "not_found", "")
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiting receive on a deleted queue did not answer")
 	}

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queueshq/queues/pkg/engine/internal/watch"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -89,8 +90,7 @@ type Engine struct {
 	stopped  chan struct{}
 	cleaning chan ids.ID
 
-	wmu      sync.Mutex
-	watchers map[ids.ID]map[*watcher]struct{}
+	watch watch.Hub // waiting receives of this process
 
 	closeOnce sync.Once
 	bg        sync.WaitGroup
@@ -98,8 +98,6 @@ type Engine struct {
 }
 
 var _ engine.Engine = (*Engine)(nil)
-
-type watcher struct{ ch chan struct{} }
 
 // commitOp is one operation's writes, applied in the committer's transaction.
 type commitOp struct {
@@ -132,7 +130,6 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		cleaning: make(chan ids.ID, 1024),
-		watchers: map[ids.ID]map[*watcher]struct{}{},
 		bgStop:   make(chan struct{}),
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
@@ -490,36 +487,9 @@ func (e *Engine) queueOf(id ids.ID, t engine.Type) *queue {
 
 // Watch registers a watcher of the queue's wake-ups (sends, releases, settles that unblock a
 // fifo group, purge, delete, dead-letter arrivals).
-func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) {
-	w := &watcher{ch: make(chan struct{}, 1)}
-	e.wmu.Lock()
-	set := e.watchers[q]
-	if set == nil {
-		set = map[*watcher]struct{}{}
-		e.watchers[q] = set
-	}
-	set[w] = struct{}{}
-	e.wmu.Unlock()
-	return w.ch, sync.OnceFunc(func() {
-		e.wmu.Lock()
-		defer e.wmu.Unlock()
-		delete(e.watchers[q], w)
-		if len(e.watchers[q]) == 0 {
-			delete(e.watchers, q)
-		}
-	})
-}
+func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) { return e.watch.Watch(q) }
 
-func (e *Engine) notify(q ids.ID) {
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
-	for w := range e.watchers[q] {
-		select {
-		case w.ch <- struct{}{}:
-		default: // a signal is already pending; they coalesce
-		}
-	}
-}
+func (e *Engine) notify(q ids.ID) { e.watch.Notify(q) }
 
 // ctxErr passes the caller's cancellation through before any change.
 func ctxErr(ctx context.Context) error {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queueshq/queues/pkg/engine/internal/watch"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -85,8 +86,7 @@ type Engine struct {
 	ps       *redis.PubSub
 	listened chan struct{}
 
-	wmu      sync.Mutex
-	watchers map[ids.ID]map[*watcher]struct{}
+	watch watch.Hub // waiting receives of this process
 
 	pmu   sync.Mutex
 	parts map[ids.ID]partCount
@@ -102,8 +102,6 @@ type partCount struct {
 	n  int
 	at time.Time
 }
-
-type watcher struct{ ch chan struct{} }
 
 // New returns an engine on rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring; the
 // caller keeps ownership and closes it after the Engine). It refuses a server whose
@@ -141,7 +139,6 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		log:      opts.Logger,
 		ps:       ps,
 		listened: make(chan struct{}),
-		watchers: map[ids.ID]map[*watcher]struct{}{},
 		parts:    map[ids.ID]partCount{},
 		gcCursor: map[ids.ID]uint64{},
 	}
@@ -299,25 +296,7 @@ func (e *Engine) grow(ctx context.Context, q ids.ID, seen int, now int64) {
 
 // Watch registers a watcher of the queue's wake-ups (sends, releases, purge, delete), from
 // any replica: they arrive over the engine's one pub/sub subscription.
-func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) {
-	w := &watcher{ch: make(chan struct{}, 1)}
-	e.wmu.Lock()
-	set := e.watchers[q]
-	if set == nil {
-		set = map[*watcher]struct{}{}
-		e.watchers[q] = set
-	}
-	set[w] = struct{}{}
-	e.wmu.Unlock()
-	return w.ch, sync.OnceFunc(func() {
-		e.wmu.Lock()
-		defer e.wmu.Unlock()
-		delete(e.watchers[q], w)
-		if len(e.watchers[q]) == 0 {
-			delete(e.watchers, q)
-		}
-	})
-}
+func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) { return e.watch.Watch(q) }
 
 // listen delivers wake-ups until the subscription closes (go-redis reconnects it meanwhile).
 func (e *Engine) listen(ch <-chan *redis.Message) {
@@ -331,16 +310,7 @@ func (e *Engine) listen(ch <-chan *redis.Message) {
 	}
 }
 
-func (e *Engine) notify(q ids.ID) {
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
-	for w := range e.watchers[q] {
-		select {
-		case w.ch <- struct{}{}:
-		default: // a signal is already pending; they coalesce
-		}
-	}
-}
+func (e *Engine) notify(q ids.ID) { e.watch.Notify(q) }
 
 // publish wakes the queue's watchers on every replica.
 func (e *Engine) publish(ctx context.Context, q ids.ID) {
