@@ -422,33 +422,39 @@ func (s *Store) GetProject(ctx context.Context, id ids.ID) (meta.Project, error)
 
 // ListProjects lists projects in id (creation) order.
 func (s *Store) ListProjects(ctx context.Context, page meta.Page) ([]meta.Project, string, error) {
-	start, err := decodeCursor(page.Cursor, projectsPK, func(sk string) bool {
+	return listByID(ctx, s, "project", projectsPK, page, projectItem.project)
+}
+
+// listByID pages through a partition whose sort keys are lowercase UUIDs (the project and
+// subscription listings), decoding each item as I and converting it to T.
+func listByID[I, T any](ctx context.Context, s *Store, what, pk string, page meta.Page, conv func(I) (T, error)) ([]T, string, error) {
+	start, err := decodeCursor(page.Cursor, pk, func(sk string) bool {
 		_, err := ids.ParseUUID(sk)
 		return err == nil && strings.ToLower(sk) == sk
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	items, next, err := s.query(ctx, "list projects", &dynamodb.QueryInput{
+	items, next, err := s.query(ctx, "list "+what+"s", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(projectsPK)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
 	}, start, page.Size())
 	if err != nil {
 		return nil, "", err
 	}
-	ps := make([]meta.Project, 0, len(items))
+	out := make([]T, 0, len(items))
 	for _, m := range items {
-		var it projectItem
+		var it I
 		if err := attributevalue.UnmarshalMap(m, &it); err != nil {
-			return nil, "", corrupt("project listing: %v", err)
+			return nil, "", corrupt("%s listing: %v", what, err)
 		}
-		p, err := it.project()
+		v, err := conv(it)
 		if err != nil {
 			return nil, "", err
 		}
-		ps = append(ps, p)
+		out = append(out, v)
 	}
-	return ps, next, nil
+	return out, next, nil
 }
 
 // ---- tokens ----

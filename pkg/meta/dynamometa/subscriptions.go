@@ -12,7 +12,6 @@ package dynamometa
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -196,31 +195,5 @@ func (s *Store) DeleteSubscription(ctx context.Context, queueID ids.ID) error {
 
 // ListSubscriptions lists every subscription in queue id order.
 func (s *Store) ListSubscriptions(ctx context.Context, page meta.Page) ([]meta.Subscription, string, error) {
-	start, err := decodeCursor(page.Cursor, subsPK, func(sk string) bool {
-		_, err := ids.ParseUUID(sk)
-		return err == nil && strings.ToLower(sk) == sk
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	items, next, err := s.query(ctx, "list subscriptions", &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(subsPK)},
-	}, start, page.Size())
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]meta.Subscription, 0, len(items))
-	for _, m := range items {
-		var it subItem
-		if err := attributevalue.UnmarshalMap(m, &it); err != nil {
-			return nil, "", corrupt("subscription listing: %v", err)
-		}
-		sub, err := it.subscription()
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, sub)
-	}
-	return out, next, nil
+	return listByID(ctx, s, "subscription", subsPK, page, subItem.subscription)
 }
