@@ -318,6 +318,9 @@ func (s *Server) receive(c echo.Context) error {
 // goneCheck is how often a waiting receive checks whether its queue was deleted.
 const goneCheck = 200 * time.Millisecond
 
+// repoll bounds how long a waiting receive goes without looking at its queue.
+const repoll = 2 * time.Second
+
 // longPoll receives, and while nothing is available waits up to wait for a wake-up from any
 // replica (a send, a release), for the time the next delayed or in-flight message becomes
 // visible, or for the server to drain. A queue deleted meanwhile answers 404.
@@ -351,6 +354,9 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 				left = max(until, time.Millisecond)
 			}
 		}
+		// Wake-ups travel over pub/sub, which drops messages while a subscription reconnects:
+		// look again now and then, so a lost wake-up costs at most this long.
+		left = min(left, repoll)
 		timer := time.NewTimer(left)
 	wait:
 		for {
