@@ -414,21 +414,11 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 		}
 		return 0
 	})
-	asks := make([]int, len(have))
-	left := want
-	for left > 0 {
-		dealt := false
-		for i := range have {
-			if left > 0 && asks[i] < have[i].groups {
-				asks[i]++
-				left--
-				dealt = true
-			}
-		}
-		if !dealt {
-			break
-		}
+	caps := make([]int, len(have))
+	for i, h := range have {
+		caps[i] = h.groups
 	}
+	asks, left := deal(want, caps)
 	asks[0] += left // a group may give several messages: the oldest partition gets the rest
 	var claims []claim
 	for i, a := range asks {

@@ -134,20 +134,11 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 		return engine.ReceiveResult{NextVisibleAt: timeOrZero(nextAt)}, nil
 	}
 	// Deal the rest out one at a time, so it spreads over the partitions.
-	asks := make([]int, len(have))
-	for left > 0 {
-		dealt := false
-		for i := range have {
-			if left > 0 && asks[i] < have[i].visible {
-				asks[i]++
-				left--
-				dealt = true
-			}
-		}
-		if !dealt {
-			break
-		}
+	caps := make([]int, len(have))
+	for i, h := range have {
+		caps[i] = h.visible
 	}
+	asks, _ := deal(left, caps)
 	var claims []claim
 	for i, a := range asks {
 		if a > 0 {
@@ -532,4 +523,26 @@ func timeOrZero(ms int64) (t time.Time) {
 		t = fromMs(ms)
 	}
 	return t
+}
+
+// deal hands want out one at a time, round robin, to slots that can take at most caps[i]
+// each, so a request spreads over the partitions that have work. It returns each slot's share
+// and what no slot could take.
+func deal(want int, caps []int) (asks []int, left int) {
+	asks = make([]int, len(caps))
+	left = want
+	for left > 0 {
+		dealt := false
+		for i := range caps {
+			if left > 0 && asks[i] < caps[i] {
+				asks[i]++
+				left--
+				dealt = true
+			}
+		}
+		if !dealt {
+			break
+		}
+	}
+	return asks, left
 }
