@@ -2,63 +2,14 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/pkg/testenv"
 )
-
-// failTagHook fails, without sending them, the script calls on keys under one hash tag.
-type failTagHook struct {
-	tag string
-	on  atomic.Bool
-}
-
-func (h *failTagHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *failTagHook) hit(cmd redis.Cmder) bool {
-	if !h.on.Load() || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
-		return false
-	}
-	for _, a := range cmd.Args() {
-		if s, ok := a.(string); ok && strings.HasPrefix(s, h.tag) {
-			return true
-		}
-	}
-	return false
-}
-
-func (h *failTagHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.hit(cmd) {
-			cmd.SetErr(errors.New("injected failure"))
-			return cmd.Err()
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *failTagHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		var pass []redis.Cmder
-		for _, cmd := range cmds {
-			if h.hit(cmd) {
-				cmd.SetErr(errors.New("injected failure"))
-				continue
-			}
-			pass = append(pass, cmd)
-		}
-		if len(pass) == 0 {
-			return nil
-		}
-		return next(ctx, pass)
-	}
-}
 
 // A fifo send whose partitions fail partly answers 200 with the stored messages in `messages`
 // and the others in `failed` (unavailable), never 503 for the whole after a partial write.
@@ -75,8 +26,8 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: w.redisAddr})
 	defer rdb.Close()
-	hook := &failTagHook{tag: "{q:" + qid + ":1}"}
-	hook.on.Store(true)
+	hook := &testenv.FailScripts{Tag: "{q:" + qid + ":1}"}
+	hook.On.Store(true)
 	rdb.AddHook(hook)
 	srv, closeReplica, err := w.replica(context.Background(), stack.Options{Redis: rdb, SweepEvery: -1})
 	if err != nil {
@@ -117,7 +68,7 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 		if len(seen) != 10 {
 			t.Fatalf("indexes: %s", r.raw)
 		}
-		hook.on.Store(false)
+		hook.On.Store(false)
 		if n := tn.a.counts(t, "partial")["visible"]; n != float64(len(sent)) {
 			t.Fatalf("%v visible messages, want %d (the stored ones)", n, len(sent))
 		}

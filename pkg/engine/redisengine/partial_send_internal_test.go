@@ -2,65 +2,12 @@ package redisengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/testenv"
 )
-
-// failPartitionHook fails, without sending them, the script calls whose keys are in one
-// partition of one queue.
-type failPartitionHook struct {
-	tag string
-	on  atomic.Bool
-}
-
-func (h *failPartitionHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *failPartitionHook) hit(cmd redis.Cmder) bool {
-	name := cmd.Name()
-	if !h.on.Load() || name != "evalsha" && name != "eval" {
-		return false
-	}
-	for _, a := range cmd.Args() {
-		if s, ok := a.(string); ok && strings.HasPrefix(s, h.tag) {
-			return true
-		}
-	}
-	return false
-}
-
-func (h *failPartitionHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.hit(cmd) {
-			cmd.SetErr(errors.New("injected failure"))
-			return cmd.Err()
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *failPartitionHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		var pass []redis.Cmder
-		for _, cmd := range cmds {
-			if h.hit(cmd) {
-				cmd.SetErr(errors.New("injected failure"))
-				continue
-			}
-			pass = append(pass, cmd)
-		}
-		if len(pass) == 0 {
-			return nil
-		}
-		return next(ctx, pass)
-	}
-}
 
 // TestFIFOSendPartialFailure: a fifo send spanning two partitions, one of whose scripts
 // fails, answers per message: the other partition's messages are stored and reported, the
@@ -91,8 +38,8 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 		t.Fatalf("the groups all landed in one partition: %v", groupIn)
 	}
 
-	hook := &failPartitionHook{tag: keysOf(q.ID, 1).tag}
-	hook.on.Store(true)
+	hook := &testenv.FailScripts{Tag: keysOf(q.ID, 1).tag}
+	hook.On.Store(true)
 	rdb.AddHook(hook)
 	res, err := e.Send(ctx, q, []engine.Message{
 		{Body: "ok", GroupID: groupIn[0], DedupID: "d-ok"},
@@ -113,7 +60,7 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 	if r := res[1]; r.Err == nil || !r.MessageID.IsZero() {
 		t.Fatalf("result 1: %+v, want an error (its partition failed)", r)
 	}
-	hook.on.Store(false)
+	hook.On.Store(false)
 	st, err := e.Stats(ctx, q)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +75,7 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 	}
 
 	// Only the failing partition: nothing stored, so the send fails whole.
-	hook.on.Store(true)
+	hook.On.Store(true)
 	if res, err := e.Send(ctx, q, []engine.Message{{Body: "lost again", GroupID: groupIn[1]}}); err == nil {
 		t.Fatalf("send to the failing partition only: %+v, want an error", res)
 	}
