@@ -63,10 +63,13 @@ func Run(t *testing.T, h Harness) {
 		{"DeadLetterWithoutRedrive", testDeadLetterNoRedrive},
 		{"RetentionLazy", testRetentionLazy},
 		{"RetentionSweep", testRetentionSweep},
+		{"RetentionShortened", testRetentionShortened},
 		{"Purge", testPurge},
 		{"DeleteQueue", testDeleteQueue},
 		{"Counts", testCounts},
 		{"Browse", testBrowse},
+		{"BrowseWhileReceiving", testBrowseWhileReceiving},
+		{"PurgeThenBrowse", testPurgeThenBrowse},
 		{"Watch", testWatch},
 		{"ReceiveMax", testReceiveMax},
 		{"ConcurrentConsumers", testConcurrentConsumers},
@@ -653,6 +656,41 @@ func testRetentionSweep(t *testing.T, s *suite) {
 	wantNil(t, "second sweep", s.e.Sweep(s.ctx, []engine.Queue{q}))
 }
 
+// testRetentionShortened: a new retention applies to messages sent from then on (SPEC §3), so
+// after it is shortened newer messages expire before older ones, and both are removed on time.
+func testRetentionShortened(t *testing.T, s *suite) {
+	q := s.queue(withRetention(time.Hour))
+	s.send(q, "long-1", "long-2")
+	s.clk.Advance(time.Second)
+	q.Retention = time.Minute
+	s.send(q, "short-1", "short-2")
+	s.clk.Advance(time.Second)
+	q.Retention = time.Hour
+	s.send(q, "long-3")
+	s.wantCounts(q, 5, 0, 0)
+	s.clk.Advance(time.Minute)
+	wantNil(t, "sweep", s.e.Sweep(s.ctx, []engine.Queue{q}))
+	s.wantCounts(q, 3, 0, 0)
+	got := bodies(s.receive(q, 10, time.Minute))
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"long-1", "long-2", "long-3"}) {
+		t.Fatalf("received %v after the short retention ended, want the three long ones", got)
+	}
+	s.clk.Advance(time.Hour)
+	wantNil(t, "sweep", s.e.Sweep(s.ctx, []engine.Queue{q}))
+	s.wantCounts(q, 0, 0, 0)
+
+	// Expired messages are never delivered, even before a sweep.
+	q.Retention = time.Hour
+	s.send(q, "later-long")
+	q.Retention = time.Minute
+	s.send(q, "later-short")
+	s.clk.Advance(time.Minute)
+	if got := bodies(s.receive(q, 10, time.Minute)); !slices.Equal(got, []string{"later-long"}) {
+		t.Fatalf("received %v, want only later-long", got)
+	}
+}
+
 func testPurge(t *testing.T, s *suite) {
 	q := s.queue()
 	s.send(q, "a", "b")
@@ -814,6 +852,83 @@ func testBrowse(t *testing.T, s *suite) {
 	wantNil(t, "browse", err)
 	_, err = s.e.Browse(s.ctx, q, engine.BrowseRequest{State: engine.StateDelayed, Limit: 1, Cursor: page.NextCursor})
 	wantCode(t, "browse with another state's cursor", err, apierr.InvalidArgument)
+}
+
+// browseAll pages through one state from cursor with the given page size.
+func (s *suite) browseAll(q engine.Queue, state engine.State, limit int, cursor string) []string {
+	s.t.Helper()
+	var got []string
+	for pages := 0; ; pages++ {
+		if pages > 50 {
+			s.t.Fatalf("browse %s: no end after 50 pages", state)
+		}
+		page, err := s.e.Browse(s.ctx, q, engine.BrowseRequest{State: state, Limit: limit, Cursor: cursor})
+		wantNil(s.t, "browse", err)
+		for _, m := range page.Messages {
+			got = append(got, m.Body)
+		}
+		if page.NextCursor == "" {
+			return got
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// testBrowseWhileReceiving: a cursor stays good while receives take messages from the front:
+// the next page neither repeats nor skips a message still visible.
+func testBrowseWhileReceiving(t *testing.T, s *suite) {
+	q := s.queue()
+	var all []string
+	for i := range 8 {
+		all = append(all, fmt.Sprintf("m-%d", i))
+	}
+	s.send(q, all...)
+	page, err := s.e.Browse(s.ctx, q, engine.BrowseRequest{State: engine.StateVisible, Limit: 3})
+	wantNil(t, "browse", err)
+	if len(page.Messages) != 3 || page.NextCursor == "" {
+		t.Fatalf("first page: %d messages, cursor %q", len(page.Messages), page.NextCursor)
+	}
+	seen := map[string]bool{}
+	for _, m := range page.Messages {
+		seen[m.Body] = true
+	}
+	taken := map[string]bool{}
+	for _, m := range s.receive(q, 2, time.Hour) {
+		taken[m.Body] = true
+	}
+	rest := s.browseAll(q, engine.StateVisible, 2, page.NextCursor)
+	for _, b := range rest {
+		if seen[b] || taken[b] {
+			t.Fatalf("after the cursor: %q again (seen %v, received %v)", b, seen, taken)
+		}
+		seen[b] = true
+	}
+	for _, b := range all {
+		if !seen[b] && !taken[b] {
+			t.Fatalf("browse skipped %q (first page and rest %v, received %v)", b, seen, taken)
+		}
+	}
+}
+
+// testPurgeThenBrowse: a cursor from before a purge neither shows a purged message nor skips
+// one sent after the purge.
+func testPurgeThenBrowse(t *testing.T, s *suite) {
+	q := s.queue()
+	s.send(q, "a", "b", "c", "d")
+	page, err := s.e.Browse(s.ctx, q, engine.BrowseRequest{State: engine.StateVisible, Limit: 2})
+	wantNil(t, "browse", err)
+	wantNil(t, "purge", s.e.Purge(s.ctx, q))
+	s.send(q, "after-1", "after-2", "after-3")
+	got := s.browseAll(q, engine.StateVisible, 10, page.NextCursor)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"after-1", "after-2", "after-3"}) {
+		t.Fatalf("browse from a cursor taken before the purge: %v", got)
+	}
+	all := s.browseAll(q, engine.StateVisible, 10, "")
+	slices.Sort(all)
+	if !slices.Equal(all, []string{"after-1", "after-2", "after-3"}) {
+		t.Fatalf("browse after the purge: %v", all)
+	}
 }
 
 func waitSignal(t *testing.T, ch <-chan struct{}, what string) {

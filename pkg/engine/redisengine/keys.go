@@ -11,7 +11,14 @@ import (
 // queue-level keys share {q:<queue id>}. Keys are built from ids only, except a fifo dedup
 // marker's, which ends in the dedup id after the hash tag.
 //
-//	{q:<id>:<p>}:r      ZSET  never-received messages, score = visible-from time (ms)
+//	{q:<id>:<p>}:l      LIST  never-received messages sent without delay, in send order: each
+//	                          element is id (16 raw bytes) + "sentAtMs|expiresAtMs|" + payload,
+//	                          so such a message costs one list element and nothing else; their
+//	                          expiry times never decrease along the list (send.lua), so expired
+//	                          ones are a prefix. Standard queues only.
+//	{q:<id>:<p>}:lh     STRING elements ever removed from the head of l (browse positions)
+//	{q:<id>:<p>}:r      ZSET  other never-received messages (delayed ones, dead-letter
+//	                          arrivals; fifo queues: all), score = visible-from time (ms)
 //	{q:<id>:<p>}:f      ZSET  received messages, score = visibility deadline (ms)
 //	{q:<id>:<p>}:m      HASH  message id (16 raw bytes) -> "attempt|receivedAtMs|expiresAtMs|sentAtMs|"
 //	                          followed by the payload (see payload.go): state and payload in one
@@ -19,7 +26,7 @@ import (
 //	{q:<id>:<p>}:s      HASH  message id -> state, of messages stored before state moved into m
 //	                          (their m field is the payload alone, which starts with byte 1): still
 //	                          read, removed when such a message is received or deleted
-//	{q:<id>:<p>}:x      ZSET  message id -> expiresAt (ms), for retention
+//	{q:<id>:<p>}:x      ZSET  message id -> expiresAt (ms) of the messages in m, for retention
 //	{q:<id>:<p>}:o      HASH  dead-letter outbox: message id -> moved message (payload + state)
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
 //	{q:<id>}:p          HASH  n = partition count (absent: 1), at = last growth (ms)
@@ -59,6 +66,7 @@ import (
 // partKeys are the keys of one queue partition.
 type partKeys struct {
 	tag              string
+	l, lh            string
 	r, f, m, s, x, o string
 	gm, gi, gs, gl   string // fifo
 	gt               string
@@ -69,6 +77,8 @@ func keysOf(q ids.ID, p int) partKeys {
 	tag := "{q:" + q.String() + ":" + strconv.Itoa(p) + "}"
 	return partKeys{
 		tag: tag,
+		l:   tag + ":l",
+		lh:  tag + ":lh",
 		r:   tag + ":r",
 		f:   tag + ":f",
 		m:   tag + ":m",
@@ -90,15 +100,16 @@ func (k partKeys) rate(sec int64) string { return k.tag + ":c:" + strconv.Format
 // messages are the keys holding messages (the settle scripts' first five keys).
 func (k partKeys) messages() []string { return []string{k.r, k.f, k.m, k.s, k.x} }
 
-// purged are the keys a purge removes: messages and, on fifo queues, their groups (not the
-// outbox, whose messages have left the queue, nor dedup outcomes, which outlive a purge).
+// purged are the keys a purge removes (after l and lh, which purgepart.lua needs first):
+// messages and, on fifo queues, their groups (not the outbox, whose messages have left the
+// queue, nor dedup outcomes, which outlive a purge, nor the list head position).
 func (k partKeys) purged() []string {
-	return []string{k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl, k.gt}
+	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl, k.gt}
 }
 
 // all are every long-lived key of the partition.
 func (k partKeys) all() []string {
-	return []string{k.r, k.f, k.m, k.s, k.x, k.o, k.gm, k.gi, k.gs, k.gl, k.gt, k.dd}
+	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.o, k.gm, k.gi, k.gs, k.gl, k.gt, k.dd}
 }
 
 // fifo are the first keys of the fifo scripts: messages, then gm, gi, gs, gl.

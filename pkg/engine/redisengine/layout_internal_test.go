@@ -84,3 +84,56 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func redisZ(score int64, id ids.ID) redis.Z {
 	return redis.Z{Score: float64(score), Member: string(id[:])}
 }
+
+// A message sent without delay is one element of the partition's list and nothing else until
+// it is received; a delayed one, or one sent after the retention was shortened, is indexed in
+// m, r and x. Receiving from the list moves a message into m, f and x, and acknowledging it
+// leaves no key behind.
+func TestListHoldsFreshMessages(t *testing.T) {
+	e, rdb, _ := newInternal(t)
+	ctx := context.Background()
+	q := engine.Queue{ID: ids.New(), Type: engine.Standard, VisibilityTimeout: time.Minute, Retention: time.Hour}
+	k := keysOf(q.ID, 0)
+	if _, err := e.Send(ctx, q, []engine.Message{{Body: "a"}, {Body: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	sizes := func() [5]int64 {
+		return [5]int64{rdb.LLen(ctx, k.l).Val(), rdb.HLen(ctx, k.m).Val(), rdb.ZCard(ctx, k.r).Val(),
+			rdb.ZCard(ctx, k.f).Val(), rdb.ZCard(ctx, k.x).Val()}
+	}
+	if got := sizes(); got != [5]int64{2, 0, 0, 0, 0} {
+		t.Fatalf("after two sends: l, m, r, f, x = %v", got)
+	}
+	d := time.Minute
+	if _, err := e.Send(ctx, q, []engine.Message{{Body: "delayed", Delay: &d}}); err != nil {
+		t.Fatal(err)
+	}
+	short := q
+	short.Retention = time.Minute
+	if _, err := e.Send(ctx, short, []engine.Message{{Body: "short"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sizes(); got != [5]int64{2, 2, 2, 0, 2} {
+		t.Fatalf("after a delayed send and one with a shorter retention: l, m, r, f, x = %v", got)
+	}
+	res, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})
+	if err != nil || len(res.Messages) != 3 {
+		t.Fatalf("receive: %d, %v", len(res.Messages), err)
+	}
+	if got := sizes(); got != [5]int64{0, 4, 1, 3, 4} {
+		t.Fatalf("after the receive: l, m, r, f, x = %v", got)
+	}
+	if n := rdb.Get(ctx, k.lh).Val(); n != "2" {
+		t.Fatalf("list head position %q, want 2", n)
+	}
+	var ds []engine.Delivery
+	for _, m := range res.Messages {
+		ds = append(ds, m.Delivery)
+	}
+	if _, err := e.Ack(ctx, q, ds); err != nil {
+		t.Fatal(err)
+	}
+	if got := sizes(); got != [5]int64{0, 1, 1, 0, 1} {
+		t.Fatalf("after the ack: l, m, r, f, x = %v", got)
+	}
+}

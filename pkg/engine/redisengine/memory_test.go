@@ -20,7 +20,8 @@ import (
 // TestMemoryBeyondBody measures Redis memory per queued message beyond its body: used_memory
 // before and after sending N messages (1 KiB bodies, no attributes) to one partition of a
 // standard queue, less N bodies. N is 20,000, or $QUEUES_MEMTEST_N (the README's figure uses
-// 1,000,000); $QUEUES_MEMTEST_BODY sets the body size. It logs each key's MEMORY USAGE too.
+// 1,000,000); $QUEUES_MEMTEST_BODY sets the body size. It logs each key's MEMORY USAGE too,
+// and fails above 200 bytes beyond the body (the budget; $QUEUES_MEMTEST_LIMIT).
 func TestMemoryBeyondBody(t *testing.T) {
 	n := envInt(t, "QUEUES_MEMTEST_N", 20_000)
 	bodyLen := envInt(t, "QUEUES_MEMTEST_BODY", 1024)
@@ -72,7 +73,7 @@ func TestMemoryBeyondBody(t *testing.T) {
 		enc, _ := rdb.ObjectEncoding(ctx, k).Result()
 		t.Logf("  %-50s %-6s %-10s %12d bytes, %.1f per message", k, typ, enc, u, float64(u)/float64(n))
 	}
-	if limit := float64(envInt(t, "QUEUES_MEMTEST_LIMIT", 0)); limit > 0 && per1-float64(bodyLen) > limit {
+	if limit := float64(envInt(t, "QUEUES_MEMTEST_LIMIT", 200)); limit > 0 && per1-float64(bodyLen) > limit {
 		t.Errorf("%.1f bytes per message beyond the body, want at most %.0f", per1-float64(bodyLen), limit)
 	}
 }

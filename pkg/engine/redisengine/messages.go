@@ -39,8 +39,8 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	k := keysOf(q.ID, p)
 	now := e.nowMs()
 	expires := now + retention(q).Milliseconds()
-	args := make([]any, 0, 3+4*len(msgs))
-	args = append(args, now, e.opts.Channel, q.ID.String())
+	args := make([]any, 0, 4+3*len(msgs))
+	args = append(args, now, e.opts.Channel, q.ID.String(), expires)
 	res := make([]engine.SendResult, len(msgs))
 	for i, m := range msgs {
 		id := ids.New()
@@ -49,10 +49,10 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 			delay = *m.Delay
 		}
 		pl := payload{Body: m.Body, Attributes: m.Attributes}
-		args = append(args, string(id[:]), pl.encode(), now+max(delay, 0).Milliseconds(), expires)
+		args = append(args, string(id[:]), pl.encode(), now+max(delay, 0).Milliseconds())
 		res[i] = engine.SendResult{MessageID: id, Partition: p}
 	}
-	rate, err := sendScript.Run(ctx, e.rdb, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000)}, args...).Int64()
+	rate, err := sendScript.Run(ctx, e.rdb, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.l}, args...).Int64()
 	if err != nil {
 		return nil, e.wrap(ctx, "send", err)
 	}
@@ -98,7 +98,7 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{peekScript, []string{k.r, k.f}, []any{now}}
+		calls[p] = scriptCall{peekScript, []string{k.r, k.f, k.l}, []any{now}}
 	}
 	cmds := e.run(ctx, calls)
 	type avail struct{ p, visible int }
@@ -175,7 +175,7 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 				[]any{now, c.n, vis, maxrc, 2*c.n + 10, 3*c.n + 10, engine.RedriveReason}}
 			continue
 		}
-		calls[i] = scriptCall{receiveScript, []string{k.r, k.f, k.m, k.s, k.x, k.o},
+		calls[i] = scriptCall{receiveScript, []string{k.r, k.f, k.m, k.s, k.x, k.o, k.l, k.lh},
 			[]any{now, c.n, vis, maxrc, 3 * c.n, engine.RedriveReason}}
 	}
 	cmds := e.run(ctx, calls)

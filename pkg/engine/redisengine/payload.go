@@ -138,3 +138,30 @@ func parseOutbox(id, v string) (outboxEntry, error) {
 	}
 	return outboxEntry{ID: mid, At: at, SentAt: sent, Reason: parts[4][:rlen], Payload: parts[4][rlen:]}, nil
 }
+
+// listed is an element of a partition's list l: id (16 raw bytes) + "sentAtMs|expiresAtMs|"
+// + payload (see keys.go).
+type listed struct {
+	ID        ids.ID
+	SentAt    int64
+	ExpiresAt int64
+	Payload   string
+}
+
+func parseListed(v string) (listed, error) {
+	bad := errors.New("malformed list element")
+	if len(v) < 16 {
+		return listed{}, bad
+	}
+	id, _ := ids.FromBytes([]byte(v[:16]))
+	parts := strings.SplitN(v[16:], "|", 3)
+	if len(parts) != 3 {
+		return listed{ID: id}, bad
+	}
+	sa, err1 := strconv.ParseInt(parts[0], 10, 64)
+	ea, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || sa < 0 || ea < 0 {
+		return listed{ID: id}, bad
+	}
+	return listed{ID: id, SentAt: sa, ExpiresAt: ea, Payload: parts[2]}, nil
+}

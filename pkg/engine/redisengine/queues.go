@@ -35,13 +35,14 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for p := range n {
-			pipe.Unlink(ctx, keysOf(q.ID, p).purged()...)
+	calls := make([]scriptCall, n)
+	for p := range n {
+		calls[p] = scriptCall{purgePartScript, keysOf(q.ID, p).purged(), nil}
+	}
+	for _, cmd := range e.run(ctx, calls) {
+		if err := cmd.Err(); err != nil {
+			return e.wrap(ctx, "purge", err)
 		}
-		return nil
-	}); err != nil {
-		return e.wrap(ctx, "purge", err)
 	}
 	e.publish(ctx, q.ID)
 	return nil
@@ -82,7 +83,7 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x}, []any{now, oldestSample}}
+		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x, k.l}, []any{now, oldestSample}}
 	}
 	st := engine.Stats{Partitions: n}
 	var oldest int64
@@ -112,28 +113,32 @@ const (
 // scoreInf stands for +inf as an inclusive maximum score: beyond every time in ms.
 const scoreInf = "9007199254740992"
 
-// segment is one zset of one partition, in browse order.
+// segment is one structure of one partition, in browse order: its list l, or its zset r or f.
 type segment struct {
-	p        int
-	inflight bool // f rather than r
+	p    int
+	kind byte // 'l', 'r' or 'f'
 }
+
+// segsPerPartition bounds the segments a state has per partition (visible: l, r and f).
+const segsPerPartition = 3
 
 func segments(s engine.State, n int) []segment {
 	var out []segment
 	for p := range n {
 		switch s {
 		case engine.StateVisible:
-			out = append(out, segment{p, false}, segment{p, true})
+			out = append(out, segment{p, 'l'}, segment{p, 'r'}, segment{p, 'f'})
 		case engine.StateInFlight:
-			out = append(out, segment{p, true})
+			out = append(out, segment{p, 'f'})
 		case engine.StateDelayed:
-			out = append(out, segment{p, false})
+			out = append(out, segment{p, 'r'})
 		}
 	}
 	return out
 }
 
-// browseCursor is where a page ended: segment index, score and message id.
+// browseCursor is where a page ended: segment index, score (in a list segment: the element's
+// position) and message id.
 type browseCursor struct {
 	seg   int
 	score int64
@@ -157,7 +162,7 @@ func decodeCursor(s engine.State, v string) (browseCursor, error) {
 	}
 	seg, err1 := strconv.Atoi(parts[1])
 	score, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || seg < 0 || seg >= 2*engine.MaxPartitions {
+	if err1 != nil || err2 != nil || seg < 0 || seg >= segsPerPartition*engine.MaxPartitions {
 		return browseCursor{}, bad
 	}
 	return browseCursor{seg: seg, score: score, id: parts[3]}, nil
@@ -203,29 +208,63 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	for si < len(segs) && len(page.Messages) < limit {
 		sg := segs[si]
 		k := keysOf(q.ID, sg.p)
-		z := k.r
-		if sg.inflight {
-			z = k.f
-		}
 		ask := limit - len(page.Messages)
-		curScore, curID := "0", ""
-		if hasCur {
-			curScore, curID = strconv.FormatInt(cur.score, 10), cur.id
-		}
-		vals, err := browseScript.Run(ctx, e.rdb, []string{z, k.m, k.s}, minS, maxS, ask, curScore, curID).Slice()
-		if err != nil {
-			return engine.BrowsePage{}, e.wrap(ctx, "browse", err)
-		}
-		for i := 0; i+3 < len(vals); i += 4 {
-			score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
-			cur, hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
-			last = cur
-			m, ok := e.browsed(req.State, vals[i], score, vals[i+2], vals[i+3], now)
-			if ok {
-				page.Messages = append(page.Messages, m)
+		got := 0
+		if sg.kind == 'l' {
+			from := int64(0)
+			if hasCur {
+				from = cur.score + 1
+			}
+			vals, err := browseListScript.Run(ctx, e.rdb, []string{k.l, k.lh}, from, ask).Slice()
+			if err != nil || len(vals) == 0 {
+				return engine.BrowsePage{}, e.wrap(ctx, "browse", orBad(err))
+			}
+			first, _ := vals[0].(int64)
+			for i, v := range vals[1:] {
+				got++
+				l, err := parseListed(str(v))
+				cur, hasCur = browseCursor{seg: si, score: first + int64(i), id: string(l.ID[:])}, true
+				last = cur
+				if err != nil {
+					e.log.Error("redisengine: undecodable message in browse", "queue", q.ID.String(), "error", err)
+					continue
+				}
+				if m, ok := e.browsed(req.State, l.ID, l.SentAt, state{ExpiresAt: l.ExpiresAt, SentAt: l.SentAt}, l.Payload, now); ok {
+					page.Messages = append(page.Messages, m)
+				}
+			}
+		} else {
+			z := k.r
+			if sg.kind == 'f' {
+				z = k.f
+			}
+			curScore, curID := "0", ""
+			if hasCur {
+				curScore, curID = strconv.FormatInt(cur.score, 10), cur.id
+			}
+			vals, err := browseScript.Run(ctx, e.rdb, []string{z, k.m, k.s}, minS, maxS, ask, curScore, curID).Slice()
+			if err != nil {
+				return engine.BrowsePage{}, e.wrap(ctx, "browse", err)
+			}
+			for i := 0; i+3 < len(vals); i += 4 {
+				got++
+				score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
+				cur, hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
+				last = cur
+				id, ok := ids.FromBytes([]byte(str(vals[i])))
+				if !ok {
+					continue
+				}
+				st, err := parseState(str(vals[i+2]))
+				if err != nil {
+					continue // gone meanwhile (state false) or corrupt
+				}
+				if m, ok := e.browsed(req.State, id, score, st, str(vals[i+3]), now); ok {
+					page.Messages = append(page.Messages, m)
+				}
 			}
 		}
-		if len(vals)/4 < ask { // this segment is done
+		if got < ask { // this segment is done
 			si++
 			hasCur = false
 		}
@@ -236,17 +275,12 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	return page, nil
 }
 
-// browsed decodes one browsed message; ok is false for one that is gone, expired or corrupt.
-func (e *Engine) browsed(s engine.State, rawID any, score int64, rawState, rawPayload any, now int64) (engine.BrowsedMessage, bool) {
-	id, ok := ids.FromBytes([]byte(str(rawID)))
-	if !ok {
+// browsed decodes one browsed message; ok is false for one that is expired or corrupt.
+func (e *Engine) browsed(s engine.State, id ids.ID, score int64, st state, rawPayload string, now int64) (engine.BrowsedMessage, bool) {
+	if st.ExpiresAt <= now {
 		return engine.BrowsedMessage{}, false
 	}
-	st, err := parseState(str(rawState))
-	if err != nil || st.ExpiresAt <= now {
-		return engine.BrowsedMessage{}, false
-	}
-	pl, err := decodePayload(str(rawPayload))
+	pl, err := decodePayload(rawPayload)
 	if err != nil {
 		e.log.Error("redisengine: undecodable message in browse", "message", id.String(), "error", err)
 		return engine.BrowsedMessage{}, false
@@ -303,7 +337,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			}
 		} else {
 			for range sweepChunks {
-				deleted, err := expireScript.Run(ctx, e.rdb, k.messages(), now, sweepChunk).Int()
+				deleted, err := expireScript.Run(ctx, e.rdb, append(k.messages(), k.l, k.lh), now, sweepChunk).Int()
 				if err != nil {
 					return e.wrap(ctx, "sweep", err)
 				}

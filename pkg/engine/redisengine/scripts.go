@@ -27,6 +27,8 @@ var (
 	countsScript     = loadScript("counts")
 	peekScript       = loadScript("peek")
 	browseScript     = loadScript("browse")
+	browseListScript = loadScript("browselist")
+	purgePartScript  = loadScript("purgepart")
 	growScript       = loadScript("grow")
 	purgeGateScript  = loadScript("purgegate")
 

@@ -14,10 +14,15 @@ for i = 2, #ARGV, 2 do
 end
 -- A valid delivery's message was received, so it is in f, not r (a stray r entry would be
 -- dropped by the next receive anyway); an s field exists only for the layout before.
+local ids, olds = {}, {}
 for _, e in ipairs(ok) do
-  redis.call('ZREM', KEYS[2], e[1])
-  redis.call('HDEL', KEYS[3], e[1])
-  redis.call('ZREM', KEYS[5], e[1])
-  if e[2] then redis.call('HDEL', KEYS[4], e[1]) end
+  ids[#ids + 1] = e[1]
+  if e[2] then olds[#olds + 1] = e[1] end
 end
+if #ids > 0 then
+  redis.call('ZREM', KEYS[2], unpack(ids))
+  redis.call('HDEL', KEYS[3], unpack(ids))
+  redis.call('ZREM', KEYS[5], unpack(ids))
+end
+if #olds > 0 then redis.call('HDEL', KEYS[4], unpack(olds)) end
 return res

