@@ -67,4 +67,9 @@ else
   waitport "$http"
 fi
 export QUEUES_TOKEN
+# For profiling while it runs: curl -H "Authorization: Bearer $QUEUES_OPERATOR_TOKEN" \
+#   "$QUEUES_URL/debug/pprof/profile?seconds=5" (BENCH_ENV names a file to write both to).
+if [ -n "${BENCH_ENV:-}" ]; then
+  printf 'QUEUES_URL=%s\nQUEUES_OPERATOR_TOKEN=%s\nAPI_PID=%s\n' "$QUEUES_URL" "$QUEUES_OPERATOR_TOKEN" "${pids[-1]}" >"$BENCH_ENV"
+fi
 "$Q" bench "$@"

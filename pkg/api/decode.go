@@ -21,6 +21,9 @@ const jsonSpace = " \t\n\r"
 type object struct {
 	prefix string
 	fields map[string]json.RawMessage
+	// valid: the fast path split it out of a body already checked whole by json.Valid, so
+	// its values need no second check.
+	valid bool
 }
 
 // join builds a field path: join("messages[2]", "body") = "messages[2].body".
@@ -34,19 +37,25 @@ func join(prefix, name string) string {
 // parseObject decodes data as one JSON object with only the allowed keys (any key when none
 // are given). An empty body is an empty object when emptyOK.
 func parseObject(data []byte, prefix string, emptyOK bool, allowed ...string) (*object, *apierr.Error) {
+	return parseObjectIn(data, false, prefix, emptyOK, allowed...)
+}
+
+// parseObjectIn is parseObject of a value of an object checked whole (validated: the value
+// was split out of it by the fast path, so it is valid JSON).
+func parseObjectIn(data []byte, validated bool, prefix string, emptyOK bool, allowed ...string) (*object, *apierr.Error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		if emptyOK {
 			return &object{prefix: prefix, fields: map[string]json.RawMessage{}}, nil
 		}
 		return nil, apierr.Invalid(prefix, "a JSON object is required")
 	}
-	if fields, ok := fastObject(data); ok {
+	if fields, ok := fastObject(data, validated); ok {
 		for k := range fields {
 			if allowed != nil && !slices.Contains(allowed, k) {
 				return nil, apierr.Invalid(join(prefix, k), "unknown field %q", k)
 			}
 		}
-		return &object{prefix: prefix, fields: fields}, nil
+		return &object{prefix: prefix, fields: fields, valid: true}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var fields map[string]json.RawMessage
@@ -247,7 +256,7 @@ func (o *object) array(name string, lo, hi int) (items []json.RawMessage, ok boo
 	if !present {
 		return nil, false, nil
 	}
-	if fast, ok := fastArray(raw); ok {
+	if fast, ok := fastArray(raw, o.valid); ok {
 		items = fast
 	} else if e := json.Unmarshal(raw, &items); e != nil || o.isNull(name) {
 		return nil, false, apierr.Invalid(o.path(name), "must be an array")
@@ -260,7 +269,7 @@ func (o *object) array(name string, lo, hi int) (items []json.RawMessage, ok boo
 
 // child parses a nested object field.
 func (o *object) child(name string, allowed ...string) (*object, *apierr.Error) {
-	return parseObject(o.fields[name], o.path(name), false, allowed...)
+	return parseObjectIn(o.fields[name], o.valid, o.path(name), false, allowed...)
 }
 
 var (

@@ -13,10 +13,11 @@ import (
 // error. decode_fast_test.go checks both paths agree.
 
 // fastObject splits a valid JSON object into its fields; ok is false when the fast path does
-// not apply.
-func fastObject(data []byte) (fields map[string]json.RawMessage, ok bool) {
+// not apply. validated: data is known to be valid JSON (a value the fast path split out of a
+// body it checked), so it is not checked again.
+func fastObject(data []byte, validated bool) (fields map[string]json.RawMessage, ok bool) {
 	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' || !json.Valid(data) {
+	if i >= len(data) || data[i] != '{' || !validated && !json.Valid(data) {
 		return nil, false
 	}
 	fields = make(map[string]json.RawMessage, 8)
@@ -46,10 +47,10 @@ func fastObject(data []byte) (fields map[string]json.RawMessage, ok bool) {
 }
 
 // fastArray splits a valid JSON array into its elements; ok is false when the fast path does
-// not apply.
-func fastArray(data []byte) (items []json.RawMessage, ok bool) {
+// not apply (validated: as for fastObject).
+func fastArray(data []byte, validated bool) (items []json.RawMessage, ok bool) {
 	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '[' || !json.Valid(data) {
+	if i >= len(data) || data[i] != '[' || !validated && !json.Valid(data) {
 		return nil, false
 	}
 	items = []json.RawMessage{}

@@ -16,7 +16,7 @@ func FuzzFastDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if fields, ok := fastObject(data); ok {
+		if fields, ok := fastObject(data, false); ok {
 			var std map[string]json.RawMessage
 			dec := json.NewDecoder(bytes.NewReader(data))
 			if err := dec.Decode(&std); err != nil || std == nil || dec.More() {
@@ -31,7 +31,7 @@ func FuzzFastDecode(f *testing.F) {
 				}
 			}
 		}
-		if items, ok := fastArray(data); ok {
+		if items, ok := fastArray(data, false); ok {
 			var std []json.RawMessage
 			if err := json.Unmarshal(data, &std); err != nil || std == nil {
 				t.Fatalf("fast path took %q, encoding/json refuses it (%v)", data, err)

@@ -60,7 +60,7 @@ func TestParseMessageFields(t *testing.T) {
 		{`{"body":"` + strings.Repeat("a", 256*1024-2) + `","attributes":{"k":"vv"}}`, false, "m", apierr.PayloadTooLarge},
 	}
 	for _, c := range cases {
-		_, err := parseMessage(json.RawMessage(c.in), "m", c.fifo)
+		_, err := parseMessage(json.RawMessage(c.in), false, "m", c.fifo)
 		if err == nil || err.Field != c.field || err.Code != c.code {
 			in := c.in
 			if len(in) > 80 {
@@ -69,11 +69,11 @@ func TestParseMessageFields(t *testing.T) {
 			t.Errorf("parseMessage(%s, fifo=%v) = %v; want %s on %q", in, c.fifo, err, c.code, c.field)
 		}
 	}
-	m, err := parseMessage(json.RawMessage(`{"body":"`+strings.Repeat("a", 256*1024-2)+`","attributes":{"k":"v"}}`), "m", false)
+	m, err := parseMessage(json.RawMessage(`{"body":"`+strings.Repeat("a", 256*1024-2)+`","attributes":{"k":"v"}}`), false, "m", false)
 	if err != nil || len(m.Body) != 256*1024-2 {
 		t.Fatalf("a message of exactly 256 KiB failed: %v", err)
 	}
-	m, err = parseMessage(json.RawMessage(`{"body":"x","groupId":"g!~","dedupId":"d","delaySeconds":0}`), "m", true)
+	m, err = parseMessage(json.RawMessage(`{"body":"x","groupId":"g!~","dedupId":"d","delaySeconds":0}`), false, "m", true)
 	if err != nil || m.GroupID != "g!~" || m.DedupID != "d" {
 		t.Fatalf("valid fifo message: %+v, %v", m, err)
 	}
@@ -123,7 +123,7 @@ func FuzzSendRequest(f *testing.F) {
 			return
 		}
 		for _, raw := range items {
-			m, err := parseMessage(raw, "messages[0]", fifo)
+			m, err := parseMessage(raw, false, "messages[0]", fifo)
 			if err != nil {
 				if err.Code != apierr.InvalidArgument && err.Code != apierr.PayloadTooLarge {
 					t.Fatalf("bad error %v", err)

@@ -52,9 +52,10 @@ func (s *Server) limit(ctx context.Context, q meta.Queue, op string) error {
 }
 
 // parseMessage validates one message of a send; errors name fields under prefix.
-func parseMessage(raw json.RawMessage, prefix string, fifo bool) (engine.Message, *apierr.Error) {
+// validated: raw was split out of a body already checked whole (see parseObjectIn).
+func parseMessage(raw json.RawMessage, validated bool, prefix string, fifo bool) (engine.Message, *apierr.Error) {
 	var m engine.Message
-	o, err := parseObject(raw, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId")
+	o, err := parseObjectIn(raw, validated, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId")
 	if err != nil {
 		return m, err
 	}
@@ -68,7 +69,7 @@ func parseMessage(raw json.RawMessage, prefix string, fifo bool) (engine.Message
 	m.Body = body
 	size := len(body)
 	if o.has("attributes") && !o.isNull("attributes") {
-		ao, err := parseObject(o.fields["attributes"], o.path("attributes"), false, anyKey...)
+		ao, err := parseObjectIn(o.fields["attributes"], o.valid, o.path("attributes"), false, anyKey...)
 		if err != nil {
 			return m, err
 		}
@@ -153,7 +154,7 @@ func (s *Server) send(c echo.Context) error {
 	var index []int
 	failed := []sendFailed{}
 	for i, raw := range items {
-		m, err := parseMessage(raw, "messages["+strconv.Itoa(i)+"]", fifo)
+		m, err := parseMessage(raw, o.valid, "messages["+strconv.Itoa(i)+"]", fifo)
 		if err != nil {
 			failed = append(failed, sendFailed{Index: i, Error: bodyOf(err)})
 			continue

@@ -122,8 +122,20 @@ func decode(resp *http.Response, out any) error {
 		_, err := io.Copy(io.Discard, resp.Body)
 		return err
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer bodyPool.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return err
+	}
+	if fd, ok := out.(fastDecoder); ok && fd.decodeFast(buf.Bytes()) {
+		return nil
+	}
+	return json.Unmarshal(buf.Bytes(), out)
 }
+
+// bodyPool holds the buffers answers are read into (decoders copy what they keep).
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func isNotFound(err error) bool {
 	var e *apiError
@@ -147,10 +159,12 @@ func (c *client) deleteQueue(ctx context.Context, name string) error {
 
 // sendResp is the part of a send's answer the generator reads.
 type sendResp struct {
-	Messages []struct {
-		Duplicate bool `json:"duplicate"`
-	} `json:"messages"`
-	Failed []json.RawMessage `json:"failed"`
+	Messages []sendResult     `json:"messages"`
+	Failed   []json.RawMessage `json:"failed"`
+}
+
+type sendResult struct {
+	Duplicate bool `json:"duplicate"`
 }
 
 type receivedMsg struct {
@@ -163,11 +177,15 @@ type receiveResp struct {
 }
 
 type ackResp struct {
-	Results []struct {
-		Error *struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	} `json:"results"`
+	Results []ackResult `json:"results"`
+}
+
+type ackResult struct {
+	Error *ackError `json:"error"`
+}
+
+type ackError struct {
+	Code string `json:"code"`
 }
 
 // appendJSONString appends s as a JSON string. Bodies the generator makes are plain ASCII,

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -52,6 +53,7 @@ func runBench(ctx context.Context, args []string) error {
 		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup, push")
 		asJSON = fs.Bool("json", false, "print the report as JSON")
 		quiet  = fs.Bool("quiet", false, "no progress line")
+		cpuOut = fs.String("cpuprofile", "", "write the generator's own CPU profile (pprof) to this file")
 	)
 	fs.StringVar(&cfg.URL, "url", env("QUEUES_URL", "http://127.0.0.1:8080"), "the service's base URL (QUEUES_URL)")
 	fs.StringVar(&cfg.Token, "token", env("QUEUES_TOKEN", ""), "project token (QUEUES_TOKEN)")
@@ -80,6 +82,17 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && !*quiet {
 		cfg.Progress = func(line string) { fmt.Fprintf(os.Stderr, "\r\033[K%s", line) }
+	}
+	if *cpuOut != "" {
+		f, err := os.Create(*cpuOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if cfg.Progress != nil {

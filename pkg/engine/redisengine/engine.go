@@ -36,7 +36,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultPartitionSendRate = 1000
+	DefaultPartitionSendRate = 20000
 	DefaultChannel           = "queues:wake"
 	DefaultStartTimeout      = 10 * time.Second
 )
@@ -65,7 +65,10 @@ const (
 // Options tune an Engine. The zero value is usable.
 type Options struct {
 	// PartitionSendRate is how many messages per second one partition takes before the queue
-	// gets another partition (default 1000).
+	// gets another partition (default 20,000: one partition takes several times that on one
+	// core, concurrent calls to one partition share script calls, and every extra partition
+	// makes receives on a draining queue probe more; partitions are there to spread a busy
+	// queue over Redis Cluster nodes).
 	PartitionSendRate int
 	// Channel is the pub/sub channel carrying wake-ups (default "queues:wake"). Every replica
 	// of a deployment must use the same one.
@@ -88,11 +91,19 @@ type Engine struct {
 
 	watch watch.Hub // waiting receives of this process
 
+	// Concurrent sends, first receive claims and single-partition acks on one partition
+	// share script calls (combine.go).
+	sends lanes[*sendJob]
+	recvs lanes[*recvJob]
+	acks  lanes[*ackJob]
+
 	pmu   sync.Mutex
 	parts map[ids.ID]partCount
 
-	rot      uint32            // receive's rotating start partition; guarded by pmu
-	gcCursor map[ids.ID]uint64 // Sweep's scan position in each fifo queue's group map; guarded by pmu
+	rot      uint32             // receive's rotating start partition; guarded by pmu
+	grewAt   map[ids.ID]int64   // when this process last asked to grow each queue (ms); guarded by pmu
+	empty    map[ids.ID][]int64 // per partition, until when receives try it last (ms); guarded by pmu
+	gcCursor map[ids.ID]uint64  // Sweep's scan position in each fifo queue's group map; guarded by pmu
 	close    sync.Once
 }
 
@@ -141,6 +152,8 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		listened: make(chan struct{}),
 		parts:    map[ids.ID]partCount{},
 		gcCursor: map[ids.ID]uint64{},
+		grewAt:   map[ids.ID]int64{},
+		empty:    map[ids.ID][]int64{},
 	}
 	go e.listen(ps.Channel())
 	return e, nil
@@ -282,9 +295,62 @@ func (e *Engine) setPartitions(q ids.ID, n int) {
 	e.parts[q] = partCount{n: n, at: now}
 }
 
+// emptyHint is how long (engine clock) a receive that found a partition short, or a probe
+// that found it empty, makes later receives of this process start elsewhere. It only orders
+// the partitions tried first: a receive that falls short still probes every partition.
+const emptyHint = 100 * time.Millisecond
+
+// firstPartition is where a receive on a queue of n partitions starts: the next one in
+// rotation not recently seen empty (any, when all were).
+func (e *Engine) firstPartition(q ids.ID, n int, now int64) int {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	hint := e.empty[q]
+	for range n {
+		p := int(e.rot % uint32(n))
+		e.rot++
+		if p >= len(hint) || hint[p] <= now {
+			return p
+		}
+	}
+	return int(e.rot % uint32(n))
+}
+
+// seenEmpty records that partition p of q had nothing visible (until: now + emptyHint), or,
+// with until 0, that it may have again.
+func (e *Engine) seenEmpty(q ids.ID, p int, until int64) {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	hint := e.empty[q]
+	if until == 0 && p >= len(hint) {
+		return
+	}
+	if p >= len(hint) {
+		if len(e.empty) > 10_000 {
+			clear(e.empty)
+		}
+		hint = append(hint, make([]int64, p+1-len(hint))...)
+		e.empty[q] = hint
+	}
+	hint[p] = until
+}
+
 // grow adds a partition after a partition's send rate passed the threshold: at most one per
 // second per queue (timed by the engine clock), up to engine.MaxPartitions.
 func (e *Engine) grow(ctx context.Context, q ids.ID, seen int, now int64) {
+	// Every send above the threshold would ask, and all but one ask a second are refused:
+	// ask at most once a second from this process, so a fast queue's sends cost one round
+	// trip, not two.
+	e.pmu.Lock()
+	if at, ok := e.grewAt[q]; ok && now-at < time.Second.Milliseconds() && now >= at {
+		e.pmu.Unlock()
+		return
+	}
+	if len(e.grewAt) > 10_000 {
+		clear(e.grewAt)
+	}
+	e.grewAt[q] = now
+	e.pmu.Unlock()
 	n, err := growScript.Run(ctx, e.rdb, []string{partitionsKey(q)},
 		seen, now, engine.MaxPartitions, time.Second.Milliseconds()).Int()
 	if err != nil {

@@ -23,7 +23,8 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) error {
 
 // Send stores the messages in one partition (random among the queue's partitions) with one
 // script call (all or nothing: SendResult.Err is never set), and adds a partition when this
-// one's send rate passed the threshold. Fifo queues: see fifo.go.
+// one's send rate passed the threshold. Concurrent sends to one partition share the script
+// call (lanes). Fifo queues: see fifo.go.
 func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -36,11 +37,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		return nil, err
 	}
 	p := rand.IntN(n)
-	k := keysOf(q.ID, p)
-	now := e.nowMs()
-	expires := now + retention(q).Milliseconds()
-	args := make([]any, 0, 4+3*len(msgs))
-	args = append(args, now, e.opts.Channel, q.ID.String(), expires)
+	job := &sendJob{ctx: ctx, q: q, n: n, ids: make([]ids.ID, len(msgs)), payloads: make([][]byte, len(msgs)), delays: make([]int64, len(msgs))}
 	res := make([]engine.SendResult, len(msgs))
 	for i, m := range msgs {
 		id := ids.New()
@@ -49,17 +46,67 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 			delay = *m.Delay
 		}
 		pl := payload{Body: m.Body, Attributes: m.Attributes}
-		args = append(args, string(id[:]), pl.encode(), now+max(delay, 0).Milliseconds())
+		job.ids[i], job.payloads[i], job.delays[i] = id, pl.encode(), max(delay, 0).Milliseconds()
 		res[i] = engine.SendResult{MessageID: id, Partition: p}
+	}
+	// Calls of one lane share a script call, so they must agree on what the script takes
+	// once: the partition and the expiry time's retention.
+	key := laneKey('s', q.ID, p, retention(q).Milliseconds(), 0)
+	e.sends.do(key, job, func(batch []*sendJob) { e.runSends(p, batch) })
+	if job.err != nil {
+		return nil, job.err
+	}
+	return res, nil
+}
+
+// sendJob is one Send waiting in its partition's lane.
+type sendJob struct {
+	ctx      context.Context
+	q        engine.Queue
+	n        int // partitions the sender saw
+	ids      []ids.ID
+	payloads [][]byte
+	delays   []int64 // ms
+	err      error
+}
+
+// runSends stores a batch of sends to partition p with one script call; the messages' send
+// time is the call's.
+func (e *Engine) runSends(p int, batch []*sendJob) {
+	ctx, cancel := detached(batch[0].ctx)
+	defer cancel()
+	q, n := batch[0].q, batch[0].n
+	k := keysOf(q.ID, p)
+	now := e.nowMs()
+	total := 0
+	for _, b := range batch {
+		total += len(b.ids)
+	}
+	args := make([]any, 0, 4+3*total)
+	args = append(args, now, e.opts.Channel, q.ID.String(), now+retention(q).Milliseconds())
+	for _, b := range batch {
+		for i, id := range b.ids {
+			args = append(args, string(id[:]), b.payloads[i], now+b.delays[i])
+		}
 	}
 	rate, err := sendScript.Run(ctx, e.rdb, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.l}, args...).Int64()
 	if err != nil {
-		return nil, e.wrap(ctx, "send", err)
+		err = e.wrap(ctx, "send", err)
+		for _, b := range batch {
+			b.err = err
+		}
+		return
 	}
+	e.seenEmpty(q.ID, p, 0)
 	if rate > int64(e.opts.PartitionSendRate) && n < engine.MaxPartitions {
 		e.grow(ctx, q.ID, n, now)
 	}
-	return res, nil
+}
+
+// laneKey names the lane of an operation ('s' send, 'r' receive, 'a' ack) on one partition;
+// a and b are the operation's own parameters that calls sharing a script call must agree on.
+func laneKey(op byte, q ids.ID, p int, a, b int64) string {
+	return fmt.Sprintf("%c|%s|%d|%d|%d", op, q, p, a, b)
 }
 
 // claim is how many messages a receive asks of one partition.
@@ -79,19 +126,19 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 		return e.receiveFIFO(ctx, q, req, want, n, now)
 	}
 	if n == 1 {
-		return e.claim(ctx, q, req, now, []claim{{0, want}})
+		return e.claimShared(ctx, q, req, 0, want)
 	}
 	// First one round trip to the next partition in rotation, which has the whole batch
 	// when the queue has a backlog. Only when it falls short does a pipelined probe find the
 	// other partitions holding visible messages, and the rest of the claim is split among
 	// them (one pipelined script call each).
-	e.pmu.Lock()
-	first := int(e.rot % uint32(n))
-	e.rot++
-	e.pmu.Unlock()
-	got, gotErr := e.claim(ctx, q, req, now, []claim{{first, want}})
+	first := e.firstPartition(q.ID, n, now)
+	got, gotErr := e.claimShared(ctx, q, req, first, want)
 	if gotErr == nil && len(got.Messages) >= want {
 		return got, nil
+	}
+	if gotErr == nil {
+		e.seenEmpty(q.ID, first, now+emptyHint.Milliseconds())
 	}
 	left := want - len(got.Messages)
 
@@ -120,7 +167,11 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 		}
 		if vals[0] > 0 {
 			have = append(have, avail{p, int(vals[0])})
-		} else if vals[1] > 0 && (nextAt == 0 || vals[1] < nextAt) {
+			e.seenEmpty(q.ID, p, 0)
+			continue
+		}
+		e.seenEmpty(q.ID, p, now+emptyHint.Milliseconds())
+		if vals[1] > 0 && (nextAt == 0 || vals[1] < nextAt) {
 			nextAt = vals[1]
 		}
 	}
@@ -157,6 +208,50 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 		more.NextVisibleAt = time.Time{}
 	}
 	return more, nil
+}
+
+// recvJob is one receive's claim on one partition, waiting in the partition's lane.
+type recvJob struct {
+	ctx  context.Context
+	want int
+	res  engine.ReceiveResult
+	err  error
+}
+
+// claimShared claims up to want messages of partition p of a standard queue with one script
+// call that concurrent receives of the partition (with the same visibility timeout and
+// redrive policy) share: the call claims what they want together, and they take the
+// messages in turn. One that gets none may find some elsewhere (Receive probes on).
+func (e *Engine) claimShared(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, p, want int) (engine.ReceiveResult, error) {
+	if q.Type == engine.FIFO {
+		return e.claim(ctx, q, req, e.nowMs(), []claim{{p, want}})
+	}
+	maxrc := int64(0)
+	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
+		maxrc = int64(max(q.Redrive.MaxReceiveCount, 1))
+	}
+	job := &recvJob{ctx: ctx, want: want}
+	e.recvs.do(laneKey('r', q.ID, p, max(req.Visibility, 0).Milliseconds(), maxrc), job, func(batch []*recvJob) {
+		cctx, cancel := detached(batch[0].ctx)
+		defer cancel()
+		total := 0
+		for _, b := range batch {
+			total += b.want
+		}
+		res, err := e.claim(cctx, q, req, e.nowMs(), []claim{{p, total}})
+		for _, b := range batch {
+			if err != nil {
+				b.err = err
+				continue
+			}
+			k := min(b.want, len(res.Messages))
+			b.res.Messages, res.Messages = res.Messages[:k:k], res.Messages[k:]
+			if len(b.res.Messages) == 0 {
+				b.res.NextVisibleAt = res.NextVisibleAt
+			}
+		}
+	})
+	return job.res, job.err
 }
 
 // claim runs the receive script on each partition named and assembles the answer; messages
@@ -315,8 +410,20 @@ func codes(val any, idx []int, errs []error, other func(code int64) error) error
 	return nil
 }
 
-// Ack deletes the messages of valid deliveries.
+// Ack deletes the messages of valid deliveries. On a standard queue, an ack whose deliveries
+// are all of one partition shares its script call with concurrent ones of that partition.
 func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
+	if q.Type == engine.Standard && len(ds) > 0 {
+		if p := ds[0].Partition; p >= 0 && p < engine.MaxPartitions && ds[0].Queue == q.ID {
+			one := true
+			for _, d := range ds[1:] {
+				one = one && d.Partition == p && d.Queue == q.ID
+			}
+			if one {
+				return e.ackShared(ctx, q, p, ds)
+			}
+		}
+	}
 	now := e.nowMs()
 	return e.settleBatch(ctx, q, "ack", ds, nil,
 		func(k partKeys, idx []int) scriptCall {
@@ -335,6 +442,76 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 		func(_ int, idx []int, val any, errs []error) error {
 			return codes(val, idx, errs, func(int64) error { return errBadReply })
 		})
+}
+
+// ackJob is one Ack of one partition's deliveries, waiting in the partition's lane.
+type ackJob struct {
+	ctx  context.Context
+	ds   []engine.Delivery
+	errs []error
+	err  error
+}
+
+// ackShared acknowledges deliveries of partition p of a standard queue with one script call
+// shared with concurrent acks of the partition. A message acknowledged by two of them counts
+// as acknowledged by the first: the later one's entry is stale, as if they had run in turn.
+func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engine.Delivery) ([]error, error) {
+	job := &ackJob{ctx: ctx, ds: ds, errs: make([]error, len(ds))}
+	e.acks.do(laneKey('a', q.ID, p, 0, 0), job, func(batch []*ackJob) {
+		cctx, cancel := detached(batch[0].ctx)
+		defer cancel()
+		args := []any{e.nowMs()}
+		type slot struct {
+			job *ackJob
+			i   int
+		}
+		var sent []slot
+		owner := map[ids.ID]*ackJob{}
+		for _, b := range batch {
+			for i, d := range b.ds {
+				if d.Attempt == 0 {
+					b.errs[i] = apierr.ErrStale
+					continue
+				}
+				if o, ok := owner[d.MessageID]; ok && o != b {
+					b.errs[i] = apierr.ErrStale
+					continue
+				}
+				owner[d.MessageID] = b
+				args = append(args, string(d.MessageID[:]), d.Attempt)
+				sent = append(sent, slot{b, i})
+			}
+		}
+		if len(sent) == 0 {
+			return
+		}
+		val, err := ackScript.Run(cctx, e.rdb, keysOf(q.ID, p).messages(), args...).Result()
+		vals, _ := val.([]any)
+		if err == nil && len(vals) != len(sent) {
+			err = errBadReply
+		}
+		if err != nil {
+			err = e.wrap(cctx, "ack", err)
+			for _, b := range batch {
+				b.err = err
+			}
+			return
+		}
+		for n, s := range sent {
+			switch c, _ := vals[n].(int64); c {
+			case 1:
+				s.job.errs[s.i] = nil
+			case 0:
+				s.job.errs[s.i] = apierr.ErrStale
+			default:
+				s.job.errs[s.i] = errBadReply
+			}
+		}
+	})
+	if job.err != nil {
+		return nil, job.err
+	}
+	return job.errs, nil
 }
 
 // ChangeVisibility sets valid deliveries' deadlines to now+d (0 releases them), refusing a

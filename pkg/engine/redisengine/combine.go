@@ -1,0 +1,91 @@
+package redisengine
+
+import (
+	"context"
+	"sync"
+)
+
+// maxCombined bounds how many calls one combined script call carries (each at most
+// engine.MaxBatch messages), so a script stays short however busy a partition is.
+const maxCombined = 16
+
+// lanes folds concurrent calls with the same key (one operation on one queue partition) into
+// one script call: while a key's call runs, the calls that arrive for it wait, and when it
+// ends the first of them runs them all as one batch (group commit). A busy partition thus
+// pays Redis's per-script and per-request costs once per batch rather than once per API
+// request, and an idle one adds no wait: a call that finds its lane free runs at once.
+type lanes[J any] struct {
+	mu sync.Mutex
+	m  map[string]*lane[J]
+}
+
+type lane[J any] struct {
+	waiting []*ticket[J]
+}
+
+type ticket[J any] struct {
+	job  J
+	done chan struct{}
+	lead []*ticket[J] // set when this ticket's goroutine is to run the batch (it is its first)
+}
+
+// do runs job with run, alone or in a batch with other jobs of the same key. run gets at
+// least one job and records each job's outcome in the job itself (J is a pointer type); do
+// returns once this job's outcome is recorded.
+func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
+	t := &ticket[J]{job: job}
+	ls.mu.Lock()
+	if ls.m == nil {
+		ls.m = map[string]*lane[J]{}
+	}
+	var batch []*ticket[J]
+	if l, busy := ls.m[key]; busy {
+		t.done = make(chan struct{})
+		l.waiting = append(l.waiting, t)
+		ls.mu.Unlock()
+		<-t.done
+		if t.lead == nil {
+			return // another goroutine ran it
+		}
+		batch = t.lead
+	} else {
+		ls.m[key] = &lane[J]{}
+		ls.mu.Unlock()
+		batch = []*ticket[J]{t}
+	}
+	jobs := make([]J, len(batch))
+	for i, b := range batch {
+		jobs[i] = b.job
+	}
+	run(jobs)
+
+	ls.mu.Lock()
+	l := ls.m[key]
+	next := l.waiting
+	if len(next) > maxCombined {
+		next, l.waiting = next[:maxCombined:maxCombined], next[maxCombined:]
+	} else {
+		l.waiting = nil
+	}
+	if len(next) == 0 {
+		delete(ls.m, key)
+	}
+	ls.mu.Unlock()
+	for _, b := range batch[1:] {
+		close(b.done)
+	}
+	if len(next) > 0 {
+		next[0].lead = next // the lane stays busy: its first waiter runs the next batch
+		close(next[0].done)
+	}
+}
+
+// detached is the context a combined call runs under: the leading request's deadline, but
+// not its cancellation, since the call also carries other requests.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	c := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(c, dl)
+	}
+	return context.WithCancel(c)
+}
