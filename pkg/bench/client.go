@@ -159,7 +159,7 @@ func (c *client) deleteQueue(ctx context.Context, name string) error {
 
 // sendResp is the part of a send's answer the generator reads.
 type sendResp struct {
-	Messages []sendResult     `json:"messages"`
+	Messages []sendResult      `json:"messages"`
 	Failed   []json.RawMessage `json:"failed"`
 }
 
