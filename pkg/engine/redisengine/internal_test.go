@@ -117,3 +117,26 @@ func TestPartitionKeysShareSlot(t *testing.T) {
 		t.Fatalf("%d partitions share only %d slots", engine.MaxPartitions, len(slots))
 	}
 }
+
+func TestSplitValueAndListed(t *testing.T) {
+	for _, c := range []struct{ in, state, payload string }{
+		{"1|2|3|4|payload|with|bars", "1|2|3|4", "payload|with|bars"},
+		{"1|2|3|4|", "1|2|3|4", ""},
+		{"1|2|3", "1|2|3", ""},
+		{"", "", ""},
+	} {
+		if st, pl := splitValue(c.in); st != c.state || pl != c.payload {
+			t.Errorf("splitValue(%q) = %q, %q; want %q, %q", c.in, st, pl, c.state, c.payload)
+		}
+	}
+	id := [16]byte{'|', 2, 3}
+	l, err := parseListed(string(id[:]) + "1700000000000|1700000060000|p|q")
+	if err != nil || l.ID != id || l.SentAt != 1700000000000 || l.ExpiresAt != 1700000060000 || l.Payload != "p|q" {
+		t.Fatalf("parseListed: %+v, %v", l, err)
+	}
+	for _, bad := range []string{"short", string(id[:]) + "1|2", string(id[:]) + "x|2|p", string(id[:]) + "1|-2|p"} {
+		if _, err := parseListed(bad); err == nil {
+			t.Errorf("parseListed(%q) accepted", bad)
+		}
+	}
+}

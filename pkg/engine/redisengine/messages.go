@@ -289,8 +289,19 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 			nextAt = at
 		}
 		taken, _ := vals[1].([]any)
-		for j := 0; j+2 < len(taken); j += 3 {
-			m, err := e.received(q, c.p, taken[j], taken[j+1], taken[j+2], now+vis)
+		// Standard receives answer {id, m value} pairs, fifo ones {id, state, payload}.
+		step := 2
+		if q.Type == engine.FIFO {
+			step = 3
+		}
+		for j := 0; j+step-1 < len(taken); j += step {
+			st, pl := "", ""
+			if step == 3 {
+				st, pl = str(taken[j+1]), str(taken[j+2])
+			} else {
+				st, pl = splitValue(str(taken[j+1]))
+			}
+			m, err := e.received(q, c.p, taken[j], st, pl, now+vis)
 			if err != nil {
 				e.log.Error("redisengine: undecodable message skipped", "queue", q.ID.String(), "error", err)
 				continue
@@ -310,16 +321,16 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 	return res, nil
 }
 
-func (e *Engine) received(q engine.Queue, p int, rawID, rawState, rawPayload any, deadline int64) (engine.Received, error) {
+func (e *Engine) received(q engine.Queue, p int, rawID any, rawState, rawPayload string, deadline int64) (engine.Received, error) {
 	id, ok := ids.FromBytes([]byte(str(rawID)))
 	if !ok {
 		return engine.Received{}, fmt.Errorf("bad message id %q", str(rawID))
 	}
-	st, err := parseState(str(rawState))
+	st, err := parseState(rawState)
 	if err != nil {
 		return engine.Received{}, err
 	}
-	pl, err := decodePayload(str(rawPayload))
+	pl, err := decodePayload(rawPayload)
 	if err != nil {
 		return engine.Received{}, fmt.Errorf("message %s: %w", id, err)
 	}

@@ -111,6 +111,20 @@ func parseState(s string) (state, error) {
 	return state{Attempt: uint32(v[0]), ReceivedAt: v[1], ExpiresAt: v[2], SentAt: v[3]}, nil
 }
 
+// splitValue splits an m value ("attempt|receivedAtMs|expiresAtMs|sentAtMs|" + payload) into
+// its state and payload; a value without four separators is all state (parseState refuses it).
+func splitValue(v string) (state, payload string) {
+	at := 0
+	for range 4 {
+		i := strings.IndexByte(v[at:], '|')
+		if i < 0 {
+			return v, ""
+		}
+		at += i + 1
+	}
+	return v[:at-1], v[at:]
+}
+
 // outboxEntry is a message on its way to a dead-letter queue, as the source partition's
 // scripts left it: "1|<atMs>|<sentAtMs>|<len(reason)>|" + reason + payload.
 type outboxEntry struct {

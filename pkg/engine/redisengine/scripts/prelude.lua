@@ -15,8 +15,16 @@ end
 local function mstate(m, s, id)
   local v = redis.call('HGET', m, id)
   if not v then return nil end
-  local a, ra, ea, sa, at = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|()')
-  if a then return tonumber(a), tonumber(ra), tonumber(ea), tonumber(sa), v, at end
+  -- Plain finds: several times cheaper than a pattern match.
+  local i1 = string.find(v, '|', 1, true)
+  local i2 = i1 and string.find(v, '|', i1 + 1, true)
+  local i3 = i2 and string.find(v, '|', i2 + 1, true)
+  local i4 = i3 and string.find(v, '|', i3 + 1, true)
+  if i4 then
+    local a, ra = tonumber(string.sub(v, 1, i1 - 1)), tonumber(string.sub(v, i1 + 1, i2 - 1))
+    local ea, sa = tonumber(string.sub(v, i2 + 1, i3 - 1)), tonumber(string.sub(v, i3 + 1, i4 - 1))
+    if a and ra and ea and sa then return a, ra, ea, sa, v, i4 + 1 end
+  end
   local oa, ora, oea, osa = parse_state(redis.call('HGET', s, id))
   if not oa then return nil end
   return oa, ora, oea, osa, v, nil
@@ -35,10 +43,22 @@ local function mvalue(state, payload) return state .. '|' .. payload end
 local function lvalue(id, sa, ea, payload)
   return id .. string.format('%d|%d|', sa, ea) .. payload
 end
+-- lfields is lparse without copies: sa and ea as numbers and their strings, and where the
+-- payload starts (plain finds: several times cheaper than a pattern match).
+local function lfields(v)
+  local i = string.find(v, '|', 18, true)
+  if not i then return nil end
+  local j = string.find(v, '|', i + 2, true)
+  if not j then return nil end
+  local sas, eas = string.sub(v, 17, i - 1), string.sub(v, i + 1, j - 1)
+  local sa, ea = tonumber(sas), tonumber(eas)
+  if not sa or not ea then return nil end
+  return sa, ea, sas, eas, j + 1
+end
 local function lparse(v)
-  local sa, ea, at = string.match(v, '^(%d+)|(%d+)|()', 17)
+  local sa, ea, _, _, at = lfields(v)
   if not sa then return nil end
-  return string.sub(v, 1, 16), tonumber(sa), tonumber(ea), string.sub(v, at)
+  return string.sub(v, 1, 16), sa, ea, string.sub(v, at)
 end
 local function ms(n)
   return string.format('%d', n)

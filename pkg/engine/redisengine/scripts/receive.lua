@@ -4,7 +4,8 @@
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 scan limit (candidates examined at most), 6 redrive reason
 -- Returns: {nextVisibleAt ms (0: none; only computed when nothing is returned),
---           {id, state, payload, ...} of the claimed messages (state after the claim),
+--           {id, value, ...} of the claimed messages (value: their m value after the claim,
+--           state then payload, see mstate),
 --           {id, outbox value, ...} of messages moved to the outbox}
 -- Candidates are the lowest scores <= now of r and f and the head of l (score: its send time),
 -- merged by score. Expired ones are deleted, ones received maxReceiveCount times move to the
@@ -20,18 +21,16 @@ local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 
 local cr = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, scan)
 local cf = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, scan)
-local cl = redis.call('LRANGE', KEYS[7], 0, scan - 1)
--- Merge: each candidate is {id, score, source}; list elements are parsed once here.
+-- The list's elements are all visible and rarely expired: read what is wanted and a little
+-- more, not the whole scan.
+local lwant = max + 2
+local cl = redis.call('LRANGE', KEYS[7], 0, lwant - 1)
+-- Merge by score; a list element's fields are parsed once here. Each candidate is
+-- {id, score, source} (source 'r' or 'f'), or for the list {false, sa, 'l', ea, element,
+-- sa string, ea string, payload start}.
 local cands = {}
 local i, j, k = 1, 1, 1
 local lnext
-local function lhead()
-  if lnext == nil and k <= #cl then
-    local id, sa, ea, p = lparse(cl[k])
-    lnext = {id or '', sa or 0, 'l', ea or 0, p}
-  end
-  return lnext
-end
 while #cands < scan and (i <= #cr or j <= #cf or k <= #cl) do
   local best, bs
   if i <= #cr then best, bs = 'r', tonumber(cr[i + 1]) end
@@ -39,19 +38,24 @@ while #cands < scan and (i <= #cr or j <= #cf or k <= #cl) do
     local s = tonumber(cf[j + 1])
     if not best or s < bs then best, bs = 'f', s end
   end
-  local l = lhead()
-  if l and (not best or l[2] < bs) then best = 'l' end
+  if lnext == nil and k <= #cl then
+    local v = cl[k]
+    local sa, ea, sas, eas, at = lfields(v)
+    lnext = {false, sa or 0, 'l', ea or 0, v, sas, eas, at}
+  end
+  if lnext and (not best or lnext[2] < bs) then best = 'l' end
   if best == 'r' then
     cands[#cands + 1] = {cr[i], 'r'}; i = i + 2
   elseif best == 'f' then
     cands[#cands + 1] = {cf[j], 'f'}; j = j + 2
   else
-    cands[#cands + 1] = l; lnext = nil; k = k + 1
+    cands[#cands + 1] = lnext; lnext = nil; k = k + 1
   end
 end
 
+local prefix = '1|' .. ARGV[1] .. '|' -- the state of a message taken from l: attempt 1, now
 local take, drop, dead = {}, {}, {}
-local fromlist, taken_from_list = 0, {}
+local fromlist = 0
 local examined = 0
 for _, c in ipairs(cands) do
   if #take >= max then break end
@@ -59,8 +63,10 @@ for _, c in ipairs(cands) do
   if c[3] == 'l' then
     fromlist = fromlist + 1
     -- Never received, so never dead-lettered here; a malformed element is dropped.
-    if c[4] > now and c[5] then
-      take[#take + 1] = {c[1], fmt_state(1, now, c[4], c[2]), c[5], false, 'l', c[4]}
+    if c[4] > now and c[8] then
+      local v = c[5]
+      -- take: {id, m value, old layout, source, expiry string}
+      take[#take + 1] = {string.sub(v, 1, 16), prefix .. c[7] .. '|' .. c[6] .. '|' .. string.sub(v, c[8]), false, 'l', c[7]}
     end
   else
     local id = c[1]
@@ -72,14 +78,14 @@ for _, c in ipairs(cands) do
     elseif maxrc > 0 and a >= maxrc then
       dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[6], payload)}
     else
-      take[#take + 1] = {id, fmt_state(a + 1, now, ea, sa), payload, old, c[2]}
+      take[#take + 1] = {id, mvalue(fmt_state(a + 1, now, ea, sa), payload), old, c[2]}
     end
   end
 end
 
 local next_at = 0
 if #take == 0 then
-  if examined < #cands or #cr == 2 * scan or #cf == 2 * scan or #cl == scan then
+  if examined < #cands or #cr == 2 * scan or #cf == 2 * scan or #cl == lwant then
     next_at = now -- unexamined candidates remain: look again at once
   else
     local nr = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
@@ -99,15 +105,15 @@ local outt = {}
 local hset, fadd, xadd, rrem, srem = {}, {}, {}, {}, {}
 local deadline = ms(now + vis)
 for _, t in ipairs(take) do
-  hset[#hset + 1] = t[1]; hset[#hset + 1] = mvalue(t[2], t[3])
+  hset[#hset + 1] = t[1]; hset[#hset + 1] = t[2]
   fadd[#fadd + 1] = deadline; fadd[#fadd + 1] = t[1]
-  if t[5] == 'l' then
-    xadd[#xadd + 1] = ms(t[6]); xadd[#xadd + 1] = t[1]
+  if t[4] == 'l' then
+    xadd[#xadd + 1] = t[5]; xadd[#xadd + 1] = t[1]
   else
     rrem[#rrem + 1] = t[1]
-    if t[4] then srem[#srem + 1] = t[1] end
+    if t[3] then srem[#srem + 1] = t[1] end
   end
-  outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]; outt[#outt + 1] = t[3]
+  outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]
 end
 if #hset > 0 then
   redis.call('HSET', KEYS[3], unpack(hset))
