@@ -57,8 +57,11 @@ type Config struct {
 	Size      int    // body bytes (default 64, at least MinSize)
 	Batch     int    // messages per send, and maxMessages per receive (1–10; default 10)
 	// InFlight is the number of requests in flight in a phase (default 16): produce runs
-	// InFlight producers, consume InFlight consumers, e2e half of each. Producers and
-	// Consumers, when set, override it.
+	// InFlight producers, consume InFlight consumers, e2e a third of them producers and the
+	// rest consumers (each batch takes one send and two consumer requests, receive and ack,
+	// so that split keeps the consumers up with the producers instead of building a backlog
+	// that would measure queueing time as delivery latency). Producers and Consumers, when
+	// set, override it.
 	InFlight  int
 	Producers int
 	Consumers int
@@ -159,7 +162,8 @@ func (c *Config) workers(phase string) (producers, consumers int) {
 	case PhaseConsume:
 		consumers = c.InFlight
 	case PhaseE2E:
-		producers, consumers = max(c.InFlight/2, 1), max(c.InFlight-c.InFlight/2, 1)
+		producers = max((c.InFlight+1)/3, 1)
+		consumers = max(c.InFlight-producers, 1)
 	}
 	if c.Producers > 0 && producers > 0 {
 		producers = c.Producers

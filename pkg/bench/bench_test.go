@@ -269,3 +269,21 @@ func TestHeaderRoundTrip(t *testing.T) {
 		t.Fatal("parsed a foreign body")
 	}
 }
+
+func TestWorkersSplit(t *testing.T) {
+	for _, c := range []struct {
+		cfg        Config
+		phase      string
+		prod, cons int
+	}{
+		{Config{InFlight: 16}, PhaseE2E, 5, 11},
+		{Config{InFlight: 1}, PhaseE2E, 1, 1},
+		{Config{InFlight: 16}, PhaseProduce, 16, 0},
+		{Config{InFlight: 16}, PhaseConsume, 0, 16},
+		{Config{InFlight: 16, Producers: 2, Consumers: 3}, PhaseE2E, 2, 3},
+	} {
+		if p, q := c.cfg.workers(c.phase); p != c.prod || q != c.cons {
+			t.Errorf("%+v %s: %d producers, %d consumers; want %d, %d", c.cfg, c.phase, p, q, c.prod, c.cons)
+		}
+	}
+}

@@ -60,7 +60,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.QueueType, "type", "standard", "queue type: standard or fifo")
 	fs.IntVar(&cfg.Size, "size", 64, fmt.Sprintf("message body bytes (at least %d: sequence number and timestamp)", bench.MinSize))
 	fs.IntVar(&cfg.Batch, "batch", 10, "messages per send and maxMessages per receive (1-10)")
-	fs.IntVar(&cfg.InFlight, "inflight", 16, "requests in flight per phase: produce runs this many producers, consume this many consumers, e2e half of each")
+	fs.IntVar(&cfg.InFlight, "inflight", 16, "requests in flight per phase: produce runs this many producers, consume this many consumers, e2e a third producers, the rest consumers")
 	fs.IntVar(&cfg.Producers, "producers", 0, "producers (overrides -inflight in produce and e2e)")
 	fs.IntVar(&cfg.Consumers, "consumers", 0, "consumers (overrides -inflight in consume and e2e)")
 	fs.IntVar(&cfg.Count, "count", 50_000, "messages per phase")
