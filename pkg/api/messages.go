@@ -327,14 +327,8 @@ const repoll = 2 * time.Second
 // visible, or for the server to drain. A queue deleted meanwhile answers 404.
 func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, wait time.Duration) ([]engine.Received, error) {
 	var wake <-chan struct{}
-	if wait > 0 {
-		ch, stop := s.cfg.Engine.Watch(q.ID)
-		defer stop()
-		wake = ch
-	}
+	var gone <-chan time.Time
 	deadline := time.Now().Add(wait)
-	tick := time.NewTicker(goneCheck)
-	defer tick.Stop()
 	for {
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)
 		eq, err := s.engineQueue(sctx, q)
@@ -349,6 +343,17 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 		left := time.Until(deadline)
 		if len(res.Messages) > 0 || left <= 0 {
 			return res.Messages, nil
+		}
+		if wake == nil {
+			// Only a receive that found nothing watches (most find messages at once), and it
+			// looks once more after it started watching, so a send in between is not missed.
+			ch, stop := s.cfg.Engine.Watch(q.ID)
+			defer stop()
+			wake = ch
+			tick := time.NewTicker(goneCheck)
+			defer tick.Stop()
+			gone = tick.C
+			continue
 		}
 		if !res.NextVisibleAt.IsZero() {
 			if until := res.NextVisibleAt.Sub(s.cfg.Clock.Now()); until < left {
@@ -366,7 +371,7 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 				break wait
 			case <-timer.C:
 				break wait
-			case <-tick.C:
+			case <-gone:
 				if s.cfg.Meta.Gone(q.ID) {
 					timer.Stop()
 					return nil, apierr.New(apierr.NotFound, "the queue was deleted")
