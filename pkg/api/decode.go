@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -112,6 +113,16 @@ func parseInteger(raw json.RawMessage, path string, lo, hi int64) (int64, *apier
 	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
 		// json.Number would also take a quoted number; the API takes numbers only.
 		return 0, apierr.Invalid(path, "must be an integer from %d to %d", lo, hi)
+	}
+	// raw is one valid JSON value: plain digits are an integer as written (the common case,
+	// without a decoder's allocations); fractions and exponents take the general path.
+	if len(raw) <= 16 && bytes.IndexFunc(raw[1:], func(r rune) bool { return r < '0' || r > '9' }) < 0 {
+		if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			if v < lo || v > hi {
+				return 0, apierr.Invalid(path, "must be an integer from %d to %d", lo, hi)
+			}
+			return v, nil
+		}
 	}
 	var n json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -139,3 +139,20 @@ func FuzzSendRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestParseInteger(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"10", 10, true}, {" 7 ", 7, true}, {"-0", 0, true}, {"0", 0, true},
+		{"1e1", 10, true}, {"2.0", 2, true}, {"20", 0, false}, {"-1", 0, false},
+		{"1.5", 0, false}, {`"5"`, 0, false}, {"true", 0, false}, {"99999999999999999999", 0, false},
+	} {
+		got, err := parseInteger(json.RawMessage(c.in), "n", 0, 10)
+		if (err == nil) != c.ok || c.ok && got != c.want {
+			t.Errorf("parseInteger(%s) = %d, %v; want %d ok=%v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}

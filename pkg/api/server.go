@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -301,7 +302,17 @@ func readBody(c echo.Context) ([]byte, error) {
 	if r.ContentLength > MaxRequestBytes {
 		return nil, apierr.New(apierr.PayloadTooLarge, "the request body is over %d bytes", MaxRequestBytes)
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxRequestBytes))
+	body := http.MaxBytesReader(c.Response(), r.Body, MaxRequestBytes)
+	var data []byte
+	var err error
+	if r.ContentLength > 0 {
+		// One allocation of the announced size, rather than ReadAll's doublings; a body
+		// longer than announced is net/http's to refuse, a shorter one fails here.
+		data = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, data)
+	} else {
+		data, err = io.ReadAll(body)
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -309,7 +320,7 @@ func readBody(c echo.Context) ([]byte, error) {
 		}
 		return nil, apierr.New(apierr.InvalidArgument, "could not read the request body")
 	}
-	if len(strings.TrimSpace(string(data))) > 0 {
+	if len(bytes.TrimSpace(data)) > 0 {
 		ct := r.Header.Get(echo.HeaderContentType)
 		mt, _, _ := strings.Cut(ct, ";")
 		if mt = strings.TrimSpace(strings.ToLower(mt)); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
