@@ -23,6 +23,7 @@ type client struct {
 	base  string
 	token string
 	hc    *http.Client
+	raw   *rawPool // plain-http URLs: see raw.go
 	// throttled counts 429 answers that were retried after their Retry-After.
 	throttled counter
 }
@@ -44,10 +45,16 @@ func newClient(base, token string, conns int) *client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Transport: tr}}
+	base = strings.TrimRight(base, "/")
+	return &client{base: base, token: token, hc: &http.Client{Transport: tr}, raw: newRawPool(base)}
 }
 
-func (c *client) close() { c.hc.CloseIdleConnections() }
+func (c *client) close() {
+	c.hc.CloseIdleConnections()
+	if c.raw != nil {
+		c.raw.close()
+	}
+}
 
 // apiError is a non-2xx answer.
 type apiError struct {
@@ -64,6 +71,26 @@ func (e *apiError) Error() string {
 // answers are retried after their Retry-After (at most 1 s at a time) until ctx ends.
 func (c *client) do(ctx context.Context, method, path string, body []byte, auth bool, out any) error {
 	for {
+		if c.raw != nil {
+			tok := ""
+			if auth {
+				tok = c.token
+			}
+			a, err := c.raw.do(ctx, method, path, body, tok)
+			if err != nil {
+				return err
+			}
+			if a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable {
+				c.raw.release(a)
+				if err := c.backoff(ctx, a.status, a.retryAfter); err != nil {
+					return err
+				}
+				continue
+			}
+			err = decodeAnswer(a.status, a.body, out)
+			c.raw.release(a)
+			return err
+		}
 		var rd io.Reader
 		if body != nil {
 			rd = bytes.NewReader(body)
@@ -85,53 +112,61 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, auth 
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusTooManyRequests {
-				c.throttled.add(1)
-			}
-			wait := 100 * time.Millisecond
-			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-				wait = min(time.Duration(s)*time.Second, time.Second)
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
+			if err := c.backoff(ctx, resp.StatusCode, resp.Header.Get("Retry-After")); err != nil {
+				return err
 			}
 			continue
 		}
-		err = decode(resp, out)
+		buf := bodyPool.Get().(*bytes.Buffer)
+		buf.Reset()
+		_, err = buf.ReadFrom(resp.Body)
 		resp.Body.Close()
+		if err == nil {
+			err = decodeAnswer(resp.StatusCode, buf.Bytes(), out)
+		}
+		bodyPool.Put(buf)
 		return err
 	}
 }
 
-func decode(resp *http.Response, out any) error {
-	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+// backoff waits out a 429 or 503 answer: its Retry-After, at most 1 s (100 ms without one).
+func (c *client) backoff(ctx context.Context, status int, retryAfter string) error {
+	if status == http.StatusTooManyRequests {
+		c.throttled.add(1)
+	}
+	wait := 100 * time.Millisecond
+	if s, err := strconv.Atoi(retryAfter); err == nil && s > 0 {
+		wait = min(time.Duration(s)*time.Second, time.Second)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// decodeAnswer turns an answer into out (nil: ignore a 2xx body) or an *apiError.
+func decodeAnswer(status int, body []byte, out any) error {
+	if status >= 300 {
+		b := body[:min(len(body), 4096)]
 		var e struct {
 			Error struct {
 				Code string `json:"code"`
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(b, &e)
-		return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Body: string(b)}
+		return &apiError{Status: status, Code: e.Error.Code, Body: string(b)}
 	}
 	if out == nil {
-		_, err := io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	buf := bodyPool.Get().(*bytes.Buffer)
-	defer bodyPool.Put(buf)
-	buf.Reset()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return err
-	}
-	if fd, ok := out.(fastDecoder); ok && fd.decodeFast(buf.Bytes()) {
 		return nil
 	}
-	return json.Unmarshal(buf.Bytes(), out)
+	if fd, ok := out.(fastDecoder); ok && fd.decodeFast(body) {
+		return nil
+	}
+	return json.Unmarshal(body, out)
 }
 
 // bodyPool holds the buffers answers are read into (decoders copy what they keep).
