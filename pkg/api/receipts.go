@@ -145,6 +145,24 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 		}
 		return c.NoContent(http.StatusNoContent)
 	}
+	allOK := true
+	for _, e := range entries {
+		allOK = allOK && e.err == nil
+	}
+	if allOK { // the usual answer, without reflection: {"results":[{"index":0},…]}
+		return blob(c, http.StatusOK, func(b []byte) []byte {
+			b = append(b, `{"results":[`...)
+			for i := range entries {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"index":`...)
+				b = strconv.AppendInt(b, int64(i), 10)
+				b = append(b, '}')
+			}
+			return append(b, "]}"...)
+		})
+	}
 	results := make([]resultJSON, len(entries))
 	for i, e := range entries {
 		results[i].Index = i
