@@ -37,8 +37,11 @@ import (
 // Defaults of Options.
 const (
 	DefaultPartitionSendRate = 20000
-	DefaultChannel           = "queues:wake"
-	DefaultStartTimeout      = 10 * time.Second
+	// DefaultSingleNodePartitionSendRate replaces it on a single Redis server, where more
+	// partitions spread nothing: one partition's scripts take about that much on one core.
+	DefaultSingleNodePartitionSendRate = 100_000
+	DefaultChannel                     = "queues:wake"
+	DefaultStartTimeout                = 10 * time.Second
 )
 
 const (
@@ -65,10 +68,10 @@ const (
 // Options tune an Engine. The zero value is usable.
 type Options struct {
 	// PartitionSendRate is how many messages per second one partition takes before the queue
-	// gets another partition (default 20,000: one partition takes several times that on one
-	// core, concurrent calls to one partition share script calls, and every extra partition
-	// makes receives on a draining queue probe more; partitions are there to spread a busy
-	// queue over Redis Cluster nodes).
+	// gets another partition. Partitions are there to spread a busy queue over Redis Cluster
+	// nodes: on a cluster the default is 20,000; on a single server, where they spread
+	// nothing and cost (concurrent calls to one partition share script calls, and a draining
+	// queue's receives probe every partition), 100,000.
 	PartitionSendRate int
 	// Channel is the pub/sub channel carrying wake-ups (default "queues:wake"). Every replica
 	// of a deployment must use the same one.
@@ -122,7 +125,10 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		return nil, errors.New("redisengine: a client and a clock are required")
 	}
 	if opts.PartitionSendRate <= 0 {
-		opts.PartitionSendRate = DefaultPartitionSendRate
+		opts.PartitionSendRate = DefaultSingleNodePartitionSendRate
+		if _, cluster := rdb.(*redis.ClusterClient); cluster {
+			opts.PartitionSendRate = DefaultPartitionSendRate
+		}
 	}
 	if opts.Channel == "" {
 		opts.Channel = DefaultChannel
