@@ -100,12 +100,10 @@ func (p *rawPool) do(ctx context.Context, method, path string, body []byte, toke
 		if err != nil {
 			return nil, err
 		}
-		// The context bounds the exchange: its deadline, and its end interrupts a blocked read.
-		if dl, ok := ctx.Deadline(); ok {
-			_ = rc.c.SetDeadline(dl)
-		} else {
-			_ = rc.c.SetDeadline(time.Time{})
-		}
+		// The context bounds the exchange: its end (deadline included) interrupts a blocked
+		// read or write, and by then ctx.Err() says why, so the caller sees the context's
+		// error rather than an i/o timeout.
+		_ = rc.c.SetDeadline(time.Time{})
 		stop := context.AfterFunc(ctx, func() { _ = rc.c.SetDeadline(time.Unix(1, 0)) })
 		ans, err := rc.exchange(method, p.host, path, body, token)
 		if !stop() && ans != nil {
