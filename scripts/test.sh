@@ -52,7 +52,7 @@ echo "== go test"
 go test -count=1 -timeout 12m ./...
 
 echo "== go test -race (concurrency-sensitive packages)"
-go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/
+go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
 
 echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go test)"
 go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/
