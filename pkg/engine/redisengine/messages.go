@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
@@ -106,7 +107,13 @@ func (e *Engine) runSends(p int, batch []*sendJob) {
 // laneKey names the lane of an operation ('s' send, 'r' receive, 'a' ack) on one partition;
 // a and b are the operation's own parameters that calls sharing a script call must agree on.
 func laneKey(op byte, q ids.ID, p int, a, b int64) string {
-	return fmt.Sprintf("%c|%s|%d|%d|%d", op, q, p, a, b)
+	k := make([]byte, 0, 64)
+	k = append(k, op, '|')
+	k = append(k, q[:]...)
+	k = strconv.AppendInt(append(k, '|'), int64(p), 10)
+	k = strconv.AppendInt(append(k, '|'), a, 10)
+	k = strconv.AppendInt(append(k, '|'), b, 10)
+	return string(k)
 }
 
 // claim is how many messages a receive asks of one partition.
