@@ -10,18 +10,24 @@ import (
 const maxCombined = 16
 
 // lanes folds concurrent calls with the same key (one operation on one queue partition) into
-// one script call: while a key's call runs, the calls that arrive for it wait, and when it
-// ends the first of them runs them all as one batch (group commit). A busy partition thus
-// pays Redis's per-script and per-request costs once per batch rather than once per API
-// request, and an idle one adds no wait: a call that finds its lane free runs at once.
+// shared script calls: while laneDepth calls of a key are in flight, the calls that arrive
+// for it wait, and when one ends the first of them runs them all as one batch (group
+// commit). A busy partition thus pays Redis's per-script and per-request costs once per
+// batch rather than once per API request, and an idle one adds no wait: a call that finds a
+// free slot runs at once.
 type lanes[J any] struct {
 	mu sync.Mutex
 	m  map[string]*lane[J]
 }
 
 type lane[J any] struct {
+	running int // batches in flight (at most laneDepth)
 	waiting []*ticket[J]
 }
+
+// laneDepth is how many batches of one lane may be in flight at once: two, so the next batch
+// is on its way while one is answered, rather than the partition idling between them.
+const laneDepth = 2
 
 type ticket[J any] struct {
 	job  J
@@ -39,7 +45,12 @@ func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
 		ls.m = map[string]*lane[J]{}
 	}
 	var batch []*ticket[J]
-	if l, busy := ls.m[key]; busy {
+	l := ls.m[key]
+	if l == nil {
+		l = &lane[J]{}
+		ls.m[key] = l
+	}
+	if l.running >= laneDepth {
 		t.done = make(chan struct{})
 		l.waiting = append(l.waiting, t)
 		ls.mu.Unlock()
@@ -49,7 +60,7 @@ func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
 		}
 		batch = t.lead
 	} else {
-		ls.m[key] = &lane[J]{}
+		l.running++
 		ls.mu.Unlock()
 		batch = []*ticket[J]{t}
 	}
@@ -60,7 +71,6 @@ func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
 	run(jobs)
 
 	ls.mu.Lock()
-	l := ls.m[key]
 	next := l.waiting
 	if len(next) > maxCombined {
 		next, l.waiting = next[:maxCombined:maxCombined], next[maxCombined:]
@@ -68,7 +78,10 @@ func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
 		l.waiting = nil
 	}
 	if len(next) == 0 {
-		delete(ls.m, key)
+		// This batch's slot frees up.
+		if l.running--; l.running == 0 {
+			delete(ls.m, key)
+		}
 	}
 	ls.mu.Unlock()
 	for _, b := range batch[1:] {

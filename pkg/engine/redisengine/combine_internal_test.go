@@ -1,0 +1,94 @@
+package redisengine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type testJob struct {
+	n    int
+	runs int32
+}
+
+// Every job runs exactly once, in batches of at most maxCombined, with at most laneDepth
+// batches of one key in flight and keys independent; concurrent calls do share batches.
+func TestLanes(t *testing.T) {
+	var ls lanes[*testJob]
+	const keys, perKey = 3, 400
+	var inFlight [keys]atomic.Int32
+	var maxSeen [keys]atomic.Int32
+	var batches, shared atomic.Int32
+	var wg sync.WaitGroup
+	jobs := make([][]*testJob, keys)
+	for k := range keys {
+		for i := range perKey {
+			j := &testJob{n: i}
+			jobs[k] = append(jobs[k], j)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ls.do(string(rune('a'+k)), j, func(batch []*testJob) {
+					n := inFlight[k].Add(1)
+					for {
+						m := maxSeen[k].Load()
+						if n <= m || maxSeen[k].CompareAndSwap(m, n) {
+							break
+						}
+					}
+					if len(batch) == 0 || len(batch) > maxCombined {
+						t.Errorf("batch of %d", len(batch))
+					}
+					batches.Add(1)
+					if len(batch) > 1 {
+						shared.Add(1)
+					}
+					time.Sleep(50 * time.Microsecond) // a script call in flight
+					for _, b := range batch {
+						atomic.AddInt32(&b.runs, 1)
+					}
+					inFlight[k].Add(-1)
+				})
+				if atomic.LoadInt32(&j.runs) != 1 {
+					t.Errorf("do returned with the job run %d times", atomic.LoadInt32(&j.runs))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for k := range keys {
+		for _, j := range jobs[k] {
+			if j.runs != 1 {
+				t.Fatalf("key %d job %d ran %d times", k, j.n, j.runs)
+			}
+		}
+		if m := maxSeen[k].Load(); m > laneDepth {
+			t.Fatalf("key %d had %d batches in flight, want at most %d", k, m, laneDepth)
+		}
+	}
+	if shared.Load() == 0 {
+		t.Fatalf("%d batches, none shared by concurrent calls", batches.Load())
+	}
+	ls.mu.Lock()
+	left := len(ls.m)
+	ls.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d lanes left after every call returned", left)
+	}
+}
+
+// The combined call runs under the leader's deadline, not its cancellation.
+func TestDetached(t *testing.T) {
+	parent, cancel := context.WithTimeout(context.Background(), time.Hour)
+	ctx, stop := detached(parent)
+	defer stop()
+	cancel()
+	if ctx.Err() != nil {
+		t.Fatal("the leader's cancellation reached the combined call")
+	}
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) < 59*time.Minute {
+		t.Fatalf("deadline %v, %v", dl, ok)
+	}
+}
