@@ -59,6 +59,7 @@ go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/
 go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
+go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/

@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/json"
+
+	"github.com/queueshq/queues/pkg/jsonscan"
 )
 
 // Fast paths of parseObject and object.array for the hot routes: one validating pass
@@ -16,12 +18,12 @@ import (
 // not apply. validated: data is known to be valid JSON (a value the fast path split out of a
 // body it checked), so it is not checked again.
 func fastObject(data []byte, validated bool) (fields map[string]json.RawMessage, ok bool) {
-	i := skipSpace(data, 0)
+	i := jsonscan.Space(data, 0)
 	if i >= len(data) || data[i] != '{' || !validated && !json.Valid(data) {
 		return nil, false
 	}
 	fields = make(map[string]json.RawMessage, 8)
-	i = skipSpace(data, i+1)
+	i = jsonscan.Space(data, i+1)
 	if data[i] == '}' {
 		return fields, true
 	}
@@ -34,95 +36,44 @@ func fastObject(data []byte, validated bool) (fields map[string]json.RawMessage,
 			}
 		}
 		key := string(data[i+1 : j])
-		i = skipSpace(data, j+1) // at ':'
-		i = skipSpace(data, i+1)
-		end := skipValue(data, i)
+		i = jsonscan.Space(data, j+1) // at ':'
+		i = jsonscan.Space(data, i+1)
+		end := jsonscan.Value(data, i)
+		if end < 0 {
+			return nil, false
+		}
 		fields[key] = json.RawMessage(data[i:end:end])
-		i = skipSpace(data, end)
+		i = jsonscan.Space(data, end)
 		if data[i] == '}' {
 			return fields, true
 		}
-		i = skipSpace(data, i+1) // past ','
+		i = jsonscan.Space(data, i+1) // past ','
 	}
 }
 
 // fastArray splits a valid JSON array into its elements; ok is false when the fast path does
 // not apply (validated: as for fastObject).
 func fastArray(data []byte, validated bool) (items []json.RawMessage, ok bool) {
-	i := skipSpace(data, 0)
+	i := jsonscan.Space(data, 0)
 	if i >= len(data) || data[i] != '[' || !validated && !json.Valid(data) {
 		return nil, false
 	}
 	items = []json.RawMessage{}
-	i = skipSpace(data, i+1)
+	i = jsonscan.Space(data, i+1)
 	if data[i] == ']' {
 		return items, true
 	}
 	for {
-		end := skipValue(data, i)
+		end := jsonscan.Value(data, i)
+		if end < 0 {
+			return nil, false
+		}
 		items = append(items, json.RawMessage(data[i:end:end]))
-		i = skipSpace(data, end)
+		i = jsonscan.Space(data, end)
 		if data[i] == ']' {
 			return items, true
 		}
-		i = skipSpace(data, i+1) // past ','
+		i = jsonscan.Space(data, i+1) // past ','
 	}
 }
 
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipValue returns the end of the value starting at i, in data already known to be valid.
-func skipValue(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	default: // number, true, false, null
-		for i < len(data) {
-			switch data[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return i
-	}
-}
-
-// skipString returns the end of the string literal starting at i.
-func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}

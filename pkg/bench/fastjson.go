@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/queueshq/queues/pkg/jsonscan"
 )
 
 // A hand-rolled reader for the three answers the generator reads on its hot path (send,
@@ -16,76 +18,19 @@ type fastDecoder interface {
 	decodeFast(b []byte) (ok bool)
 }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value starting at b[i] (after spaces), or
-// -1 when it is malformed as far as this walk can tell.
-func skipValue(b []byte, i int) int {
-	i = skipWS(b, i)
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		for i++; i < len(b); i++ {
-			switch b[i] {
-			case '\\':
-				i++
-			case '"':
-				return i + 1
-			}
-		}
-		return -1
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			case '"':
-				j := skipValue(b, i)
-				if j < 0 {
-					return -1
-				}
-				i = j - 1
-			}
-		}
-		return -1
-	default:
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
-			j++
-		}
-		if j == i {
-			return -1
-		}
-		return j
-	}
-}
-
 // members calls fn with each key (quotes removed) and raw value of the object in b; false
 // when b is not such an object, a key has an escape, or fn returned false.
 func members(b []byte, fn func(key, val []byte) bool) bool {
-	i := skipWS(b, 0)
+	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.Space(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return true
 	}
 	for i < len(b) {
-		k := skipValue(b, i)
+		k := jsonscan.Value(b, i)
 		if k < 0 || b[i] != '"' {
 			return false
 		}
@@ -93,50 +38,50 @@ func members(b []byte, fn func(key, val []byte) bool) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false
 		}
-		i = skipWS(b, k)
+		i = jsonscan.Space(b, k)
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		v0 := skipWS(b, i+1)
-		v := skipValue(b, v0)
+		v0 := jsonscan.Space(b, i+1)
+		v := jsonscan.Value(b, v0)
 		if v < 0 || !fn(key, b[v0:v]) {
 			return false
 		}
-		i = skipWS(b, v)
+		i = jsonscan.Space(b, v)
 		if i < len(b) && b[i] == '}' {
 			return true
 		}
 		if i >= len(b) || b[i] != ',' {
 			return false
 		}
-		i = skipWS(b, i+1)
+		i = jsonscan.Space(b, i+1)
 	}
 	return false
 }
 
 // items calls fn with each raw element of the array in b; false as for members.
 func items(b []byte, fn func(val []byte) bool) bool {
-	i := skipWS(b, 0)
+	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return false
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.Space(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return true
 	}
 	for i < len(b) {
-		v := skipValue(b, i)
+		v := jsonscan.Value(b, i)
 		if v < 0 || !fn(b[i:v]) {
 			return false
 		}
-		i = skipWS(b, v)
+		i = jsonscan.Space(b, v)
 		if i < len(b) && b[i] == ']' {
 			return true
 		}
 		if i >= len(b) || b[i] != ',' {
 			return false
 		}
-		i = skipWS(b, i+1)
+		i = jsonscan.Space(b, i+1)
 	}
 	return false
 }
