@@ -76,4 +76,3 @@ func fastArray(data []byte, validated bool) (items []json.RawMessage, ok bool) {
 		i = jsonscan.Space(data, i+1) // past ','
 	}
 }
-
