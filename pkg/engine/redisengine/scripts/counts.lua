@@ -10,7 +10,7 @@ local delayed = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
 local oldest = 0
 -- l is in send order and expired elements are its prefix: its first live one is its oldest.
 for _, v in ipairs(redis.call('LRANGE', KEYS[6], 0, tonumber(ARGV[2]) - 1)) do
-  local _, sa, ea = lparse(v)
+  local sa, ea = lfields(v)
   if ea and ea > tonumber(now) then
     oldest = sa
     break

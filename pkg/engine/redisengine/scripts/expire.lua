@@ -9,7 +9,7 @@ local limit = tonumber(ARGV[2])
 local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 local n = 0
 for _, v in ipairs(redis.call('LRANGE', KEYS[6], 0, limit - 1)) do
-  local _, _, ea = lparse(v)
+  local _, ea = lfields(v)
   if ea and ea > now then break end
   n = n + 1
 end

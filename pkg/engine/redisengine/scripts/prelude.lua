@@ -38,13 +38,9 @@ local function mread(m, s, id)
 end
 local function mvalue(state, payload) return state .. '|' .. payload end
 -- A never-received message sent without delay is one element of the partition's list l:
--- id (16 bytes) .. sentAtMs .. '|' .. expiresAtMs .. '|' .. payload. lparse returns
--- id, sa, ea, payload (nil when malformed).
-local function lvalue(id, sa, ea, payload)
-  return id .. string.format('%d|%d|', sa, ea) .. payload
-end
--- lfields is lparse without copies: sa and ea as numbers and their strings, and where the
--- payload starts (plain finds: several times cheaper than a pattern match).
+-- id (16 bytes) .. sentAtMs .. '|' .. expiresAtMs .. '|' .. payload. lfields reads one
+-- without copying the payload: sa and ea as numbers and as strings, and where the payload
+-- starts (nil when malformed; plain finds: several times cheaper than a pattern match).
 local function lfields(v)
   local i = string.find(v, '|', 18, true)
   if not i then return nil end
@@ -54,11 +50,6 @@ local function lfields(v)
   local sa, ea = tonumber(sas), tonumber(eas)
   if not sa or not ea then return nil end
   return sa, ea, sas, eas, j + 1
-end
-local function lparse(v)
-  local sa, ea, _, _, at = lfields(v)
-  if not sa then return nil end
-  return string.sub(v, 1, 16), sa, ea, string.sub(v, at)
 end
 local function ms(n)
   return string.format('%d', n)

@@ -17,14 +17,15 @@ local SKEW = 2000
 local listok = true
 local tail = redis.call('LINDEX', KEYS[6], -1)
 if tail then
-  local _, _, tea = lparse(tail)
+  local _, tea = lfields(tail)
   if not tea or tea > ea + SKEW then listok = false end
 end
 local push, n = {}, 0
+local times = ARGV[1] .. '|' .. ARGV[4] .. '|' -- an element: id .. sentAt|expiresAt| .. payload
 for i = 5, #ARGV, 3 do
   local id, p, vis = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   if listok and vis <= now then
-    push[#push + 1] = lvalue(id, now, ea, p)
+    push[#push + 1] = id .. times .. p
   else
     redis.call('HSET', KEYS[2], id, mvalue(fmt_state(0, 0, ea, now), p))
     redis.call('ZADD', KEYS[1], ARGV[i + 2], id)
