@@ -52,7 +52,7 @@ else
   redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction >"$work/redis.log" 2>&1 &
   pids+=($!)
   dport=$(freeport)
-  (cd "$jar" && exec java -XX:+UseSerialGC -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port "$dport") >"$work/dynamo.log" 2>&1 &
+  (cd "$jar" && exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port "$dport") >"$work/dynamo.log" 2>&1 &
   pids+=($!)
   waitport "$rport"
   waitport "$dport"
