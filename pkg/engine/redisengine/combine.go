@@ -3,6 +3,8 @@ package redisengine
 import (
 	"context"
 	"sync"
+
+	"github.com/queueshq/queues/pkg/apierr"
 )
 
 // maxCombined bounds how many calls one combined script call carries (each at most
@@ -37,7 +39,9 @@ type ticket[J any] struct {
 
 // do runs job with run, alone or in a batch with other jobs of the same key. run gets at
 // least one job and records each job's outcome in the job itself (J is a pointer type); do
-// returns once this job's outcome is recorded.
+// returns once this job's outcome is recorded. A job must start out failed (errNotRun), so
+// that if run panics, the other jobs of its batch return failed rather than wait forever or
+// pass for done; the panic goes on in the goroutine that ran the batch.
 func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
 	t := &ticket[J]{job: job}
 	ls.mu.Lock()
@@ -68,8 +72,13 @@ func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
 	for i, b := range batch {
 		jobs[i] = b.job
 	}
+	defer ls.release(key, l, batch) // also when run panics
 	run(jobs)
+}
 
+// release ends a batch: its other jobs' callers return, and the lane's waiters, if any, go
+// on as the next batch, led by the first of them.
+func (ls *lanes[J]) release(key string, l *lane[J], batch []*ticket[J]) {
 	ls.mu.Lock()
 	next := l.waiting
 	if len(next) > maxCombined {
@@ -92,6 +101,9 @@ func (ls *lanes[J]) do(key string, job J, run func(batch []J)) {
 		close(next[0].done)
 	}
 }
+
+// errNotRun is every lane job's outcome until its batch ran.
+var errNotRun = &apierr.Error{Code: apierr.Internal, Message: "the shared storage call did not complete"}
 
 // detached is the context a combined call runs under: the leading request's deadline, but
 // not its cancellation, since the call also carries other requests.

@@ -92,3 +92,81 @@ func TestDetached(t *testing.T) {
 		t.Fatalf("deadline %v, %v", dl, ok)
 	}
 }
+
+type outcomeJob struct{ err error }
+
+// A batch whose run panics releases its lane: the other jobs of the batch return with the
+// failed outcome they started with, and later calls of the key run.
+func TestLanesRunPanics(t *testing.T) {
+	var ls lanes[*outcomeJob]
+	started := make(chan struct{})
+	unblock := make(chan struct{})
+	leader := make(chan any, 1)
+	go func() {
+		defer func() { leader <- recover() }()
+		ls.do("k", &outcomeJob{err: errNotRun}, func([]*outcomeJob) {
+			close(started)
+			<-unblock
+			panic("boom")
+		})
+	}()
+	<-started
+	// Fill the lane's second slot, so the next calls queue up behind the panicking batch.
+	second := make(chan struct{})
+	go ls.do("k", &outcomeJob{err: errNotRun}, func(b []*outcomeJob) {
+		<-second
+		for _, j := range b {
+			j.err = nil
+		}
+	})
+	waiters := make([]*outcomeJob, 3)
+	var wg sync.WaitGroup
+	for i := range waiters {
+		waiters[i] = &outcomeJob{err: errNotRun}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { _ = recover() }() // the one that leads the waiters' batch panics
+			ls.do("k", waiters[i], func(b []*outcomeJob) { panic("boom again") })
+		}()
+	}
+	for {
+		ls.mu.Lock()
+		n := len(ls.m["k"].waiting)
+		ls.mu.Unlock()
+		if n == len(waiters) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(unblock)
+	if r := <-leader; r != "boom" {
+		t.Fatalf("the leader's panic: %v", r)
+	}
+	// The first waiter now leads the waiters' batch and panics too; the others return failed.
+	close(second)
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("callers still waiting after the batch ahead of them panicked")
+	}
+	for i, w := range waiters {
+		if w.err != errNotRun {
+			t.Fatalf("waiter %d: outcome %v, want errNotRun", i, w.err)
+		}
+	}
+	after := &outcomeJob{err: errNotRun}
+	ls.do("k", after, func(b []*outcomeJob) {
+		for _, j := range b {
+			j.err = nil
+		}
+	})
+	if after.err != nil {
+		t.Fatal("a later call did not run")
+	}
+}

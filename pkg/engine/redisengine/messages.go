@@ -38,7 +38,8 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		return nil, err
 	}
 	p := rand.IntN(n)
-	job := &sendJob{ctx: ctx, q: q, n: n, ids: make([]ids.ID, len(msgs)), payloads: make([][]byte, len(msgs)), delays: make([]int64, len(msgs))}
+	job := &sendJob{ctx: ctx, q: q, n: n, ids: make([]ids.ID, len(msgs)), payloads: make([][]byte, len(msgs)),
+		delays: make([]int64, len(msgs)), err: errNotRun}
 	res := make([]engine.SendResult, len(msgs))
 	for i, m := range msgs {
 		id := ids.New()
@@ -93,9 +94,11 @@ func (e *Engine) runSends(p int, batch []*sendJob) {
 	rate, err := sendScript.Run(ctx, e.rdb, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.l}, args...).Int64()
 	if err != nil {
 		err = e.wrap(ctx, "send", err)
-		for _, b := range batch {
-			b.err = err
-		}
+	}
+	for _, b := range batch {
+		b.err = err
+	}
+	if err != nil {
 		return
 	}
 	e.seenEmpty(q.ID, p, 0)
@@ -237,7 +240,7 @@ func (e *Engine) claimShared(ctx context.Context, q engine.Queue, req engine.Rec
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
 		maxrc = int64(max(q.Redrive.MaxReceiveCount, 1))
 	}
-	job := &recvJob{ctx: ctx, want: want}
+	job := &recvJob{ctx: ctx, want: want, err: errNotRun}
 	e.recvs.do(laneKey('r', q.ID, p, max(req.Visibility, 0).Milliseconds(), maxrc), job, func(batch []*recvJob) {
 		cctx, cancel := detached(batch[0].ctx)
 		defer cancel()
@@ -247,8 +250,7 @@ func (e *Engine) claimShared(ctx context.Context, q engine.Queue, req engine.Rec
 		}
 		res, err := e.claim(cctx, q, req, e.nowMs(), []claim{{p, total}})
 		for _, b := range batch {
-			if err != nil {
-				b.err = err
+			if b.err = err; err != nil {
 				continue
 			}
 			k := min(b.want, len(res.Messages))
@@ -474,7 +476,7 @@ type ackJob struct {
 // shared with concurrent acks of the partition. A message acknowledged by two of them counts
 // as acknowledged by the first: the later one's entry is stale, as if they had run in turn.
 func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engine.Delivery) ([]error, error) {
-	job := &ackJob{ctx: ctx, ds: ds, errs: make([]error, len(ds))}
+	job := &ackJob{ctx: ctx, ds: ds, errs: make([]error, len(ds)), err: errNotRun}
 	e.acks.do(laneKey('a', q.ID, p, 0, 0), job, func(batch []*ackJob) {
 		cctx, cancel := detached(batch[0].ctx)
 		defer cancel()
@@ -500,10 +502,10 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 				sent = append(sent, slot{b, i})
 			}
 		}
-		if len(sent) == 0 {
-			return
+		val, err := any(nil), error(nil)
+		if len(sent) > 0 {
+			val, err = ackScript.Run(cctx, e.rdb, keysOf(q.ID, p).messages(), args...).Result()
 		}
-		val, err := ackScript.Run(cctx, e.rdb, keysOf(q.ID, p).messages(), args...).Result()
 		vals, _ := val.([]any)
 		if err == nil && len(vals) != len(sent) {
 			err = errBadReply
@@ -524,6 +526,9 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 			default:
 				s.job.errs[s.i] = errBadReply
 			}
+		}
+		for _, b := range batch {
+			b.err = nil // only now: a job counts as done once its entries are
 		}
 	})
 	if job.err != nil {
