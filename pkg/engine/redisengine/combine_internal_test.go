@@ -112,13 +112,15 @@ func TestLanesRunPanics(t *testing.T) {
 	}()
 	<-started
 	// Fill the lane's second slot, so the next calls queue up behind the panicking batch.
-	second := make(chan struct{})
+	second, secondStarted := make(chan struct{}), make(chan struct{})
 	go ls.do("k", &outcomeJob{err: errNotRun}, func(b []*outcomeJob) {
+		close(secondStarted)
 		<-second
 		for _, j := range b {
 			j.err = nil
 		}
 	})
+	<-secondStarted // both slots are taken: the calls below wait in the lane
 	waiters := make([]*outcomeJob, 3)
 	var wg sync.WaitGroup
 	for i := range waiters {
