@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
@@ -76,36 +75,6 @@ func TestKillServeUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the queues binary under load")
 	}
-	testStart := time.Now()
 	st := newStack(t)
-	hc := crashtest.NewHTTPClient(t)
-
-	api1, ready1 := crashtest.Start(t, hc, st, st.dir, "api1")
-	// The default project's token from the data directory, and a standard queue with a 2 s
-	// visibility timeout.
-	run := crashtest.NewRun(t, hc, st, api1)
-
-	load := run.Load(t, api1)
-	t.Logf("load: %v; acknowledged sends %d, unknown sends %d, received %d, acks 204 %d, requests in flight at the kill %d, held in flight at the kill %d",
-		load.Duration.Round(time.Millisecond), load.Acked, load.UnknownSends, load.Received, load.Acks204, load.InFlightAtKill, load.HeldAtKill)
-	if load.Acked < 100 {
-		t.Fatalf("only %d acknowledged sends before the kill: the load did not run (first serve log:\n%s)", load.Acked, crashtest.TailOf(api1.Log))
-	}
-	// Restart on the same data directory, then drain.
-	api2, ready2 := crashtest.Start(t, hc, st, st.dir, "api2")
-	t.Logf("restart: ready %v after start (first start %v), %v after the kill", ready2.Round(time.Millisecond), ready1.Round(time.Millisecond), time.Since(load.KilledAt).Round(time.Millisecond))
-	run.Drain(t, api2)
-
-	f := run.Check(t)
-	if t.Failed() {
-		t.Logf("restarted serve log:\n%s", crashtest.TailOf(api2.Log))
-	}
-	t.Logf("figures: acknowledged sends %d (before the kill %d), unknown sends %d (recovered %d), failed in a 200 %d; "+
-		"received %d deliveries of %d messages, redeliveries %d; acks 204 %d, 410 %d, unknown %d; "+
-		"held in flight at the kill %d, back %d; lost %d, unexpected %d, redelivered after ack %d, lease overlaps %d; "+
-		"restart to ready %v; drain %v; test %v",
-		f.Acked, load.Acked, f.UnknownSends, f.Recovered, f.FailedSends,
-		f.Deliveries, f.Messages, f.Redeliveries, f.Acks204, f.Acks410, f.AckUnknown,
-		f.HeldAtKill, f.Back, f.Lost, f.Unexpected, f.AfterAck, f.Overlap,
-		ready2.Round(time.Millisecond), f.Drain.Round(time.Millisecond), time.Since(testStart).Round(time.Millisecond))
+	crashtest.KillUnderLoad(t, st, st.dir, "serve")
 }

@@ -334,3 +334,39 @@ func (r *Run) Check(t *testing.T) Figures {
 		Drain: drainTime,
 	}
 }
+
+// KillUnderLoad is the whole scenario on srv, its logs in logDir: start the server, create the
+// queue, run the load and kill it, start it again on the same storage, drain, check, and log
+// the figures. what names the server in messages ("API", "serve").
+func KillUnderLoad(t *testing.T, srv Server, logDir, what string) {
+	t.Helper()
+	testStart := time.Now()
+	hc := NewHTTPClient(t)
+
+	p1, ready1 := Start(t, hc, srv, logDir, "api1")
+	run := NewRun(t, hc, srv, p1)
+
+	load := run.Load(t, p1)
+	t.Logf("load: %v; acknowledged sends %d, unknown sends %d, received %d, acks 204 %d, requests in flight at the kill %d, held in flight at the kill %d",
+		load.Duration.Round(time.Millisecond), load.Acked, load.UnknownSends, load.Received, load.Acks204, load.InFlightAtKill, load.HeldAtKill)
+	if load.Acked < 100 {
+		t.Fatalf("only %d acknowledged sends before the kill: the load did not run (first %s log:\n%s)", load.Acked, what, TailOf(p1.Log))
+	}
+	// Restart on the same storage, then drain.
+	p2, ready2 := Start(t, hc, srv, logDir, "api2")
+	t.Logf("restart: ready %v after start (first start %v), %v after the kill", ready2.Round(time.Millisecond), ready1.Round(time.Millisecond), time.Since(load.KilledAt).Round(time.Millisecond))
+	run.Drain(t, p2)
+
+	f := run.Check(t)
+	if t.Failed() {
+		t.Logf("restarted %s log:\n%s", what, TailOf(p2.Log))
+	}
+	t.Logf("figures: acknowledged sends %d (before the kill %d), unknown sends %d (recovered %d), failed in a 200 %d; "+
+		"received %d deliveries of %d messages, redeliveries %d; acks 204 %d, 410 %d, unknown %d; "+
+		"held in flight at the kill %d, back %d; lost %d, unexpected %d, redelivered after ack %d, lease overlaps %d; "+
+		"restart to ready %v; drain %v; test %v",
+		f.Acked, load.Acked, f.UnknownSends, f.Recovered, f.FailedSends,
+		f.Deliveries, f.Messages, f.Redeliveries, f.Acks204, f.Acks410, f.AckUnknown,
+		f.HeldAtKill, f.Back, f.Lost, f.Unexpected, f.AfterAck, f.Overlap,
+		ready2.Round(time.Millisecond), f.Drain.Round(time.Millisecond), time.Since(testStart).Round(time.Millisecond))
+}
