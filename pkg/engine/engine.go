@@ -44,7 +44,13 @@ const (
 // Queue carries the settings of a queue that the engine needs for an operation. The caller
 // reads them from its metadata cache.
 type Queue struct {
-	ID                ids.ID
+	ID ids.ID
+	// Project owns the queue; the engine keeps the project's stored-bytes counter (SPEC §10)
+	// beside its messages.
+	Project ids.ID
+	// MaxStoredBytes is the project's maxStoredBytes limit: a send that would take the
+	// project's stored bytes past it fails whole and stores nothing. 0 means no limit.
+	MaxStoredBytes int64
 	Type              Type
 	VisibilityTimeout time.Duration
 	Retention         time.Duration

@@ -128,7 +128,7 @@ type Store interface {
 // policy and dlq is not nil (a dead-letter queue's own redrive is never followed).
 func (q Queue) Engine(dlq *Queue) engine.Queue {
 	eq := engine.Queue{
-		ID: q.ID, Type: engine.Type(q.Type),
+		ID: q.ID, Project: q.ProjectID, Type: engine.Type(q.Type),
 		VisibilityTimeout: time.Duration(q.VisibilityTimeoutSeconds) * time.Second,
 		Retention:         time.Duration(q.RetentionSeconds) * time.Second,
 		Delay:             time.Duration(q.DelaySeconds) * time.Second,
