@@ -50,7 +50,7 @@ type Queue struct {
 	Project ids.ID
 	// MaxStoredBytes is the project's maxStoredBytes limit: a send that would take the
 	// project's stored bytes past it fails whole and stores nothing. 0 means no limit.
-	MaxStoredBytes int64
+	MaxStoredBytes    int64
 	Type              Type
 	VisibilityTimeout time.Duration
 	Retention         time.Duration
