@@ -176,8 +176,9 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		reg = prometheus.NewRegistry()
 	}
 	signer := receipt.NewSigner(ring)
+	gens := &pusher.LocalGenerations{}
 	n.Pusher, err = pusher.New(pusher.Config{
-		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts,
+		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
 		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
 	})
@@ -190,7 +191,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Registry: reg, Gatherer: reg, Draining: n.draining,
 		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
-		PushChanged: func(_ context.Context, queue ids.ID) { n.Pusher.Changed(queue) },
+		PushChanged: func(_ context.Context, queue ids.ID) { gens.Bump(queue); n.Pusher.Changed(queue) },
 		Ready: func(ctx context.Context) error {
 			return errors.Join(eng.Err(), store.Ping(ctx))
 		},

@@ -55,7 +55,8 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	p, err := pusher.New(pusher.Config{
 		Engine: eng, Store: dynamometa.New(o.Dynamo, o.Table), Receipts: receipt.NewSigner(o.Keys),
 		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: pusher.NewRedisAttempts(o.Redis),
-		Changes: pusher.RedisChanges(o.Redis), AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
+		Changes: pusher.RedisChanges(o.Redis), Generation: pusher.RedisGenerations(o.Redis),
+		AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
 		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,
 		LeaseTTL: o.LeaseTTL, Refresh: o.Refresh,
 	})
