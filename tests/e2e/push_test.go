@@ -225,4 +225,15 @@ func TestPushEndToEnd(t *testing.T) {
 	if c := tn.a.counts(t, "hooked"); c["visible"] != 0.0 || c["inFlight"] != 0.0 {
 		t.Fatalf("counts at the end: %v", c)
 	}
+	// Paged one at a time: two full pages, the last without a cursor.
+	first1 := op.do("GET", "/v1/queues/hooked/subscription/attempts?limit=1", nil).must(t, 200)
+	cur, _ := first1.body["nextCursor"].(string)
+	if len(first1.list("attempts")) != 1 || cur == "" {
+		t.Fatalf("attempts limit 1: %s", first1.raw)
+	}
+	last := op.do("GET", "/v1/queues/hooked/subscription/attempts?limit=1&cursor="+cur, nil).must(t, 200)
+	if as := last.list("attempts"); len(as) != 1 || as[0]["attemptId"] != attempts[1]["attemptId"] || last.body["nextCursor"] != nil {
+		t.Fatalf("attempts second page: %s", last.raw)
+	}
+	op.do("GET", "/v1/queues/hooked/subscription/attempts?cursor=bogus!", nil).fails(t, 400, "invalid_argument", "cursor")
 }

@@ -644,13 +644,16 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		k   []byte
 	}
 	var sel []snap
+	more := false
 	e.mu.Lock()
 	if qi := e.queues[q.ID]; qi != nil {
 		qi.advance(now)
 		after := func(m *msg) bool { return !hasCur || m.at > curAt || (m.at == curAt && m.seq > curSeq) }
 		lessKey := func(a, b *msg) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
-		// Keep the limit smallest candidates in a max-heap.
-		best := make([]*msg, 0, limit)
+		// Keep the limit+1 smallest candidates in a max-heap: one beyond the page tells
+		// whether anything follows it.
+		keep := limit + 1
+		best := make([]*msg, 0, keep)
 		down := func(i int) {
 			for {
 				l := 2*i + 1
@@ -672,7 +675,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			if m.expiresAt <= now || !after(m) {
 				continue
 			}
-			if len(best) < limit {
+			if len(best) < keep {
 				best = append(best, m)
 				for j := len(best) - 1; j > 0; {
 					i := (j - 1) / 2
@@ -693,7 +696,8 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			}
 			return 1
 		})
-		for _, m := range best {
+		more = len(best) > limit
+		for _, m := range best[:min(len(best), limit)] {
 			b := engine.BrowsedMessage{
 				MessageID: m.id, ReceiveCount: int(m.attempt), SentAt: fromMs(m.sentAt),
 				VisibleAt: fromMs(m.at), State: req.State,
@@ -728,7 +732,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	if err != nil {
 		return engine.BrowsePage{}, &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("browse: %v", err)}
 	}
-	if len(sel) >= limit {
+	if more {
 		last := sel[len(sel)-1]
 		page.NextCursor = encodeCursor(req.State, last.at, last.seq)
 	}

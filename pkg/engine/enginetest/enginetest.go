@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"Browse", testBrowse},
 		{"BrowseWhileReceiving", testBrowseWhileReceiving},
 		{"PurgeThenBrowse", testPurgeThenBrowse},
+		{"LastPageNoCursor", testLastPageNoCursor},
 		{"Watch", testWatch},
 		{"ReceiveMax", testReceiveMax},
 		{"ConcurrentConsumers", testConcurrentConsumers},

@@ -453,10 +453,12 @@ func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor s
 	}
 	now := e.nowMs()
 	var page engine.GroupPage
-	lastP := p
-	for ; p < n && len(page.Groups) < limit; p++ {
+	// One group beyond the page is looked for, so that a full last page ends the list.
+	want := limit + 1
+	var parts []int // the partition of each group listed
+	for ; p < n && len(page.Groups) < want; p++ {
 		k := keysOf(q.ID, p)
-		ask := limit - len(page.Groups)
+		ask := want - len(page.Groups)
 		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl}, now, after, ask).Slice()
 		if err != nil {
 			return engine.GroupPage{}, e.wrap(ctx, "groups", err)
@@ -465,12 +467,13 @@ func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor s
 			cnt, _ := vals[i+1].(int64)
 			fl, _ := vals[i+2].(int64)
 			page.Groups = append(page.Groups, engine.Group{GroupID: str(vals[i]), Messages: cnt, InFlight: fl == 1})
-			lastP = p
+			parts = append(parts, p)
 		}
 		after = ""
 	}
-	if len(page.Groups) >= limit {
-		page.NextCursor = encodeGroupCursor(lastP, page.Groups[len(page.Groups)-1].GroupID)
+	if len(page.Groups) > limit {
+		page.Groups = page.Groups[:limit]
+		page.NextCursor = encodeGroupCursor(parts[limit-1], page.Groups[limit-1].GroupID)
 	}
 	return page, nil
 }

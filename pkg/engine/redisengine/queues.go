@@ -200,15 +200,18 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	}
 	segs := segments(req.State, n)
 	var page engine.BrowsePage
-	var last browseCursor // the last message looked at, where the next page starts
+	// One message beyond the page is looked for, so that a full last page ends the list
+	// (no cursor); at[i] is where the page after message i starts.
+	want := limit + 1
+	var at []browseCursor
 	si := 0
 	if hasCur {
 		si = cur.seg
 	}
-	for si < len(segs) && len(page.Messages) < limit {
+	for si < len(segs) && len(page.Messages) < want {
 		sg := segs[si]
 		k := keysOf(q.ID, sg.p)
-		ask := limit - len(page.Messages)
+		ask := want - len(page.Messages)
 		got := 0
 		if sg.kind == 'l' {
 			from := int64(0)
@@ -224,13 +227,12 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 				got++
 				l, err := parseListed(str(v))
 				cur, hasCur = browseCursor{seg: si, score: first + int64(i), id: string(l.ID[:])}, true
-				last = cur
 				if err != nil {
 					e.log.Error("redisengine: undecodable message in browse", "queue", q.ID.String(), "error", err)
 					continue
 				}
 				if m, ok := e.browsed(req.State, l.ID, l.SentAt, state{ExpiresAt: l.ExpiresAt, SentAt: l.SentAt}, l.Payload, now); ok {
-					page.Messages = append(page.Messages, m)
+					page.Messages, at = append(page.Messages, m), append(at, cur)
 				}
 			}
 		} else {
@@ -250,7 +252,6 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 				got++
 				score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
 				cur, hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
-				last = cur
 				id, ok := ids.FromBytes([]byte(str(vals[i])))
 				if !ok {
 					continue
@@ -260,7 +261,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 					continue // gone meanwhile (state false) or corrupt
 				}
 				if m, ok := e.browsed(req.State, id, score, st, str(vals[i+3]), now); ok {
-					page.Messages = append(page.Messages, m)
+					page.Messages, at = append(page.Messages, m), append(at, cur)
 				}
 			}
 		}
@@ -269,8 +270,9 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			hasCur = false
 		}
 	}
-	if len(page.Messages) >= limit {
-		page.NextCursor = last.encode(req.State)
+	if len(page.Messages) > limit {
+		page.Messages = page.Messages[:limit]
+		page.NextCursor = at[limit-1].encode(req.State)
 	}
 	return page, nil
 }
