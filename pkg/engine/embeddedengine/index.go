@@ -49,6 +49,21 @@ type msgHeap struct {
 	expiry bool
 }
 
+// eachExpired calls fn for every message of the expiry heap whose retention ended by now. The
+// heap order lets it visit only those and their children: O(expired).
+func (h *msgHeap) eachExpired(now int64, fn func(*msg)) {
+	var walk func(i int)
+	walk = func(i int) {
+		if i >= len(h.a) || h.a[i].expiresAt > now {
+			return
+		}
+		fn(h.a[i])
+		walk(2*i + 1)
+		walk(2*i + 2)
+	}
+	walk(0)
+}
+
 func (h *msgHeap) less(i, j int) bool {
 	a, b := h.a[i], h.a[j]
 	ka, kb := a.at, b.at

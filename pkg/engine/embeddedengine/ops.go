@@ -554,6 +554,17 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 	qi.advance(now)
 	st.Visible, st.InFlight, st.Delayed = int64(qi.visible.len()), int64(qi.inflight.len()), int64(qi.delayed.len())
 	st.InFlight += int64(len(qi.msgs)) - st.Visible - st.InFlight - st.Delayed // claims in progress
+	// Messages past their retention are gone, swept or not.
+	qi.expiry.eachExpired(now, func(m *msg) {
+		switch m.st {
+		case stVisible:
+			st.Visible--
+		case stDelayed:
+			st.Delayed--
+		default: // in flight, or being claimed
+			st.InFlight--
+		}
+	})
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
 	var oldest int64
 	consider := func(m *msg) {

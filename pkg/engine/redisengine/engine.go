@@ -52,6 +52,9 @@ const (
 	exactCountLimit = 100_000
 	// oldestSample is how many of the earliest-expiring messages Stats looks at for the oldest.
 	oldestSample = 5
+	// expiredLookups bounds the expired, not yet swept messages Stats leaves out of a
+	// partition's counts one by one; beyond it Stats sweeps the queue first.
+	expiredLookups = 1000
 	// sweepChunk is how many expired messages one Sweep script deletes; sweepChunks bounds the
 	// chunks per partition per Sweep call.
 	sweepChunk  = 500

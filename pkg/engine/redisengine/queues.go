@@ -70,27 +70,46 @@ func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 
 // Stats sums each partition's counts (one pipelined read-only script per partition).
 //
-// Counts are exact ZCOUNTs. Expired messages count until a receive or Sweep removes them.
-// OldestSentAt is the earliest send time among the few messages that expire first; it is
-// exact while the retention has not changed, and may miss an older message sent with a longer
-// retention until the messages sent before the change are gone.
+// Counts are exact and leave out messages past their retention, swept or not: a partition's
+// expired never-received prefix of l is found by binary search, and its few expired messages
+// in m (the sweeper removes them every few seconds) are taken out one by one; when there are
+// more than expiredLookups of them, the queue is swept first. OldestSentAt is the earliest
+// send time among the few messages that expire first; it is exact while the retention has not
+// changed, and may miss an older message sent with a longer retention until the messages sent
+// before the change are gone.
 func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error) {
+	st, more, err := e.stats(ctx, q)
+	if err != nil || !more {
+		return st, err
+	}
+	if err := e.sweep(ctx, q); err != nil {
+		return engine.Stats{}, err
+	}
+	st, more, err = e.stats(ctx, q)
+	if more {
+		st.Truncated = true // more expired than one sweep removes: the counts are approximate
+	}
+	return st, err
+}
+
+func (e *Engine) stats(ctx context.Context, q engine.Queue) (engine.Stats, bool, error) {
 	n, err := e.partitions(ctx, q.ID)
 	if err != nil {
-		return engine.Stats{}, err
+		return engine.Stats{}, false, err
 	}
 	now := e.nowMs()
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x, k.l}, []any{now, oldestSample}}
+		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x, k.l}, []any{now, oldestSample, expiredLookups}}
 	}
 	st := engine.Stats{Partitions: n}
 	var oldest int64
+	more := false
 	for _, cmd := range e.run(ctx, calls) {
 		v, err := cmd.Int64Slice()
-		if err != nil || len(v) != 4 {
-			return engine.Stats{}, e.wrap(ctx, "stats", orBad(err))
+		if err != nil || len(v) != 5 {
+			return engine.Stats{}, false, e.wrap(ctx, "stats", orBad(err))
 		}
 		st.Visible += v[0]
 		st.InFlight += v[1]
@@ -98,10 +117,11 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 		if v[3] > 0 && (oldest == 0 || v[3] < oldest) {
 			oldest = v[3]
 		}
+		more = more || v[4] == 1
 	}
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
 	st.OldestSentAt = timeOrZero(oldest)
-	return st, nil
+	return st, more, nil
 }
 
 // Browse limits.
