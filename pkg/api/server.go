@@ -285,11 +285,12 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "unmatched"
 		}
 		status := c.Response().Status
-		s.metrics.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Inc()
-		s.metrics.latency.WithLabelValues(c.Request().Method, route).Observe(time.Since(start).Seconds())
+		method := methodLabel(c.Request().Method)
+		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+		s.metrics.latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 		s.cfg.Logger.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
 			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
-			slog.String("method", c.Request().Method), slog.String("route", route),
+			slog.String("method", method), slog.String("route", route),
 			slog.Int("status", status), slog.Duration("duration", time.Since(start)))
 		return nil
 	}
@@ -302,17 +303,7 @@ func readBody(c echo.Context) ([]byte, error) {
 	if r.ContentLength > MaxRequestBytes {
 		return nil, apierr.New(apierr.PayloadTooLarge, "the request body is over %d bytes", MaxRequestBytes)
 	}
-	body := http.MaxBytesReader(c.Response(), r.Body, MaxRequestBytes)
-	var data []byte
-	var err error
-	if r.ContentLength > 0 {
-		// One allocation of the announced size, rather than ReadAll's doublings; a body
-		// longer than announced is net/http's to refuse, a shorter one fails here.
-		data = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, data)
-	} else {
-		data, err = io.ReadAll(body)
-	}
+	data, err := readUpTo(http.MaxBytesReader(c.Response(), r.Body, MaxRequestBytes), r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
