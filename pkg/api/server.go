@@ -69,8 +69,8 @@ type Config struct {
 	// Registry receives the API's metrics; /metrics serves Gatherer.
 	Registry prometheus.Registerer
 	Gatherer prometheus.Gatherer
-	// Ready reports whether storage is reachable (for /readyz).
-	Ready func(ctx context.Context) error
+	// Dependencies are the backends /readyz checks; a failing one is named in the answer.
+	Dependencies []Dependency
 	// Draining is closed when the server shuts down: waiting receives answer at once.
 	Draining <-chan struct{}
 	// StorageTimeout bounds one request's storage work (default 10 s), so an unreachable
@@ -86,6 +86,13 @@ type Config struct {
 	PushAllowPrivate bool
 	// PushChanged, when set, announces a changed subscription (its queue id) to the pushers.
 	PushChanged func(ctx context.Context, queue ids.ID)
+}
+
+// Dependency is a backend the API needs, checked by /readyz. Name is all a caller learns of a
+// failure (never an address or error text): "redis", "metadata", "store".
+type Dependency struct {
+	Name  string
+	Check func(ctx context.Context) error
 }
 
 // Server is the HTTP API.
@@ -179,15 +186,34 @@ func (s *Server) routes() {
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			return apierr.New(apierr.Unavailable, "not ready: %v", err).WithRetryAfter(time.Second)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	var down []string
+	for _, d := range s.cfg.Dependencies {
+		if err := d.Check(ctx); err != nil {
+			down = append(down, d.Name)
+			s.cfg.Logger.Warn("not ready", "dependency", d.Name, "err", err, "request_id", requestID(c))
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	if len(down) == 0 {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	}
+	c.Response().Header().Set("Retry-After", "1")
+	return c.JSON(http.StatusServiceUnavailable, map[string]errorBody{"error": {
+		Code:    apierr.Unavailable,
+		Message: "not ready: " + strings.Join(down, ", ") + " unavailable",
+		Details: map[string]any{"dependencies": down, "requestId": requestID(c)},
+	}})
 }
+
+func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
+
+// Answers of these codes carry a fixed message: their causes (Redis or DynamoDB error text,
+// addresses, script names) are for the log, found there by the request id the answer carries.
+const (
+	unavailableMessage = "the service is temporarily unavailable; retry after the Retry-After delay"
+	internalMessage    = "internal error"
+)
 
 // errorBody is the inner error object of the error model.
 type errorBody struct {
@@ -228,11 +254,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	default:
 		ae = apierr.As(err)
 	}
-	if ae.Code == apierr.Internal {
-		s.cfg.Logger.Error("internal error", "err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	}
-	if ae.Code == apierr.Unavailable && ae.RetryAfter == 0 {
-		ae.RetryAfter = time.Second
+	switch ae.Code {
+	case apierr.Internal:
+		s.cfg.Logger.Error("internal error", "err", err, "route", c.Path(), "request_id", requestID(c))
+		ae = &apierr.Error{Code: apierr.Internal, Message: internalMessage, Details: map[string]any{"requestId": requestID(c)}}
+	case apierr.Unavailable:
+		s.cfg.Logger.Warn("unavailable", "err", err, "route", c.Path(), "request_id", requestID(c))
+		ae = &apierr.Error{Code: apierr.Unavailable, Message: unavailableMessage, RetryAfter: max(ae.RetryAfter, time.Second),
+			Details: map[string]any{"requestId": requestID(c)}}
 	}
 	if ae.RetryAfter > 0 {
 		secs := int((ae.RetryAfter + time.Second - 1) / time.Second)

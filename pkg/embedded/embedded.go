@@ -191,8 +191,9 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		Registry: reg, Gatherer: reg, Draining: n.draining,
 		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
 		PushChanged: func(_ context.Context, queue ids.ID) { n.Pusher.Changed(queue) },
-		Ready: func(ctx context.Context) error {
-			return errors.Join(eng.Err(), store.Ping(ctx))
+		Dependencies: []api.Dependency{
+			{Name: "messages", Check: func(context.Context) error { return eng.Err() }},
+			{Name: "metadata", Check: store.Ping},
 		},
 	})
 	bg, stop := context.WithCancel(context.Background())

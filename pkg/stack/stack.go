@@ -6,7 +6,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -83,8 +82,9 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Draining:      r.draining,
 		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
-		Ready: func(ctx context.Context) error {
-			return errors.Join(o.Redis.Ping(ctx).Err(), store.Ping(ctx))
+		Dependencies: []api.Dependency{
+			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
+			{Name: "metadata", Check: store.Ping},
 		},
 	})
 	bg, stop := context.WithCancel(context.Background())
