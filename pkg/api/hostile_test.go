@@ -31,7 +31,7 @@ func bareServer(t *testing.T) (*Server, *prometheus.Registry) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	return New(Config{Auth: auth.New(ring, "op-secret", time.Now), Receipts: receipt.NewSigner(ring), Registry: reg, Gatherer: reg}), reg
+	return New(Config{Auth: auth.New(ring, "op-secret", time.Now), Receipts: receipt.NewSigner(ring), Registry: reg}), reg
 }
 
 func seriesCount(t *testing.T, g prometheus.Gatherer, name string) int {

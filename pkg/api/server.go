@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/auth"
@@ -66,9 +64,9 @@ type Config struct {
 	Rates    Rates
 	Clock    clock.Clock
 	Logger   *slog.Logger
-	// Registry receives the API's metrics; /metrics serves Gatherer.
+	// Registry receives the API's metrics (served by the admin listener, pkg/adminhttp, never
+	// on the public port).
 	Registry prometheus.Registerer
-	Gatherer prometheus.Gatherer
 	// Dependencies are the backends /readyz checks; a failing one is named in the answer.
 	Dependencies []Dependency
 	// Draining is closed when the server shuts down: waiting receives answer at once.
@@ -115,8 +113,7 @@ func New(cfg Config) *Server {
 		cfg.StorageTimeout = 10 * time.Second
 	}
 	if cfg.Registry == nil {
-		r := prometheus.NewRegistry()
-		cfg.Registry, cfg.Gatherer = r, r
+		cfg.Registry = prometheus.NewRegistry()
 	}
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
@@ -141,7 +138,6 @@ func (s *Server) routes() {
 	e := s.e
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})))
 
 	v1 := e.Group("/v1")
 	op := s.require(scopeOperator)
@@ -171,14 +167,6 @@ func (s *Server) routes() {
 		v1.POST("/queues/:queue/subscription/rotate-secret", s.rotateSecret, admin)
 		v1.GET("/queues/:queue/subscription/attempts", s.listAttempts, read)
 	}
-
-	// Profiles of this process (net/http/pprof), for operators only.
-	dbg := e.Group("/debug/pprof", op)
-	dbg.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
-	dbg.GET("/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
-	dbg.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
-	dbg.GET("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
-	dbg.GET("/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
 
 	v1.POST("/receipts/ack", s.ack)
 	v1.POST("/receipts/visibility", s.changeVisibility)
