@@ -84,6 +84,8 @@ type Config struct {
 	PushAllowPrivate bool
 	// PushChanged, when set, announces a changed subscription (its queue id) to the pushers.
 	PushChanged func(ctx context.Context, queue ids.ID)
+	// ForgedHandles limits invalid receipt handles per source address (zero: the default).
+	ForgedHandles ForgedHandleLimit
 }
 
 // Dependency is a backend the API needs, checked by /readyz. Name is all a caller learns of a
@@ -99,6 +101,7 @@ type Server struct {
 	e       *echo.Echo
 	metrics *metrics
 	tokens  tokenCache
+	forged  *sourceBuckets
 }
 
 // New builds the API's handler.
@@ -118,7 +121,7 @@ func New(cfg Config) *Server {
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
 	}
-	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry)}
+	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry), forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now)}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
