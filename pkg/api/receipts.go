@@ -34,6 +34,9 @@ type resultJSON struct {
 func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields []string,
 	parseEntry func(o *object, e *receiptEntry) *apierr.Error,
 	op func(ctx context.Context, q engine.Queue, es []*receiptEntry) ([]error, error)) error {
+	if err := s.checkSource(c); err != nil {
+		return err
+	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
@@ -75,9 +78,13 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 			}
 			entries = append(entries, e)
 		}
+		for _, e := range entries {
+			s.chargeSource(c, e.err)
+		}
 	} else {
 		e := &receiptEntry{}
 		if err := s.parseSingle(o, e, parseEntry); err != nil {
+			s.chargeSource(c, err)
 			return err
 		}
 		entries = append(entries, e)

@@ -102,12 +102,16 @@ func (a *Authority) Issue(projectID, tokenID ids.ID, scopes []string, issuedAt t
 	return t.SignedString(a.derived[k.ID])
 }
 
+// MaxTokenBytes bounds a bearer credential. Ours are a few hundred bytes; anything longer is
+// refused before a byte of it is base64- or JSON-decoded, so a huge token costs no parsing.
+const MaxTokenBytes = 4 << 10
+
 var errUnauth = apierr.New(apierr.Unauthenticated, "missing, malformed, expired or unknown bearer token")
 
 // Verify checks a bearer credential. It answers the operator for the configured operator
 // secret, a project principal for a valid JWT, and unauthenticated otherwise.
 func (a *Authority) Verify(bearer string) (Principal, error) {
-	if bearer == "" {
+	if bearer == "" || len(bearer) > MaxTokenBytes {
 		return Principal{}, errUnauth
 	}
 	if a.hasOp {

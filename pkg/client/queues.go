@@ -335,10 +335,3 @@ func (c *Client) Ready(ctx context.Context) error {
 	once.retry.MaxAttempts = 1
 	return once.Do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
 }
-
-// Metrics returns the Prometheus metrics text (GET /metrics).
-func (c *Client) Metrics(ctx context.Context) (string, error) {
-	var s string
-	err := c.Do(ctx, http.MethodGet, "/metrics", nil, nil, &s)
-	return s, err
-}

@@ -76,8 +76,8 @@ type Options struct {
 	SweepEvery time.Duration
 	// CacheTTL bounds metadata staleness (default metacache.DefaultTTL).
 	CacheTTL time.Duration
-	// Registry receives the API's and the pusher's metrics, served on /metrics (nil: a new
-	// registry).
+	// Registry receives the API's and the pusher's metrics, which the caller serves on the
+	// admin listener (pkg/adminhttp; nil: a new registry, not served).
 	Registry *prometheus.Registry
 	// Push configures the in-process pusher.
 	Push PushOptions
@@ -189,11 +189,12 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	n.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: signer,
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
-		Registry: reg, Gatherer: reg, Draining: n.draining,
+		Registry: reg, Draining: n.draining,
 		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
 		PushChanged: func(_ context.Context, queue ids.ID) { gens.Bump(queue); n.Pusher.Changed(queue) },
-		Ready: func(ctx context.Context) error {
-			return errors.Join(eng.Err(), store.Ping(ctx))
+		Dependencies: []api.Dependency{
+			{Name: "messages", Check: func(context.Context) error { return eng.Err() }},
+			{Name: "metadata", Check: store.Ping},
 		},
 	})
 	bg, stop := context.WithCancel(context.Background())

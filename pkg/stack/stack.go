@@ -6,7 +6,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/api"
@@ -46,6 +46,9 @@ type Options struct {
 	PartitionSendRate int
 	// PushAllowPrivate accepts plain http and private push endpoints (QUEUES_PUSH_ALLOW_PRIVATE).
 	PushAllowPrivate bool
+	// Registry receives the API's metrics, which the caller serves on the admin listener
+	// (pkg/adminhttp; nil: a registry of the replica's own, not served).
+	Registry prometheus.Registerer
 }
 
 // Replica is one API tier process's worth of state.
@@ -80,11 +83,12 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
-		Draining:      r.draining,
+		Draining: r.draining, Registry: o.Registry,
 		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
-		Ready: func(ctx context.Context) error {
-			return errors.Join(o.Redis.Ping(ctx).Err(), store.Ping(ctx))
+		Dependencies: []api.Dependency{
+			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
+			{Name: "metadata", Check: store.Ping},
 		},
 	})
 	bg, stop := context.WithCancel(context.Background())

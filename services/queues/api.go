@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/stack"
 )
@@ -21,6 +22,7 @@ func runAPI(ctx context.Context, args []string) error {
 		grace   = fs.Duration("shutdown-grace", 25*time.Second, "how long requests in progress may take to finish at shutdown")
 		private = fs.Bool("push-allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "accept plain http and private push endpoints (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 	)
+	adminAddr, adminExplicit := adminFlag(fs)
 	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &rates)
 	if err := fs.Parse(args); err != nil {
@@ -32,11 +34,17 @@ func runAPI(ctx context.Context, args []string) error {
 	}
 	defer b.rdb.Close()
 	log := b.log
-	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private})
+	reg := adminhttp.NewRegistry()
+	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private, Registry: reg})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	admin, err := adminhttp.Start(*adminAddr, adminExplicit(), reg, log)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
 )
@@ -179,4 +180,17 @@ func logger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// adminFlag registers -admin-listen (QUEUES_ADMIN_LISTEN); explicit reports whether the user
+// chose the address (then failing to bind it stops the command).
+func adminFlag(fs *flag.FlagSet) (addr *string, explicit func() bool) {
+	_, inEnv := os.LookupEnv("QUEUES_ADMIN_LISTEN")
+	addr = fs.String("admin-listen", env("QUEUES_ADMIN_LISTEN", adminhttp.DefaultListen),
+		"address serving /metrics and /debug/pprof, off the public port; off: none (QUEUES_ADMIN_LISTEN)")
+	return addr, func() bool {
+		set := inEnv
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "admin-listen" })
+		return set
+	}
 }

@@ -8,10 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/stack"
 )
 
@@ -22,7 +19,7 @@ func runPusher(ctx context.Context, args []string) error {
 	var (
 		be      backendFlags
 		private = fs.Bool("allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
-		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics and /healthz (QUEUES_PUSHER_LISTEN)")
+		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics, /healthz and /debug/pprof (QUEUES_PUSHER_LISTEN)")
 	)
 	be.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
 	if err := fs.Parse(args); err != nil {
@@ -34,8 +31,7 @@ func runPusher(ctx context.Context, args []string) error {
 	}
 	defer b.rdb.Close()
 	log := b.log
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := adminhttp.NewRegistry()
 	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: *private, Registry: reg})
 	if err != nil {
 		return err
@@ -45,10 +41,8 @@ func runPusher(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// The pusher's only listener is private, like the API's admin listener: metrics, pprof.
+	srv := &http.Server{Handler: adminhttp.Handler(reg), ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 64 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "err", err)

@@ -253,7 +253,7 @@ func (e *Engine) wrap(ctx context.Context, op string, err error) error {
 
 // transient lists the Redis error replies that mean "not now" rather than "never".
 func transient(err error) bool {
-	for _, p := range []string{"OOM", "BUSY", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN",
+	for _, p := range []string{"OOM", "MISCONF", "BUSY", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN",
 		"READONLY", "NOREPLICAS", "MOVED", "ASK", "NOSCRIPT"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
