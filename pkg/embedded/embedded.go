@@ -39,6 +39,7 @@ import (
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
@@ -197,6 +198,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 			{Name: "metadata", Check: store.Ping},
 		},
 	})
+	console.Mount(n.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	go func() {

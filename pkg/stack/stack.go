@@ -19,6 +19,7 @@ import (
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
@@ -91,6 +92,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 			{Name: "metadata", Check: store.Ping},
 		},
 	})
+	console.Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	go func() {
