@@ -58,6 +58,9 @@ bash scripts/lint-openapi.sh
 echo "== go test"
 go test -count=1 -timeout 12m ./...
 
+echo "== TypeScript SDK (sdk/typescript: npm ci, then node --test against a real queues serve)"
+(cd sdk/typescript && npm ci --no-audit --no-fund && npm test)
+
 echo "== go test -race (concurrency-sensitive packages)"
 go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
 

@@ -1,0 +1,442 @@
+import { consume, type ConsumeOptions, type Handler } from './consumer.js';
+import { QueuesError, errorFromResponse } from './errors.js';
+import { DEFAULT_URL } from './limits.js';
+import type * as api from './openapi.js';
+import type { ProjectDetail, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
+import { routes, type RouteName } from './routes.js';
+
+export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
+
+/**
+ * How calls answered `429 rate_limited` or `503 unavailable` are retried. Other errors
+ * (`429 purge_too_soon` included) are thrown at once. A GET that fails to connect is retried
+ * too; other requests are not, since the server may have acted on them.
+ */
+export interface RetryPolicy {
+  /** Every attempt, the first included (default 4; 1 disables retries). */
+  maxAttempts?: number;
+  /** The first backoff (default 100 ms); it doubles per attempt, with jitter. */
+  minBackoffMs?: number;
+  /** Caps one backoff (default 5 s). */
+  maxBackoffMs?: number;
+  /** The longest Retry-After waited for (default 30 s); a longer one is thrown instead. */
+  maxRetryAfterMs?: number;
+}
+
+export interface ClientOptions {
+  /** The service's base URL (default `$QUEUES_URL`, else http://127.0.0.1:8080). */
+  url?: string;
+  /** A project token, or the operator credential for operator routes (default `$QUEUES_TOKEN`). */
+  token?: string;
+  retry?: RetryPolicy;
+  /** The fetch to use (default the global one). */
+  fetch?: typeof fetch;
+  userAgent?: string;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Aborts the call (and any wait before a retry). */
+  signal?: AbortSignal;
+}
+
+export interface PageOptions extends CallOptions {
+  limit?: number;
+  cursor?: string | null;
+}
+
+export interface ListQueuesOptions extends PageOptions {
+  /** Only queues whose name starts with this. */
+  prefix?: string;
+}
+
+export interface BrowseOptions extends PageOptions {
+  state?: api.MessageState;
+}
+
+export type AttemptsOptions = Omit<PageOptions, 'cursor'>;
+
+/** A batch receipt call's per-entry outcome: undefined for success, else the entry's error. */
+export type EntryErrors = (QueuesError | undefined)[];
+
+interface Request {
+  path?: Record<string, string>;
+  query?: Record<string, string | number | undefined | null>;
+  body?: unknown;
+  signal?: AbortSignal | undefined;
+}
+
+function env(name: string): string | undefined {
+  const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  return p?.env?.[name] || undefined;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function time(v: string | Date | undefined): string | undefined {
+  return v instanceof Date ? v.toISOString() : v;
+}
+
+function entryErrors(r: api.BatchResults | undefined, n: number): EntryErrors {
+  const out: EntryErrors = new Array(n).fill(undefined);
+  for (const e of r?.results ?? []) {
+    if (e.error) {
+      out[e.index] = new QueuesError({
+        code: e.error.code,
+        message: e.error.message,
+        status: 0,
+        details: e.error.details,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * A client of the Queues HTTP API. One instance is safe to share; it keeps no state between
+ * calls besides its settings.
+ */
+export class QueuesClient {
+  readonly url: string;
+  readonly #token: string | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #retry: Required<RetryPolicy>;
+  readonly #userAgent: string;
+
+  constructor(opts: ClientOptions = {}) {
+    const url = (opts.url ?? env('QUEUES_URL') ?? DEFAULT_URL).replace(/\/+$/, '');
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+      throw new TypeError(`queues: bad URL ${url}: want http(s)://host[:port]`);
+    }
+    this.url = url;
+    this.#token = opts.token ?? env('QUEUES_TOKEN');
+    this.#fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#retry = {
+      maxAttempts: opts.retry?.maxAttempts ?? 4,
+      minBackoffMs: opts.retry?.minBackoffMs ?? 100,
+      maxBackoffMs: opts.retry?.maxBackoffMs ?? 5000,
+      maxRetryAfterMs: opts.retry?.maxRetryAfterMs ?? 30000,
+    };
+    this.#userAgent = opts.userAgent ?? 'queues-typescript';
+  }
+
+  /** A client like this one presenting another token. */
+  withToken(token: string): QueuesClient {
+    return new QueuesClient({
+      url: this.url,
+      token,
+      retry: this.#retry,
+      fetch: this.#fetch,
+      userAgent: this.#userAgent,
+    });
+  }
+
+  /** Calls one route; the typed methods below are built on it. */
+  async call<T>(route: RouteName, req: Request = {}): Promise<T> {
+    const { method, path } = routes[route];
+    let u = this.url + path.replace(/\{(\w+)\}/g, (_, k: string) => {
+      const v = req.path?.[k];
+      if (v === undefined || v === '') throw new TypeError(`queues: ${route} needs ${k}`);
+      return encodeURIComponent(v);
+    });
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(req.query ?? {})) {
+      if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+    }
+    if (q.size > 0) u += `?${q}`;
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    let body: string | undefined;
+    if (req.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(req.body);
+    }
+    for (let attempt = 1; ; attempt++) {
+      let err: QueuesError;
+      try {
+        const res = await this.#fetch(u, { method, headers, body, signal: req.signal ?? null });
+        if (res.ok) {
+          const text = await res.text();
+          return (text === '' ? undefined : JSON.parse(text)) as T;
+        }
+        err = await errorFromResponse(res);
+      } catch (e) {
+        if (req.signal?.aborted) throw req.signal.reason;
+        if (e instanceof SyntaxError) {
+          throw new QueuesError({ code: 'invalid_response', message: `${method} ${path}: ${e.message}`, status: 0, cause: e });
+        }
+        err = new QueuesError({ code: 'network', message: `${method} ${path}: ${(e as Error).message}`, status: 0, cause: e });
+      }
+      const wait = this.#retryWait(method, attempt, err);
+      if (wait === undefined) throw err;
+      await sleep(wait, req.signal);
+    }
+  }
+
+  // retryWait says how long to wait before trying again after err, or undefined for not.
+  #retryWait(method: string, attempt: number, err: QueuesError): number | undefined {
+    const p = this.#retry;
+    if (attempt >= p.maxAttempts) return undefined;
+    if (err.code === 'network') {
+      if (method !== 'GET') return undefined;
+    } else if (err.code !== 'rate_limited' && err.code !== 'unavailable') {
+      return undefined;
+    }
+    const after = (err.retryAfter ?? 0) * 1000;
+    if (after > p.maxRetryAfterMs) return undefined;
+    const backoff = Math.min(p.minBackoffMs * 2 ** (attempt - 1), p.maxBackoffMs);
+    // Jitter in [backoff/2, backoff], so clients told to wait do not come back together.
+    return Math.max(backoff / 2 + Math.random() * (backoff / 2), after);
+  }
+
+  // ---- projects and tokens (operator credential) ----
+
+  /** Creates a project (operator). */
+  createProject(req: api.CreateProjectRequest | string, o: CallOptions = {}): Promise<api.Project> {
+    const body = typeof req === 'string' ? { name: req } : req;
+    return this.call('createProject', { body, signal: o.signal });
+  }
+
+  /** Lists projects, one page (operator). */
+  listProjects(o: PageOptions = {}): Promise<api.ProjectList> {
+    return this.call('listProjects', { query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** A project with its limits and usage (operator). */
+  getProject(project: string, o: CallOptions = {}): Promise<ProjectDetail> {
+    return this.call('getProject', { path: { project }, signal: o.signal });
+  }
+
+  /** Sets any subset of a project's limits; null returns one to the default (operator). */
+  updateProject(project: string, req: UpdateProjectRequest, o: CallOptions = {}): Promise<ProjectDetail> {
+    return this.call('updateProject', { path: { project }, body: req, signal: o.signal });
+  }
+
+  /** A project's hourly metered counters (operator). */
+  getProjectUsage(project: string, q: UsageQuery & CallOptions = {}): Promise<UsageReport> {
+    return this.call('getProjectUsage', {
+      path: { project },
+      query: { from: time(q.from), to: time(q.to) },
+      signal: q.signal,
+    });
+  }
+
+  /** The token's own project with its limits and usage (a project token, any scope). */
+  getCurrentProject(o: CallOptions = {}): Promise<ProjectDetail> {
+    return this.call('getCurrentProject', { signal: o.signal });
+  }
+
+  /** The token's own project's hourly metered counters. */
+  getCurrentProjectUsage(q: UsageQuery & CallOptions = {}): Promise<UsageReport> {
+    return this.call('getCurrentProjectUsage', { query: { from: time(q.from), to: time(q.to) }, signal: q.signal });
+  }
+
+  /** Issues a project token (operator); its `token` is shown only here. */
+  createToken(project: string, req: api.CreateTokenRequest, o: CallOptions = {}): Promise<api.TokenCreated> {
+    return this.call('createToken', { path: { project }, body: req, signal: o.signal });
+  }
+
+  /** Revokes a token (operator); it stops working within 5 s everywhere. */
+  async revokeToken(project: string, token: string, o: CallOptions = {}): Promise<void> {
+    await this.call('revokeToken', { path: { project, token }, signal: o.signal });
+  }
+
+  // ---- queues ----
+
+  createQueue(req: api.CreateQueueRequest, o: CallOptions = {}): Promise<api.Queue> {
+    return this.call('createQueue', { body: req, signal: o.signal });
+  }
+
+  /** One page of the project's queues. */
+  listQueues(o: ListQueuesOptions = {}): Promise<api.QueueList> {
+    return this.call('listQueues', {
+      query: { limit: o.limit, cursor: o.cursor, prefix: o.prefix },
+      signal: o.signal,
+    });
+  }
+
+  /** Every queue of the project, page by page. */
+  async *allQueues(o: Omit<ListQueuesOptions, 'cursor'> = {}): AsyncGenerator<api.Queue> {
+    let cursor: string | null = null;
+    do {
+      const page: api.QueueList = await this.listQueues({ ...o, cursor });
+      yield* page.queues;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** A queue (by id, slug or name) with its settings, counts and partitions. */
+  getQueue(queue: string, o: CallOptions = {}): Promise<api.Queue> {
+    return this.call('getQueue', { path: { queue }, signal: o.signal });
+  }
+
+  updateQueue(queue: string, req: api.UpdateQueueRequest, o: CallOptions = {}): Promise<api.Queue> {
+    return this.call('updateQueue', { path: { queue }, body: req, signal: o.signal });
+  }
+
+  async deleteQueue(queue: string, o: CallOptions = {}): Promise<void> {
+    await this.call('deleteQueue', { path: { queue }, signal: o.signal });
+  }
+
+  /** Removes every message sent before now (once per 60 s per queue). */
+  purgeQueue(queue: string, o: CallOptions = {}): Promise<api.PurgeResult> {
+    return this.call('purgeQueue', { path: { queue }, signal: o.signal });
+  }
+
+  // ---- messages ----
+
+  /** Sends 1–10 messages; each one's problem is reported in `failed`, not thrown. */
+  sendMessages(queue: string, messages: api.SendMessageEntry[], o: CallOptions = {}): Promise<api.SendResult> {
+    return this.call('sendMessages', { path: { queue }, body: { messages }, signal: o.signal });
+  }
+
+  /** Sends one message; a problem with it is thrown as a QueuesError. */
+  async send(queue: string, message: string | api.SendMessageEntry, o: CallOptions = {}): Promise<api.SentMessage> {
+    const m = typeof message === 'string' ? { body: message } : message;
+    const r = await this.sendMessages(queue, [m], o);
+    const f = r.failed[0];
+    if (f) {
+      throw new QueuesError({ code: f.error.code, message: f.error.message, status: 200, details: f.error.details });
+    }
+    return r.messages[0]!;
+  }
+
+  /** Receives (leases) up to `maxMessages` messages, long-polling up to `waitSeconds`. */
+  receiveMessages(queue: string, req: api.ReceiveRequest = {}, o: CallOptions = {}): Promise<api.ReceiveResult> {
+    return this.call('receiveMessages', { path: { queue }, body: req, signal: o.signal });
+  }
+
+  /** Like receiveMessages, answering the messages. */
+  async receive(queue: string, req: api.ReceiveRequest = {}, o: CallOptions = {}): Promise<api.ReceivedMessage[]> {
+    return (await this.receiveMessages(queue, req, o)).messages;
+  }
+
+  /** Lists messages without leasing them (no receipt handles). */
+  browseMessages(queue: string, o: BrowseOptions = {}): Promise<api.BrowseResult> {
+    return this.call('browseMessages', {
+      path: { queue },
+      query: { state: o.state, limit: o.limit, cursor: o.cursor },
+      signal: o.signal,
+    });
+  }
+
+  // ---- groups (fifo) ----
+
+  listGroups(queue: string, o: PageOptions = {}): Promise<api.GroupList> {
+    return this.call('listGroups', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Purges one message group of a fifo queue. */
+  async deleteGroup(queue: string, groupId: string, o: CallOptions = {}): Promise<void> {
+    await this.call('deleteGroup', { path: { queue, groupId }, signal: o.signal });
+  }
+
+  // ---- receipts (no credential: the handle is one) ----
+
+  /** Acknowledges (deletes) one delivery. */
+  async ack(receiptHandle: string, o: CallOptions = {}): Promise<void> {
+    await this.call('ackReceipts', { body: { receiptHandle }, signal: o.signal });
+  }
+
+  /** Acknowledges 1–100 deliveries; answers each one's error by index. */
+  async ackBatch(receiptHandles: string[], o: CallOptions = {}): Promise<EntryErrors> {
+    const r = await this.call<api.BatchResults>('ackReceipts', { body: { receiptHandles }, signal: o.signal });
+    return entryErrors(r, receiptHandles.length);
+  }
+
+  /** Sets one delivery's deadline to now + seconds (0 releases it; d retries after d). */
+  async changeVisibility(receiptHandle: string, visibilityTimeoutSeconds: number, o: CallOptions = {}): Promise<void> {
+    await this.call('changeVisibility', { body: { receiptHandle, visibilityTimeoutSeconds }, signal: o.signal });
+  }
+
+  /** changeVisibility for 1–100 deliveries; answers each one's error by index. */
+  async changeVisibilityBatch(
+    entries: { receiptHandle: string; visibilityTimeoutSeconds: number }[],
+    o: CallOptions = {},
+  ): Promise<EntryErrors> {
+    const r = await this.call<api.BatchResults>('changeVisibility', { body: { entries }, signal: o.signal });
+    return entryErrors(r, entries.length);
+  }
+
+  /** Moves one delivery's message to the dead-letter queue now (reason default "consumer"). */
+  async deadLetter(receiptHandle: string, reason?: string, o: CallOptions = {}): Promise<void> {
+    const body = reason ? { receiptHandle, reason } : { receiptHandle };
+    await this.call('deadLetterReceipts', { body, signal: o.signal });
+  }
+
+  /** deadLetter for 1–100 deliveries; answers each one's error by index. */
+  async deadLetterBatch(entries: { receiptHandle: string; reason?: string }[], o: CallOptions = {}): Promise<EntryErrors> {
+    const r = await this.call<api.BatchResults>('deadLetterReceipts', { body: { entries }, signal: o.signal });
+    return entryErrors(r, entries.length);
+  }
+
+  // ---- subscriptions ----
+
+  /** Creates the queue's push subscription; the answer carries its signing secret, once. */
+  createSubscription(
+    queue: string,
+    req: api.CreateSubscriptionRequest,
+    o: CallOptions = {},
+  ): Promise<api.SubscriptionWithSecret> {
+    return this.call('createSubscription', { path: { queue }, body: req, signal: o.signal });
+  }
+
+  getSubscription(queue: string, o: CallOptions = {}): Promise<api.Subscription> {
+    return this.call('getSubscription', { path: { queue }, signal: o.signal });
+  }
+
+  /** Changes any subset of the settings (pause and resume with `paused`). */
+  updateSubscription(queue: string, req: api.UpdateSubscriptionRequest, o: CallOptions = {}): Promise<api.Subscription> {
+    return this.call('updateSubscription', { path: { queue }, body: req, signal: o.signal });
+  }
+
+  async deleteSubscription(queue: string, o: CallOptions = {}): Promise<void> {
+    await this.call('deleteSubscription', { path: { queue }, signal: o.signal });
+  }
+
+  /** A new signing secret; the previous one keeps signing alongside for 24 h. */
+  rotateSubscriptionSecret(queue: string, o: CallOptions = {}): Promise<api.SubscriptionWithSecret> {
+    return this.call('rotateSubscriptionSecret', { path: { queue }, signal: o.signal });
+  }
+
+  /** Recent push attempts, newest first. */
+  listSubscriptionAttempts(queue: string, o: AttemptsOptions = {}): Promise<api.PushAttemptList> {
+    return this.call('listSubscriptionAttempts', { path: { queue }, query: { limit: o.limit }, signal: o.signal });
+  }
+
+  // ---- consuming ----
+
+  /**
+   * Receives from queue and runs handler for each message until opts.signal aborts, settling
+   * each message from the handler's result (see Handler and ConsumeOptions).
+   */
+  consume(queue: string, handler: Handler, opts: ConsumeOptions = {}): Promise<void> {
+    return consume(this, queue, handler, opts);
+  }
+
+  // ---- operations ----
+
+  /** Liveness (`GET /healthz`). */
+  health(o: CallOptions = {}): Promise<api.HealthStatus> {
+    return this.call('getHealth', { signal: o.signal });
+  }
+
+  /** Readiness (`GET /readyz`): throws `503 unavailable` naming the failing dependency. */
+  ready(o: CallOptions = {}): Promise<api.ReadyStatus> {
+    return this.call('getReadiness', { signal: o.signal });
+  }
+}

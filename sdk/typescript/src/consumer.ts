@@ -1,0 +1,364 @@
+import type { QueuesClient } from './client.js';
+import { MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
+import { QueuesError, isAuth, isCode } from './errors.js';
+import type { ReceivedMessage } from './openapi.js';
+import { outcomeOf, type HandlerResult } from './outcome.js';
+
+/** What a consumer's handler gets beside its message. */
+export interface HandlerContext {
+  /** Aborted when the consumer gives up on the handler at the shutdown deadline. */
+  signal: AbortSignal;
+}
+
+/**
+ * Processes one message. Its result settles the message: nothing or `ack()` acknowledges it,
+ * `retry()` makes it visible again now, `retryAfter(s)` after s seconds, `deadLetter(reason)`
+ * moves it to the dead-letter queue, `defer()` leaves it in flight for the application to
+ * settle by its receipt handle. Throwing (or rejecting) retries it (see errorRetryAfter); a
+ * thrown Outcome counts as returned.
+ */
+export type Handler = (message: ReceivedMessage, ctx: HandlerContext) => HandlerResult | Promise<HandlerResult>;
+
+/** An error the consumer met and carried on after. */
+export class ConsumerError extends Error {
+  constructor(
+    /** "receive", "ack", "retry", "dead-letter", "heartbeat", "release" or "handler". */
+    readonly op: string,
+    readonly messageId: string | undefined,
+    override readonly cause: unknown,
+  ) {
+    super(`queues consumer: ${op}${messageId ? ` ${messageId}` : ''}: ${(cause as Error)?.message ?? String(cause)}`);
+    this.name = 'ConsumerError';
+  }
+}
+
+export interface ConsumeOptions {
+  /** Stops the consumer: receives stop, running handlers finish and are settled. */
+  signal?: AbortSignal;
+  /** Handlers running at once (default 10); it receives only as many messages as are idle. */
+  concurrency?: number;
+  /** Receives that may wait at once (default concurrency/10, at least 1). */
+  pollers?: number;
+  /** Each receive's long-polling wait (default 20). */
+  waitSeconds?: number;
+  /**
+   * Each receive's visibility timeout (default the queue's, read once, or 30 when the token
+   * may not read the queue). A handler running past half of it has its message's visibility
+   * extended by this much again (heartbeat), until it returns.
+   */
+  visibilityTimeoutSeconds?: number;
+  /**
+   * How long, once stopped, the consumer waits for running handlers before it aborts their
+   * signal and releases their messages (visible again at once; results ignored). Default 30 s.
+   */
+  shutdownTimeoutMs?: number;
+  /** Acknowledgements per call (default and most 100). */
+  ackBatchSize?: number;
+  /** The longest an acknowledgement waits to be sent (default 50 ms). */
+  ackIntervalMs?: number;
+  /** Seconds a message whose handler threw stays in flight before it is retried (default 0). */
+  errorRetryAfter?: (message: ReceivedMessage, error: unknown) => number;
+  /** Told about the errors the consumer carries on after (default: ignored). */
+  onError?: (err: ConsumerError) => void;
+}
+
+interface Delivery {
+  m: ReceivedMessage;
+  abandoned: boolean;
+}
+
+// Receive errors that will not go away by themselves: the consumer stops with them.
+const fatalCodes = new Set(['not_found', 'unauthenticated', 'permission_denied', 'invalid_argument']);
+
+/**
+ * Receives from queue and runs handler for each message with bounded concurrency, settling
+ * each from the handler's result, until opts.signal aborts. Resolves once stopped: receives
+ * have ended, running handlers have finished (or been abandoned at shutdownTimeoutMs, their
+ * messages released) and every acknowledgement is sent. Rejects, after the same shutdown,
+ * with the QueuesError of a receive the service will keep refusing (the queue does not exist,
+ * the token is not good for it).
+ */
+export async function consume(
+  client: QueuesClient,
+  queue: string,
+  handler: Handler,
+  opts: ConsumeOptions = {},
+): Promise<void> {
+  const concurrency = Math.max(1, Math.floor(opts.concurrency ?? 10));
+  let vt = opts.visibilityTimeoutSeconds ?? 0;
+  if (!(vt > 0)) {
+    try {
+      const q = await client.getQueue(queue, { signal: opts.signal });
+      vt = q.visibilityTimeoutSeconds > 0 ? q.visibilityTimeoutSeconds : 30;
+    } catch (e) {
+      if (!isAuth(e)) throw e;
+      vt = 30;
+    }
+  }
+  const c = new Consumer(client, queue, handler, opts, concurrency, Math.max(1, Math.ceil(vt)));
+  return c.run();
+}
+
+class Consumer {
+  private idle: number;
+  private waiters: (() => void)[] = [];
+  private readonly stop: AbortController = new AbortController();
+  private readonly hstop: AbortController = new AbortController();
+  private readonly inflight = new Set<Delivery>();
+  private readonly handlers = new Set<Promise<void>>();
+  private readonly settling = new Set<Promise<void>>();
+  private readonly flushes = new Set<Promise<void>>();
+  private acks: string[] = [];
+  private ackTimer: ReturnType<typeof setTimeout> | undefined;
+  private fatal: QueuesError | undefined;
+  private readonly pollers: number;
+  private readonly waitSeconds: number;
+  private readonly ackBatch: number;
+  private readonly ackInterval: number;
+
+  constructor(
+    private readonly client: QueuesClient,
+    private readonly queue: string,
+    private readonly handler: Handler,
+    private readonly o: ConsumeOptions,
+    concurrency: number,
+    private readonly vt: number,
+  ) {
+    this.idle = concurrency;
+    this.pollers = Math.min(concurrency, Math.max(1, Math.floor(o.pollers ?? concurrency / MAX_BATCH)));
+    this.waitSeconds = Math.min(20, Math.max(0, Math.floor(o.waitSeconds ?? 20)));
+    const b = Math.floor(o.ackBatchSize ?? MAX_RECEIPT_BATCH);
+    this.ackBatch = b >= 1 && b <= MAX_RECEIPT_BATCH ? b : MAX_RECEIPT_BATCH;
+    this.ackInterval = Math.max(1, o.ackIntervalMs ?? 50);
+    if (o.signal) {
+      if (o.signal.aborted) this.stop.abort(o.signal.reason);
+      else o.signal.addEventListener('abort', () => this.halt(), { once: true });
+    }
+  }
+
+  private report(op: string, id: string | undefined, err: unknown): void {
+    if (err === undefined || !this.o.onError) return;
+    try {
+      this.o.onError(new ConsumerError(op, id, err));
+    } catch {
+      // a throwing onError must not stop the consumer
+    }
+  }
+
+  private halt(): void {
+    this.stop.abort();
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  async run(): Promise<void> {
+    const polls: Promise<void>[] = [];
+    for (let i = 0; i < this.pollers; i++) polls.push(this.poll());
+    await Promise.all(polls);
+    await this.drain();
+    if (this.fatal) throw this.fatal;
+  }
+
+  // acquire waits for an idle handler slot; false once the consumer is stopping.
+  private async acquire(): Promise<boolean> {
+    while (this.idle === 0) {
+      if (this.stop.signal.aborted) return false;
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+    if (this.stop.signal.aborted) return false;
+    this.idle--;
+    return true;
+  }
+
+  private release(n: number): void {
+    this.idle += n;
+    for (let i = 0; i < n && this.waiters.length > 0; i++) this.waiters.shift()!();
+  }
+
+  private async poll(): Promise<void> {
+    let failures = 0;
+    const signal = this.stop.signal;
+    while (!signal.aborted) {
+      if (!(await this.acquire())) return;
+      let n = 1;
+      while (n < MAX_BATCH && this.idle > 0) {
+        this.idle--;
+        n++;
+      }
+      const leased = Date.now();
+      let msgs: ReceivedMessage[];
+      try {
+        msgs = await this.client.receive(
+          this.queue,
+          { maxMessages: n, visibilityTimeoutSeconds: this.vt, waitSeconds: this.waitSeconds },
+          { signal },
+        );
+      } catch (e) {
+        this.release(n);
+        if (signal.aborted) return;
+        if (e instanceof QueuesError && fatalCodes.has(e.code)) {
+          this.fatal ??= e;
+          this.halt();
+          return;
+        }
+        this.report('receive', undefined, e);
+        failures++;
+        await pause(Math.min(100 * 2 ** Math.min(failures, 6), 5000), signal);
+        continue;
+      }
+      failures = 0;
+      this.release(n - msgs.length);
+      for (const m of msgs) this.start(m, leased);
+    }
+  }
+
+  private start(m: ReceivedMessage, leased: number): void {
+    const d: Delivery = { m, abandoned: false };
+    this.inflight.add(d);
+    const p = (async () => {
+      const stopBeat = this.heartbeat(d, leased);
+      let r: { value: unknown } | { error: unknown };
+      try {
+        r = { value: await this.handler(m, { signal: this.hstop.signal }) };
+      } catch (error) {
+        r = { error };
+      }
+      stopBeat();
+      this.inflight.delete(d);
+      if (!d.abandoned) {
+        const s = this.settle(m, r);
+        this.settling.add(s);
+        await s;
+        this.settling.delete(s);
+      }
+      this.release(1);
+    })();
+    this.handlers.add(p);
+    void p.finally(() => this.handlers.delete(p));
+  }
+
+  // heartbeat extends d's visibility each time half the visibility timeout has passed.
+  private heartbeat(d: Delivery, leased: number): () => void {
+    const half = (this.vt * 1000) / 2;
+    let stopped = false;
+    let t: ReturnType<typeof setTimeout>;
+    const beat = async () => {
+      if (stopped || this.hstop.signal.aborted) return;
+      try {
+        await this.client.changeVisibility(d.m.receiptHandle, this.vt, { signal: this.hstop.signal });
+      } catch (e) {
+        if (stopped || this.hstop.signal.aborted) return;
+        this.report('heartbeat', d.m.messageId, e);
+        if (isCode(e, 'receipt_handle_stale') || isCode(e, 'visibility_limit_exceeded') || isCode(e, 'receipt_handle_invalid')) {
+          return;
+        }
+      }
+      if (!stopped) t = setTimeout(beat, half);
+    };
+    t = setTimeout(beat, Math.max(0, leased + half - Date.now()));
+    return () => {
+      stopped = true;
+      clearTimeout(t);
+    };
+  }
+
+  private async settle(m: ReceivedMessage, r: { value: unknown } | { error: unknown }): Promise<void> {
+    const { outcome, error } = outcomeOf(r);
+    let delay = outcome.kind === 'retry' ? outcome.delaySeconds : 0;
+    if (error !== undefined) {
+      this.report('handler', m.messageId, error);
+      if (this.o.errorRetryAfter) {
+        try {
+          delay = Math.max(0, Math.ceil(this.o.errorRetryAfter(m, error)));
+        } catch {
+          delay = 0;
+        }
+      }
+    }
+    try {
+      switch (outcome.kind) {
+        case 'ack':
+          this.queueAck(m.receiptHandle);
+          return;
+        case 'retry':
+          await this.client.changeVisibility(m.receiptHandle, delay);
+          return;
+        case 'dead-letter':
+          await this.client.deadLetter(m.receiptHandle, outcome.reason);
+          return;
+        case 'defer':
+          return;
+      }
+    } catch (e) {
+      this.report(outcome.kind, m.messageId, e);
+    }
+  }
+
+  private queueAck(handle: string): void {
+    this.acks.push(handle);
+    if (this.acks.length >= this.ackBatch) {
+      this.flush();
+    } else if (this.ackTimer === undefined) {
+      this.ackTimer = setTimeout(() => this.flush(), this.ackInterval);
+    }
+  }
+
+  // flush sends the acknowledgements held, in batches.
+  private flush(): void {
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+    while (this.acks.length > 0) {
+      const batch = this.acks.splice(0, this.ackBatch);
+      const p = this.client
+        .ackBatch(batch)
+        .then((errs) => errs.forEach((e) => this.report('ack', undefined, e)))
+        .catch((e) => this.report('ack', undefined, e));
+      this.flushes.add(p);
+      void p.finally(() => this.flushes.delete(p));
+    }
+  }
+
+  // drain is the shutdown after the receives ended.
+  private async drain(): Promise<void> {
+    const timeout = this.o.shutdownTimeoutMs ?? 30000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeout)));
+    const idle = Promise.all([...this.handlers]).then(() => false);
+    if (await Promise.race([idle, expired])) await this.abandon();
+    clearTimeout(timer);
+    while (this.settling.size > 0) await Promise.all([...this.settling]);
+    this.flush();
+    while (this.flushes.size > 0) await Promise.all([...this.flushes]);
+  }
+
+  // abandon aborts the handlers still running and releases their messages.
+  private async abandon(): Promise<void> {
+    this.hstop.abort();
+    const ds = [...this.inflight];
+    this.inflight.clear();
+    for (const d of ds) d.abandoned = true;
+    for (let i = 0; i < ds.length; i += MAX_RECEIPT_BATCH) {
+      const chunk = ds.slice(i, i + MAX_RECEIPT_BATCH);
+      try {
+        const errs = await this.client.changeVisibilityBatch(
+          chunk.map((d) => ({ receiptHandle: d.m.receiptHandle, visibilityTimeoutSeconds: 0 })),
+        );
+        errs.forEach((e, j) => this.report('release', chunk[j]!.m.messageId, e));
+      } catch (e) {
+        this.report('release', undefined, e);
+      }
+    }
+  }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

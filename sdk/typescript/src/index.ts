@@ -1,0 +1,42 @@
+// The Queues SDK for TypeScript and JavaScript: a typed client of the HTTP API, a consumer
+// that settles messages from a handler's result, and push receivers that verify Standard
+// Webhooks signatures.
+export { QueuesClient } from './client.js';
+export type {
+  AttemptsOptions,
+  BrowseOptions,
+  CallOptions,
+  ClientOptions,
+  EntryErrors,
+  ListQueuesOptions,
+  PageOptions,
+  RetryPolicy,
+} from './client.js';
+export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
+export { routes, type RouteName } from './routes.js';
+export { QueuesError, isAuth, isCode, isQuotaExceeded, isStale, type QueuesErrorCode } from './errors.js';
+export { ack, deadLetter, defer, isOutcome, retry, retryAfter, type HandlerResult, type Outcome } from './outcome.js';
+export { ConsumerError, consume, type ConsumeOptions, type Handler, type HandlerContext } from './consumer.js';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  WEBHOOK_ID,
+  WEBHOOK_SIGNATURE,
+  WEBHOOK_TIMESTAMP,
+  WebhookVerificationError,
+  createNodePushHandler,
+  createPushHandler,
+  handlePush,
+  sign,
+  verify,
+  type HeadersLike,
+  type NodeRequest,
+  type PushAnswer,
+  type PushContext,
+  type PushHandler,
+  type PushReceiverOptions,
+  type RawBody,
+  type VerifyFailure,
+  type VerifyOptions,
+} from './push.js';
+export type * from './project.js';
+export type * from './openapi.js';

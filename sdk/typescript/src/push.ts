@@ -1,0 +1,312 @@
+// The receiving end of push subscriptions: Standard Webhooks signature verification and
+// handlers for fetch-style runtimes and Node's http module (and Express) that answer each
+// pushed message's outcome.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PushBatch, PushedMessage, PushResults } from './openapi.js';
+import { outcomeOf, type HandlerResult } from './outcome.js';
+
+/** The Standard Webhooks headers of a push. */
+export const WEBHOOK_ID = 'webhook-id';
+export const WEBHOOK_TIMESTAMP = 'webhook-timestamp';
+export const WEBHOOK_SIGNATURE = 'webhook-signature';
+/** How far (seconds) a push's timestamp may be from the receiver's clock by default. */
+export const DEFAULT_TOLERANCE_SECONDS = 300;
+
+/** Why a push did not verify. */
+export type VerifyFailure = 'missing_headers' | 'bad_timestamp' | 'stale_timestamp' | 'no_matching_signature' | 'bad_secret';
+
+/** A push whose signature does not verify (a receiver answers it 401). */
+export class WebhookVerificationError extends Error {
+  constructor(
+    readonly reason: VerifyFailure,
+    message: string,
+  ) {
+    super(`queues push: ${message}`);
+    this.name = 'WebhookVerificationError';
+  }
+}
+
+/** Headers as fetch's Headers, or Node's IncomingHttpHeaders (lowercase names). */
+export type HeadersLike = Headers | { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+
+export type RawBody = string | Uint8Array | ArrayBuffer;
+
+export interface VerifyOptions {
+  /** How far the timestamp may be from now, in seconds (default 300). */
+  toleranceSeconds?: number;
+  /** The clock, in milliseconds since the epoch (default Date.now). */
+  now?: () => number;
+}
+
+function header(h: HeadersLike, name: string): string {
+  if (typeof (h as { get?: unknown }).get === 'function') {
+    return (h as { get(name: string): string | null }).get(name) ?? '';
+  }
+  const rec = h as Record<string, string | string[] | undefined>;
+  const v = rec[name] ?? rec[Object.keys(rec).find((k) => k.toLowerCase() === name) ?? ''];
+  return Array.isArray(v) ? v.join(' ') : (v ?? '');
+}
+
+function bytes(b: RawBody): Uint8Array {
+  if (typeof b === 'string') return new TextEncoder().encode(b);
+  return b instanceof Uint8Array ? b : new Uint8Array(b);
+}
+
+function secretKey(secret: string): Buffer {
+  if (!secret.startsWith('whsec_')) throw new WebhookVerificationError('bad_secret', 'a signing secret is not whsec_<base64>');
+  const b64 = secret.slice('whsec_'.length);
+  const key = Buffer.from(b64, 'base64');
+  if (key.length === 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) {
+    throw new WebhookVerificationError('bad_secret', 'a signing secret is not whsec_<base64>');
+  }
+  return key;
+}
+
+function mac(key: Buffer, id: string, timestamp: string, body: Uint8Array): Buffer {
+  return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+}
+
+/**
+ * The `webhook-signature` value (`v1,<base64>`) of a push signed with secret, as the pusher
+ * makes it; for testing a receiver.
+ */
+export function sign(secret: string, id: string, timestampSeconds: number, rawBody: RawBody): string {
+  return `v1,${mac(secretKey(secret), id, String(Math.floor(timestampSeconds)), bytes(rawBody)).toString('base64')}`;
+}
+
+/**
+ * Checks a push's Standard Webhooks signature: the three headers are present, the timestamp
+ * is within the tolerance of now, and one of the space-separated `v1,…` signatures is the
+ * HMAC-SHA256 of `id.timestamp.body` under one of the secrets (the current one and, for 24 h
+ * after a rotation, the previous one; empty strings are skipped). Signatures are compared in
+ * constant time. Throws WebhookVerificationError when the push does not verify.
+ *
+ * rawBody must be the bytes as received: a body parsed and serialized again does not verify.
+ */
+export function verify(
+  secrets: string | readonly (string | undefined | null)[],
+  headers: HeadersLike,
+  rawBody: RawBody,
+  opts: VerifyOptions = {},
+): void {
+  const id = header(headers, WEBHOOK_ID);
+  const ts = header(headers, WEBHOOK_TIMESTAMP);
+  const sigs = header(headers, WEBHOOK_SIGNATURE);
+  if (!id || !ts || !sigs) {
+    throw new WebhookVerificationError('missing_headers', 'missing webhook-id, webhook-timestamp or webhook-signature');
+  }
+  if (!/^\d{1,15}$/.test(ts)) throw new WebhookVerificationError('bad_timestamp', 'webhook-timestamp is not unix seconds');
+  const tolerance = opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  const now = (opts.now ?? Date.now)() / 1000;
+  if (Math.abs(now - Number(ts)) > tolerance) {
+    throw new WebhookVerificationError('stale_timestamp', 'webhook-timestamp is outside the tolerance');
+  }
+  const given: Buffer[] = [];
+  for (const s of sigs.split(/\s+/)) {
+    const comma = s.indexOf(',');
+    if (comma < 0 || s.slice(0, comma) !== 'v1') continue;
+    given.push(Buffer.from(s.slice(comma + 1), 'base64'));
+  }
+  const body = bytes(rawBody);
+  const list = typeof secrets === 'string' ? [secrets] : secrets;
+  let matched = false;
+  for (const secret of list) {
+    if (!secret) continue; // an unset previous secret
+    const want = mac(secretKey(secret), id, ts, body);
+    for (const sig of given) {
+      // Lengths are public (a SHA-256 HMAC is 32 bytes); the contents are compared in constant time.
+      if (sig.length === want.length && timingSafeEqual(sig, want)) matched = true;
+    }
+  }
+  if (!matched) throw new WebhookVerificationError('no_matching_signature', 'no signature matches a signing secret');
+}
+
+/** What a push handler gets beside its message. */
+export interface PushContext {
+  /** The whole push: its subscription, queue and every message of the batch. */
+  batch: PushBatch;
+}
+
+/**
+ * Processes one pushed message; its result is the message's outcome as for a consumer's
+ * Handler (nothing: ack; retry, retryAfter, deadLetter, defer; a throw retries).
+ */
+export type PushHandler = (message: PushedMessage, ctx: PushContext) => HandlerResult | Promise<HandlerResult>;
+
+export interface PushReceiverOptions {
+  /** The subscription's signing secrets (the current one, and the previous during a rotation). */
+  secrets: string | readonly (string | undefined | null)[];
+  handler: PushHandler;
+  toleranceSeconds?: number;
+  /** Handlers running at once for one push (default 10); a message group runs in order. */
+  concurrency?: number;
+  /** The largest push body accepted (default 32 MiB). */
+  maxBodyBytes?: number;
+  /** Seconds a message whose handler threw waits before it is retried (default 0). */
+  errorRetryAfter?: (message: PushedMessage, error: unknown) => number;
+  /** Told about rejected pushes and handler failures (default: ignored). */
+  onError?: (err: unknown) => void;
+  /** The clock, in milliseconds (default Date.now). */
+  now?: () => number;
+}
+
+/** A receiver's answer: the status and the JSON body. */
+export interface PushAnswer {
+  status: number;
+  body: PushResults | { error: { code: string; message: string } };
+}
+
+function failure(status: number, code: string, message: string): PushAnswer {
+  return { status, body: { error: { code, message } } };
+}
+
+type Result = PushResults['results'][number];
+
+/**
+ * Verifies and runs one push, whatever the runtime: the handlers of createPushHandler and
+ * createNodePushHandler are built on it.
+ */
+export async function handlePush(o: PushReceiverOptions, headers: HeadersLike, rawBody: RawBody): Promise<PushAnswer> {
+  const report = (e: unknown) => {
+    try {
+      o.onError?.(e);
+    } catch {
+      // a throwing onError must not fail the push
+    }
+  };
+  const body = bytes(rawBody);
+  try {
+    verify(o.secrets, headers, body, { toleranceSeconds: o.toleranceSeconds, now: o.now });
+  } catch (e) {
+    report(e);
+    return failure(401, 'unauthenticated', 'the push signature does not verify');
+  }
+  let batch: PushBatch;
+  try {
+    batch = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as PushBatch;
+    if (!batch || !Array.isArray(batch.messages)) throw new Error('no messages');
+  } catch (e) {
+    report(e);
+    return failure(400, 'invalid_argument', 'the push body is not a batch');
+  }
+  return { status: 200, body: { results: await runBatch(o, batch, report) } };
+}
+
+// runBatch runs the handler for each message: one lane per message group (in order within
+// it), one per message without a group, at most concurrency lanes at once.
+async function runBatch(o: PushReceiverOptions, batch: PushBatch, report: (e: unknown) => void): Promise<Result[]> {
+  const results: Result[] = new Array(batch.messages.length);
+  const lanes: number[][] = [];
+  const byGroup = new Map<string, number[]>();
+  batch.messages.forEach((m, i) => {
+    if (m.groupId === undefined || m.groupId === '') return void lanes.push([i]);
+    let lane = byGroup.get(m.groupId);
+    if (!lane) {
+      lane = [];
+      byGroup.set(m.groupId, lane);
+      lanes.push(lane);
+    }
+    lane.push(i);
+  });
+  const one = async (m: PushedMessage): Promise<Result> => {
+    let r: { value: unknown } | { error: unknown };
+    try {
+      r = { value: await o.handler(m, { batch }) };
+    } catch (error) {
+      r = { error };
+    }
+    const { outcome, error } = outcomeOf(r);
+    let delay = outcome.kind === 'retry' ? outcome.delaySeconds : 0;
+    if (error !== undefined) {
+      report(error);
+      if (o.errorRetryAfter) delay = Math.max(0, Math.ceil(o.errorRetryAfter(m, error)));
+    }
+    const res: Result = { messageId: m.messageId, outcome: outcome.kind };
+    if (outcome.kind === 'retry' && delay > 0) res.retryAfterSeconds = Math.min(delay, 43200);
+    if (outcome.kind === 'dead-letter' && outcome.reason) res.reason = outcome.reason.slice(0, 256);
+    return res;
+  };
+  let next = 0;
+  const worker = async () => {
+    while (next < lanes.length) {
+      for (const i of lanes[next++]!) results[i] = await one(batch.messages[i]!);
+    }
+  };
+  const n = Math.max(1, Math.min(o.concurrency ?? 10, lanes.length));
+  await Promise.all(Array.from({ length: n }, worker));
+  return results;
+}
+
+const json = { 'content-type': 'application/json' };
+
+/**
+ * A push endpoint for fetch-style runtimes (Next.js route handlers, Cloudflare Workers, Deno,
+ * Bun): `(Request) => Promise<Response>`. It answers 401 to a push that does not verify, and
+ * 200 `{"results": [...]}` with each message's outcome.
+ */
+export function createPushHandler(o: PushReceiverOptions): (req: Request) => Promise<Response> {
+  const limit = o.maxBodyBytes ?? 32 << 20;
+  return async (req: Request) => {
+    if (req.method !== 'POST') {
+      const a = failure(405, 'method_not_allowed', 'a push is a POST');
+      return new Response(JSON.stringify(a.body), { status: 405, headers: { ...json, allow: 'POST' } });
+    }
+    if (Number(req.headers.get('content-length') ?? 0) > limit) {
+      const a = failure(413, 'payload_too_large', 'the push body is too large');
+      return new Response(JSON.stringify(a.body), { status: a.status, headers: json });
+    }
+    const raw = new Uint8Array(await req.arrayBuffer());
+    const a =
+      raw.byteLength > limit ? failure(413, 'payload_too_large', 'the push body is too large') : await handlePush(o, req.headers, raw);
+    return new Response(JSON.stringify(a.body), { status: a.status, headers: json });
+  };
+}
+
+/** A request as Node's http module or Express hands it over. */
+export type NodeRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
+
+/**
+ * A push endpoint for Node's http module and Express: `(req, res) => void`. Mount it before
+ * any JSON body parser (or behind `express.raw({type: 'application/json'})`): the signature
+ * covers the raw bytes.
+ */
+export function createNodePushHandler(o: PushReceiverOptions): (req: NodeRequest, res: ServerResponse) => Promise<void> {
+  const limit = o.maxBodyBytes ?? 32 << 20;
+  const send = (res: ServerResponse, a: PushAnswer, extra: Record<string, string> = {}) => {
+    const text = JSON.stringify(a.body);
+    res.writeHead(a.status, { ...json, 'content-length': Buffer.byteLength(text), ...extra });
+    res.end(text);
+  };
+  return async (req, res) => {
+    try {
+      if (req.method !== 'POST') return send(res, failure(405, 'method_not_allowed', 'a push is a POST'), { allow: 'POST' });
+      const raw = await readBody(req, limit);
+      if (raw === 'too large') return send(res, failure(413, 'payload_too_large', 'the push body is too large'));
+      if (raw === 'parsed') {
+        return send(res, failure(500, 'internal', 'the body was parsed before the push receiver; mount it with a raw body'));
+      }
+      send(res, await handlePush(o, req.headers, raw));
+    } catch (e) {
+      o.onError?.(e);
+      if (!res.headersSent) send(res, failure(500, 'internal', 'the push receiver failed'));
+      else res.destroy();
+    }
+  };
+}
+
+async function readBody(req: NodeRequest, limit: number): Promise<Uint8Array | 'too large' | 'parsed'> {
+  for (const b of [req.rawBody, req.body]) {
+    if (b instanceof Uint8Array) return b.byteLength > limit ? 'too large' : b;
+    if (typeof b === 'string') return bytes(b);
+  }
+  if (req.body !== undefined && req.readableEnded) return 'parsed';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size > limit) return 'too large';
+    chunks.push(c);
+  }
+  return Buffer.concat(chunks);
+}

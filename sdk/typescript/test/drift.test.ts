@@ -1,0 +1,68 @@
+// The SDK against openapi.yaml: generated types current, every operation a client method.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { QueuesClient, routes } from '../src/index.js';
+import { operations, shape, specPath } from './openapi.js';
+import { pkgRoot } from './server.js';
+
+test('src/openapi.ts is what scripts/gen-types.mjs makes from openapi.yaml now', async () => {
+  const gen = (await import(join(pkgRoot, 'scripts', 'gen-types.mjs'))) as { generate(spec: string): string };
+  const want = gen.generate(readFileSync(specPath, 'utf8'));
+  const have = readFileSync(join(pkgRoot, 'src', 'openapi.ts'), 'utf8');
+  assert.equal(have, want, 'src/openapi.ts is out of date with openapi.yaml: run `npm run gen`');
+});
+
+test('every /v1 and health operation of openapi.yaml has a route and client methods', () => {
+  const ops = operations().filter((o) => o.path !== '/metrics'); // /metrics is on the admin listener
+  assert.ok(ops.length >= 27, `only ${ops.length} operations read from openapi.yaml`);
+  const proto = QueuesClient.prototype as unknown as Record<string, unknown>;
+  for (const op of ops) {
+    const r = Object.values(routes).find((r) => r.method === op.method && shape(r.path) === op.shape);
+    assert.ok(r, `${op.id} (${op.method} ${op.path}) has no entry in src/routes.ts`);
+    for (const m of r.client) assert.equal(typeof proto[m], 'function', `QueuesClient.${m} (for ${op.id}) is missing`);
+  }
+});
+
+test('every route in src/routes.ts names client methods that exist', () => {
+  const proto = QueuesClient.prototype as unknown as Record<string, unknown>;
+  for (const [name, r] of Object.entries(routes)) {
+    assert.ok(r.client.length > 0, name);
+    for (const m of r.client) assert.equal(typeof proto[m], 'function', `QueuesClient.${m} (route ${name})`);
+  }
+});
+
+test("every operation's query parameters reach the wire", async () => {
+  // Each client method built on a route with query parameters passes each of them; a fake
+  // fetch records the URL so that a parameter added to openapi.yaml fails here until it does.
+  const seen = new Map<string, Set<string>>();
+  const fake: typeof fetch = async (input) => {
+    const u = new URL(String(input));
+    const keys = seen.get(u.pathname) ?? new Set<string>();
+    u.searchParams.forEach((_, k) => keys.add(k));
+    seen.set(u.pathname, keys);
+    return new Response('{"projects":[],"queues":[],"messages":[],"groups":[],"attempts":[],"usage":[],"nextCursor":null}', {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+  const c = new QueuesClient({ url: 'http://127.0.0.1:1', token: 't', fetch: fake });
+  await c.listProjects({ limit: 1, cursor: 'c' });
+  await c.listQueues({ limit: 1, cursor: 'c', prefix: 'p' });
+  await c.browseMessages('q', { state: 'visible', limit: 1, cursor: 'c' });
+  await c.listGroups('q', { limit: 1, cursor: 'c' });
+  await c.listSubscriptionAttempts('q', { limit: 1 });
+  const concrete: Record<string, string> = {
+    '/v1/projects': '/v1/projects',
+    '/v1/queues': '/v1/queues',
+    '/v1/queues/{}/messages': '/v1/queues/q/messages',
+    '/v1/queues/{}/groups': '/v1/queues/q/groups',
+    '/v1/queues/{}/subscription/attempts': '/v1/queues/q/subscription/attempts',
+  };
+  for (const op of operations().filter((o) => o.method === 'GET' && o.query.length > 0)) {
+    const p = concrete[op.shape];
+    assert.ok(p, `${op.id} has query parameters (${op.query}); add its call to this test`);
+    for (const q of op.query) assert.ok(seen.get(p)?.has(q), `${op.id}: the client never sends ?${q}`);
+  }
+});

@@ -1,0 +1,90 @@
+// Starts a real `queues serve` for a test file: embedded store in a temporary directory, a
+// free port, an operator credential; stops it and removes the directory after.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { QueuesClient } from '../src/index.js';
+
+export const pkgRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const binDir = join(pkgRoot, '.bin');
+
+export interface Server {
+  url: string;
+  /** The every-scope token of the default project serve creates. */
+  token: string;
+  operatorToken: string;
+  /** A client with the default project's token. */
+  client: QueuesClient;
+  /** A client with the operator credential. */
+  operator: QueuesClient;
+  close(): Promise<void>;
+}
+
+export async function startServer(): Promise<Server> {
+  const bin = process.env.QUEUES_BIN || join(binDir, 'queues');
+  const dataDir = await mkdtemp(join(tmpdir(), 'queues-sdk-ts-'));
+  const operatorToken = `op-${randomBytes(16).toString('hex')}`;
+  const child: ChildProcess = spawn(bin, ['serve'], {
+    env: {
+      ...process.env,
+      QUEUES_DATA_DIR: dataDir,
+      QUEUES_LISTEN: '127.0.0.1:0',
+      QUEUES_ADMIN_LISTEN: '127.0.0.1:0',
+      QUEUES_OPERATOR_TOKEN: operatorToken,
+      QUEUES_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`queues serve did not start in 30 s: ${stderr}`)), 30000);
+    child.once('exit', (code) => reject(new Error(`queues serve exited (${code}): ${stderr}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /is running at (http:\/\/\S+)/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+  });
+  const token = (await readFile(join(dataDir, 'token'), 'utf8')).trim();
+  return {
+    url,
+    token,
+    operatorToken,
+    client: new QueuesClient({ url, token }),
+    operator: new QueuesClient({ url, token: operatorToken }),
+    async close() {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 10000);
+        await exited;
+        clearTimeout(t);
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+let seq = 0;
+/** A queue name unique in this process. */
+export function qname(prefix: string): string {
+  return `${prefix}-${process.pid}-${++seq}`;
+}
+
+/** Resolves when cond() is true, checking every 20 ms, or rejects after ms. */
+export async function until(cond: () => boolean | Promise<boolean>, ms = 10000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
