@@ -88,6 +88,7 @@ type Options struct {
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
 type Engine struct {
 	rdb  redis.UniversalClient
+	own  bool // rdb was built by New (see noretry.go) and is closed by Close
 	clk  clock.Clock
 	opts Options
 	log  *slog.Logger
@@ -121,7 +122,8 @@ type partCount struct {
 }
 
 // New returns an engine on rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring; the
-// caller keeps ownership and closes it after the Engine). It refuses a server whose
+// caller keeps ownership and closes it after the Engine; the engine talks through its own
+// copy of a Client or ClusterClient, which never re-sends a script: see noretry.go). It refuses a server whose
 // maxmemory-policy is not noeviction, and subscribes to the wake-up channel.
 func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, error) {
 	if rdb == nil || clk == nil {
@@ -144,16 +146,24 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
-	if err := checkEvictionPolicy(ctx, rdb); err != nil {
+	rdb, own := withoutRetries(rdb)
+	fail := func(err error) (*Engine, error) {
+		if own {
+			_ = rdb.Close()
+		}
 		return nil, err
+	}
+	if err := checkEvictionPolicy(ctx, rdb); err != nil {
+		return fail(err)
 	}
 	ps := rdb.Subscribe(ctx, opts.Channel)
 	if _, err := ps.Receive(ctx); err != nil { // the subscription is confirmed before New returns
 		_ = ps.Close()
-		return nil, fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err)
+		return fail(fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err))
 	}
 	e := &Engine{
 		rdb:      rdb,
+		own:      own,
 		clk:      clk,
 		opts:     opts,
 		log:      opts.Logger,
@@ -168,12 +178,16 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	return e, nil
 }
 
-// Close stops the wake-up subscription. It does not close the Redis client.
+// Close stops the wake-up subscription and closes the engine's own copy of the client (not
+// the client given to New).
 func (e *Engine) Close() error {
 	var err error
 	e.close.Do(func() {
 		err = e.ps.Close()
 		<-e.listened
+		if e.own {
+			err = errors.Join(err, e.rdb.Close())
+		}
 	})
 	return err
 }

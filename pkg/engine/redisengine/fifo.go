@@ -433,6 +433,10 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 // partition, each with its message count and whether a batch is in flight. The cursor names
 // the last group returned; a page costs O(limit) group lookups.
 func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+	return idempotent(ctx, func() (engine.GroupPage, error) { return e.groups(ctx, q, limit, cursor) })
+}
+
+func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
 	if q.Type != engine.FIFO {
 		return engine.GroupPage{}, errNoGroups
 	}

@@ -78,6 +78,10 @@ func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 // changed, and may miss an older message sent with a longer retention until the messages sent
 // before the change are gone.
 func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error) {
+	return idempotent(ctx, func() (engine.Stats, error) { return e.statsSwept(ctx, q) })
+}
+
+func (e *Engine) statsSwept(ctx context.Context, q engine.Queue) (engine.Stats, error) {
 	st, more, err := e.stats(ctx, q)
 	if err != nil || !more {
 		return st, err
@@ -192,6 +196,10 @@ func decodeCursor(s engine.State, v string) (browseCursor, error) {
 // never-received ones, then the received ones), in (time, id) order within each, without
 // changing anything. Expired messages are left out.
 func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
+	return idempotent(ctx, func() (engine.BrowsePage, error) { return e.browse(ctx, q, req) })
+}
+
+func (e *Engine) browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
 	if req.State != engine.StateVisible && req.State != engine.StateInFlight && req.State != engine.StateDelayed {
 		return engine.BrowsePage{}, apierr.Invalid("state", "must be visible, inFlight or delayed")
 	}
