@@ -46,6 +46,9 @@ type Options struct {
 	PartitionSendRate int
 	// PushAllowPrivate accepts plain http and private push endpoints (QUEUES_PUSH_ALLOW_PRIVATE).
 	PushAllowPrivate bool
+	// Clock is the replica's clock (nil: the wall clock; tests inject a skewed one). The
+	// engine refuses to serve while it is more than redisengine.DefaultMaxClockSkew off Redis's.
+	Clock clock.Clock
 }
 
 // Replica is one API tier process's worth of state.
@@ -68,8 +71,12 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	if o.Rates == (api.Rates{}) {
 		o.Rates = api.DefaultRates
 	}
-	clk := clock.Real{}
-	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate})
+	var clk clock.Clock = clock.Real{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
+	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate,
+		MaxClockSkew: redisengine.DefaultMaxClockSkew})
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +91,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
 		Ready: func(ctx context.Context) error {
-			return errors.Join(o.Redis.Ping(ctx).Err(), store.Ping(ctx))
+			return errors.Join(o.Redis.Ping(ctx).Err(), store.Ping(ctx), eng.ClockErr())
 		},
 	})
 	bg, stop := context.WithCancel(context.Background())

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -83,6 +84,12 @@ type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds New's checks of the server (default 10 s).
 	StartTimeout time.Duration
+	// MaxClockSkew, when positive, is how far the engine's clock may be off Redis's before
+	// the engine refuses to serve (see clockcheck.go; production: DefaultMaxClockSkew). Zero:
+	// no check (tests on a fake clock).
+	MaxClockSkew time.Duration
+	// ClockCheckEvery is how often the clock is checked (default DefaultClockCheckEvery).
+	ClockCheckEvery time.Duration
 }
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
@@ -112,6 +119,10 @@ type Engine struct {
 	empty    map[ids.ID][]int64 // per partition, until when receives try it last (ms); guarded by pmu
 	gcCursor map[ids.ID]uint64  // Sweep's scan position in each fifo queue's group map; guarded by pmu
 	close    sync.Once
+
+	clockErr  atomic.Pointer[error] // the clock check's verdict (nil: not checked)
+	clockStop chan struct{}
+	clockDone chan struct{}
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -175,14 +186,33 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		empty:    map[ids.ID][]int64{},
 	}
 	go e.listen(ps.Channel())
+	if opts.MaxClockSkew > 0 {
+		if opts.ClockCheckEvery <= 0 {
+			opts.ClockCheckEvery = DefaultClockCheckEvery
+		}
+		e.opts = opts
+		if err := e.checkClock(ctx); err != nil {
+			_ = e.Close()
+			return nil, fmt.Errorf("redisengine: reading the store's clock: %w", err)
+		}
+		e.clockStop, e.clockDone = make(chan struct{}), make(chan struct{})
+		go e.watchClock()
+	}
 	return e, nil
 }
+
+// clockOK refuses an operation that reads or stamps a time while the clock is off.
+func (e *Engine) clockOK() error { return e.ClockErr() }
 
 // Close stops the wake-up subscription and closes the engine's own copy of the client (not
 // the client given to New).
 func (e *Engine) Close() error {
 	var err error
 	e.close.Do(func() {
+		if e.clockStop != nil {
+			close(e.clockStop)
+			<-e.clockDone
+		}
 		err = e.ps.Close()
 		<-e.listened
 		if e.own {
