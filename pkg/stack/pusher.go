@@ -30,6 +30,8 @@ type PusherOptions struct {
 	Member       string
 	// LeaseTTL and Refresh are passed on (0: the pusher's defaults).
 	LeaseTTL, Refresh time.Duration
+	// Clock is the replica's clock (nil: the wall clock); see Options.Clock.
+	Clock clock.Clock
 }
 
 // Pusher is a pusher replica with the engine it owns.
@@ -47,8 +49,11 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	clk := clock.Real{}
-	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger})
+	var clk clock.Clock = clock.Real{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
+	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, MaxClockSkew: redisengine.DefaultMaxClockSkew})
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,9 @@ type Options struct {
 	// Registry receives the API's metrics, which the caller serves on the admin listener
 	// (pkg/adminhttp; nil: a registry of the replica's own, not served).
 	Registry prometheus.Registerer
+	// Clock is the replica's clock (nil: the wall clock; tests inject a skewed one). The
+	// engine refuses to serve while it is more than redisengine.DefaultMaxClockSkew off Redis's.
+	Clock clock.Clock
 }
 
 // Replica is one API tier process's worth of state.
@@ -72,8 +75,12 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	if o.Rates == (api.Rates{}) {
 		o.Rates = api.DefaultRates
 	}
-	clk := clock.Real{}
-	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate})
+	var clk clock.Clock = clock.Real{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
+	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate,
+		MaxClockSkew: redisengine.DefaultMaxClockSkew})
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +97,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Dependencies: []api.Dependency{
 			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
 			{Name: "metadata", Check: store.Ping},
+			{Name: "clock", Check: func(context.Context) error { return eng.ClockErr() }},
 		},
 	})
 	console.Mount(r.API.Echo())

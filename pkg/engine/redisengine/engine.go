@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -83,11 +84,18 @@ type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds New's checks of the server (default 10 s).
 	StartTimeout time.Duration
+	// MaxClockSkew, when positive, is how far the engine's clock may be off Redis's before
+	// the engine refuses to serve (see clockcheck.go; production: DefaultMaxClockSkew). Zero:
+	// no check (tests on a fake clock).
+	MaxClockSkew time.Duration
+	// ClockCheckEvery is how often the clock is checked (default DefaultClockCheckEvery).
+	ClockCheckEvery time.Duration
 }
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
 type Engine struct {
 	rdb  redis.UniversalClient
+	own  bool // rdb was built by New (see noretry.go) and is closed by Close
 	clk  clock.Clock
 	opts Options
 	log  *slog.Logger
@@ -111,6 +119,10 @@ type Engine struct {
 	empty    map[ids.ID][]int64 // per partition, until when receives try it last (ms); guarded by pmu
 	gcCursor map[ids.ID]uint64  // Sweep's scan position in each fifo queue's group map; guarded by pmu
 	close    sync.Once
+
+	clockErr  atomic.Pointer[error] // the clock check's verdict (nil: not checked)
+	clockStop chan struct{}
+	clockDone chan struct{}
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -121,7 +133,8 @@ type partCount struct {
 }
 
 // New returns an engine on rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring; the
-// caller keeps ownership and closes it after the Engine). It refuses a server whose
+// caller keeps ownership and closes it after the Engine; the engine talks through its own
+// copy of a Client or ClusterClient, which never re-sends a script: see noretry.go). It refuses a server whose
 // maxmemory-policy is not noeviction, and subscribes to the wake-up channel.
 func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, error) {
 	if rdb == nil || clk == nil {
@@ -144,16 +157,24 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
-	if err := checkEvictionPolicy(ctx, rdb); err != nil {
+	rdb, own := withoutRetries(rdb)
+	fail := func(err error) (*Engine, error) {
+		if own {
+			_ = rdb.Close()
+		}
 		return nil, err
+	}
+	if err := checkEvictionPolicy(ctx, rdb); err != nil {
+		return fail(err)
 	}
 	ps := rdb.Subscribe(ctx, opts.Channel)
 	if _, err := ps.Receive(ctx); err != nil { // the subscription is confirmed before New returns
 		_ = ps.Close()
-		return nil, fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err)
+		return fail(fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err))
 	}
 	e := &Engine{
 		rdb:      rdb,
+		own:      own,
 		clk:      clk,
 		opts:     opts,
 		log:      opts.Logger,
@@ -165,15 +186,38 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		empty:    map[ids.ID][]int64{},
 	}
 	go e.listen(ps.Channel())
+	if opts.MaxClockSkew > 0 {
+		if opts.ClockCheckEvery <= 0 {
+			opts.ClockCheckEvery = DefaultClockCheckEvery
+		}
+		e.opts = opts
+		if err := e.checkClock(ctx); err != nil {
+			_ = e.Close()
+			return nil, fmt.Errorf("redisengine: reading the store's clock: %w", err)
+		}
+		e.clockStop, e.clockDone = make(chan struct{}), make(chan struct{})
+		go e.watchClock()
+	}
 	return e, nil
 }
 
-// Close stops the wake-up subscription. It does not close the Redis client.
+// clockOK refuses an operation that reads or stamps a time while the clock is off.
+func (e *Engine) clockOK() error { return e.ClockErr() }
+
+// Close stops the wake-up subscription and closes the engine's own copy of the client (not
+// the client given to New).
 func (e *Engine) Close() error {
 	var err error
 	e.close.Do(func() {
+		if e.clockStop != nil {
+			close(e.clockStop)
+			<-e.clockDone
+		}
 		err = e.ps.Close()
 		<-e.listened
+		if e.own {
+			err = errors.Join(err, e.rdb.Close())
+		}
 	})
 	return err
 }

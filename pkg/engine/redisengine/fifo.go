@@ -433,6 +433,13 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 // partition, each with its message count and whether a batch is in flight. The cursor names
 // the last group returned; a page costs O(limit) group lookups.
 func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.GroupPage{}, err
+	}
+	return idempotent(ctx, func() (engine.GroupPage, error) { return e.groups(ctx, q, limit, cursor) })
+}
+
+func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
 	if q.Type != engine.FIFO {
 		return engine.GroupPage{}, errNoGroups
 	}
@@ -516,6 +523,9 @@ func validGroupID(g string) bool {
 // partition the group lives in (all partitions when it has no mapping). When it returns, the
 // counts no longer include them and their handles are stale.
 func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string) error {
+	if err := e.clockOK(); err != nil {
+		return err
+	}
 	if q.Type != engine.FIFO {
 		return errNoGroups
 	}

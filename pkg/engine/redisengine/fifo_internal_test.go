@@ -15,7 +15,8 @@ import (
 
 func newInternal(t *testing.T) (*Engine, *redis.Client, *clock.Fake) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	// No retries: the engine then uses this client itself, so hooks added to it apply.
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t), MaxRetries: -1})
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e, err := New(rdb, clk, Options{})
 	if err != nil {

@@ -27,6 +27,9 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) error {
 // one's send rate passed the threshold. Concurrent sends to one partition share the script
 // call (lanes). Fifo queues: see fifo.go.
 func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
+	if err := e.clockOK(); err != nil {
+		return nil, err
+	}
 	if len(msgs) == 0 {
 		return nil, nil
 	}
@@ -126,6 +129,9 @@ type claim struct{ p, n int }
 // a pipelined probe finds the partitions holding visible messages, and the claim is split
 // among them starting at a rotating partition (one pipelined script call each).
 func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.ReceiveRequest) (engine.ReceiveResult, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.ReceiveResult{}, err
+	}
 	want := min(max(req.Max, 1), engine.MaxBatch)
 	n, err := e.partitions(ctx, q.ID)
 	if err != nil {
@@ -540,6 +546,9 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 // ChangeVisibility sets valid deliveries' deadlines to now+d (0 releases them), refusing a
 // deadline more than engine.MaxInFlight after the receive.
 func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engine.VisibilityChange) ([]error, error) {
+	if err := e.clockOK(); err != nil {
+		return nil, err
+	}
 	now := e.nowMs()
 	ds := make([]engine.Delivery, len(cs))
 	pre := make([]error, len(cs))
@@ -574,6 +583,9 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 // DeadLetter moves valid deliveries to the queue's dead-letter queue (through the outbox), or
 // deletes them when the queue has no redrive policy.
 func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.DeadLetterRequest) ([]error, error) {
+	if err := e.clockOK(); err != nil {
+		return nil, err
+	}
 	now := e.nowMs()
 	redrive := "0"
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {

@@ -21,6 +21,9 @@ import (
 // at once and Redis frees them in the background; later sends create fresh keys. Dead-letter
 // moves already in a partition's outbox are not purged: they have left the queue.
 func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
+	if err := e.clockOK(); err != nil {
+		return err
+	}
 	now := e.nowMs()
 	wait, err := purgeGateScript.Run(ctx, e.rdb, []string{purgeKey(q.ID)}, now, engine.PurgeInterval.Milliseconds()).Int64()
 	if err != nil {
@@ -78,6 +81,13 @@ func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 // changed, and may miss an older message sent with a longer retention until the messages sent
 // before the change are gone.
 func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.Stats{}, err
+	}
+	return idempotent(ctx, func() (engine.Stats, error) { return e.statsSwept(ctx, q) })
+}
+
+func (e *Engine) statsSwept(ctx context.Context, q engine.Queue) (engine.Stats, error) {
 	st, more, err := e.stats(ctx, q)
 	if err != nil || !more {
 		return st, err
@@ -192,6 +202,13 @@ func decodeCursor(s engine.State, v string) (browseCursor, error) {
 // never-received ones, then the received ones), in (time, id) order within each, without
 // changing anything. Expired messages are left out.
 func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.BrowsePage{}, err
+	}
+	return idempotent(ctx, func() (engine.BrowsePage, error) { return e.browse(ctx, q, req) })
+}
+
+func (e *Engine) browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
 	if req.State != engine.StateVisible && req.State != engine.StateInFlight && req.State != engine.StateDelayed {
 		return engine.BrowsePage{}, apierr.Invalid("state", "must be visible, inFlight or delayed")
 	}
@@ -328,6 +345,9 @@ var errNoGroups = apierr.Invalid("", "groups exist only on fifo queues")
 // interrupted, for every partition of the queues given. Every step is idempotent, so replicas
 // may sweep the same queues at once.
 func (e *Engine) Sweep(ctx context.Context, qs []engine.Queue) error {
+	if err := e.clockOK(); err != nil {
+		return err
+	}
 	var errs []error
 	for _, q := range qs {
 		if err := e.sweep(ctx, q); err != nil {
