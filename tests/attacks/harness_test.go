@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
+	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/stack"
@@ -103,6 +104,21 @@ func run(m *testing.M) (int, error) {
 // serve starts a replica with o's overrides (the shared Redis, table and keys by default),
 // serves it with the production server on a loopback port and its admin listener on another.
 func (e *env) serve(o stack.Options) (base, admin string, stop func(), err error) {
+	return e.serveWrapped(o, nil)
+}
+
+// drainable serves a wrapped handler with the replica's drain.
+type drainable struct {
+	h http.Handler
+	r *stack.Replica
+}
+
+func (d drainable) Handler() http.Handler { return d.h }
+func (d drainable) Drain()                { d.r.Drain() }
+
+// serveWrapped is serve with the replica's handler wrapped (nil: not wrapped), for tests that
+// watch requests from inside the server.
+func (e *env) serveWrapped(o stack.Options, wrap func(http.Handler) http.Handler) (base, admin string, stop func(), err error) {
 	if o.Redis == nil {
 		o.Redis = e.rdb
 	}
@@ -128,7 +144,11 @@ func (e *env) serve(o stack.Options) (base, admin string, stop func(), err error
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = stack.Serve(ctx, ln, r, time.Second, o.Logger) }()
+	var h http.Handler = r.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	go func() { defer close(done); _ = api.Serve(ctx, ln, drainable{h, r}, time.Second, o.Logger) }()
 	return "http://" + ln.Addr().String(), "http://" + adm.Addr(), func() {
 		cancel()
 		<-done
