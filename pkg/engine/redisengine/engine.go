@@ -84,10 +84,13 @@ type Options struct {
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
 type Engine struct {
-	rdb  redis.UniversalClient
-	clk  clock.Clock
-	opts Options
-	log  *slog.Logger
+	rdb redis.UniversalClient
+	clk clock.Clock
+	// cluster is true on Redis Cluster (or a Ring): scripts reach one slot only, so stored
+	// bytes are folded into the project's total after each script (bytes.go).
+	cluster bool
+	opts    Options
+	log     *slog.Logger
 
 	ps       *redis.PubSub
 	listened chan struct{}
@@ -149,7 +152,9 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		_ = ps.Close()
 		return nil, fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err)
 	}
+	_, single := rdb.(*redis.Client)
 	e := &Engine{
+		cluster:  !single,
 		rdb:      rdb,
 		clk:      clk,
 		opts:     opts,

@@ -31,6 +31,10 @@ var (
 	purgePartScript  = loadScript("purgepart")
 	growScript       = loadScript("grow")
 	purgeGateScript  = loadScript("purgegate")
+	obClearScript    = loadScript("obclear")
+	qDeleteScript    = loadScript("qdelete")
+	bFoldScript      = loadScript("bfold")
+	bReserveScript   = loadScript("breserve")
 
 	// Fifo queues (fifo.go).
 	fReserveScript    = loadScript("freserve")
