@@ -46,6 +46,9 @@ type Options struct {
 	PartitionSendRate int
 	// PushAllowPrivate accepts plain http and private push endpoints (QUEUES_PUSH_ALLOW_PRIVATE).
 	PushAllowPrivate bool
+	// RedisSendLimit is the Redis memory high-water mark above which sends answer 503
+	// (QUEUES_REDIS_SEND_LIMIT; redisengine.ParseSendLimit; "" is 90 % of maxmemory).
+	RedisSendLimit string
 }
 
 // Replica is one API tier process's worth of state.
@@ -69,7 +72,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		o.Rates = api.DefaultRates
 	}
 	clk := clock.Real{}
-	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate})
+	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate, SendLimit: o.RedisSendLimit})
 	if err != nil {
 		return nil, err
 	}

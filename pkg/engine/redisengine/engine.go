@@ -80,6 +80,9 @@ type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds New's checks of the server (default 10 s).
 	StartTimeout time.Duration
+	// SendLimit is the memory high-water mark above which sends answer 503 (ParseSendLimit:
+	// "90%" of maxmemory, a byte count such as "800mb", or "off"; default DefaultSendLimit).
+	SendLimit string
 }
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
@@ -91,6 +94,8 @@ type Engine struct {
 	cluster bool
 	opts    Options
 	log     *slog.Logger
+
+	head headroom // the store's memory, for refusing sends near maxmemory (headroom.go)
 
 	ps       *redis.PubSub
 	listened chan struct{}
@@ -142,6 +147,10 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
+	limit, err := ParseSendLimit(opts.SendLimit)
+	if err != nil {
+		return nil, fmt.Errorf("redisengine: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
 	if err := checkEvictionPolicy(ctx, rdb); err != nil {
@@ -166,6 +175,7 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		grewAt:   map[ids.ID]int64{},
 		empty:    map[ids.ID][]int64{},
 	}
+	e.head.limit, e.head.start = limit, time.Now()
 	go e.listen(ps.Channel())
 	return e, nil
 }

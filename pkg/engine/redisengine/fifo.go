@@ -104,6 +104,7 @@ type fitem struct {
 	seq     uint64
 	holder  ids.ID // for a dedup id held by another message: that message and its partition
 	holderP int
+	move    bool // a dead-letter move's insert (runs at full memory; sends do not)
 }
 
 // groupPrefix is a group member's prefix: "<g>\x00" + 16 hex digits of seq.
@@ -209,7 +210,11 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 				args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 					groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
 			}
-			calls[i] = scriptCall{fSendScript, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd), args}
+			script := fSendScript
+			if byPart[p][0].move {
+				script = fSendMoveScript
+			}
+			calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd), args}
 		}
 		cmds := e.run(ctx, calls)
 		if held != "" {
@@ -309,7 +314,11 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 		}
 		args = append(args, string(it.id[:]), it.pl.GroupID, k, rand.Uint32(), it.mode)
 	}
-	vals, rerr := fReserveScript.Run(ctx, e.rdb, keys, args...).Slice()
+	script := fReserveScript
+	if len(todo) > 0 && todo[0].move {
+		script = fReserveMoveScript
+	}
+	vals, rerr := script.Run(ctx, e.rdb, keys, args...).Slice()
 	if rerr == nil && len(vals) != len(todo) {
 		rerr = errBadReply
 	}

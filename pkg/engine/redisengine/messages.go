@@ -31,6 +31,9 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	if len(msgs) == 0 {
 		return nil, nil
 	}
+	if err := e.checkHeadroom(); err != nil {
+		return nil, err
+	}
 	if q.Type == engine.FIFO {
 		return e.sendFIFO(ctx, q, msgs)
 	}
@@ -726,7 +729,7 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 				pl.GroupID = noGroup
 			}
 			moved = append(moved, &fitem{idx: len(moved), id: ob.ID, pl: *pl, visible: ob.At,
-				expires: ob.At + retention(*dlq).Milliseconds(), sent: ob.SentAt, mode: "n"})
+				expires: ob.At + retention(*dlq).Milliseconds(), sent: ob.SentAt, mode: "n", move: true})
 			callField = append(callField, kv[0])
 			continue
 		}
