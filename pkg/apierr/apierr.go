@@ -29,6 +29,7 @@ const (
 	ReceiptHandleStale      Code = "receipt_handle_stale"
 	VisibilityLimitExceeded Code = "visibility_limit_exceeded"
 	PurgeTooSoon            Code = "purge_too_soon"
+	QuotaExceeded           Code = "quota_exceeded"
 	RateLimited             Code = "rate_limited"
 	Unavailable             Code = "unavailable"
 	Internal                Code = "internal"
@@ -49,6 +50,7 @@ var statuses = map[Code]int{
 	ReceiptHandleStale:      http.StatusGone,
 	VisibilityLimitExceeded: http.StatusBadRequest,
 	PurgeTooSoon:            http.StatusTooManyRequests,
+	QuotaExceeded:           http.StatusForbidden,
 	RateLimited:             http.StatusTooManyRequests,
 	Unavailable:             http.StatusServiceUnavailable,
 	Internal:                http.StatusInternalServerError,

@@ -53,6 +53,9 @@ type Options struct {
 	// Clock is the replica's clock (nil: the wall clock; tests inject a skewed one). The
 	// engine refuses to serve while it is more than redisengine.DefaultMaxClockSkew off Redis's.
 	Clock clock.Clock
+	// RedisSendLimit is the Redis memory high-water mark above which sends answer 503
+	// (QUEUES_REDIS_SEND_LIMIT; redisengine.ParseSendLimit; "" is 90 % of maxmemory).
+	RedisSendLimit string
 }
 
 // Replica is one API tier process's worth of state.
@@ -80,7 +83,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		clk = o.Clock
 	}
 	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate,
-		MaxClockSkew: redisengine.DefaultMaxClockSkew})
+		MaxClockSkew: redisengine.DefaultMaxClockSkew, SendLimit: o.RedisSendLimit})
 	if err != nil {
 		return nil, err
 	}

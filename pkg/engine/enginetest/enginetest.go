@@ -29,6 +29,9 @@ type Harness struct {
 	// once one partition takes more than rate messages a second. Engines without partitions
 	// leave it nil and the partition tests are skipped.
 	NewWithPartitionRate func(t *testing.T, rate int) (engine.Engine, *clock.Fake)
+	// Recount, when set, counts the stored bytes of a project's messages in the given queues
+	// by reading everything the engine stores for them, independently of its counter.
+	Recount func(t *testing.T, e engine.Engine, project ids.ID, queues []ids.ID) int64
 }
 
 // Epoch is a convenient start for harness clocks.
@@ -78,6 +81,8 @@ func Run(t *testing.T, h Harness) {
 		{"NextVisibleAt", testNextVisibleAt},
 		{"GroupsOnStandard", testGroupsOnStandard},
 		{"PartitionGrowth", func(t *testing.T, s *suite) { testPartitionGrowth(t, h) }},
+		{"StoredBytes", func(t *testing.T, s *suite) { testStoredBytes(t, s, h) }},
+		{"StoredBytesLimit", func(t *testing.T, s *suite) { testStoredBytesLimit(t, s, h) }},
 	}
 	tests = append(tests, fifoTests(h)...)
 	for _, tc := range tests {

@@ -90,15 +90,23 @@ type Options struct {
 	MaxClockSkew time.Duration
 	// ClockCheckEvery is how often the clock is checked (default DefaultClockCheckEvery).
 	ClockCheckEvery time.Duration
+	// SendLimit is the memory high-water mark above which sends answer 503 (ParseSendLimit:
+	// "90%" of maxmemory, a byte count such as "800mb", or "off"; default DefaultSendLimit).
+	SendLimit string
 }
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
 type Engine struct {
-	rdb  redis.UniversalClient
-	own  bool // rdb was built by New (see noretry.go) and is closed by Close
-	clk  clock.Clock
-	opts Options
-	log  *slog.Logger
+	rdb redis.UniversalClient
+	own bool // rdb was built by New (see noretry.go) and is closed by Close
+	clk clock.Clock
+	// cluster is true on Redis Cluster (or a Ring): scripts reach one slot only, so stored
+	// bytes are folded into the project's total after each script (bytes.go).
+	cluster bool
+	opts    Options
+	log     *slog.Logger
+
+	head headroom // the store's memory, for refusing sends near maxmemory (headroom.go)
 
 	ps       *redis.PubSub
 	listened chan struct{}
@@ -155,6 +163,10 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
+	limit, err := ParseSendLimit(opts.SendLimit)
+	if err != nil {
+		return nil, fmt.Errorf("redisengine: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
 	rdb, own := withoutRetries(rdb)
@@ -172,7 +184,9 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		_ = ps.Close()
 		return fail(fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err))
 	}
+	_, single := rdb.(*redis.Client)
 	e := &Engine{
+		cluster:  !single,
 		rdb:      rdb,
 		own:      own,
 		clk:      clk,
@@ -185,6 +199,7 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		grewAt:   map[ids.ID]int64{},
 		empty:    map[ids.ID][]int64{},
 	}
+	e.head.limit, e.head.start = limit, time.Now()
 	go e.listen(ps.Channel())
 	if opts.MaxClockSkew > 0 {
 		if opts.ClockCheckEvery <= 0 {

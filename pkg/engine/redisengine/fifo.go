@@ -104,6 +104,7 @@ type fitem struct {
 	seq     uint64
 	holder  ids.ID // for a dedup id held by another message: that message and its partition
 	holderP int
+	move    bool // a dead-letter move's insert (runs at full memory; sends do not)
 }
 
 // groupPrefix is a group member's prefix: "<g>\x00" + 16 hex digits of seq.
@@ -182,11 +183,24 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 			parts = append(parts, p)
 		}
 		slices.Sort(parts)
+		var bytes int64
+		for _, it := range writes {
+			bytes += engine.PayloadBytes(it.pl.Body, it.pl.Attributes)
+		}
+		held, err := e.reserveBytes(ctx, q, bytes)
+		if err != nil {
+			for _, it := range writes {
+				failItem(it, e.sendErr(ctx, q, err))
+			}
+			parts = nil
+		}
 		calls := make([]scriptCall, len(parts))
 		trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
+		touched := make([]partKeys, len(parts))
 		for i, p := range parts {
 			k := keysOf(q.ID, p)
-			args := []any{now, e.opts.Channel, q.ID.String(), trim}
+			touched[i] = k
+			args := []any{now, e.opts.Channel, q.ID.String(), trim, max(q.MaxStoredBytes, 0), q.Project.String()}
 			for _, it := range byPart[p] {
 				it.pl.Sequence = it.seq
 				resv := "0"
@@ -196,12 +210,28 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 				args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 					groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
 			}
-			calls[i] = scriptCall{fSendScript, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd}, args}
+			script := fSendScript
+			if byPart[p][0].move {
+				script = fSendMoveScript
+			}
+			calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd), args}
 		}
 		cmds := e.run(ctx, calls)
+		if held != "" {
+			e.fold(ctx, q.Project, touched, held)
+		} else {
+			e.fold(ctx, q.Project, touched)
+		}
 		for i, p := range parts {
 			vals, err := cmds[i].Slice()
 			var codes []any
+			if err == nil && len(vals) == 1 {
+				err = errOverQuota
+				for _, it := range byPart[p] {
+					failItem(it, e.sendErr(ctx, q, err))
+				}
+				continue
+			}
 			if err == nil {
 				if len(vals) == 2 {
 					codes, _ = vals[1].([]any)
@@ -284,7 +314,11 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 		}
 		args = append(args, string(it.id[:]), it.pl.GroupID, k, rand.Uint32(), it.mode)
 	}
-	vals, rerr := fReserveScript.Run(ctx, e.rdb, keys, args...).Slice()
+	script := fReserveScript
+	if len(todo) > 0 && todo[0].move {
+		script = fReserveMoveScript
+	}
+	vals, rerr := script.Run(ctx, e.rdb, keys, args...).Slice()
 	if rerr == nil && len(vals) != len(todo) {
 		rerr = errBadReply
 	}
@@ -354,6 +388,7 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 // their groups there (in the order given), keeping their ids; an id already present is left
 // alone, so a retried move does not duplicate it while its group still has messages there.
 func (e *Engine) insertFIFO(ctx context.Context, dlq engine.Queue, moved []*fitem) error {
+	dlq.MaxStoredBytes = 0 // a move's bytes are the project's already
 	res, err := e.storeFIFO(ctx, dlq, moved, e.nowMs())
 	if err != nil {
 		return err
@@ -568,7 +603,8 @@ func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string)
 	for _, p := range parts {
 		k := keysOf(q.ID, p)
 		for {
-			deleted, err := fPurgeGroupScript.Run(ctx, e.rdb, k.fifo(), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
+			deleted, err := fPurgeGroupScript.Run(ctx, e.rdb, e.withBytes(q, k, k.fifo()...), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
+			e.fold(ctx, q.Project, []partKeys{k})
 			if err != nil {
 				return e.wrap(ctx, "purge group", err)
 			}
@@ -584,7 +620,7 @@ func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string)
 // groups rescheduled) and old dedup outcomes.
 func (e *Engine) sweepFIFOPartition(ctx context.Context, q engine.Queue, p int, now int64) error {
 	k := keysOf(q.ID, p)
-	keys := append(k.fifo(), k.dd)
+	keys := e.withBytes(q, k, append(k.fifo(), k.dd)...)
 	trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
 	for range sweepChunks {
 		deleted, err := fExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()

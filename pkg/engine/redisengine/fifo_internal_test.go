@@ -51,8 +51,8 @@ func store(t *testing.T, e *Engine, q engine.Queue, it *fitem) int64 {
 	now := e.nowMs()
 	it.pl.Sequence = it.seq
 	vals, err := fSendScript.Run(context.Background(), e.rdb,
-		[]string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd},
-		now, e.opts.Channel, q.ID.String(), 0, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
+		e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd),
+		now, e.opts.Channel, q.ID.String(), 0, 0, q.Project.String(), string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 		groupPrefix(it.pl.GroupID, it.seq), it.seq, "1").Slice()
 	if err != nil {
 		t.Fatal(err)

@@ -39,10 +39,19 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 		return err
 	}
 	calls := make([]scriptCall, n)
+	parts := make([]partKeys, n)
 	for p := range n {
-		calls[p] = scriptCall{purgePartScript, keysOf(q.ID, p).purged(), nil}
+		k := keysOf(q.ID, p)
+		parts[p] = k
+		keys := append([]string{k.l, k.lh, k.b}, k.purged()[2:]...)
+		if e.inline(q) == "1" {
+			keys = append(keys, projectBytesKey(q.Project))
+		}
+		calls[p] = scriptCall{purgePartScript, keys, []any{e.inline(q)}}
 	}
-	for _, cmd := range e.run(ctx, calls) {
+	cmds := e.run(ctx, calls)
+	e.fold(ctx, q.Project, parts)
+	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			return e.wrap(ctx, "purge", err)
 		}
@@ -55,6 +64,9 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 // its watchers. A fifo queue's dedup markers are left to expire (PX): their names cannot be
 // listed without a scan, and a deleted queue's id is never used again.
 func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
+	if err := e.deleteCounted(ctx, q); err != nil {
+		return err
+	}
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range engine.MaxPartitions {
 			pipe.Unlink(ctx, keysOf(q, p).all()...)
@@ -371,6 +383,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			return err
 		}
 	}
+	defer e.foldQueue(ctx, q, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
 		if q.Type == engine.FIFO {
@@ -379,7 +392,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			}
 		} else {
 			for range sweepChunks {
-				deleted, err := expireScript.Run(ctx, e.rdb, append(k.messages(), k.l, k.lh), now, sweepChunk).Int()
+				deleted, err := expireScript.Run(ctx, e.rdb, e.withBytes(q, k, append(k.messages(), k.l, k.lh)...), now, sweepChunk).Int()
 				if err != nil {
 					return e.wrap(ctx, "sweep", err)
 				}
