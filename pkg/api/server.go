@@ -28,6 +28,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -86,6 +87,18 @@ type Config struct {
 	PushAllowPrivate bool
 	// PushChanged, when set, announces a changed subscription (its queue id) to the pushers.
 	PushChanged func(ctx context.Context, queue ids.ID)
+
+	// Tenancy keeps project limits, counts and usage (tenancy.go); nil: the defaults apply
+	// and nothing is counted against them.
+	Tenancy meta.TenancyStore
+	// DefaultLimits are the limits of projects without their own (zero: tenancy.Defaults).
+	DefaultLimits tenancy.Limits
+	// Parking bounds each project's parked long polls (nil: no bound).
+	Parking tenancy.Parking
+	// Meter counts each project's use (nil: not metered).
+	Meter *tenancy.Meter
+	// StoredBytes reads a project's stored bytes for its usage (nil: 0).
+	StoredBytes StoredBytesReader
 }
 
 // Server is the HTTP API.
@@ -94,6 +107,7 @@ type Server struct {
 	e       *echo.Echo
 	metrics *metrics
 	tokens  tokenCache
+	limits  limitsCache
 }
 
 // New builds the API's handler.
@@ -110,6 +124,9 @@ func New(cfg Config) *Server {
 	if cfg.Registry == nil {
 		r := prometheus.NewRegistry()
 		cfg.Registry, cfg.Gatherer = r, r
+	}
+	if cfg.DefaultLimits == (tenancy.Limits{}) {
+		cfg.DefaultLimits = tenancy.Defaults
 	}
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
@@ -141,6 +158,10 @@ func (s *Server) routes() {
 	v1.POST("/projects", s.createProject, op)
 	v1.GET("/projects", s.listProjects, op)
 	v1.GET("/projects/:project", s.getProject, op)
+	v1.PATCH("/projects/:project", s.updateProject, op)
+	v1.GET("/projects/:project/usage", s.getProjectUsage, op)
+	v1.GET("/project", s.getOwnProject, s.requireProject)
+	v1.GET("/project/usage", s.getOwnUsage, s.requireProject)
 	v1.POST("/projects/:project/tokens", s.createToken, op)
 	v1.DELETE("/projects/:project/tokens/:token", s.revokeToken, op)
 

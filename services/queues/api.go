@@ -23,7 +23,12 @@ func runAPI(ctx context.Context, args []string) error {
 	)
 	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &rates)
+	limits := limitsFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	defaults, err := limits()
+	if err != nil {
 		return err
 	}
 	b, err := be.connect(ctx)
@@ -32,7 +37,8 @@ func runAPI(ctx context.Context, args []string) error {
 	}
 	defer b.rdb.Close()
 	log := b.log
-	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private})
+	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private,
+		DefaultLimits: defaults})
 	if err != nil {
 		return err
 	}

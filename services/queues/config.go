@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/tenancy"
 )
 
 // env returns the environment variable or def.
@@ -179,4 +181,19 @@ func logger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// limitsFlag registers -default-limits (QUEUES_DEFAULT_LIMITS): the project limits of projects
+// without their own, as a JSON object of any subset of them. The returned function parses it
+// after fs.Parse; a malformed value is a start-up error naming the variable.
+func limitsFlag(fs *flag.FlagSet) func() (tenancy.Limits, error) {
+	s := fs.String("default-limits", env("QUEUES_DEFAULT_LIMITS", ""),
+		`default project limits, JSON, any subset: {"maxQueues":1000,"maxSubscriptions":100,"maxStoredBytes":1073741824,"requestsPerSecond":10000,"maxWaitingReceives":1000} (QUEUES_DEFAULT_LIMITS)`)
+	return func() (tenancy.Limits, error) {
+		l, err := tenancy.ParseDefaults(*s)
+		if err != nil {
+			return l, fmt.Errorf("QUEUES_DEFAULT_LIMITS (-default-limits): %w", err)
+		}
+		return l, nil
+	}
 }

@@ -43,7 +43,12 @@ func runServe(ctx context.Context, args []string) error {
 		*private = b
 	}
 	rateFlags(fs, &rates)
+	limits := limitsFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	defaults, err := limits()
+	if err != nil {
 		return err
 	}
 	log := logger(*level)
@@ -63,7 +68,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log,
+	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log, DefaultLimits: defaults,
 		Push: embedded.PushOptions{AllowPrivate: *private, Grace: *grace}})
 	if err != nil {
 		ln.Close()
