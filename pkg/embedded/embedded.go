@@ -184,7 +184,9 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		reg = prometheus.NewRegistry()
 	}
 	signer := receipt.NewSigner(ring)
+	n.Meter = tenancy.NewMeter(clk, "")
 	n.Pusher, err = pusher.New(pusher.Config{
+		Usage:  n.Meter,
 		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
 		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
@@ -193,7 +195,6 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.Pusher.OnApplied = o.Push.OnApplied
-	n.Meter = tenancy.NewMeter(clk, "")
 	stored := tenancy.EngineStoredBytes(eng)
 	n.API = api.New(api.Config{
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,

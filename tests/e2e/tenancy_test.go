@@ -252,19 +252,9 @@ func TestUsage(t *testing.T) {
 		bytesOut += int64(len(m["body"].(string)))
 		ack(t, tn.a, m["receiptHandle"].(string)).must(t, 204)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	var hour map[string]any
-	for {
-		u := tn.a.do("GET", "/v1/project/usage", nil).must(t, 200).list("usage")
-		if len(u) > 0 && num(t, u[len(u)-1], "messagesAcked") == int64(len(msgs)) && num(t, u[len(u)-1], "messagesSent") == 3 {
-			hour = u[len(u)-1]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("usage never showed the sends and acks: %v", u)
-		}
-		time.Sleep(100 * time.Millisecond) // the meters flush on their own period
-	}
+	hour := waitUsage(t, tn.a, func(h map[string]any) bool {
+		return num(t, h, "messagesAcked") == int64(len(msgs)) && num(t, h, "messagesSent") == 3
+	})
 	if num(t, hour, "bytesIn") != 12 || num(t, hour, "messagesDelivered") != int64(len(msgs)) || num(t, hour, "bytesOut") != bytesOut || num(t, hour, "requests") < 6 {
 		t.Fatalf("usage hour: %v", hour)
 	}
@@ -289,4 +279,20 @@ func TestUsage(t *testing.T) {
 	op.do("GET", "/v1/projects/00000000-0000-7000-8000-000000000000/usage", nil).fails(t, 404, "not_found", "")
 	tn.a.do("GET", path, nil).fails(t, 403, "permission_denied", "")
 	tn.a.do("GET", "/v1/project/usage?from=nope", nil).fails(t, 400, "invalid_argument", "from")
+}
+
+// waitUsage polls the tenant's usage until the latest hour satisfies ok, and returns it.
+func waitUsage(t testing.TB, c *client, ok func(hour map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		u := c.do("GET", "/v1/project/usage", nil).must(t, 200).list("usage")
+		if len(u) > 0 && ok(u[len(u)-1]) {
+			return u[len(u)-1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage never got there: %v", u)
+		}
+		time.Sleep(100 * time.Millisecond) // the meters flush on their own period
+	}
 }
