@@ -23,11 +23,15 @@ func runAPI(ctx context.Context, args []string) error {
 	)
 	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &rates)
-	limits := limitsFlag(fs)
+	limits, flushEvery := limitsFlag(fs), meterFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	defaults, err := limits()
+	if err != nil {
+		return err
+	}
+	every, err := flushEvery()
 	if err != nil {
 		return err
 	}
@@ -38,7 +42,7 @@ func runAPI(ctx context.Context, args []string) error {
 	defer b.rdb.Close()
 	log := b.log
 	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private,
-		DefaultLimits: defaults})
+		DefaultLimits: defaults, MeterEvery: every})
 	if err != nil {
 		return err
 	}

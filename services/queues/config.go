@@ -197,3 +197,17 @@ func limitsFlag(fs *flag.FlagSet) func() (tenancy.Limits, error) {
 		return l, nil
 	}
 }
+
+// meterFlag registers -usage-flush-every (QUEUES_USAGE_FLUSH_EVERY): how often the usage meter
+// flushes (default 5 s; at most 10 s, which is what the metering promise allows).
+func meterFlag(fs *flag.FlagSet) func() (time.Duration, error) {
+	s := fs.String("usage-flush-every", env("QUEUES_USAGE_FLUSH_EVERY", tenancy.FlushEvery.String()),
+		"how often usage counts are flushed to the metadata store, 100ms to 10s (QUEUES_USAGE_FLUSH_EVERY)")
+	return func() (time.Duration, error) {
+		d, err := time.ParseDuration(*s)
+		if err != nil || d < 100*time.Millisecond || d > 10*time.Second {
+			return 0, fmt.Errorf("QUEUES_USAGE_FLUSH_EVERY (-usage-flush-every) = %q: want a duration from 100ms to 10s", *s)
+		}
+		return d, nil
+	}
+}

@@ -43,11 +43,15 @@ func runServe(ctx context.Context, args []string) error {
 		*private = b
 	}
 	rateFlags(fs, &rates)
-	limits := limitsFlag(fs)
+	limits, flushEvery := limitsFlag(fs), meterFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	defaults, err := limits()
+	if err != nil {
+		return err
+	}
+	every, err := flushEvery()
 	if err != nil {
 		return err
 	}
@@ -68,7 +72,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log, DefaultLimits: defaults,
+	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log, DefaultLimits: defaults, MeterEvery: every,
 		Push: embedded.PushOptions{AllowPrivate: *private, Grace: *grace}})
 	if err != nil {
 		ln.Close()
