@@ -112,10 +112,10 @@ func ParseDefaults(s string) (Limits, error) {
 	for _, name := range names {
 		v, err := strconv.ParseInt(string(bytes.TrimSpace(m[name])), 10, 64)
 		if err != nil {
-			return out, fmt.Errorf("%s: must be an integer", name)
+			return Defaults, fmt.Errorf("%s: must be an integer", name)
 		}
 		if why := CheckValue(name, v); why != "" {
-			return out, fmt.Errorf("%s: %s", name, why)
+			return Defaults, fmt.Errorf("%s: %s", name, why)
 		}
 		*out.field(name) = v
 	}

@@ -52,3 +52,23 @@ func TestWith(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseDefaults(f *testing.F) {
+	for _, s := range []string{``, `{"maxQueues":5}`, `{"maxStoredBytes":1073741824,"requestsPerSecond":1}`, `{"x":1}`, `[`, `{"maxQueues":"5"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseDefaults(s)
+		if err != nil {
+			if l != Defaults {
+				t.Fatalf("an error changed the limits: %+v", l)
+			}
+			return
+		}
+		for _, name := range meta.LimitNames {
+			if why := CheckValue(name, l.Get(name)); why != "" {
+				t.Fatalf("accepted %s = %d: %s", name, l.Get(name), why)
+			}
+		}
+	})
+}
