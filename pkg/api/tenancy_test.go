@@ -1,10 +1,27 @@
 package api
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/engine/embeddedengine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/memmeta"
+	"github.com/queueshq/queues/pkg/metacache"
+	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -50,4 +67,88 @@ func FuzzLimitsPatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// capture is an engine that remembers the engine.Queue of the last send.
+type capture struct {
+	engine.Engine
+	mu   sync.Mutex
+	last engine.Queue
+}
+
+func (c *capture) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
+	c.mu.Lock()
+	c.last = q
+	c.mu.Unlock()
+	return c.Engine.Send(ctx, q, msgs)
+}
+
+// TestSendCarriesMaxStoredBytes: a send's engine.Queue carries the project's effective
+// maxStoredBytes — the operator's default, then the project's own value once set.
+func TestSendCarriesMaxStoredBytes(t *testing.T) {
+	clk := clock.Real{}
+	eng, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clk, embeddedengine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ring, err := keys.Generate("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memmeta.New()
+	cache := metacache.New(store, &metacache.LocalBus{}, clk, 0)
+	defer cache.Close()
+	ce := &capture{Engine: eng}
+	authority := auth.New(ring, "op", clk.Now)
+	defaults := tenancy.Defaults
+	defaults.MaxStoredBytes = 5000
+	srv := httptest.NewServer(New(Config{Engine: ce, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(ring),
+		Tenancy: store, DefaultLimits: defaults}).Handler())
+	defer srv.Close()
+	p := meta.Project{ID: ids.New(), Name: "p", CreatedAt: time.Now()}
+	tok := meta.Token{ID: ids.New(), ProjectID: p.ID, Scopes: []string{"*"}, CreatedAt: time.Now()}
+	if err := errors.Join(store.CreateProject(t.Context(), p), store.CreateToken(t.Context(), tok)); err != nil {
+		t.Fatal(err)
+	}
+	jwt, err := authority.Issue(p.ID, tok.ID, tok.Scopes, time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, token, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	sent := func() int64 {
+		t.Helper()
+		if st := call("POST", "/v1/queues/q/messages", jwt, `{"messages":[{"body":"x"}]}`); st != 200 {
+			t.Fatalf("send: %d", st)
+		}
+		ce.mu.Lock()
+		defer ce.mu.Unlock()
+		if ce.last.Project != p.ID {
+			t.Fatalf("the send's queue has project %v, want %v", ce.last.Project, p.ID)
+		}
+		return ce.last.MaxStoredBytes
+	}
+	if st := call("POST", "/v1/queues", jwt, `{"name":"q"}`); st != 201 {
+		t.Fatalf("create queue: %d", st)
+	}
+	if got := sent(); got != 5000 {
+		t.Fatalf("MaxStoredBytes = %d, want the default 5000", got)
+	}
+	if st := call("PATCH", "/v1/projects/"+p.ID.String(), "op", `{"limits":{"maxStoredBytes":777}}`); st != 200 {
+		t.Fatalf("patch: %d", st)
+	}
+	if got := sent(); got != 777 {
+		t.Fatalf("MaxStoredBytes = %d, want the project's 777", got)
+	}
 }
