@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -108,6 +109,8 @@ type Server struct {
 	metrics *metrics
 	tokens  tokenCache
 	limits  limitsCache
+	// limiterWarned is when a failing project limiter was last logged (unix ns).
+	limiterWarned atomic.Int64
 }
 
 // New builds the API's handler.

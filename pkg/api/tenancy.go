@@ -81,7 +81,10 @@ func (s *Server) admit(ctx context.Context, project ids.ID) error {
 		rate := s.effectiveLimits(ctx, project).RequestsPerSecond
 		wait, err := s.cfg.Limiter.Allow(ctx, tenancy.RateKey(project), int(rate))
 		if err != nil {
-			return err
+			// The project budget fails open: a Redis that cannot take the limiter's write
+			// (full memory, a failover) must not stop receives, settlements, purges and
+			// deletes that drain it. The call itself still needs its storage.
+			s.warnLimiter(err)
 		}
 		if wait > 0 {
 			return apierr.New(apierr.RateLimited, "over the project's limit of %d requests a second", rate).WithRetryAfter(wait)
@@ -89,6 +92,15 @@ func (s *Server) admit(ctx context.Context, project ids.ID) error {
 	}
 	s.cfg.Meter.Add(project, meta.Counters{Requests: 1})
 	return nil
+}
+
+// warnLimiter logs a failing project limiter at most once a second.
+func (s *Server) warnLimiter(err error) {
+	now := s.cfg.Clock.Now().UnixNano()
+	last := s.limiterWarned.Load()
+	if now-last >= int64(time.Second) && s.limiterWarned.CompareAndSwap(last, now) {
+		s.cfg.Logger.Warn("project rate limiter unavailable; admitting calls", "err", err)
+	}
 }
 
 // createQueueWithin stores a new queue under the project's maxQueues.

@@ -21,6 +21,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
+	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
@@ -150,5 +151,57 @@ func TestSendCarriesMaxStoredBytes(t *testing.T) {
 	}
 	if got := sent(); got != 777 {
 		t.Fatalf("MaxStoredBytes = %d, want the project's 777", got)
+	}
+}
+
+// BenchmarkAdmit is what tenancy adds to every call with a project token: the limits lookup,
+// the project's rate limiter and the meter.
+func BenchmarkAdmit(b *testing.B) {
+	store := memmeta.New()
+	p := meta.Project{ID: ids.New(), Name: "p", CreatedAt: time.Now()}
+	if err := store.CreateProject(context.Background(), p); err != nil {
+		b.Fatal(err)
+	}
+	s := New(Config{Tenancy: store, Limiter: ratelimit.NewLocal(), Meter: tenancy.NewMeter(clock.Real{}, "")})
+	s.cfg.DefaultLimits.RequestsPerSecond = 10_000_000
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.admit(ctx, p.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+type brokenLimiter struct{}
+
+func (brokenLimiter) Allow(context.Context, string, int) (time.Duration, error) {
+	return 0, apierr.New(apierr.Unavailable, "OOM command not allowed when used memory > 'maxmemory'")
+}
+
+type refusingLimiter struct{}
+
+func (refusingLimiter) Allow(context.Context, string, int) (time.Duration, error) {
+	return 1500 * time.Millisecond, nil
+}
+
+// TestAdmit: over the project's rate a call is rate_limited with the limiter's Retry-After;
+// a limiter that cannot be reached admits (a full Redis must not stop the calls that drain it).
+func TestAdmit(t *testing.T) {
+	store := memmeta.New()
+	p := meta.Project{ID: ids.New(), Name: "p", CreatedAt: time.Now()}
+	if err := store.CreateProject(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Tenancy: store, Limiter: refusingLimiter{}})
+	err := s.admit(t.Context(), p.ID)
+	if e := apierr.As(err); e.Code != apierr.RateLimited || e.RetryAfter != 1500*time.Millisecond {
+		t.Fatalf("over the rate: %v", err)
+	}
+	s = New(Config{Tenancy: store, Limiter: brokenLimiter{}})
+	if err := s.admit(t.Context(), p.ID); err != nil {
+		t.Fatalf("a broken limiter refused: %v", err)
 	}
 }
