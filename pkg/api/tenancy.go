@@ -362,11 +362,16 @@ func (s *Server) usageRange(c echo.Context) (from, to time.Time, err error) {
 	if from, err = parse("from", to.Add(-24*time.Hour)); err != nil {
 		return
 	}
+	// The field named is the one given: with to defaulted, from is the one at fault.
+	field := "to"
+	if c.QueryParam("to") == "" {
+		field = "from"
+	}
 	switch {
 	case to.Before(from):
-		err = apierr.Invalid("to", "must not be before from")
+		err = apierr.Invalid(field, "to must not be before from")
 	case to.Sub(from) > meta.MaxUsageRange:
-		err = apierr.Invalid("to", "at most 31 days after from per call")
+		err = apierr.Invalid(field, "at most 31 days from from to to per call")
 	}
 	return
 }

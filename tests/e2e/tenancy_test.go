@@ -276,6 +276,8 @@ func TestUsage(t *testing.T) {
 	op.do("GET", path+"?to=2026-13-01T00:00:00Z", nil).fails(t, 400, "invalid_argument", "to")
 	op.do("GET", path+"?from="+to+"&to="+from, nil).fails(t, 400, "invalid_argument", "to")
 	op.do("GET", path+"?from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:01Z", nil).fails(t, 400, "invalid_argument", "to")
+	op.do("GET", path+"?from=2020-01-01T00:00:00Z", nil).fails(t, 400, "invalid_argument", "from")
+	op.do("GET", path+"?from=2999-01-01T00:00:00Z", nil).fails(t, 400, "invalid_argument", "from")
 	op.do("GET", "/v1/projects/00000000-0000-7000-8000-000000000000/usage", nil).fails(t, 404, "not_found", "")
 	tn.a.do("GET", path, nil).fails(t, 403, "permission_denied", "")
 	tn.a.do("GET", "/v1/project/usage?from=nope", nil).fails(t, 400, "invalid_argument", "from")
