@@ -172,10 +172,14 @@ func (s *Server) send(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		eq.MaxStoredBytes = s.effectiveLimits(ctx, q.ProjectID).MaxStoredBytes
 		res, err := s.cfg.Engine.Send(ctx, eq, msgs)
 		if err != nil {
 			return err
 		}
+		// Metered once the answer is written: a replica that dies before answering has not
+		// counted a send the client never saw succeed.
+		defer s.meterSent(q.ProjectID, msgs, res)
 		stored, storeFailed := 0, false
 		for i, r := range res {
 			if r.Err != nil {
@@ -313,6 +317,7 @@ func (s *Server) receive(c echo.Context) error {
 		}
 	}
 	s.metrics.messages.WithLabelValues("received").Add(float64(len(out)))
+	defer s.meterDelivered(q.ProjectID, msgs)
 	return blob(c, http.StatusOK, func(b []byte) []byte { return appendReceiveAnswer(b, out) })
 }
 
@@ -345,6 +350,13 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 			return res.Messages, nil
 		}
 		if wake == nil {
+			// A receive that would park takes one of the project's waiting slots; with all
+			// of them taken it answers at once, empty (maxWaitingReceives).
+			release, ok := s.park(ctx, q.ProjectID, wait)
+			defer release()
+			if !ok {
+				return nil, nil
+			}
 			// Only a receive that found nothing watches (most find messages at once), and it
 			// looks once more after it started watching, so a send in between is not missed.
 			ch, stop := s.cfg.Engine.Watch(q.ID)

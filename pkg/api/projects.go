@@ -90,14 +90,6 @@ func (s *Server) project(c echo.Context) (meta.Project, error) {
 	return s.cfg.Meta.GetProject(ctx, id)
 }
 
-func (s *Server) getProject(c echo.Context) error {
-	p, err := s.project(c)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, projectOut(p))
-}
-
 type tokenJSON struct {
 	ID        string   `json:"id"`
 	Slug      string   `json:"slug"`

@@ -268,6 +268,9 @@ func (s *Server) createQueue(c echo.Context) error {
 	if err := s.applySettings(ctx, o, &q); err != nil {
 		return err
 	}
+	if err := s.queueQuotaFull(ctx, q.ProjectID); err != nil {
+		return err
+	}
 	eq, err := s.engineQueue(ctx, q)
 	if err != nil {
 		return err
@@ -276,9 +279,15 @@ func (s *Server) createQueue(c echo.Context) error {
 	if err := s.cfg.Engine.CreateQueue(ctx, eq); err != nil {
 		return err
 	}
-	if err := s.cfg.Meta.CreateQueue(ctx, q); err != nil {
-		if apierr.CodeOf(err) == apierr.QueueExists {
+	if err := s.createQueueWithin(ctx, q); err != nil {
+		switch apierr.CodeOf(err) {
+		case apierr.QueueExists:
 			return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists in this project", name)
+		case apierr.QuotaExceeded:
+			// Nothing refers to the storage made for it.
+			if derr := s.cfg.Engine.DeleteQueue(ctx, q.ID); derr != nil {
+				s.cfg.Logger.Warn("freeing a refused queue's storage", "queue", q.ID.String(), "err", derr)
+			}
 		}
 		return err
 	}

@@ -112,6 +112,9 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 		}
 		byQueue[e.delivery.Queue] = append(byQueue[e.delivery.Queue], i)
 	}
+	if err := s.admitReceipts(ctx, order); err != nil {
+		return err
+	}
 	for _, qid := range order {
 		idx := byQueue[qid]
 		mq, err := s.cfg.Meta.GetQueueByID(ctx, qid)
@@ -220,6 +223,7 @@ func (s *Server) ack(c echo.Context) error {
 			}
 			errs, err := s.cfg.Engine.Ack(ctx, q, ds)
 			s.count("acked", errs, err)
+			s.meterAcked(q.Project, errs, err)
 			return errs, err
 		})
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -26,6 +27,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -86,6 +88,18 @@ type Config struct {
 	PushChanged func(ctx context.Context, queue ids.ID)
 	// ForgedHandles limits invalid receipt handles per source address (zero: the default).
 	ForgedHandles ForgedHandleLimit
+
+	// Tenancy keeps project limits, counts and usage (tenancy.go); nil: the defaults apply
+	// and nothing is counted against them.
+	Tenancy meta.TenancyStore
+	// DefaultLimits are the limits of projects without their own (zero: tenancy.Defaults).
+	DefaultLimits tenancy.Limits
+	// Parking bounds each project's parked long polls (nil: no bound).
+	Parking tenancy.Parking
+	// Meter counts each project's use (nil: not metered).
+	Meter *tenancy.Meter
+	// StoredBytes reads a project's stored bytes for its usage (nil: 0).
+	StoredBytes StoredBytesReader
 }
 
 // Dependency is a backend the API needs, checked by /readyz. Name is all a caller learns of a
@@ -102,6 +116,9 @@ type Server struct {
 	metrics *metrics
 	tokens  tokenCache
 	forged  *sourceBuckets
+	limits  limitsCache
+	// limiterWarned is when a failing project limiter was last logged (unix ns).
+	limiterWarned atomic.Int64
 }
 
 // New builds the API's handler.
@@ -117,6 +134,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.DefaultLimits == (tenancy.Limits{}) {
+		cfg.DefaultLimits = tenancy.Defaults
 	}
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
@@ -147,6 +167,10 @@ func (s *Server) routes() {
 	v1.POST("/projects", s.createProject, op)
 	v1.GET("/projects", s.listProjects, op)
 	v1.GET("/projects/:project", s.getProject, op)
+	v1.PATCH("/projects/:project", s.updateProject, op)
+	v1.GET("/projects/:project/usage", s.getProjectUsage, op)
+	v1.GET("/project", s.getOwnProject, s.requireProject)
+	v1.GET("/project/usage", s.getOwnUsage, s.requireProject)
 	v1.POST("/projects/:project/tokens", s.createToken, op)
 	v1.DELETE("/projects/:project/tokens/:token", s.revokeToken, op)
 

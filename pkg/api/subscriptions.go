@@ -141,7 +141,7 @@ func (s *Server) createSubscription(c echo.Context) error {
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	if err := s.cfg.Subscriptions.CreateSubscription(ctx, sub); err != nil {
+	if err := s.createSubscriptionWithin(ctx, sub); err != nil {
 		switch apierr.CodeOf(err) {
 		case apierr.SubscriptionExists:
 			return apierr.New(apierr.SubscriptionExists, "queue %q already has a push subscription; change it with PATCH or delete it first", q.Name)

@@ -152,6 +152,15 @@ func As(err error) *Error {
 	return &Error{Code: Internal, Message: "internal error"}
 }
 
+// Quota returns a quota_exceeded error naming the project limit (details.limit) it would pass.
+func Quota(limit string, max int64, what string) *Error {
+	return &Error{
+		Code:    QuotaExceeded,
+		Message: fmt.Sprintf("the project's %s limit (%d) is reached: %s", limit, max, what),
+		Details: map[string]any{"limit": limit},
+	}
+}
+
 // Sentinels for comparisons with errors.Is.
 var (
 	ErrNotFound    = &Error{Code: NotFound, Message: "not found"}

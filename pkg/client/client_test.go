@@ -248,6 +248,7 @@ func TestEveryRoute(t *testing.T) {
 	if _, err := c.GetQueue(ctx, "orders"); !client.IsNotFound(err) {
 		t.Fatalf("get a deleted queue: %v", err)
 	}
+	tenancyRoutes(t, tn)
 	chk.RequireAll(t)
 }
 

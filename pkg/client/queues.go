@@ -10,12 +10,15 @@ import (
 	"time"
 )
 
-// Project is a tenant.
+// Project is a tenant. Limits and Usage are set by GetProject, OwnProject and
+// UpdateProjectLimits (not in listings).
 type Project struct {
-	ID        string    `json:"id"`
-	Slug      string    `json:"slug"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID        string        `json:"id"`
+	Slug      string        `json:"slug"`
+	Name      string        `json:"name"`
+	CreatedAt time.Time     `json:"createdAt"`
+	Limits    *Limits       `json:"limits,omitempty"`
+	Usage     *ProjectUsage `json:"usage,omitempty"`
 }
 
 // ProjectPage is one page of projects.

@@ -49,6 +49,7 @@ import (
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/sweeper"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -82,6 +83,11 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Push configures the in-process pusher.
 	Push PushOptions
+	// DefaultLimits are the project limits of projects without their own (zero:
+	// tenancy.Defaults; QUEUES_DEFAULT_LIMITS).
+	DefaultLimits tenancy.Limits
+	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
+	MeterEvery time.Duration
 }
 
 // PushOptions configure the in-process pusher.
@@ -110,6 +116,8 @@ type Node struct {
 	Store  *embeddedmeta.Store
 	Meta   *metacache.Cache
 	Auth   *auth.Authority
+	// Meter counts use per project and hour (flushed to the store).
+	Meter *tenancy.Meter
 	// Pusher pushes every subscription's messages; Attempts is its attempts log.
 	Pusher   *pusher.Pusher
 	Attempts pusher.AttemptLog
@@ -178,7 +186,9 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	}
 	signer := receipt.NewSigner(ring)
 	gens := &pusher.LocalGenerations{}
+	n.Meter = tenancy.NewMeter(clk, "")
 	n.Pusher, err = pusher.New(pusher.Config{
+		Usage:  n.Meter,
 		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
 		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
@@ -187,8 +197,11 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.Pusher.OnApplied = o.Push.OnApplied
+	stored := tenancy.EngineStoredBytes(eng)
 	n.API = api.New(api.Config{
-		Engine: eng, Meta: cache, Auth: authority, Receipts: signer,
+		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
+		Parking: tenancy.NewLocalParking(),
+		Engine:  eng, Meta: cache, Auth: authority, Receipts: signer,
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Registry: reg, Draining: n.draining,
 		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
@@ -203,6 +216,11 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	n.stop = stop
 	go func() {
 		defer close(n.done)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Add(2)
+		go func() { defer wg.Done(); n.Meter.Run(bg, store, o.MeterEvery, o.Logger) }()
+		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
 		if o.SweepEvery >= 0 {
 			every := o.SweepEvery
 			if every == 0 {

@@ -27,6 +27,7 @@ import (
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/sweeper"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -56,14 +57,21 @@ type Options struct {
 	// RedisSendLimit is the Redis memory high-water mark above which sends answer 503
 	// (QUEUES_REDIS_SEND_LIMIT; redisengine.ParseSendLimit; "" is 90 % of maxmemory).
 	RedisSendLimit string
+	// DefaultLimits are the project limits of projects without their own (zero:
+	// tenancy.Defaults; QUEUES_DEFAULT_LIMITS).
+	DefaultLimits tenancy.Limits
+	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
+	MeterEvery time.Duration
 }
 
 // Replica is one API tier process's worth of state.
 type Replica struct {
-	API      *api.Server
-	Engine   *redisengine.Engine
-	Meta     *metacache.Cache
-	Auth     *auth.Authority
+	API    *api.Server
+	Engine *redisengine.Engine
+	Meta   *metacache.Cache
+	Auth   *auth.Authority
+	// Meter counts the replica's use per project and hour (flushed to DynamoDB).
+	Meter    *tenancy.Meter
 	draining chan struct{}
 	drain    sync.Once
 	stop     context.CancelFunc
@@ -90,13 +98,17 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	store := dynamometa.New(o.Dynamo, o.Table)
 	cache := metacache.New(store, metacache.NewRedisBus(o.Redis, "queues:meta"), clk, o.CacheTTL)
 	authority := auth.New(o.Keys, o.OperatorToken, clk.Now)
-	r := &Replica{Engine: eng, Meta: cache, Auth: authority, draining: make(chan struct{}), done: make(chan struct{})}
+	meter := tenancy.NewMeter(clk, "")
+	stored := tenancy.EngineStoredBytes(eng)
+	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Draining: r.draining, Registry: o.Registry,
 		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
+		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
+		Parking: tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
 		Dependencies: []api.Dependency{
 			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
 			{Name: "metadata", Check: store.Ping},
@@ -108,6 +120,11 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.stop = stop
 	go func() {
 		defer close(r.done)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Add(2)
+		go func() { defer wg.Done(); meter.Run(bg, store, o.MeterEvery, o.Logger) }()
+		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
 		if o.SweepEvery >= 0 {
 			every := o.SweepEvery
 			if every == 0 {

@@ -28,11 +28,20 @@ func runAPI(ctx context.Context, args []string) error {
 	adminAddr, adminExplicit := adminFlag(fs)
 	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &rates)
+	limits, flushEvery := limitsFlag(fs), meterFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if _, err := redisengine.ParseSendLimit(*sendLim); err != nil {
 		return fmt.Errorf("-redis-send-limit: %w", err)
+	}
+	defaults, err := limits()
+	if err != nil {
+		return err
+	}
+	every, err := flushEvery()
+	if err != nil {
+		return err
 	}
 	b, err := be.connect(ctx)
 	if err != nil {
@@ -41,7 +50,8 @@ func runAPI(ctx context.Context, args []string) error {
 	defer b.rdb.Close()
 	log := b.log
 	reg := adminhttp.NewRegistry()
-	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private, Registry: reg, RedisSendLimit: *sendLim})
+	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private,
+		Registry: reg, RedisSendLimit: *sendLim, DefaultLimits: defaults, MeterEvery: every})
 	if err != nil {
 		return err
 	}

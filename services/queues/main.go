@@ -32,6 +32,7 @@ var commands = []command{
 	{"receive", "client: receive messages, print and acknowledge them (--no-ack)", cliCommand("receive")},
 	{"tail", "client: follow a queue, printing and acknowledging what arrives", cliCommand("tail")},
 	{"sub", "client: push subscription create|get|pause|resume|rotate-secret|attempts|delete", cliCommand("sub")},
+	{"project", "client: the token's own project with its limits and usage; 'project usage' for hourly use", cliCommand("project")},
 }
 
 func usage() {

@@ -45,7 +45,16 @@ func runServe(ctx context.Context, args []string) error {
 		*private = b
 	}
 	rateFlags(fs, &rates)
+	limits, flushEvery := limitsFlag(fs), meterFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	defaults, err := limits()
+	if err != nil {
+		return err
+	}
+	every, err := flushEvery()
+	if err != nil {
 		return err
 	}
 	log := logger(*level)
@@ -67,6 +76,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	reg := adminhttp.NewRegistry()
 	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log,
+		DefaultLimits: defaults, MeterEvery: every,
 		Registry: reg, Push: embedded.PushOptions{AllowPrivate: *private, Grace: *grace}})
 	if err != nil {
 		ln.Close()

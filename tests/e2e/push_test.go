@@ -134,7 +134,7 @@ func pushServers(t *testing.T) (srv, a, b *httptest.Server) {
 	}
 	t.Cleanup(closeSrv)
 	p, err := stack.NewPusher(stack.PusherOptions{Redis: w.rdb, Dynamo: w.ddb, Table: w.table, Keys: w.ring,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivate: true, LeaseTTL: 3 * time.Second, Refresh: time.Second})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivate: true, LeaseTTL: 3 * time.Second, Refresh: time.Second, MeterEvery: meterEvery})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,4 +236,9 @@ func TestPushEndToEnd(t *testing.T) {
 		t.Fatalf("attempts second page: %s", last.raw)
 	}
 	op.do("GET", "/v1/queues/hooked/subscription/attempts?cursor=bogus!", nil).fails(t, 400, "invalid_argument", "cursor")
+	// The pusher meters its attempts to the project.
+	hour := waitUsage(t, tn.a, func(h map[string]any) bool { return num(t, h, "pushAttempts") == 2 })
+	if num(t, hour, "messagesDelivered") != 2 || num(t, hour, "bytesOut") != int64(len("first")+len("second")) {
+		t.Fatalf("usage after two pushes: %v", hour)
+	}
 }

@@ -563,6 +563,13 @@ func (s *Store) dropRef(dlq ids.ID) types.TransactWriteItem {
 // must be free (QueueExists), a redrive's dead-letter queue must exist in the project (NotFound,
 // field "redrive.deadLetterQueue").
 func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
+	return s.CreateQueueWithin(ctx, q, 0)
+}
+
+// CreateQueueWithin is CreateQueue with the project's maxQueues quota (<= 0: none): the
+// project item's queue count goes up in the same transaction, on the condition that it is
+// under the limit (tenancy.go).
+func (s *Store) CreateQueueWithin(ctx context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
 		return apierr.Invalid("id", "queue id is zero")
 	}
@@ -583,7 +590,7 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 	}
 	notExists := aws.String("attribute_not_exists(pk)")
 	items := []types.TransactWriteItem{
-		s.projectExists(q.ProjectID),
+		s.countUp(q.ProjectID, queueCountAttr, maxQueues),
 		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: notExists}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: idItem, ConditionExpression: notExists}},
 	}
@@ -595,6 +602,8 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 	switch {
 	case !errors.As(err, &c):
 		return err
+	case c.failed(0) && c.item(0) != nil:
+		return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
 	case c.failed(0):
 		return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
 	case c.failed(1):
@@ -804,6 +813,7 @@ func (s *Store) DeleteQueue(ctx context.Context, projectID, queueID ids.ID) (met
 		if cur.Redrive != nil {
 			items = append(items, s.dropRef(cur.Redrive.DeadLetterQueue))
 		}
+		items = append(items, s.countDown(projectID, queueCountAttr))
 		err = s.transact(ctx, "delete queue", items)
 		var c *canceled
 		switch {

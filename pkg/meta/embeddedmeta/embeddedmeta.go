@@ -59,7 +59,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("embeddedmeta: opening %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts} {
+		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts}, tenancyBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -285,7 +285,13 @@ func getQueue(tx *bolt.Tx, id ids.ID) (*queueRec, error) {
 func putQueue(tx *bolt.Tx, r *queueRec) error { return putJSON(tx.Bucket(bQueues), r.Q.ID[:], r) }
 
 // CreateQueue stores a new queue with Version 1.
-func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
+func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
+	return s.CreateQueueWithin(ctx, q, 0)
+}
+
+// CreateQueueWithin is CreateQueue with the project's maxQueues quota (<= 0: none), counted in
+// the same transaction.
+func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
 		return apierr.Invalid("id", "queue id is zero")
 	}
@@ -320,6 +326,9 @@ func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
 		}
 		if tx.Bucket(bQueues).Get(q.ID[:]) != nil {
 			return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+		}
+		if maxQueues > 0 && countQueues(tx, q.ProjectID) >= maxQueues {
+			return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
 		}
 		if err := putQueue(tx, &queueRec{Q: q}); err != nil {
 			return err
