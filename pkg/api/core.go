@@ -287,3 +287,11 @@ func (s *Server) TokenPrincipal(ctx context.Context, project, token ids.ID) (aut
 	}
 	return auth.Principal{ProjectID: project, TokenID: token, Scopes: t.Scopes}, nil
 }
+
+// TokenProject answers a token's project from its id alone.
+func (s *Server) TokenProject(ctx context.Context, token ids.ID) (ids.ID, error) {
+	return s.cfg.Meta.TokenProject(ctx, token)
+}
+
+// Auth is the credential authority.
+func (s *Server) Auth() *auth.Authority { return s.cfg.Auth }
