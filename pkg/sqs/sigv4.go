@@ -79,7 +79,7 @@ func parsePresigned(q url.Values) (sigRequest, *Error) {
 	if q.Get("X-Amz-Algorithm") != sigAlgorithm {
 		return s, newErr(errIncompleteSignature, "X-Amz-Algorithm must be %s", sigAlgorithm)
 	}
-	for _, k := range []string{"X-Amz-Credential", "X-Amz-Date", "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Expires"} {
+	for _, k := range []string{"X-Amz-Credential", "X-Amz-Date", "X-Amz-SignedHeaders", "X-Amz-Signature"} {
 		if q.Get(k) == "" {
 			return s, newErr(errIncompleteSignature, "the presigned request lacks %s", k)
 		}
@@ -87,7 +87,11 @@ func parsePresigned(q url.Values) (sigRequest, *Error) {
 	if err := s.setCredential(q.Get("X-Amz-Credential")); err != nil {
 		return s, err
 	}
-	secs, err := strconv.Atoi(q.Get("X-Amz-Expires"))
+	// Without X-Amz-Expires a presigned request is good for the clock tolerance.
+	secs, err := int(maxSkew/time.Second), error(nil)
+	if e := q.Get("X-Amz-Expires"); e != "" {
+		secs, err = strconv.Atoi(e)
+	}
 	if err != nil || secs < 1 || time.Duration(secs)*time.Second > maxPresignExpiry {
 		return s, newErr(errIncompleteSignature, "X-Amz-Expires must be 1 to %d seconds", int(maxPresignExpiry/time.Second))
 	}
