@@ -342,10 +342,9 @@ func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Deliver
 	for _, e := range in.Entries {
 		dl, verr := d.verifyHandle(q, e.ReceiptHandle)
 		if verr == nil && visibility {
+			// An entry's VisibilityTimeout is optional (0); SDKs leave a 0 out.
 			var v int64
-			if !e.VisibilityTimeout.Set {
-				verr = missingParam("VisibilityTimeout")
-			} else if v, verr = e.VisibilityTimeout.within("VisibilityTimeout", 0, api.MaxVisibilitySeconds, 0); verr == nil {
+			if v, verr = e.VisibilityTimeout.within("VisibilityTimeout", 0, api.MaxVisibilitySeconds, 0); verr == nil {
 				vis = append(vis, v)
 			}
 		}
