@@ -62,6 +62,9 @@ go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
 go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
+go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/
