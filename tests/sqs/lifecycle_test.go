@@ -19,7 +19,7 @@ type result[T any] struct {
 	err error
 }
 
-func (r result[T]) get(t *testing.T) T {
+func (r result[T]) get(t testing.TB) T {
 	t.Helper()
 	if r.err != nil {
 		t.Fatal(r.err)
