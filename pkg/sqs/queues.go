@@ -313,7 +313,7 @@ func (d *Door) createQueue(c *call) (any, error) {
 		if gerr != nil {
 			return nil, gerr
 		}
-		if cur.Type != q.Type || !maps.Equal(settingAttributes(c, d, cur), settingAttributes(c, d, q)) || !sameStored(cur, q, in.Attributes) {
+		if cur.Type != q.Type || !sameAttributes(c, d, cur, q, in.Attributes) {
 			return nil, newErr(errQueueNameExists, "A queue already exists with the same name and a different value for attribute(s).")
 		}
 		return queueURLOutput{c.queueURL(cur.Name)}, nil
@@ -324,10 +324,15 @@ func (d *Door) createQueue(c *call) (any, error) {
 	return queueURLOutput{c.queueURL(q.Name)}, nil
 }
 
-// sameStored compares the stored SQS attributes the request names.
-func sameStored(cur, q meta.Queue, asked map[string]string) bool {
+// sameAttributes compares the attributes the request names: an existing queue is the same
+// queue when each of them has the value asked for (attributes left out are not compared, so
+// a create-if-missing without attributes finds a queue made with some).
+func sameAttributes(c *call, d *Door, cur, q meta.Queue, asked map[string]string) bool {
+	have, want := settingAttributes(c, d, cur), settingAttributes(c, d, q)
+	maps.Copy(have, cur.SQSAttributes)
+	maps.Copy(want, q.SQSAttributes)
 	for name := range asked {
-		if isOneOf(name, storedAttrs) && cur.SQSAttributes[name] != q.SQSAttributes[name] {
+		if have[name] != want[name] {
 			return false
 		}
 	}

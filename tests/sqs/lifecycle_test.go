@@ -64,6 +64,10 @@ func TestStandardLifecycle(t *testing.T) {
 		if *again.QueueUrl != *q.QueueUrl {
 			t.Fatalf("second CreateQueue answered %q", *again.QueueUrl)
 		}
+		// Without attributes, CreateQueue finds the queue whatever its attributes.
+		if bare := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders")})).get(t); *bare.QueueUrl != *q.QueueUrl {
+			t.Fatalf("CreateQueue without attributes answered %q", *bare.QueueUrl)
+		}
 		_, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders"), Attributes: map[string]string{"VisibilityTimeout": "46"}})
 		wantCode(t, err, "QueueAlreadyExists")
 		var qne *types.QueueNameExists
