@@ -132,6 +132,18 @@ func TestPresignedQuery(t *testing.T) {
 		if st != 403 || !strings.Contains(body, "<Code>SignatureDoesNotMatch</Code>") || !strings.Contains(body, "<ErrorResponse") {
 			t.Fatalf("tampered presigned GET: %d %s", st, body)
 		}
+		// A signed form posted to the queue URL, without QueueUrl (as older SDKs send it).
+		form := "Action=SendMessage&Version=2012-11-05&MessageBody=" + url.QueryEscape("a <b> & c") +
+			"&MessageAttribute.1.Name=k&MessageAttribute.1.Value.DataType=String&MessageAttribute.1.Value.StringValue=v"
+		req, _ = http.NewRequestWithContext(t.Context(), "POST", e.b.url+"/sqs/"+e.project+"/pre", strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		fsum := sha256.Sum256([]byte(form))
+		_ = v4.NewSigner().SignHTTP(t.Context(), aws.Credentials{AccessKeyID: e.token.Slug, SecretAccessKey: e.token.SQSSecretAccessKey}, req, hex.EncodeToString(fsum[:]), "sqs", "us-west-2", time.Now())
+		st, _, body = do(t, req)
+		if st != 200 || !strings.Contains(body, "<SendMessageResponse") || !strings.Contains(body, "<MD5OfMessageBody>"+md5hex("a <b> & c")+"</MD5OfMessageBody>") ||
+			!strings.Contains(body, "<MD5OfMessageAttributes>"+md5OfStringAttr("k", "v")+"</MD5OfMessageAttributes>") {
+			t.Fatalf("query SendMessage to the queue URL: %d %s", st, body)
+		}
 		req, _ = http.NewRequestWithContext(t.Context(), "POST", e.b.url+"/", bytes.NewReader([]byte("Action=ListQueues&Version=2012-11-05")))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		st, _, body = do(t, req)
