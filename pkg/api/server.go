@@ -173,6 +173,7 @@ func (s *Server) routes() {
 	v1.GET("/project/usage", s.getOwnUsage, s.requireProject)
 	v1.POST("/projects/:project/tokens", s.createToken, op)
 	v1.DELETE("/projects/:project/tokens/:token", s.revokeToken, op)
+	v1.GET("/projects/:project/tokens/:token/sqs-credentials", s.sqsCredentials, op)
 
 	admin, read := s.require(auth.ScopeQueuesAdmin), s.require(auth.ScopeQueuesRead)
 	v1.POST("/queues", s.createQueue, admin)

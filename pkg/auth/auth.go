@@ -7,6 +7,7 @@ package auth
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"slices"
 	"time"
@@ -63,6 +64,7 @@ type claims struct {
 type Authority struct {
 	ring     *keys.Ring
 	derived  map[string][]byte
+	sqs      [][]byte // per key, signing key first: derives SQS secret access keys
 	operator [32]byte
 	hasOp    bool
 	now      func() time.Time
@@ -73,6 +75,7 @@ func New(ring *keys.Ring, operatorToken string, now func() time.Time) *Authority
 	a := &Authority{ring: ring, derived: map[string][]byte{}, now: now}
 	for _, k := range ring.All() {
 		a.derived[k.ID] = k.Derive(keys.PurposeToken)
+		a.sqs = append(a.sqs, k.Derive(keys.PurposeSQS))
 	}
 	if operatorToken != "" {
 		a.operator = sha256.Sum256([]byte(operatorToken))
@@ -148,4 +151,27 @@ func (a *Authority) Verify(bearer string) (Principal, error) {
 		}
 	}
 	return Principal{ProjectID: pid, TokenID: tid, Scopes: c.Scopes}, nil
+}
+
+// SQSSecret is a token's SQS secret access key (SPEC §11): derived from the token id with the
+// signing key, so it is never stored and the operator can show it again.
+func (a *Authority) SQSSecret(tokenID ids.ID) string { return sqsSecret(a.sqs[0], tokenID) }
+
+// SQSSecrets are the token's secret under every key of the ring, the signing key's first: a
+// request signed with any of them verifies, so secrets survive a key rotation until the old
+// key leaves the ring.
+func (a *Authority) SQSSecrets(tokenID ids.ID) []string {
+	out := make([]string, len(a.sqs))
+	for i, k := range a.sqs {
+		out[i] = sqsSecret(k, tokenID)
+	}
+	return out
+}
+
+// sqsSecret is 40 characters, the length of an AWS secret access key: 30 bytes of
+// HMAC-SHA256(key, token id), base64url.
+func sqsSecret(key []byte, tokenID ids.ID) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(tokenID[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:30])
 }

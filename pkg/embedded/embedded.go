@@ -48,6 +48,7 @@ import (
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
 	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
@@ -212,6 +213,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		},
 	})
 	console.Mount(n.API.Echo())
+	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger}).Mount(n.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	go func() {

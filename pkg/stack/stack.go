@@ -26,6 +26,7 @@ import (
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
 	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
@@ -116,6 +117,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	console.Mount(r.API.Echo())
+	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	go func() {

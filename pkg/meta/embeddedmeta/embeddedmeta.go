@@ -247,6 +247,29 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	return meta.CloneToken(t), nil
 }
 
+// TokenProject finds a token's project. Token keys start with the project, so this looks at
+// every token; the API's metadata cache keeps the answer.
+func (s *Store) TokenProject(_ context.Context, tokenID ids.ID) (ids.ID, error) {
+	var pid ids.ID
+	found := false
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bTokens).ForEach(func(k, _ []byte) error {
+			if len(k) == 32 && string(k[16:]) == string(tokenID[:]) {
+				copy(pid[:], k[:16])
+				found = true
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return ids.ID{}, err
+	}
+	if !found {
+		return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+	}
+	return pid, nil
+}
+
 // RevokeToken sets RevokedAt unless it is already set.
 func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at time.Time) error {
 	return s.update(func(tx *bolt.Tx) error {

@@ -152,6 +152,18 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	return meta.CloneToken(t), nil
 }
 
+// TokenProject finds a token's project.
+func (s *Store) TokenProject(_ context.Context, tokenID ids.ID) (ids.ID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.tokens {
+		if k.token == tokenID {
+			return k.project, nil
+		}
+	}
+	return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+}
+
 // RevokeToken sets RevokedAt unless it is already set.
 func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at time.Time) error {
 	s.mu.Lock()
