@@ -310,7 +310,11 @@ export class QueuesClient {
     const r = await this.sendMessages(queue, [m], o);
     const f = r.failed[0];
     if (f) {
-      throw new QueuesError({ code: f.error.code, message: f.error.message, status: 200, details: f.error.details });
+      // The answer was 200 with this message in `failed`; status is what the same problem
+      // answers when it fails a whole request.
+      const code: string = f.error.code;
+      const status = code === 'payload_too_large' ? 413 : code === 'quota_exceeded' ? 403 : 400;
+      throw new QueuesError({ code: f.error.code, message: f.error.message, status, details: f.error.details });
     }
     return r.messages[0]!;
   }

@@ -85,12 +85,14 @@ export async function consume(
   opts: ConsumeOptions = {},
 ): Promise<void> {
   const concurrency = Math.max(1, Math.floor(opts.concurrency ?? 10));
+  if (opts.signal?.aborted) return;
   let vt = opts.visibilityTimeoutSeconds ?? 0;
   if (!(vt > 0)) {
     try {
       const q = await client.getQueue(queue, { signal: opts.signal });
       vt = q.visibilityTimeoutSeconds > 0 ? q.visibilityTimeoutSeconds : 30;
     } catch (e) {
+      if (opts.signal?.aborted) return;
       if (!isAuth(e)) throw e;
       vt = 30;
     }

@@ -135,7 +135,7 @@ describe('messages and receipts', () => {
     assert.deepEqual(r.messages.map((m) => m.index), [0, 2, 3, 4]);
     assert.equal(r.failed[0]?.index, 1);
     assert.equal(r.failed[0]?.error.details?.field, 'messages[1].groupId');
-    await rejects(c.send(name, { body: 'x', delaySeconds: 901 }), 'invalid_argument', 200, 'messages[0].delaySeconds');
+    await rejects(c.send(name, { body: 'x', delaySeconds: 901 }), 'invalid_argument', 400, 'messages[0].delaySeconds');
 
     const browse = await c.browseMessages(name, { state: 'visible', limit: 2 });
     assert.equal(browse.messages.length, 2);
