@@ -1,6 +1,7 @@
 // The receiving end of push subscriptions: Standard Webhooks signature verification and
 // handlers for fetch-style runtimes and Node's http module (and Express) that answer each
 // pushed message's outcome.
+import { Buffer } from 'node:buffer';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PushBatch, PushedMessage, PushResults } from './openapi.js';
