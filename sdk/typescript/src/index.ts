@@ -43,6 +43,7 @@ export type {
   ProjectDetail,
   ProjectLimits,
   ProjectUsageNow,
+  SQSCredentials,
   UpdateProjectRequest,
   UsageHour,
   UsageQuery,

@@ -72,6 +72,20 @@ describe('projects and tokens', () => {
     );
   });
 
+  test("a token's SQS credentials", async (t) => {
+    const tok = await op.createToken(project, { name: 'sqs', scopes: ['*'] });
+    let creds;
+    try {
+      creds = await op.getSQSCredentials(project, tok.id);
+    } catch (e) {
+      if (e instanceof QueuesError && (e.status === 404 || e.status === 405)) return t.skip('this server has no SQS credentials route yet');
+      throw e;
+    }
+    assert.equal(creds.accessKeyId, tok.slug);
+    assert.ok(creds.secretAccessKey.length > 0);
+    await rejects(c.getSQSCredentials(project, tok.id), 'permission_denied', 403);
+  });
+
   test('a project token on an operator route is permission_denied', async () => {
     await rejects(c.listProjects(), 'permission_denied', 403);
     await rejects(new QueuesClient({ url: srv.url, token: 'nonsense' }).listQueues(), 'unauthenticated', 401);

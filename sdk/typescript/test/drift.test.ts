@@ -52,7 +52,7 @@ test("every operation's query parameters reach the wire", async () => {
   await c.listQueues({ limit: 1, cursor: 'c', prefix: 'p' });
   await c.browseMessages('q', { state: 'visible', limit: 1, cursor: 'c' });
   await c.listGroups('q', { limit: 1, cursor: 'c' });
-  await c.listSubscriptionAttempts('q', { limit: 1 });
+  await c.listSubscriptionAttempts('q', { limit: 1, cursor: 'c' });
   await c.getProjectUsage('p', { from: '2026-01-01T00:00:00Z', to: new Date() });
   await c.getCurrentProjectUsage({ from: new Date(0), to: '2026-01-01T00:00:00Z' });
   const concrete: Record<string, string> = {
