@@ -2,7 +2,7 @@ import { consume, type ConsumeOptions, type Handler } from './consumer.js';
 import { QueuesError, errorFromResponse } from './errors.js';
 import { DEFAULT_URL } from './limits.js';
 import type * as api from './openapi.js';
-import type { ProjectDetail, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
+import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
 import { routes, type RouteName } from './routes.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
@@ -54,7 +54,8 @@ export interface BrowseOptions extends PageOptions {
   state?: api.MessageState;
 }
 
-export type AttemptsOptions = Omit<PageOptions, 'cursor'>;
+/** Attempts are listed newest first; `cursor` pages to older ones where the server keeps them. */
+export type AttemptsOptions = PageOptions;
 
 /** A batch receipt call's per-entry outcome: undefined for success, else the entry's error. */
 export type EntryErrors = (QueuesError | undefined)[];
@@ -255,6 +256,11 @@ export class QueuesClient {
     await this.call('revokeToken', { path: { project, token }, signal: o.signal });
   }
 
+  /** The token's key pair for the SQS-compatible endpoint (operator); it can be shown again. */
+  getSQSCredentials(project: string, token: string, o: CallOptions = {}): Promise<SQSCredentials> {
+    return this.call('getSQSCredentials', { path: { project, token }, signal: o.signal });
+  }
+
   // ---- queues ----
 
   createQueue(req: api.CreateQueueRequest, o: CallOptions = {}): Promise<api.Queue> {
@@ -310,7 +316,11 @@ export class QueuesClient {
     const r = await this.sendMessages(queue, [m], o);
     const f = r.failed[0];
     if (f) {
-      throw new QueuesError({ code: f.error.code, message: f.error.message, status: 200, details: f.error.details });
+      // The answer was 200 with this message in `failed`; status is what the same problem
+      // answers when it fails a whole request.
+      const code: string = f.error.code;
+      const status = code === 'payload_too_large' ? 413 : code === 'quota_exceeded' ? 403 : 400;
+      throw new QueuesError({ code: f.error.code, message: f.error.message, status, details: f.error.details });
     }
     return r.messages[0]!;
   }
@@ -415,7 +425,11 @@ export class QueuesClient {
 
   /** Recent push attempts, newest first. */
   listSubscriptionAttempts(queue: string, o: AttemptsOptions = {}): Promise<api.PushAttemptList> {
-    return this.call('listSubscriptionAttempts', { path: { queue }, query: { limit: o.limit }, signal: o.signal });
+    return this.call('listSubscriptionAttempts', {
+      path: { queue },
+      query: { limit: o.limit, cursor: o.cursor },
+      signal: o.signal,
+    });
   }
 
   // ---- consuming ----

@@ -85,12 +85,14 @@ export async function consume(
   opts: ConsumeOptions = {},
 ): Promise<void> {
   const concurrency = Math.max(1, Math.floor(opts.concurrency ?? 10));
+  if (opts.signal?.aborted) return;
   let vt = opts.visibilityTimeoutSeconds ?? 0;
   if (!(vt > 0)) {
     try {
       const q = await client.getQueue(queue, { signal: opts.signal });
       vt = q.visibilityTimeoutSeconds > 0 ? q.visibilityTimeoutSeconds : 30;
     } catch (e) {
+      if (opts.signal?.aborted) return;
       if (!isAuth(e)) throw e;
       vt = 30;
     }
@@ -132,9 +134,11 @@ class Consumer {
     this.ackInterval = Math.max(1, o.ackIntervalMs ?? 50);
     if (o.signal) {
       if (o.signal.aborted) this.stop.abort(o.signal.reason);
-      else o.signal.addEventListener('abort', () => this.halt(), { once: true });
+      else o.signal.addEventListener('abort', this.onAbort, { once: true });
     }
   }
+
+  private readonly onAbort = () => this.halt();
 
   private report(op: string, id: string | undefined, err: unknown): void {
     if (err === undefined || !this.o.onError) return;
@@ -154,6 +158,7 @@ class Consumer {
     const polls: Promise<void>[] = [];
     for (let i = 0; i < this.pollers; i++) polls.push(this.poll());
     await Promise.all(polls);
+    this.o.signal?.removeEventListener('abort', this.onAbort);
     await this.drain();
     if (this.fatal) throw this.fatal;
   }

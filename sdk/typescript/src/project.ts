@@ -61,3 +61,10 @@ export interface UsageQuery {
   from?: string | Date;
   to?: string | Date;
 }
+
+/** A token's key pair for the SQS-compatible endpoint (AWS Signature Version 4). */
+export interface SQSCredentials {
+  /** The token's slug. */
+  accessKeyId: string;
+  secretAccessKey: string;
+}

@@ -1,6 +1,7 @@
 // The receiving end of push subscriptions: Standard Webhooks signature verification and
 // handlers for fetch-style runtimes and Node's http module (and Express) that answer each
 // pushed message's outcome.
+import { Buffer } from 'node:buffer';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PushBatch, PushedMessage, PushResults } from './openapi.js';
@@ -220,7 +221,13 @@ async function runBatch(o: PushReceiverOptions, batch: PushBatch, report: (e: un
     let delay = outcome.kind === 'retry' ? outcome.delaySeconds : 0;
     if (error !== undefined) {
       report(error);
-      if (o.errorRetryAfter) delay = Math.max(0, Math.ceil(o.errorRetryAfter(m, error)));
+      if (o.errorRetryAfter) {
+        try {
+          delay = Math.max(0, Math.ceil(o.errorRetryAfter(m, error)));
+        } catch (e) {
+          report(e);
+        }
+      }
     }
     const res: Result = { messageId: m.messageId, outcome: outcome.kind };
     if (outcome.kind === 'retry' && delay > 0) res.retryAfterSeconds = Math.min(delay, 43200);

@@ -14,6 +14,11 @@ export const routes = {
   getCurrentProjectUsage: { method: 'GET', path: '/v1/project/usage', client: ['getCurrentProjectUsage'] },
   createToken: { method: 'POST', path: '/v1/projects/{project}/tokens', client: ['createToken'] },
   revokeToken: { method: 'DELETE', path: '/v1/projects/{project}/tokens/{token}', client: ['revokeToken'] },
+  getSQSCredentials: {
+    method: 'GET',
+    path: '/v1/projects/{project}/tokens/{token}/sqs-credentials',
+    client: ['getSQSCredentials'],
+  },
   createQueue: { method: 'POST', path: '/v1/queues', client: ['createQueue'] },
   listQueues: { method: 'GET', path: '/v1/queues', client: ['listQueues', 'allQueues'] },
   getQueue: { method: 'GET', path: '/v1/queues/{queue}', client: ['getQueue'] },

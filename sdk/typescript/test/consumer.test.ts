@@ -237,3 +237,15 @@ test('a queue that does not exist rejects consume', async () => {
   const e2 = await c.consume('no-such-queue', () => undefined, { visibilityTimeoutSeconds: 5 }).catch((e) => e);
   assert.equal(e2.code, 'not_found', 'a receive that keeps failing stops the consumer');
 });
+
+test('an already aborted signal resolves at once, receiving nothing', async () => {
+  const q = qname('pre');
+  await c.createQueue({ name: q });
+  await c.send(q, 'untouched');
+  const ac = new AbortController();
+  ac.abort();
+  let called = 0;
+  await c.consume(q, () => void called++, { signal: ac.signal });
+  assert.equal(called, 0);
+  assert.equal((await c.getQueue(q)).counts.visible, 1);
+});

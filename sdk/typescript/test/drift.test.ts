@@ -52,13 +52,17 @@ test("every operation's query parameters reach the wire", async () => {
   await c.listQueues({ limit: 1, cursor: 'c', prefix: 'p' });
   await c.browseMessages('q', { state: 'visible', limit: 1, cursor: 'c' });
   await c.listGroups('q', { limit: 1, cursor: 'c' });
-  await c.listSubscriptionAttempts('q', { limit: 1 });
+  await c.listSubscriptionAttempts('q', { limit: 1, cursor: 'c' });
+  await c.getProjectUsage('p', { from: '2026-01-01T00:00:00Z', to: new Date() });
+  await c.getCurrentProjectUsage({ from: new Date(0), to: '2026-01-01T00:00:00Z' });
   const concrete: Record<string, string> = {
     '/v1/projects': '/v1/projects',
     '/v1/queues': '/v1/queues',
     '/v1/queues/{}/messages': '/v1/queues/q/messages',
     '/v1/queues/{}/groups': '/v1/queues/q/groups',
     '/v1/queues/{}/subscription/attempts': '/v1/queues/q/subscription/attempts',
+    '/v1/projects/{}/usage': '/v1/projects/p/usage',
+    '/v1/project/usage': '/v1/project/usage',
   };
   for (const op of operations().filter((o) => o.method === 'GET' && o.query.length > 0)) {
     const p = concrete[op.shape];

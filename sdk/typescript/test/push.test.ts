@@ -270,3 +270,25 @@ test('after rotate-secret, a receiver holding only the new or only the previous 
     assert.equal(handled, 1);
   }
 });
+
+test('the Node handler takes a body read before it (express.raw) and refuses one already parsed', async () => {
+  const s = secret();
+  const body = JSON.stringify({ subscription: 'qsb_x', queue: { id: 'q', name: 'q' }, messages: [] });
+  let mode: 'raw' | 'parsed' = 'raw';
+  const handler = createNodePushHandler({ secrets: s, handler: () => undefined });
+  const url = await listen(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const r = req as IncomingMessage & { body?: unknown };
+    r.body = mode === 'raw' ? Buffer.concat(chunks) : JSON.parse(Buffer.concat(chunks).toString());
+    await handler(r, res);
+  });
+  const post = () => fetch(url, { method: 'POST', headers: signed(s, body), body });
+  const ok = await post();
+  assert.equal(ok.status, 200);
+  assert.deepEqual(await ok.json(), { results: [] });
+  mode = 'parsed';
+  const parsed = await post();
+  assert.equal(parsed.status, 500);
+  assert.match(((await parsed.json()) as { error: { message: string } }).error.message, /raw body/);
+});

@@ -7,6 +7,8 @@
 //	                                      dead-lettered with reason "go", others acked);
 //	                                      prints them
 //	gointerop verify SECRET ID TS SIG     verify a push whose body is stdin; exit 1 if not
+//	gointerop drain QUEUE N CONCURRENCY   time Consume draining N messages with a no-op
+//	                                      handler; prints messages per second
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queueshq/queues/pkg/client"
@@ -48,6 +51,13 @@ func run(args []string) error {
 		return consume(ctx, args[1], n)
 	case args[0] == "verify" && len(args) == 5:
 		return verify(args[1:])
+	case args[0] == "drain" && len(args) == 4:
+		n, err1 := strconv.Atoi(args[2])
+		conc, err2 := strconv.Atoi(args[3])
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("drain QUEUE N CONCURRENCY: want numbers")
+		}
+		return drain(ctx, args[1], n, conc)
 	}
 	return fmt.Errorf("bad arguments %q", args)
 }
@@ -103,6 +113,33 @@ func consume(ctx context.Context, queue string, n int) error {
 		return fmt.Errorf("consumed %d of %d messages before the deadline", len(got), n)
 	}
 	return json.NewEncoder(os.Stdout).Encode(got)
+}
+
+func drain(ctx context.Context, queue string, n, concurrency int) error {
+	c, err := client.FromEnv()
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var handled atomic.Int64
+	var elapsed time.Duration
+	start := time.Now()
+	err = c.Consume(ctx, queue, func(context.Context, *client.Message) error {
+		if handled.Add(1) == int64(n) {
+			elapsed = time.Since(start)
+			stop()
+		}
+		return nil
+	}, client.ConsumeOptions{Concurrency: concurrency, WaitSeconds: 1})
+	if err != nil {
+		return err
+	}
+	if handled.Load() < int64(n) {
+		return fmt.Errorf("drained %d of %d messages before the deadline", handled.Load(), n)
+	}
+	_, err = fmt.Println(float64(n) / elapsed.Seconds())
+	return err
 }
 
 func verify(args []string) error {
