@@ -68,6 +68,16 @@ func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
+// defaultHTTPClient is shared by the clients made without WithHTTPClient. Its transport keeps
+// up to 64 idle connections per host where http.DefaultTransport keeps 2: a consumer has
+// several receives and acknowledgements in flight at once, and with 2 idle connections most
+// of its calls would open a new one.
+var defaultHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}()
+
 // New returns a client for the service at baseURL (such as "http://127.0.0.1:8080").
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
@@ -77,7 +87,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("queues: bad URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, hc: &http.Client{}, retry: DefaultRetryPolicy, userAgent: "queues-go"}
+	c := &Client{base: u, hc: defaultHTTPClient, retry: DefaultRetryPolicy, userAgent: "queues-go"}
 	for _, o := range opts {
 		o(c)
 	}
