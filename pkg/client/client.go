@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -236,7 +237,14 @@ func (c *Client) once(ctx context.Context, method, u, contentType string, data [
 		return 0, 0, fmt.Errorf("queues: %s %s: %w", method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer putBodyBuffer(buf)
+	buf.Reset()
+	if resp.ContentLength > 0 && resp.ContentLength <= maxPooledBody {
+		buf.Grow(int(resp.ContentLength))
+	}
+	_, err = buf.ReadFrom(resp.Body)
+	raw := buf.Bytes() // only until return: decoded values copy what they keep
 	if err != nil {
 		return resp.StatusCode, 0, fmt.Errorf("queues: %s %s: reading the answer: %w", method, req.URL.Path, err)
 	}
@@ -252,6 +260,19 @@ func (c *Client) once(ctx context.Context, method, u, contentType string, data [
 		}
 	}
 	return resp.StatusCode, 0, nil
+}
+
+// Answers are read into pooled buffers: a consumer reads thousands a second, and growing a
+// fresh buffer for each was most of its allocation.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest buffer kept for reuse.
+const maxPooledBody = 1 << 20
+
+func putBodyBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBody {
+		bodyBuffers.Put(b)
+	}
 }
 
 func parseRetryAfter(v string) time.Duration {

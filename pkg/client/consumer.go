@@ -128,9 +128,9 @@ type ConsumeOptions struct {
 	// consumer holds only messages it is working on). Waiting messages are heartbeaten like
 	// running ones, and released (visible again at once) when the consumer stops.
 	Prefetch int
-	// Pollers is how many receives may be in flight at once (default: enough to hold
-	// Concurrency + Prefetch messages in batches of 10). A poller asks for as many messages
-	// as there is room for, up to 10.
+	// Pollers is how many receives may be in flight at once (default (Concurrency +
+	// Prefetch) / 10, at least 1, so that each can ask for a full batch). A poller asks for
+	// as many messages as there is room for, up to 10.
 	Pollers int
 	// WaitSeconds is each receive's long-polling wait (default 20).
 	WaitSeconds int
@@ -202,8 +202,10 @@ type consumer struct {
 	vt    time.Duration
 
 	room     chan struct{}      // one token per message the consumer may still hold
+	gather   chan struct{}      // held by the poller taking room (see take)
 	work     chan *delivery     // received messages waiting for a handler
 	stopping atomic.Bool        // ctx ended: handlers start no more messages
+	inHand   atomic.Int32       // received messages whose room has not come back yet
 	hctx     context.Context    // handlers' context: ends at the shutdown deadline
 	hcancel  context.CancelFunc // ends hctx
 	handlers sync.WaitGroup
@@ -237,7 +239,7 @@ func (o *ConsumeOptions) defaults() {
 	}
 	held := o.Concurrency + o.Prefetch
 	if o.Pollers <= 0 {
-		o.Pollers = (held + MaxReceiveBatch - 1) / MaxReceiveBatch
+		o.Pollers = max(1, held/MaxReceiveBatch)
 	}
 	o.Pollers = min(o.Pollers, held)
 	if o.WaitSeconds <= 0 {
@@ -277,6 +279,7 @@ func (c *Client) newConsumer(ctx context.Context, queue string, h Handler, o Con
 	co := &consumer{
 		c: c, queue: queue, h: h, o: o, vt: vt,
 		room:    make(chan struct{}, held),
+		gather:  make(chan struct{}, 1),
 		work:    make(chan *delivery, held),
 		acks:    make(chan string, 4*o.AckBatchSize),
 		ackDone: make(chan struct{}),
@@ -345,21 +348,9 @@ func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
 	failures := 0
 	vt, wait := Int(int(co.vt/time.Second)), Int(co.o.WaitSeconds)
 	for {
-		// Take room for one message (waiting for it), then whatever else is free.
-		select {
-		case <-ctx.Done():
+		n := co.take(ctx)
+		if n == 0 {
 			return
-		case <-co.room:
-		}
-		n := 1
-	more:
-		for n < MaxReceiveBatch {
-			select {
-			case <-co.room:
-				n++
-			default:
-				break more
-			}
 		}
 		started := time.Now()
 		msgs, err := co.c.Receive(ctx, co.queue, ReceiveInput{MaxMessages: n, VisibilityTimeoutSeconds: vt, WaitSeconds: wait})
@@ -397,6 +388,59 @@ func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
 	}
 }
 
+// take takes room for up to a batch of messages for one receive and returns how many (0
+// when ctx ended). It waits for the first; then, for up to gatherWait, for a full batch
+// while handlers are running (each returns its room when it finishes, so with quick handlers
+// room comes back a message at a time, microseconds apart); with no received message in
+// hand it receives at once what there is room for. One poller gathers at a time,
+// so returning room fills one receive instead of being split between all of them.
+func (co *consumer) take(ctx context.Context) int {
+	select {
+	case <-ctx.Done():
+		return 0
+	case co.gather <- struct{}{}:
+	}
+	defer func() { <-co.gather }()
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-co.room:
+	}
+	n := 1
+	var t *time.Timer
+	deadline := time.Now().Add(gatherWait)
+gather:
+	for n < MaxReceiveBatch {
+		select {
+		case <-co.room:
+			n++
+			continue
+		default:
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 || co.inHand.Load() == 0 {
+			break
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-co.room:
+			n++
+		case <-t.C:
+			break gather
+		case <-ctx.Done():
+			break gather
+		}
+	}
+	if t != nil {
+		t.Stop()
+	}
+	return n
+}
+
 // hold records received messages as held and queues them for the handlers. The work
 // channel has room for every message the consumer may hold, so this never blocks.
 func (co *consumer) hold(msgs []Message, leased time.Time) {
@@ -410,6 +454,7 @@ func (co *consumer) hold(msgs []Message, leased time.Time) {
 		co.held[&ds[i]] = struct{}{}
 	}
 	co.mu.Unlock()
+	co.inHand.Add(int32(len(ds)))
 	for i := range ds {
 		co.work <- &ds[i]
 	}
@@ -435,6 +480,7 @@ func (co *consumer) handle() {
 		}
 		co.settle(d.m, err)
 		co.settling.Done()
+		co.inHand.Add(-1)
 		co.room <- struct{}{}
 	}
 }

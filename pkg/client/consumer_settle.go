@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// gatherWait bounds how long a poller waits for room for a full batch (see take).
+const gatherWait = 5 * time.Millisecond
+
 // ackFlushers is how many acknowledgement calls may be in flight at once: at tens of
 // thousands of messages a second one call at a time would hold the handlers up for its
 // round trip.

@@ -154,7 +154,7 @@ func drain(t testing.TB, c *client.Client, queue string, total, concurrency int)
 				close(all)
 			}
 			return nil
-		}, client.ConsumeOptions{Concurrency: concurrency, Pollers: envInt("SBS_POLLERS"), Prefetch: envInt("SBS_PREFETCH")})
+		}, client.ConsumeOptions{Concurrency: concurrency})
 	}()
 	select {
 	case <-all:
@@ -175,5 +175,3 @@ func drain(t testing.TB, c *client.Client, queue string, total, concurrency int)
 	}
 	return float64(total) / el.Seconds()
 }
-
-func envInt(k string) int { n, _ := strconv.Atoi(os.Getenv(k)); return n }

@@ -128,6 +128,7 @@ func (c *Client) Receive(ctx context.Context, queue string, in ReceiveInput) ([]
 	var r struct {
 		Messages []Message `json:"messages"`
 	}
+	r.Messages = make([]Message, 0, min(max(in.MaxMessages, 1), MaxReceiveBatch)) // decoded in place, not grown
 	if err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/receive", nil, in, &r); err != nil {
 		return nil, err
 	}
