@@ -255,6 +255,8 @@ func (c *Client) once(ctx context.Context, method, u, contentType string, data [
 	if out != nil && len(raw) > 0 {
 		if s, ok := out.(*string); ok {
 			*s = string(raw)
+		} else if fd, ok := out.(fastDecoder); ok && fd.decodeFast(raw) {
+			// read without reflection
 		} else if err := json.Unmarshal(raw, out); err != nil {
 			return resp.StatusCode, 0, fmt.Errorf("queues: %s %s: decoding the answer: %w", method, req.URL.Path, err)
 		}
