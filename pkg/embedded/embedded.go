@@ -38,6 +38,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
@@ -82,6 +83,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Push configures the in-process pusher.
 	Push PushOptions
+	// BacklogTopN is how many of the busiest queues get labelled backlog and push-health
+	// metrics (package backlog; 0: backlog.DefaultTopN, negative: no backlog sampling).
+	BacklogTopN int
 }
 
 // PushOptions configure the in-process pusher.
@@ -199,8 +203,19 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	console.Mount(n.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
+	var sampler *backlog.Sampler
+	if o.BacklogTopN >= 0 {
+		sampler = backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: n.Attempts, Engine: eng,
+			Clock: clk, Logger: o.Logger, TopN: o.BacklogTopN})
+		reg.MustRegister(sampler)
+	}
 	go func() {
 		defer close(n.done)
+		if sampler != nil {
+			sampled := make(chan struct{})
+			go func() { defer close(sampled); sampler.Run(bg) }()
+			defer func() { <-sampled }()
+		}
 		if o.SweepEvery >= 0 {
 			every := o.SweepEvery
 			if every == 0 {

@@ -12,7 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/queueshq/queues/pkg/backlog"
+	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/pusher"
 )
 
 // runPusher runs one replica of the push fleet: it shares the subscriptions with the other
@@ -23,6 +26,7 @@ func runPusher(ctx context.Context, args []string) error {
 		be      backendFlags
 		private = fs.Bool("allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics and /healthz (QUEUES_PUSHER_LISTEN)")
+		top     = fs.Int("backlog-top", envInt("QUEUES_BACKLOG_TOP", backlog.DefaultTopN), "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
 	)
 	be.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
 	if err := fs.Parse(args); err != nil {
@@ -41,6 +45,19 @@ func runPusher(ctx context.Context, args []string) error {
 		return err
 	}
 	defer p.Close()
+	if *top > 0 {
+		// The pusher fleet samples the backlog for the operator (package backlog): it is the
+		// tier with the engine, the subscriptions and the attempts log at hand.
+		store := dynamometa.New(b.ddb, be.store.table)
+		sampler := backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: pusher.NewRedisAttempts(b.rdb),
+			Engine: p.Engine, Logger: log, TopN: *top})
+		reg.MustRegister(sampler)
+		sctx, stopSampling := context.WithCancel(ctx)
+		sampled := make(chan struct{})
+		go func() { defer close(sampled); sampler.Run(sctx) }()
+		// Before the engine closes (deferred above, so run after this).
+		defer func() { stopSampling(); <-sampled }()
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
