@@ -185,7 +185,7 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 	m.checkProbes(t, components["api"], "/healthz", "/readyz")
-	m.checkProbes(t, components["pusher"], "/healthz", "/healthz")
+	m.checkProbes(t, components["pusher"], "/healthz", "/readyz")
 	m.checkEnv(t, components["api"], "QUEUES_LISTEN", "QUEUES_REDIS_URL", "QUEUES_SIGNING_KEYS", "QUEUES_OPERATOR_TOKEN", "QUEUES_REDIS_CLUSTER", "QUEUES_DYNAMODB_TABLE", "AWS_REGION")
 	m.checkEnv(t, components["pusher"], "QUEUES_PUSHER_LISTEN", "QUEUES_REDIS_URL", "QUEUES_SIGNING_KEYS", "QUEUES_REDIS_CLUSTER", "QUEUES_DYNAMODB_TABLE", "AWS_REGION")
 	m.checkDisruption(t)

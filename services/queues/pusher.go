@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"net"
 	"net/http"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,10 +48,10 @@ func runPusher(ctx context.Context, args []string) error {
 		return err
 	}
 	defer p.Close()
+	store := dynamometa.New(b.ddb, be.store.table)
 	if *top > 0 {
 		// The pusher fleet samples the backlog for the operator (package backlog): it is the
 		// tier with the engine, the subscriptions and the attempts log at hand.
-		store := dynamometa.New(b.ddb, be.store.table)
 		sampler := backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: pusher.NewRedisAttempts(b.rdb),
 			Engine: p.Engine, Logger: log, TopN: *top})
 		reg.MustRegister(sampler)
@@ -62,10 +65,11 @@ func runPusher(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	handler := pusherHandler(reg, map[string]func(context.Context) error{
+		"redis":    func(ctx context.Context) error { return b.rdb.Ping(ctx).Err() },
+		"metadata": store.Ping,
+	})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "err", err)
@@ -74,4 +78,41 @@ func runPusher(ctx context.Context, args []string) error {
 	defer srv.Close()
 	log.Info("pushing", "member", p.Member(), "metrics", "http://"+ln.Addr().String()+"/metrics", "allow_private", *private)
 	return p.Run(ctx)
+}
+
+// pusherHandler serves the pusher's /healthz (the process serves), /readyz (every dependency
+// answers; a failing one is named, never its address or error text) and /metrics.
+func pusherHandler(reg prometheus.Gatherer, deps map[string]func(context.Context) error) http.Handler {
+	names := make([]string, 0, len(deps))
+	for n := range deps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		var failing []string
+		for _, n := range names {
+			if deps[n](ctx) != nil {
+				failing = append(failing, n)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if len(failing) > 0 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+				"code": "unavailable", "message": "not ready: " + strings.Join(failing, ", ") + " unreachable",
+				"details": map[string]any{"failing": failing}}})
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ready"}`))
+	})
+	return mux
 }
