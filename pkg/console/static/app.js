@@ -85,16 +85,25 @@ function signOut(msg) {
 
 // ---- polling ----
 
-function stopPolling() { if (state.timer) clearTimeout(state.timer); state.timer = null; }
+// One polling loop at a time: each schedule starts a new generation, and a tick of an older
+// one (still awaiting its answer when the view changed) does not reschedule itself.
+let generation = 0;
+
+function stopPolling() {
+  generation++;
+  if (state.timer) clearTimeout(state.timer);
+  state.timer = null;
+}
 
 function schedule(fn) {
   stopPolling();
+  const mine = generation;
   const tick = async () => {
     // A hidden tab does not poll (it catches up on the next tick once shown).
     if (!document.hidden) {
-      try { await fn(); } catch (err) { showError(err); }
+      try { await fn(); } catch (err) { if (mine === generation) showError(err); }
     }
-    if (api.token()) state.timer = setTimeout(tick, POLL_MS);
+    if (mine === generation && api.token()) state.timer = setTimeout(tick, POLL_MS);
   };
   tick();
 }
