@@ -14,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,6 +58,7 @@ type manifests struct {
 	pdbs        []policyv1.PodDisruptionBudget
 	hpas        []autoscalingv2.HorizontalPodAutoscaler
 	jobs        []batchv1.Job
+	policies    []networkingv1.NetworkPolicy
 }
 
 // kinds maps apiVersion/kind to the strict decoder of that type.
@@ -100,6 +102,10 @@ func (m *manifests) decode(t *testing.T, file string, doc []byte) {
 		var o autoscalingv2.HorizontalPodAutoscaler
 		into(&o)
 		m.hpas = append(m.hpas, o)
+	case "networking.k8s.io/v1 NetworkPolicy":
+		var o networkingv1.NetworkPolicy
+		into(&o)
+		m.policies = append(m.policies, o)
 	case "batch/v1 Job":
 		var o batchv1.Job
 		into(&o)
@@ -185,12 +191,57 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 	m.checkProbes(t, components["api"], "/healthz", "/readyz")
-	m.checkProbes(t, components["pusher"], "/healthz", "/healthz")
+	m.checkProbes(t, components["pusher"], "/healthz", "/readyz")
 	m.checkEnv(t, components["api"], "QUEUES_LISTEN", "QUEUES_REDIS_URL", "QUEUES_SIGNING_KEYS", "QUEUES_OPERATOR_TOKEN", "QUEUES_REDIS_CLUSTER", "QUEUES_DYNAMODB_TABLE", "AWS_REGION")
 	m.checkEnv(t, components["pusher"], "QUEUES_PUSHER_LISTEN", "QUEUES_REDIS_URL", "QUEUES_SIGNING_KEYS", "QUEUES_REDIS_CLUSTER", "QUEUES_DYNAMODB_TABLE", "AWS_REGION")
 	m.checkDisruption(t)
 	m.checkServices(t)
 	m.checkJob(t)
+	m.checkPolicies(t)
+}
+
+// checkPolicies wants each NetworkPolicy to select one Deployment's pods and to open only
+// ports those pods declare, the API's http port among them.
+func (m *manifests) checkPolicies(t *testing.T) {
+	open := map[string]bool{}
+	for _, p := range m.policies {
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		if err != nil || sel.Empty() {
+			t.Errorf("networkpolicy %s: selector %v (%v)", p.Name, p.Spec.PodSelector, err)
+			continue
+		}
+		var target *appsv1.Deployment
+		for i, d := range m.deployments {
+			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				target = &m.deployments[i]
+			}
+		}
+		if target == nil {
+			t.Errorf("networkpolicy %s selects no Deployment", p.Name)
+			continue
+		}
+		for _, rule := range p.Spec.Ingress {
+			for _, port := range rule.Ports {
+				if port.Port == nil || containerPort(target.Spec.Template.Spec.Containers[0], *port.Port) == 0 {
+					t.Errorf("networkpolicy %s opens %v, not a port of %s", p.Name, port.Port, target.Name)
+					continue
+				}
+				if len(rule.From) == 0 {
+					open[target.Name+"/"+port.Port.String()] = true
+				}
+			}
+		}
+	}
+	for _, d := range m.deployments {
+		if d.Spec.Template.Labels["app.kubernetes.io/component"] == "api" && !open[d.Name+"/http"] {
+			t.Errorf("no NetworkPolicy opens %s's http port to clients", d.Name)
+		}
+	}
+	for k := range open {
+		if !strings.HasSuffix(k, "/http") {
+			t.Errorf("%s is open to everyone; only the API's http port may be", k)
+		}
+	}
 }
 
 type named struct{ Name, Namespace string }
@@ -220,6 +271,9 @@ func (m *manifests) objects() []named {
 		add(o.ObjectMeta)
 	}
 	for _, o := range m.jobs {
+		add(o.ObjectMeta)
+	}
+	for _, o := range m.policies {
 		add(o.ObjectMeta)
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -173,12 +174,19 @@ func TestConsoleInBrowser(t *testing.T) {
 			if ev.Type == runtime.APITypeError {
 				pageErrors <- fmt.Sprintf("console.error: %v", ev.Args)
 			}
+		case *cdplog.EventEntryAdded:
+			// CSP violations and failed loads are reported here. An API answer of 4xx is the
+			// page's to handle (a queue with no subscription is a 404), not a page error.
+			apiAnswer := ev.Entry.Source == cdplog.SourceNetwork && strings.Contains(ev.Entry.URL, "/v1/")
+			if ev.Entry.Level == cdplog.LevelError && !apiAnswer {
+				pageErrors <- fmt.Sprintf("%s: %s (%s)", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+			}
 		}
 	})
 	b := &browser{t: t, ctx: ctx, dir: shots}
 
 	// Sign in.
-	b.run(chromedp.Navigate(n.url+"/console"), chromedp.WaitVisible("#signin-token", chromedp.ByID))
+	b.run(cdplog.Enable(), chromedp.Navigate(n.url+"/console"), chromedp.WaitVisible("#signin-token", chromedp.ByID))
 	b.shot("01-signin")
 	b.run(chromedp.SendKeys("#signin-token", n.token, chromedp.ByID), chromedp.Click("#signin-submit", chromedp.ByID),
 		chromedp.WaitVisible(`tr[data-queue="orders"]`))

@@ -38,6 +38,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
@@ -89,6 +90,9 @@ type Options struct {
 	DefaultLimits tenancy.Limits
 	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
 	MeterEvery time.Duration
+	// BacklogTopN is how many of the busiest queues get labelled backlog and push-health
+	// metrics (package backlog; 0: backlog.DefaultTopN, negative: no backlog sampling).
+	BacklogTopN int
 }
 
 // PushOptions configure the in-process pusher.
@@ -216,6 +220,12 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger}).Mount(n.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
+	var sampler *backlog.Sampler
+	if o.BacklogTopN >= 0 {
+		sampler = backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: n.Attempts, Engine: eng,
+			Clock: clk, Logger: o.Logger, TopN: o.BacklogTopN})
+		reg.MustRegister(sampler)
+	}
 	go func() {
 		defer close(n.done)
 		var wg sync.WaitGroup
@@ -223,6 +233,11 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		wg.Add(2)
 		go func() { defer wg.Done(); n.Meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
+		if sampler != nil {
+			sampled := make(chan struct{})
+			go func() { defer close(sampled); sampler.Run(bg) }()
+			defer func() { <-sampled }()
+		}
 		if o.SweepEvery >= 0 {
 			every := o.SweepEvery
 			if every == 0 {

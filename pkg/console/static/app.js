@@ -85,13 +85,25 @@ function signOut(msg) {
 
 // ---- polling ----
 
-function stopPolling() { if (state.timer) clearTimeout(state.timer); state.timer = null; }
+// One polling loop at a time: each schedule starts a new generation, and a tick of an older
+// one (still awaiting its answer when the view changed) does not reschedule itself.
+let generation = 0;
+
+function stopPolling() {
+  generation++;
+  if (state.timer) clearTimeout(state.timer);
+  state.timer = null;
+}
 
 function schedule(fn) {
   stopPolling();
+  const mine = generation;
   const tick = async () => {
-    try { await fn(); } catch (err) { showError(err); }
-    if (api.token()) state.timer = setTimeout(tick, POLL_MS);
+    // A hidden tab does not poll (it catches up on the next tick once shown).
+    if (!document.hidden) {
+      try { await fn(); } catch (err) { if (mine === generation) showError(err); }
+    }
+    if (mine === generation && api.token()) state.timer = setTimeout(tick, POLL_MS);
   };
   tick();
 }
@@ -188,6 +200,7 @@ async function createQueue(ev) {
 
 function openQueue(id) {
   state.current = id;
+  state.sub = null;
   state.browseCursors = [null];
   state.dlqCursors = [null];
   banner(null);
@@ -196,7 +209,11 @@ function openQueue(id) {
   const isDLQ = dlqSources(id).length > 0;
   $('tab-deadletters').hidden = !isDLQ;
   selectTab(isDLQ ? 'deadletters' : 'messages');
-  schedule(async () => { renderQueueHeader(await api.getQueue(id)); });
+  schedule(async () => {
+    renderQueueHeader(await api.getQueue(id));
+    // The attempts log is live while it is on screen.
+    if (state.tab === 'subscription' && state.sub && $('secret-box').hidden) await loadAttempts();
+  });
   renderQueueHeader(q);
 }
 
