@@ -273,6 +273,13 @@ type Engine interface {
 	// seconds of any change.
 	StoredBytes(ctx context.Context, project ids.ID) (int64, error)
 
+	// ActiveQueues lists the queues that may have background work (messages that will
+	// expire, dead-letter moves to finish, fifo bookkeeping): every queue holding a message is
+	// listed, and a queue drops out some time after it was last seen empty. The sweeper sweeps
+	// these instead of every queue. A listed queue that no longer exists is cleaned up with
+	// DeleteQueue.
+	ActiveQueues(ctx context.Context) ([]ids.ID, error)
+
 	// Sweep does one round of background work for the queues given: deletes expired messages,
 	// finishes dead-letter moves interrupted by a crash. Safe to run on every replica at once.
 	Sweep(ctx context.Context, qs []Queue) error

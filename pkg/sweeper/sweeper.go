@@ -1,24 +1,44 @@
 // Package sweeper runs the engine's background work (retention expiry, interrupted
-// dead-letter moves) over every queue, on a timer. Every replica may run it: the engine's Sweep
-// is safe to run concurrently, so no replica is special.
+// dead-letter moves) on a timer. Every replica may run it: the engine's Sweep is safe to run
+// concurrently, so no replica is special.
+//
+// A round sweeps the queues the engine lists as active (engine.Engine.ActiveQueues: those that
+// may hold messages), so its cost follows the queues with work, not every queue of every
+// project. The first round of a process, and one an hour after, sweep every queue the metadata
+// store lists, which covers queues whose messages predate the engine's active list.
 package sweeper
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Run sweeps every interval until ctx ends.
+// FullEvery is how often a process sweeps every queue rather than the active ones.
+const FullEvery = time.Hour
+
+// Run sweeps every interval until ctx ends: every queue first and each FullEvery, else the
+// active ones.
 func Run(ctx context.Context, store meta.Store, eng engine.Engine, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var lastFull time.Time
 	for {
-		if err := Once(ctx, store, eng); err != nil && ctx.Err() == nil {
+		var err error
+		if lastFull.IsZero() || time.Since(lastFull) >= FullEvery {
+			if err = Full(ctx, store, eng); err == nil {
+				lastFull = time.Now()
+			}
+		} else {
+			err = Once(ctx, store, eng)
+		}
+		if err != nil && ctx.Err() == nil {
 			log.Warn("sweep failed; retrying next round", "err", err)
 		}
 		select {
@@ -29,8 +49,38 @@ func Run(ctx context.Context, store meta.Store, eng engine.Engine, every time.Du
 	}
 }
 
-// Once sweeps every queue of every project once.
+// Once sweeps the engine's active queues once. One the metadata store no longer has (deleted,
+// its data left behind) is deleted from the engine.
 func Once(ctx context.Context, store meta.Store, eng engine.Engine) error {
+	active, err := eng.ActiveQueues(ctx)
+	if err != nil {
+		return err
+	}
+	var qs []engine.Queue
+	var errs []error
+	for _, id := range active {
+		q, err := store.GetQueueByID(ctx, id)
+		if apierr.CodeOf(err) == apierr.NotFound {
+			errs = append(errs, eng.DeleteQueue(ctx, id))
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var dlq *meta.Queue
+		if q.Redrive != nil {
+			if d, err := store.GetQueue(ctx, q.ProjectID, q.Redrive.DeadLetterQueue); err == nil {
+				dlq = &d
+			}
+		}
+		qs = append(qs, q.Engine(dlq))
+	}
+	return errors.Join(append(errs, sweep(ctx, eng, qs))...)
+}
+
+// Full sweeps every queue of every project once.
+func Full(ctx context.Context, store meta.Store, eng engine.Engine) error {
 	all, err := allQueues(ctx, store)
 	if err != nil {
 		return err
@@ -49,6 +99,11 @@ func Once(ctx context.Context, store meta.Store, eng engine.Engine) error {
 		}
 		qs = append(qs, q.Engine(dlq))
 	}
+	return sweep(ctx, eng, qs)
+}
+
+// sweep runs the engine's Sweep over qs, 100 at a time.
+func sweep(ctx context.Context, eng engine.Engine, qs []engine.Queue) error {
 	for len(qs) > 0 {
 		n := min(len(qs), 100)
 		if err := eng.Sweep(ctx, qs[:n]); err != nil {

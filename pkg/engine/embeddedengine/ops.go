@@ -872,6 +872,23 @@ func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string)
 	return nil
 }
 
+// ActiveQueues lists the queues holding messages, dedup windows or purged records still on
+// disk: all the work Sweep has.
+func (e *Engine) ActiveQueues(ctx context.Context) ([]ids.ID, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []ids.ID
+	for id, qi := range e.queues {
+		if len(qi.msgs) > 0 || len(qi.dedupQ) > 0 || qi.dirty {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
 // Sweep deletes expired messages and dedup windows (in bounded chunks) and restarts the
 // cleaning of purged records, for the queues given.
 func (e *Engine) Sweep(ctx context.Context, qs []engine.Queue) error {

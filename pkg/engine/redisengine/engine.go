@@ -126,6 +126,7 @@ type Engine struct {
 	grewAt   map[ids.ID]int64   // when this process last asked to grow each queue (ms); guarded by pmu
 	empty    map[ids.ID][]int64 // per partition, until when receives try it last (ms); guarded by pmu
 	gcCursor map[ids.ID]uint64  // Sweep's scan position in each fifo queue's group map; guarded by pmu
+	touched  map[ids.ID]int64   // when this process last named each queue active (ms); guarded by pmu
 	close    sync.Once
 
 	clockErr  atomic.Pointer[error] // the clock check's verdict (nil: not checked)
@@ -196,6 +197,7 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		listened: make(chan struct{}),
 		parts:    map[ids.ID]partCount{},
 		gcCursor: map[ids.ID]uint64{},
+		touched:  map[ids.ID]int64{},
 		grewAt:   map[ids.ID]int64{},
 		empty:    map[ids.ID][]int64{},
 	}

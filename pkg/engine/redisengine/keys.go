@@ -75,6 +75,12 @@ import (
 // on Cluster the engine folds it right after (bfold.lua, idempotent by version) and Sweep
 // folds every partition it visits, which finishes what a crash interrupted.
 //
+// and one for the whole deployment (its own hash tag):
+//
+//	{active}:queues     ZSET  queues that may hold messages -> when a send or dead-letter move
+//	                          last named them (ms); Sweep removes a queue it finds empty and not
+//	                          named for a while (ActiveQueues)
+//
 // No key name is built inside a script: group ids live in members and fields, never in key
 // names, so purge and delete remove a fixed set of keys.
 
@@ -135,6 +141,9 @@ func (k partKeys) fifo() []string { return []string{k.r, k.f, k.m, k.s, k.x, k.g
 // projectBytesKey and projectReservationsKey are a project's stored-bytes keys.
 func projectBytesKey(p ids.ID) string        { return "{t:" + p.String() + "}:b" }
 func projectReservationsKey(p ids.ID) string { return "{t:" + p.String() + "}:r" }
+
+// activeKey is the set of queues with background work.
+const activeKey = "{active}:queues"
 
 func queueTag(q ids.ID) string      { return "{q:" + q.String() + "}" }
 func partitionsKey(q ids.ID) string { return queueTag(q) + ":p" }

@@ -37,6 +37,9 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	if err := e.checkHeadroom(); err != nil {
 		return nil, err
 	}
+	if err := e.touch(ctx, q.ID); err != nil {
+		return nil, err
+	}
 	if q.Type == engine.FIFO {
 		return e.sendFIFO(ctx, q, msgs)
 	}
@@ -715,6 +718,9 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 	}
 	dlq := src.Redrive.DeadLetter
 	dn, err := e.partitions(ctx, dlq.ID)
+	if err == nil {
+		err = e.touch(ctx, dlq.ID)
+	}
 	if err != nil {
 		e.log.Warn("redisengine: dead-letter move postponed", "queue", src.ID.String(), "error", err)
 		return

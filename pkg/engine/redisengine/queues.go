@@ -79,6 +79,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 	e.pmu.Lock()
 	delete(e.parts, q)
 	e.pmu.Unlock()
+	e.forget(ctx, q)
 	e.publish(ctx, q)
 	return nil
 }
@@ -419,5 +420,5 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			e.finishMoves(ctx, q, p, due)
 		}
 	}
-	return nil
+	return e.retire(ctx, q, n)
 }

@@ -35,6 +35,8 @@ var (
 	qDeleteScript    = loadDrainScript("qdelete")
 	bFoldScript      = loadDrainScript("bfold")
 	bReserveScript   = loadScript("breserve")
+	touchScript      = loadDrainScript("touch")
+	retireScript     = loadDrainScript("retire")
 
 	// Fifo queues (fifo.go).
 	fReserveScript    = loadScript("freserve")
