@@ -11,6 +11,7 @@ export type {
   ListQueuesOptions,
   PageOptions,
   RetryPolicy,
+  RouteCall,
 } from './client.js';
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 export { routes, type RouteName } from './routes.js';
