@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
 )
 
 func TestComposeFile(t *testing.T) {
@@ -26,7 +27,7 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker-compose.yml does not load: %v", err)
 	}
-	for _, name := range []string{"redis", "dynamodb", "migrate", "api"} {
+	for _, name := range []string{"redis", "dynamodb", "migrate", "api", "pusher"} {
 		if _, err := p.GetService(name); err != nil {
 			t.Fatalf("service %s: %v", name, err)
 		}
@@ -57,8 +58,85 @@ func TestComposeFile(t *testing.T) {
 	if migrate.Build == nil || migrate.Build.Dockerfile != "infra/Dockerfile" {
 		t.Errorf("migrate build: %+v", migrate.Build)
 	}
+	checkHealthchecks(t, p)
+	pusher, _ := p.GetService("pusher")
+	if !slices.Contains(pusher.Command, "pusher") || pusher.Image != api.Image {
+		t.Errorf("pusher: command %v image %q (want the api's image %q)", pusher.Command, pusher.Image, api.Image)
+	}
+	for _, v := range []string{"QUEUES_REDIS_URL", "QUEUES_DYNAMODB_ENDPOINT", "QUEUES_DYNAMODB_TABLE", "QUEUES_SIGNING_KEYS", "QUEUES_PUSHER_LISTEN"} {
+		if pusher.Environment[v] == nil {
+			t.Errorf("pusher lacks %s", v)
+		}
+	}
+	// Both tiers must sign and verify with the same keys, and reach the same stores.
+	for _, v := range []string{"QUEUES_REDIS_URL", "QUEUES_DYNAMODB_ENDPOINT", "QUEUES_DYNAMODB_TABLE", "QUEUES_SIGNING_KEYS"} {
+		if *api.Environment[v] != *pusher.Environment[v] {
+			t.Errorf("%s differs: api %q, pusher %q", v, *api.Environment[v], *pusher.Environment[v])
+		}
+	}
+	if dep, ok := pusher.DependsOn["migrate"]; !ok || dep.Condition != "service_completed_successfully" {
+		t.Errorf("pusher must wait for the migration: %+v", pusher.DependsOn)
+	}
 	df, err := os.ReadFile(filepath.Join(root, "infra", "Dockerfile"))
 	if err != nil || !strings.Contains(string(df), "./services/queues") {
 		t.Fatalf("infra/Dockerfile must build ./services/queues: %v", err)
+	}
+}
+
+// checkHealthchecks holds every long-running service to a healthcheck. A job (a service others
+// wait on with service_completed_successfully) is exempt: its health is its exit status. The
+// queues image is distroless, so its probes must be `queues health` against its own listener.
+func checkHealthchecks(t *testing.T, p *types.Project) {
+	t.Helper()
+	jobs := map[string]bool{}
+	for _, s := range p.Services {
+		for dep, d := range s.DependsOn {
+			if d.Condition == types.ServiceConditionCompletedSuccessfully {
+				jobs[dep] = true
+			}
+		}
+	}
+	for name, s := range p.Services {
+		hc := s.HealthCheck
+		for dep, d := range s.DependsOn {
+			if d.Condition == types.ServiceConditionHealthy {
+				if h := p.Services[dep].HealthCheck; h == nil || h.Disable {
+					t.Errorf("%s waits for %s to be healthy, which has no healthcheck", name, dep)
+				}
+			}
+		}
+		if jobs[name] {
+			if s.Restart != "on-failure" && s.Restart != "no" && s.Restart != "" {
+				t.Errorf("job %s restarts %q: a job must be allowed to finish", name, s.Restart)
+			}
+			continue
+		}
+		if hc == nil || hc.Disable || len(hc.Test) < 2 || hc.Test[0] == "NONE" {
+			t.Errorf("service %s has no healthcheck", name)
+			continue
+		}
+		if hc.Interval == nil || hc.Timeout == nil || hc.Retries == nil {
+			t.Errorf("service %s: healthcheck without interval, timeout or retries: %+v", name, hc)
+		}
+		if s.Image != "queues:local" {
+			continue
+		}
+		if hc.Test[0] != "CMD" || !slices.Contains(hc.Test, "health") {
+			t.Errorf("service %s: probe %v: the distroless image needs [CMD, queues, health, URL]", name, hc.Test)
+			continue
+		}
+		listen := "QUEUES_LISTEN"
+		if slices.Contains(s.Command, "pusher") {
+			listen = "QUEUES_PUSHER_LISTEN"
+		}
+		addr := s.Environment[listen]
+		if addr == nil {
+			t.Errorf("service %s: no %s for its probe to reach", name, listen)
+			continue
+		}
+		_, port, _ := strings.Cut(*addr, ":")
+		if probe := hc.Test[len(hc.Test)-1]; !strings.Contains(probe, "127.0.0.1:"+port+"/") {
+			t.Errorf("service %s probes %s, but listens on %s", name, probe, *addr)
+		}
 	}
 }

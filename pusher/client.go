@@ -14,18 +14,20 @@ type ClientOptions struct {
 	AllowPrivate bool
 	// RootCAs, when not nil, replaces the system's roots (tests trust their own CA).
 	RootCAs *x509.CertPool
+	// Resolver, when not nil, resolves endpoint names instead of the system's resolver. The
+	// address check applies to whatever it answers, on every connection.
+	Resolver *net.Resolver
 }
 
 // NewHTTPClient returns the client pushes go through: connections are reused and speak HTTP/2
 // where the endpoint offers it; every dialled address passes CheckAddr (unless AllowPrivate);
-// no proxy from the environment (it would bypass the check); redirects are not followed (a
+// no proxy from the environment: HTTPS_PROXY and the like are ignored, because through a proxy
+// the dialled address is the proxy's and the check would never see the endpoint's (egress
+// filtering belongs in the dialer here, or in the network); redirects are not followed (a
 // 3xx is an answer like any other status); TLS 1.2 at least, certificates verified.
 // Per-request timeouts come from the request's context.
 func NewHTTPClient(o ClientOptions) *http.Client {
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	if !o.AllowPrivate {
-		d.Control = dialControl
-	}
+	d := newDialer(o)
 	tr := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            d.DialContext,
@@ -42,4 +44,14 @@ func NewHTTPClient(o ClientOptions) *http.Client {
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// newDialer is the pushes' dialer: every address it connects to, after resolution, passes
+// dialControl unless private endpoints are allowed.
+func newDialer(o ClientOptions) *net.Dialer {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}
+	if !o.AllowPrivate {
+		d.Control = dialControl
+	}
+	return d
 }

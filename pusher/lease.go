@@ -2,6 +2,7 @@ package pusher
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -165,11 +166,53 @@ func (s *Solo) Release(_ context.Context, sub ids.ID, _ string, token int64) err
 // (the payload is the queue id), so pushers apply a pause or a new endpoint at once.
 const ChangesChannel = "queues:push:changed"
 
-// RedisNotifier returns the API's side of change announcements.
+// GenerationKeyPrefix prefixes the per-queue counter the API bumps on every subscription change
+// (before it answers). A pusher reads it just before each push: a push never starts under a
+// subscription state older than a change already answered, whatever the announcement's delay.
+const GenerationKeyPrefix = "queues:push:gen:"
+
+// RedisNotifier returns the API's side of change announcements: the queue's generation is
+// bumped, then the change is announced (which wakes paused workers and starts new ones).
 func RedisNotifier(rdb redis.UniversalClient) func(ctx context.Context, queue ids.ID) {
 	return func(ctx context.Context, queue ids.ID) {
+		_ = rdb.Incr(ctx, GenerationKeyPrefix+queue.String()).Err()
 		_ = rdb.Publish(ctx, ChangesChannel, queue.String()).Err()
 	}
+}
+
+// RedisGenerations returns the pusher's reader of the generations RedisNotifier bumps.
+func RedisGenerations(rdb redis.UniversalClient) func(ctx context.Context, queue ids.ID) (int64, error) {
+	return func(ctx context.Context, queue ids.ID) (int64, error) {
+		n, err := rdb.Get(ctx, GenerationKeyPrefix+queue.String()).Int64()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil
+		}
+		return n, err
+	}
+}
+
+// LocalGenerations is the in-process form of the generation counters (one process serving
+// both the API and the pusher).
+type LocalGenerations struct {
+	mu sync.Mutex
+	m  map[ids.ID]int64
+}
+
+// Bump records a change of queue's subscription.
+func (g *LocalGenerations) Bump(queue ids.ID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[ids.ID]int64{}
+	}
+	g.m[queue]++
+}
+
+// Get returns queue's generation.
+func (g *LocalGenerations) Get(_ context.Context, queue ids.ID) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m[queue], nil
 }
 
 // RedisChanges returns the pusher's side: fn is called with each announced queue id until

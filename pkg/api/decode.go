@@ -284,7 +284,10 @@ func (o *object) child(name string, allowed ...string) (*object, *apierr.Error) 
 }
 
 var (
-	queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+	// queueNamePattern is a queue reference's shape: a name, which only a fifo queue may end
+	// in ".fifo" (ValidateQueueName checks that part).
+	queueNamePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$`)
+	prefixPattern    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
 	attrNamePattern  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)
 	groupIDPattern   = regexp.MustCompile(`^[!-~]{1,128}$`)
 )

@@ -163,20 +163,22 @@ func (s *Server) send(c echo.Context) error {
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	if err := s.limit(ctx, q, "send"); err != nil {
-		return err
+	if len(msgs) == 0 {
+		// Nothing to store, but the request still counts against the rate limit.
+		if err := s.limit(ctx, q, "send"); err != nil {
+			return err
+		}
 	}
 	sent := []sendOK{}
 	if len(msgs) > 0 {
-		eq, err := s.engineQueue(ctx, q)
+		res, err := s.Send(ctx, q, msgs)
 		if err != nil {
 			return err
 		}
-		res, err := s.cfg.Engine.Send(ctx, eq, msgs)
-		if err != nil {
-			return err
-		}
-		stored, storeFailed := 0, false
+		// Metered once the answer is written: a replica that dies before answering has not
+		// counted a send the client never saw succeed.
+		defer s.meterSent(q.ProjectID, msgs, res)
+		storeFailed := false
 		for i, r := range res {
 			if r.Err != nil {
 				// Others of the request were stored: this one is reported, not the whole request.
@@ -184,13 +186,8 @@ func (s *Server) send(c echo.Context) error {
 				storeFailed = true
 				continue
 			}
-			stored++
 			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate})
-			if r.Duplicate {
-				s.metrics.messages.WithLabelValues("duplicate").Inc()
-			}
 		}
-		s.metrics.messages.WithLabelValues("sent").Add(float64(stored))
 		if storeFailed {
 			slices.SortFunc(failed, func(a, b sendFailed) int { return a.Index - b.Index })
 		}
@@ -292,13 +289,7 @@ func (s *Server) receive(c echo.Context) error {
 	if !ok {
 		wait = int64(q.ReceiveWaitSeconds)
 	}
-	ctx, cancel := s.storageCtx(c)
-	err = s.limit(ctx, q, "receive")
-	cancel()
-	if err != nil {
-		return err
-	}
-	msgs, err := s.longPoll(c.Request().Context(), q, engine.ReceiveRequest{Max: int(maxN), Visibility: time.Duration(vis) * time.Second}, time.Duration(wait)*time.Second)
+	msgs, err := s.Receive(c.Request().Context(), q, engine.ReceiveRequest{Max: int(maxN), Visibility: time.Duration(vis) * time.Second}, time.Duration(wait)*time.Second)
 	if err != nil {
 		return err
 	}
@@ -312,7 +303,7 @@ func (s *Server) receive(c echo.Context) error {
 			GroupID: m.GroupID, SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
 		}
 	}
-	s.metrics.messages.WithLabelValues("received").Add(float64(len(out)))
+	defer s.meterDelivered(q.ProjectID, msgs)
 	return blob(c, http.StatusOK, func(b []byte) []byte { return appendReceiveAnswer(b, out) })
 }
 
@@ -345,6 +336,13 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 			return res.Messages, nil
 		}
 		if wake == nil {
+			// A receive that would park takes one of the project's waiting slots; with all
+			// of them taken it answers at once, empty (maxWaitingReceives).
+			release, ok := s.park(ctx, q.ProjectID, wait)
+			defer release()
+			if !ok {
+				return nil, nil
+			}
 			// Only a receive that found nothing watches (most find messages at once), and it
 			// looks once more after it started watching, so a send in between is not missed.
 			ch, stop := s.cfg.Engine.Watch(q.ID)

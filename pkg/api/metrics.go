@@ -1,6 +1,10 @@
 package api
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics carries no label per queue or project: their number is unbounded.
 type metrics struct {
@@ -24,4 +28,21 @@ func newMetrics(r prometheus.Registerer) *metrics {
 	}
 	r.MustRegister(m.requests, m.latency, m.messages)
 	return m
+}
+
+// knownMethods are the request methods the metrics name; any other method token is "other".
+// echo runs the metrics middleware on 404 and 405 answers too, so labelling the raw token
+// would let any caller mint a permanent series per invented method.
+var knownMethods = map[string]string{
+	http.MethodGet: http.MethodGet, http.MethodHead: http.MethodHead, http.MethodPost: http.MethodPost,
+	http.MethodPut: http.MethodPut, http.MethodPatch: http.MethodPatch, http.MethodDelete: http.MethodDelete,
+	http.MethodOptions: http.MethodOptions, http.MethodConnect: http.MethodConnect, http.MethodTrace: http.MethodTrace,
+}
+
+// methodLabel is the bounded metrics label of a request method.
+func methodLabel(m string) string {
+	if l, ok := knownMethods[m]; ok {
+		return l
+	}
+	return "other"
 }

@@ -90,14 +90,6 @@ func (s *Server) project(c echo.Context) (meta.Project, error) {
 	return s.cfg.Meta.GetProject(ctx, id)
 }
 
-func (s *Server) getProject(c echo.Context) error {
-	p, err := s.project(c)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, projectOut(p))
-}
-
 type tokenJSON struct {
 	ID        string   `json:"id"`
 	Slug      string   `json:"slug"`
@@ -106,6 +98,8 @@ type tokenJSON struct {
 	Scopes    []string `json:"scopes"`
 	CreatedAt string   `json:"createdAt"`
 	ExpiresAt *string  `json:"expiresAt"`
+	// SQSSecretAccessKey pairs with the slug (the access key id) for the SQS door.
+	SQSSecretAccessKey string `json:"sqsSecretAccessKey"`
 }
 
 func (s *Server) createToken(c echo.Context) error {
@@ -151,6 +145,7 @@ func (s *Server) createToken(c echo.Context) error {
 	return c.JSON(http.StatusCreated, tokenJSON{
 		ID: t.ID.String(), Slug: t.ID.Slug(ids.TokenPrefix), Name: name, Token: jwt,
 		Scopes: scopes, CreatedAt: formatTime(now), ExpiresAt: formatTimePtr(t.ExpiresAt),
+		SQSSecretAccessKey: s.cfg.Auth.SQSSecret(t.ID),
 	})
 }
 
@@ -195,4 +190,25 @@ func (s *Server) revokeToken(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// sqsCredentials shows a token's SQS key pair again (operator): the secret is derived, never
+// stored, so it can be shown for as long as the signing key that derives it is in the ring.
+func (s *Server) sqsCredentials(c echo.Context) error {
+	p, err := s.project(c)
+	if err != nil {
+		return err
+	}
+	tid, err := ids.Parse(ids.TokenPrefix, c.Param("token"))
+	if err != nil {
+		return apierr.Invalid("token", "must be a token id or tok_ slug")
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	if _, err := s.cfg.Meta.GetToken(ctx, p.ID, tid); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{
+		"accessKeyId": tid.Slug(ids.TokenPrefix), "secretAccessKey": s.cfg.Auth.SQSSecret(tid),
+	})
 }

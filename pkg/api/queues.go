@@ -206,6 +206,12 @@ func (s *Server) applySettings(ctx context.Context, o *object, q *meta.Queue) er
 	if !ok {
 		return apierr.Invalid("redrive.maxReceiveCount", "is required: 1 to %d", engine.MaxReceiveCountHi)
 	}
+	return s.setRedrive(ctx, q, dlqID, ref, int(mrc))
+}
+
+// setRedrive points q's redrive at the dead-letter queue dlqID (ref as the caller wrote it),
+// which must be another queue of the same project and type.
+func (s *Server) setRedrive(ctx context.Context, q *meta.Queue, dlqID ids.ID, ref string, maxReceiveCount int) error {
 	if dlqID == q.ID {
 		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
 	}
@@ -218,7 +224,7 @@ func (s *Server) applySettings(ctx context.Context, o *object, q *meta.Queue) er
 	if dlq.Type != q.Type {
 		return apierr.Invalid("redrive.deadLetterQueue", "the dead-letter queue must be of the same type (%s), it is %s", q.Type, dlq.Type)
 	}
-	q.Redrive = &meta.Redrive{DeadLetterQueue: dlqID, MaxReceiveCount: int(mrc)}
+	q.Redrive = &meta.Redrive{DeadLetterQueue: dlqID, MaxReceiveCount: maxReceiveCount}
 	return nil
 }
 
@@ -237,15 +243,8 @@ func (s *Server) createQueue(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
-	switch {
-	case !ok:
+	if !ok {
 		return apierr.Invalid("name", "is required")
-	case !queueNamePattern.MatchString(name):
-		return apierr.Invalid("name", "must be 1 to 80 of A-Z, a-z, 0-9, _ and -")
-	case ids.LooksLikeUUID(name):
-		return apierr.Invalid("name", "must not look like a UUID (it would be read as a queue id)")
-	case strings.HasPrefix(name, ids.QueuePrefix):
-		return apierr.Invalid("name", "must not start with %q (it would be read as a queue slug)", ids.QueuePrefix)
 	}
 	typ, ok, aerr := o.str("type")
 	if aerr != nil {
@@ -257,29 +256,16 @@ func (s *Server) createQueue(c echo.Context) error {
 	if typ != string(engine.Standard) && typ != string(engine.FIFO) {
 		return apierr.Invalid("type", "must be \"standard\" or \"fifo\"")
 	}
-	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
-	q := meta.Queue{
-		ID: ids.New(), ProjectID: principal(c).ProjectID, Name: name, Type: typ,
-		CreatedAt: now, UpdatedAt: now,
-		VisibilityTimeoutSeconds: defaultVisibility, RetentionSeconds: defaultRetention,
+	if err := ValidateQueueName(name, typ == string(engine.FIFO)); err != nil {
+		return err
 	}
+	q := s.NewQueue(principal(c).ProjectID, name, typ)
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
 	if err := s.applySettings(ctx, o, &q); err != nil {
 		return err
 	}
-	eq, err := s.engineQueue(ctx, q)
-	if err != nil {
-		return err
-	}
-	// Engine storage first: a queue visible in metadata always has its storage ready.
-	if err := s.cfg.Engine.CreateQueue(ctx, eq); err != nil {
-		return err
-	}
-	if err := s.cfg.Meta.CreateQueue(ctx, q); err != nil {
-		if apierr.CodeOf(err) == apierr.QueueExists {
-			return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists in this project", name)
-		}
+	if err := s.CreateQueue(ctx, q); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, s.queueOut(q, engine.Stats{Partitions: 1}))
@@ -305,8 +291,8 @@ func (s *Server) listQueues(c echo.Context) error {
 		return err
 	}
 	prefix := c.QueryParam("prefix")
-	if prefix != "" && !queueNamePattern.MatchString(prefix) {
-		return apierr.Invalid("prefix", "must be 1 to 80 of A-Z, a-z, 0-9, _ and -")
+	if prefix != "" && !prefixPattern.MatchString(prefix) {
+		return apierr.Invalid("prefix", "must be 1 to 80 of A-Z, a-z, 0-9, _, . and -")
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
@@ -357,30 +343,21 @@ func (s *Server) updateQueue(c echo.Context) error {
 			return apierr.Invalid(f, "a queue's %s is fixed at creation", f)
 		}
 	}
+	ref, err := s.queue(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		q, err := s.queue(c)
-		if err != nil {
-			return err
-		}
-		if err := s.applySettings(ctx, o, &q); err != nil {
-			return err
-		}
-		q.UpdatedAt = s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
-		out, err := s.cfg.Meta.UpdateQueue(ctx, q)
-		if errors.Is(err, meta.ErrVersionConflict) && attempt < 5 {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		st, err := s.stats(ctx, out)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, s.queueOut(out, st))
+	out, err := s.UpdateQueue(ctx, ref, func(q *meta.Queue) error { return s.applySettings(ctx, o, q) })
+	if err != nil {
+		return err
 	}
+	st, err := s.stats(ctx, out)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.queueOut(out, st))
 }
 
 func (s *Server) deleteQueue(c echo.Context) error {
@@ -390,18 +367,8 @@ func (s *Server) deleteQueue(c echo.Context) error {
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	if _, err := s.cfg.Meta.DeleteQueue(ctx, q.ProjectID, q.ID); err != nil {
-		if apierr.CodeOf(err) == apierr.QueueInUse {
-			return apierr.New(apierr.QueueInUse, "queue %q is another queue's dead-letter queue; remove that redrive policy first", q.Name)
-		}
+	if err := s.DeleteQueue(ctx, q); err != nil {
 		return err
-	}
-	s.deleteQueueSubscription(ctx, q)
-	// The queue is gone for every caller now; its messages are unreachable (new queues get new
-	// ids) and are freed here. A failure leaves only unreachable data behind, so it is logged
-	// rather than reported as a failed delete.
-	if err := s.cfg.Engine.DeleteQueue(ctx, q.ID); err != nil {
-		s.cfg.Logger.Error("deleting a deleted queue's messages", "queue", q.ID.String(), "err", err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -33,7 +34,10 @@ type resultJSON struct {
 // entries grouped by queue. parseEntry reads one entry's extra fields.
 func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields []string,
 	parseEntry func(o *object, e *receiptEntry) *apierr.Error,
-	op func(ctx context.Context, q engine.Queue, es []*receiptEntry) ([]error, error)) error {
+	op func(ctx context.Context, es []*receiptEntry) ([]error, error)) error {
+	if err := s.checkSource(c); err != nil {
+		return err
+	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
@@ -75,9 +79,13 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 			}
 			entries = append(entries, e)
 		}
+		for _, e := range entries {
+			s.chargeSource(c, e.err)
+		}
 	} else {
 		e := &receiptEntry{}
 		if err := s.parseSingle(o, e, parseEntry); err != nil {
+			s.chargeSource(c, err)
 			return err
 		}
 		entries = append(entries, e)
@@ -85,52 +93,37 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	// Entries may name several queues; each queue's entries go to the engine together.
-	byQueue := map[ids.ID][]int{}
-	var order []ids.ID
+	// One delivery twice in a batch has no single meaning (ack it twice? which timeout
+	// wins?): later copies are refused without touching storage.
+	var live []*receiptEntry
+	var at []int
 	first := map[engine.Delivery]int{}
 	for i, e := range entries {
 		if e.err != nil {
 			continue
 		}
-		// One delivery twice in a batch has no single meaning (ack it twice? which timeout
-		// wins?): later copies are refused without touching storage.
 		if k, dup := first[e.delivery]; dup {
 			e.err = apierr.Invalid(batch+"["+strconv.Itoa(i)+"]", "the same receipt handle is at index %d of this batch", k)
 			continue
 		}
 		first[e.delivery] = i
-		if _, seen := byQueue[e.delivery.Queue]; !seen {
-			order = append(order, e.delivery.Queue)
-		}
-		byQueue[e.delivery.Queue] = append(byQueue[e.delivery.Queue], i)
+		live, at = append(live, e), append(at, i)
 	}
-	for _, qid := range order {
-		idx := byQueue[qid]
-		mq, err := s.cfg.Meta.GetQueueByID(ctx, qid)
-		if apierr.CodeOf(err) == apierr.NotFound {
-			// A deleted queue's handles are stale.
-			for _, i := range idx {
-				entries[i].err = apierr.ErrStale
-			}
-			continue
+	queues := make([]ids.ID, 0, 1)
+	for _, e := range live {
+		if !slices.Contains(queues, e.delivery.Queue) {
+			queues = append(queues, e.delivery.Queue)
 		}
+	}
+	if err := s.admitReceipts(ctx, queues); err != nil {
+		return err
+	}
+	if len(live) > 0 {
+		errs, err := op(ctx, live)
 		if err != nil {
 			return err
 		}
-		q, err := s.engineQueue(ctx, mq)
-		if err != nil {
-			return err
-		}
-		sub := make([]*receiptEntry, len(idx))
-		for j, i := range idx {
-			sub[j] = entries[i]
-		}
-		errs, err := op(ctx, q, sub)
-		if err != nil {
-			return err
-		}
-		for j, i := range idx {
+		for j, i := range at {
 			e := apiErr(errs[j])
 			if e != nil && e.Field != "" && isBatch {
 				// The operation names a field of the entry; the answer names it in the request.
@@ -206,14 +199,12 @@ func apiErr(err error) *apierr.Error {
 
 func (s *Server) ack(c echo.Context) error {
 	return s.receiptCall(c, "receiptHandle", "receiptHandles", []string{"receiptHandle"}, nil,
-		func(ctx context.Context, q engine.Queue, es []*receiptEntry) ([]error, error) {
+		func(ctx context.Context, es []*receiptEntry) ([]error, error) {
 			ds := make([]engine.Delivery, len(es))
 			for i, e := range es {
 				ds[i] = e.delivery
 			}
-			errs, err := s.cfg.Engine.Ack(ctx, q, ds)
-			s.count("acked", errs, err)
-			return errs, err
+			return s.Ack(ctx, ds)
 		})
 }
 
@@ -230,12 +221,12 @@ func (s *Server) changeVisibility(c echo.Context) error {
 			e.visibility = v
 			return nil
 		},
-		func(ctx context.Context, q engine.Queue, es []*receiptEntry) ([]error, error) {
+		func(ctx context.Context, es []*receiptEntry) ([]error, error) {
 			cs := make([]engine.VisibilityChange, len(es))
 			for i, e := range es {
 				cs[i] = engine.VisibilityChange{Delivery: e.delivery, Visibility: secs(e.visibility)}
 			}
-			errs, err := s.cfg.Engine.ChangeVisibility(ctx, q, cs)
+			errs, err := s.ChangeVisibility(ctx, cs)
 			for i, e := range errs {
 				if apierr.CodeOf(e) == apierr.VisibilityLimitExceeded {
 					errs[i] = apierr.Field(apierr.VisibilityLimitExceeded, "visibilityTimeoutSeconds",
@@ -259,14 +250,20 @@ func (s *Server) deadLetter(c echo.Context) error {
 			e.reason = r
 			return nil
 		},
-		func(ctx context.Context, q engine.Queue, es []*receiptEntry) ([]error, error) {
-			rs := make([]engine.DeadLetterRequest, len(es))
+		func(ctx context.Context, es []*receiptEntry) ([]error, error) {
+			ds := make([]engine.Delivery, len(es))
 			for i, e := range es {
-				rs[i] = engine.DeadLetterRequest{Delivery: e.delivery, Reason: e.reason}
+				ds[i] = e.delivery
 			}
-			errs, err := s.cfg.Engine.DeadLetter(ctx, q, rs)
-			s.count("dead_lettered", errs, err)
-			return errs, err
+			return s.byQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
+				rs := make([]engine.DeadLetterRequest, len(idx))
+				for j, i := range idx {
+					rs[j] = engine.DeadLetterRequest{Delivery: es[i].delivery, Reason: es[i].reason}
+				}
+				errs, err := s.cfg.Engine.DeadLetter(ctx, q, rs)
+				s.count("dead_lettered", errs, err)
+				return errs, err
+			})
 		})
 }
 

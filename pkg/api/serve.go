@@ -16,6 +16,9 @@ type Drainable interface {
 	Drain()
 }
 
+// MaxHeaderBytes bounds a request's header block (net/http allows 4 KiB of slack on top).
+const MaxHeaderBytes = 64 << 10
+
 // Serve serves HTTP on ln until ctx ends, then shuts down gracefully: waiting receives answer,
 // requests in progress finish (up to grace), and new connections are refused. The API tier
 // (pkg/stack) and serve (pkg/embedded) both run this.
@@ -27,7 +30,9 @@ func Serve(ctx context.Context, ln net.Listener, d Drainable, grace time.Duratio
 		// A long poll waits up to 20 s and then still answers.
 		WriteTimeout: 60 * time.Second,
 		IdleTimeout:  120 * time.Second,
-		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Go's default is 1 MB of headers per request; above this net/http answers 431.
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

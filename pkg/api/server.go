@@ -11,15 +11,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/auth"
@@ -28,6 +27,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -66,11 +66,11 @@ type Config struct {
 	Rates    Rates
 	Clock    clock.Clock
 	Logger   *slog.Logger
-	// Registry receives the API's metrics; /metrics serves Gatherer.
+	// Registry receives the API's metrics (served by the admin listener, pkg/adminhttp, never
+	// on the public port).
 	Registry prometheus.Registerer
-	Gatherer prometheus.Gatherer
-	// Ready reports whether storage is reachable (for /readyz).
-	Ready func(ctx context.Context) error
+	// Dependencies are the backends /readyz checks; a failing one is named in the answer.
+	Dependencies []Dependency
 	// Draining is closed when the server shuts down: waiting receives answer at once.
 	Draining <-chan struct{}
 	// StorageTimeout bounds one request's storage work (default 10 s), so an unreachable
@@ -86,6 +86,27 @@ type Config struct {
 	PushAllowPrivate bool
 	// PushChanged, when set, announces a changed subscription (its queue id) to the pushers.
 	PushChanged func(ctx context.Context, queue ids.ID)
+	// ForgedHandles limits invalid receipt handles per source address (zero: the default).
+	ForgedHandles ForgedHandleLimit
+
+	// Tenancy keeps project limits, counts and usage (tenancy.go); nil: the defaults apply
+	// and nothing is counted against them.
+	Tenancy meta.TenancyStore
+	// DefaultLimits are the limits of projects without their own (zero: tenancy.Defaults).
+	DefaultLimits tenancy.Limits
+	// Parking bounds each project's parked long polls (nil: no bound).
+	Parking tenancy.Parking
+	// Meter counts each project's use (nil: not metered).
+	Meter *tenancy.Meter
+	// StoredBytes reads a project's stored bytes for its usage (nil: 0).
+	StoredBytes StoredBytesReader
+}
+
+// Dependency is a backend the API needs, checked by /readyz. Name is all a caller learns of a
+// failure (never an address or error text): "redis", "metadata", "store".
+type Dependency struct {
+	Name  string
+	Check func(ctx context.Context) error
 }
 
 // Server is the HTTP API.
@@ -94,6 +115,10 @@ type Server struct {
 	e       *echo.Echo
 	metrics *metrics
 	tokens  tokenCache
+	forged  *sourceBuckets
+	limits  limitsCache
+	// limiterWarned is when a failing project limiter was last logged (unix ns).
+	limiterWarned atomic.Int64
 }
 
 // New builds the API's handler.
@@ -108,13 +133,15 @@ func New(cfg Config) *Server {
 		cfg.StorageTimeout = 10 * time.Second
 	}
 	if cfg.Registry == nil {
-		r := prometheus.NewRegistry()
-		cfg.Registry, cfg.Gatherer = r, r
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.DefaultLimits == (tenancy.Limits{}) {
+		cfg.DefaultLimits = tenancy.Defaults
 	}
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
 	}
-	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry)}
+	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry), forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now)}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -134,15 +161,19 @@ func (s *Server) routes() {
 	e := s.e
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})))
 
 	v1 := e.Group("/v1")
 	op := s.require(scopeOperator)
 	v1.POST("/projects", s.createProject, op)
 	v1.GET("/projects", s.listProjects, op)
 	v1.GET("/projects/:project", s.getProject, op)
+	v1.PATCH("/projects/:project", s.updateProject, op)
+	v1.GET("/projects/:project/usage", s.getProjectUsage, op)
+	v1.GET("/project", s.getOwnProject, s.requireProject)
+	v1.GET("/project/usage", s.getOwnUsage, s.requireProject)
 	v1.POST("/projects/:project/tokens", s.createToken, op)
 	v1.DELETE("/projects/:project/tokens/:token", s.revokeToken, op)
+	v1.GET("/projects/:project/tokens/:token/sqs-credentials", s.sqsCredentials, op)
 
 	admin, read := s.require(auth.ScopeQueuesAdmin), s.require(auth.ScopeQueuesRead)
 	v1.POST("/queues", s.createQueue, admin)
@@ -165,29 +196,40 @@ func (s *Server) routes() {
 		v1.GET("/queues/:queue/subscription/attempts", s.listAttempts, read)
 	}
 
-	// Profiles of this process (net/http/pprof), for operators only.
-	dbg := e.Group("/debug/pprof", op)
-	dbg.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
-	dbg.GET("/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
-	dbg.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
-	dbg.GET("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
-	dbg.GET("/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
-
 	v1.POST("/receipts/ack", s.ack)
 	v1.POST("/receipts/visibility", s.changeVisibility)
 	v1.POST("/receipts/dead-letter", s.deadLetter)
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			return apierr.New(apierr.Unavailable, "not ready: %v", err).WithRetryAfter(time.Second)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	var down []string
+	for _, d := range s.cfg.Dependencies {
+		if err := d.Check(ctx); err != nil {
+			down = append(down, d.Name)
+			s.cfg.Logger.Warn("not ready", "dependency", d.Name, "err", err, "request_id", requestID(c))
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	if len(down) == 0 {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	}
+	c.Response().Header().Set("Retry-After", "1")
+	return c.JSON(http.StatusServiceUnavailable, map[string]errorBody{"error": {
+		Code:    apierr.Unavailable,
+		Message: "not ready: " + strings.Join(down, ", ") + " unavailable",
+		Details: map[string]any{"dependencies": down, "requestId": requestID(c)},
+	}})
 }
+
+func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
+
+// Answers of these codes carry a fixed message: their causes (Redis or DynamoDB error text,
+// addresses, script names) are for the log, found there by the request id the answer carries.
+const (
+	unavailableMessage = "the service is temporarily unavailable; retry after the Retry-After delay"
+	internalMessage    = "internal error"
+)
 
 // errorBody is the inner error object of the error model.
 type errorBody struct {
@@ -228,11 +270,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	default:
 		ae = apierr.As(err)
 	}
-	if ae.Code == apierr.Internal {
-		s.cfg.Logger.Error("internal error", "err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	}
-	if ae.Code == apierr.Unavailable && ae.RetryAfter == 0 {
-		ae.RetryAfter = time.Second
+	switch ae.Code {
+	case apierr.Internal:
+		s.cfg.Logger.Error("internal error", "err", err, "route", c.Path(), "request_id", requestID(c))
+		ae = &apierr.Error{Code: apierr.Internal, Message: internalMessage, Details: map[string]any{"requestId": requestID(c)}}
+	case apierr.Unavailable:
+		s.cfg.Logger.Warn("unavailable", "err", err, "route", c.Path(), "request_id", requestID(c))
+		ae = &apierr.Error{Code: apierr.Unavailable, Message: unavailableMessage, RetryAfter: max(ae.RetryAfter, time.Second),
+			Details: map[string]any{"requestId": requestID(c)}}
 	}
 	if ae.RetryAfter > 0 {
 		secs := int((ae.RetryAfter + time.Second - 1) / time.Second)
@@ -285,11 +330,12 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "unmatched"
 		}
 		status := c.Response().Status
-		s.metrics.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Inc()
-		s.metrics.latency.WithLabelValues(c.Request().Method, route).Observe(time.Since(start).Seconds())
+		method := methodLabel(c.Request().Method)
+		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+		s.metrics.latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 		s.cfg.Logger.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
 			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
-			slog.String("method", c.Request().Method), slog.String("route", route),
+			slog.String("method", method), slog.String("route", route),
 			slog.Int("status", status), slog.Duration("duration", time.Since(start)))
 		return nil
 	}
@@ -302,17 +348,7 @@ func readBody(c echo.Context) ([]byte, error) {
 	if r.ContentLength > MaxRequestBytes {
 		return nil, apierr.New(apierr.PayloadTooLarge, "the request body is over %d bytes", MaxRequestBytes)
 	}
-	body := http.MaxBytesReader(c.Response(), r.Body, MaxRequestBytes)
-	var data []byte
-	var err error
-	if r.ContentLength > 0 {
-		// One allocation of the announced size, rather than ReadAll's doublings; a body
-		// longer than announced is net/http's to refuse, a shorter one fails here.
-		data = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, data)
-	} else {
-		data, err = io.ReadAll(body)
-	}
+	data, err := readUpTo(http.MaxBytesReader(c.Response(), r.Body, MaxRequestBytes), r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -2,9 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -138,7 +141,7 @@ func (s *Server) createSubscription(c echo.Context) error {
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	if err := s.cfg.Subscriptions.CreateSubscription(ctx, sub); err != nil {
+	if err := s.createSubscriptionWithin(ctx, sub); err != nil {
 		switch apierr.CodeOf(err) {
 		case apierr.SubscriptionExists:
 			return apierr.New(apierr.SubscriptionExists, "queue %q already has a push subscription; change it with PATCH or delete it first", q.Name)
@@ -297,14 +300,20 @@ func (s *Server) listAttempts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	after, err := decodeAttemptsCursor(c.QueryParam("cursor"))
+	if err != nil {
+		return err
+	}
 	var as []pusher.Attempt
 	if s.cfg.Attempts != nil {
 		ctx, cancel := s.storageCtx(c)
 		defer cancel()
-		if as, err = s.cfg.Attempts.Recent(ctx, sub.ID, limit); err != nil {
+		// The whole log (it is short) is read, so a page knows whether another follows it.
+		if as, err = s.cfg.Attempts.Recent(ctx, sub.ID, pusher.AttemptsKept); err != nil {
 			return err
 		}
 	}
+	as, next := pageAttempts(as, after, limit)
 	out := make([]attemptJSON, len(as))
 	for i, a := range as {
 		out[i] = attemptJSON{At: formatTime(a.At), AttemptID: a.AttemptID, MessageIDs: a.MessageIDs, LatencyMs: a.LatencyMs, Outcome: a.Outcome}
@@ -324,5 +333,37 @@ func (s *Server) listAttempts(c echo.Context) error {
 			out[i].Detail = &d
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"attempts": out, "nextCursor": nil})
+	return c.JSON(http.StatusOK, map[string]any{"attempts": out, "nextCursor": cursorOut(next)})
+}
+
+// pageAttempts returns the page of the log (newest first) after the attempt named after, and
+// the cursor of the page that follows ("" when none). An attempt no longer in the log (it
+// was trimmed, being the oldest) ends the listing: everything older went with it.
+func pageAttempts(as []pusher.Attempt, after string, limit int) ([]pusher.Attempt, string) {
+	if after != "" {
+		i := slices.IndexFunc(as, func(a pusher.Attempt) bool { return a.AttemptID == after })
+		if i < 0 {
+			return nil, ""
+		}
+		as = as[i+1:]
+	}
+	if len(as) <= limit {
+		return as, ""
+	}
+	as = as[:limit]
+	return as, base64.RawURLEncoding.EncodeToString([]byte(attemptsCursorPrefix + as[limit-1].AttemptID))
+}
+
+const attemptsCursorPrefix = "a|"
+
+func decodeAttemptsCursor(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	id, ok := strings.CutPrefix(string(raw), attemptsCursorPrefix)
+	if err != nil || !ok || id == "" {
+		return "", apierr.Invalid("cursor", "malformed cursor")
+	}
+	return id, nil
 }

@@ -29,6 +29,7 @@ const (
 	ReceiptHandleStale      Code = "receipt_handle_stale"
 	VisibilityLimitExceeded Code = "visibility_limit_exceeded"
 	PurgeTooSoon            Code = "purge_too_soon"
+	QuotaExceeded           Code = "quota_exceeded"
 	RateLimited             Code = "rate_limited"
 	Unavailable             Code = "unavailable"
 	Internal                Code = "internal"
@@ -49,6 +50,7 @@ var statuses = map[Code]int{
 	ReceiptHandleStale:      http.StatusGone,
 	VisibilityLimitExceeded: http.StatusBadRequest,
 	PurgeTooSoon:            http.StatusTooManyRequests,
+	QuotaExceeded:           http.StatusForbidden,
 	RateLimited:             http.StatusTooManyRequests,
 	Unavailable:             http.StatusServiceUnavailable,
 	Internal:                http.StatusInternalServerError,
@@ -148,6 +150,15 @@ func As(err error) *Error {
 		return e
 	}
 	return &Error{Code: Internal, Message: "internal error"}
+}
+
+// Quota returns a quota_exceeded error naming the project limit (details.limit) it would pass.
+func Quota(limit string, max int64, what string) *Error {
+	return &Error{
+		Code:    QuotaExceeded,
+		Message: fmt.Sprintf("the project's %s limit (%d) is reached: %s", limit, max, what),
+		Details: map[string]any{"limit": limit},
+	}
 }
 
 // Sentinels for comparisons with errors.Is.

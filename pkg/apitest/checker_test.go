@@ -220,14 +220,14 @@ func TestRequireAllReportsMissing(t *testing.T) {
 	exchange(t, chk, "GET", srv.URL+"/healthz", "", false)
 
 	rec := &recorder{TB: t}
-	chk.RequireAll(rec, "getMetrics", "noSuchOperation")
+	chk.RequireAll(rec, "getReadiness", "noSuchOperation")
 	got := strings.Join(rec.failures(), "\n")
 	for _, want := range []string{"noSuchOperation", "sendMessages", "receiveMessages"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("RequireAll reports %q, want them to mention %s", got, want)
 		}
 	}
-	for _, notWant := range []string{"getHealth,", "getMetrics,"} {
+	for _, notWant := range []string{"getHealth,", "getReadiness,"} {
 		if strings.Contains(got, notWant) {
 			t.Errorf("RequireAll reports %q, which wrongly names %s", got, notWant)
 		}
@@ -248,7 +248,7 @@ func TestRouting(t *testing.T) {
 		"DELETE /v1/queues/orders-1/groups/customer%2F7":              "deleteGroup",
 		"DELETE /v1/projects/prj_069tbckw3sykn7rj7d65tvkzg0/tokens/x": "revokeToken",
 		"POST /v1/receipts/dead-letter":                               "deadLetterReceipts",
-		"GET /metrics":                                                "getMetrics",
+		"GET /readyz":                                                 "getReadiness",
 	} {
 		method, target, _ := strings.Cut(path, " ")
 		req := httptest.NewRequest(method, base+target, nil)

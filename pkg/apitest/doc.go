@@ -11,7 +11,7 @@
 //	chk := apitest.NewChecker(t, srv.URL)
 //	resp, err := chk.Client().Post(srv.URL+"/v1/queues", "application/json", body)
 //	...
-//	chk.RequireAll(t, "getMetrics") // at the end of a suite: every operation was exercised
+//	chk.RequireAll(t, "getHealth") // at the end of a suite: every operation was exercised
 //
 // Violations are reported with tb.Errorf on the testing.TB given to NewChecker, so the test
 // goes on and shows every violation it meets.

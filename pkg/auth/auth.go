@@ -7,6 +7,7 @@ package auth
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"slices"
 	"time"
@@ -63,6 +64,7 @@ type claims struct {
 type Authority struct {
 	ring     *keys.Ring
 	derived  map[string][]byte
+	sqs      [][]byte // per key, signing key first: derives SQS secret access keys
 	operator [32]byte
 	hasOp    bool
 	now      func() time.Time
@@ -73,6 +75,7 @@ func New(ring *keys.Ring, operatorToken string, now func() time.Time) *Authority
 	a := &Authority{ring: ring, derived: map[string][]byte{}, now: now}
 	for _, k := range ring.All() {
 		a.derived[k.ID] = k.Derive(keys.PurposeToken)
+		a.sqs = append(a.sqs, k.Derive(keys.PurposeSQS))
 	}
 	if operatorToken != "" {
 		a.operator = sha256.Sum256([]byte(operatorToken))
@@ -102,12 +105,16 @@ func (a *Authority) Issue(projectID, tokenID ids.ID, scopes []string, issuedAt t
 	return t.SignedString(a.derived[k.ID])
 }
 
+// MaxTokenBytes bounds a bearer credential. Ours are a few hundred bytes; anything longer is
+// refused before a byte of it is base64- or JSON-decoded, so a huge token costs no parsing.
+const MaxTokenBytes = 4 << 10
+
 var errUnauth = apierr.New(apierr.Unauthenticated, "missing, malformed, expired or unknown bearer token")
 
 // Verify checks a bearer credential. It answers the operator for the configured operator
 // secret, a project principal for a valid JWT, and unauthenticated otherwise.
 func (a *Authority) Verify(bearer string) (Principal, error) {
-	if bearer == "" {
+	if bearer == "" || len(bearer) > MaxTokenBytes {
 		return Principal{}, errUnauth
 	}
 	if a.hasOp {
@@ -144,4 +151,27 @@ func (a *Authority) Verify(bearer string) (Principal, error) {
 		}
 	}
 	return Principal{ProjectID: pid, TokenID: tid, Scopes: c.Scopes}, nil
+}
+
+// SQSSecret is a token's SQS secret access key (SPEC §11): derived from the token id with the
+// signing key, so it is never stored and the operator can show it again.
+func (a *Authority) SQSSecret(tokenID ids.ID) string { return sqsSecret(a.sqs[0], tokenID) }
+
+// SQSSecrets are the token's secret under every key of the ring, the signing key's first: a
+// request signed with any of them verifies, so secrets survive a key rotation until the old
+// key leaves the ring.
+func (a *Authority) SQSSecrets(tokenID ids.ID) []string {
+	out := make([]string, len(a.sqs))
+	for i, k := range a.sqs {
+		out[i] = sqsSecret(k, tokenID)
+	}
+	return out
+}
+
+// sqsSecret is 40 characters, the length of an AWS secret access key: 30 bytes of
+// HMAC-SHA256(key, token id), base64url.
+func sqsSecret(key []byte, tokenID ids.ID) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(tokenID[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:30])
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -68,6 +69,16 @@ func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
+// defaultHTTPClient is shared by the clients made without WithHTTPClient. Its transport keeps
+// up to 64 idle connections per host where http.DefaultTransport keeps 2: a consumer has
+// several receives and acknowledgements in flight at once, and with 2 idle connections most
+// of its calls would open a new one.
+var defaultHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}()
+
 // New returns a client for the service at baseURL (such as "http://127.0.0.1:8080").
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
@@ -77,7 +88,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("queues: bad URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, hc: &http.Client{}, retry: DefaultRetryPolicy, userAgent: "queues-go"}
+	c := &Client{base: u, hc: defaultHTTPClient, retry: DefaultRetryPolicy, userAgent: "queues-go"}
 	for _, o := range opts {
 		o(c)
 	}
@@ -226,7 +237,14 @@ func (c *Client) once(ctx context.Context, method, u, contentType string, data [
 		return 0, 0, fmt.Errorf("queues: %s %s: %w", method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer putBodyBuffer(buf)
+	buf.Reset()
+	if resp.ContentLength > 0 && resp.ContentLength <= maxPooledBody {
+		buf.Grow(int(resp.ContentLength))
+	}
+	_, err = buf.ReadFrom(resp.Body)
+	raw := buf.Bytes() // only until return: decoded values copy what they keep
 	if err != nil {
 		return resp.StatusCode, 0, fmt.Errorf("queues: %s %s: reading the answer: %w", method, req.URL.Path, err)
 	}
@@ -237,11 +255,26 @@ func (c *Client) once(ctx context.Context, method, u, contentType string, data [
 	if out != nil && len(raw) > 0 {
 		if s, ok := out.(*string); ok {
 			*s = string(raw)
+		} else if fd, ok := out.(fastDecoder); ok && fd.decodeFast(raw) {
+			// read without reflection
 		} else if err := json.Unmarshal(raw, out); err != nil {
 			return resp.StatusCode, 0, fmt.Errorf("queues: %s %s: decoding the answer: %w", method, req.URL.Path, err)
 		}
 	}
 	return resp.StatusCode, 0, nil
+}
+
+// Answers are read into pooled buffers: a consumer reads thousands a second, and growing a
+// fresh buffer for each was most of its allocation.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest buffer kept for reuse.
+const maxPooledBody = 1 << 20
+
+func putBodyBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBody {
+		bodyBuffers.Put(b)
+	}
 }
 
 func parseRetryAfter(v string) time.Duration {

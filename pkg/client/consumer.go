@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -120,17 +121,23 @@ func secondsUp(d time.Duration) int {
 
 // ConsumeOptions tune Consume; the zero value is a sensible consumer.
 type ConsumeOptions struct {
-	// Concurrency is how many handlers run at once (default 10). The consumer receives only
-	// as many messages as it has idle handlers, so it holds none it is not working on.
+	// Concurrency is how many handlers run at once (default 10).
 	Concurrency int
-	// Pollers is how many receives may be waiting at once (default Concurrency/10, at least 1).
+	// Prefetch is how many received messages may wait for a free handler, beyond those the
+	// handlers are working on (default Concurrency, at most Concurrency; -1 for none, so the
+	// consumer holds only messages it is working on). Waiting messages are heartbeaten like
+	// running ones, and released (visible again at once) when the consumer stops.
+	Prefetch int
+	// Pollers is how many receives may be in flight at once (default (Concurrency +
+	// Prefetch) / 10, at least 1, so that each can ask for a full batch). A poller asks for
+	// as many messages as there is room for, up to 10.
 	Pollers int
 	// WaitSeconds is each receive's long-polling wait (default 20).
 	WaitSeconds int
 	// VisibilityTimeout is each receive's visibility timeout, rounded up to seconds. Default:
 	// the queue's (read once with GetQueue), or 30 s when the token may not read the queue.
-	// While a handler runs past half of it, the consumer extends the message's visibility by
-	// this much again (heartbeat).
+	// While a message is held past half of it, the consumer extends the message's visibility
+	// by this much again (heartbeat).
 	VisibilityTimeout time.Duration
 	// ShutdownTimeout is how long, once ctx ends, Consume waits for running handlers before it
 	// cancels their context and releases their messages (default 30 s).
@@ -165,15 +172,20 @@ func (e *ConsumerError) Error() string {
 func (e *ConsumerError) Unwrap() error { return e.Err }
 
 // Consume receives messages from queue and runs h for each, with bounded concurrency,
-// settling each message from h's result (see Handler), until ctx ends. While a handler runs
-// past half the visibility timeout, its message's visibility is extended. Acknowledgements
-// are sent in batches.
+// settling each message from h's result (see Handler), until ctx ends. While a message is
+// held past half the visibility timeout, its visibility is extended. Acknowledgements are
+// sent in batches.
 //
-// When ctx ends Consume stops receiving, waits up to ShutdownTimeout for running handlers,
-// then cancels the context of those still running and releases their messages (visible again
-// at once; their results are ignored), sends the acknowledgements it holds and returns nil.
-// It returns early with an error the service will keep answering — the queue does not exist
-// (ErrNotFound) or the token is not good for it (IsAuth) — after the same shutdown.
+// Several receives are in flight at once (Pollers), each asking for up to 10 messages, and
+// up to Prefetch received messages wait for a free handler, so the handlers do not wait for
+// a receive's round trip.
+//
+// When ctx ends Consume stops receiving, releases the messages no handler has started,
+// waits up to ShutdownTimeout for running handlers, then cancels the context of those still
+// running and releases their messages (visible again at once; their results are ignored),
+// sends the acknowledgements it holds and returns nil. It returns early with an error the
+// service will keep answering — the queue does not exist (ErrNotFound) or the token is not
+// good for it (IsAuth) — after the same shutdown.
 func (c *Client) Consume(ctx context.Context, queue string, h Handler, opts ConsumeOptions) error {
 	co, err := c.newConsumer(ctx, queue, h, opts)
 	if err != nil {
@@ -189,36 +201,47 @@ type consumer struct {
 	o     ConsumeOptions
 	vt    time.Duration
 
-	sem      chan struct{}      // one token per idle handler slot
+	room     chan struct{}      // one token per message the consumer may still hold
+	gather   chan struct{}      // held by the poller taking room (see take)
+	work     chan *delivery     // received messages waiting for a handler
+	stopping atomic.Bool        // ctx ended: handlers start no more messages
+	inHand   atomic.Int32       // received messages whose room has not come back yet
 	hctx     context.Context    // handlers' context: ends at the shutdown deadline
 	hcancel  context.CancelFunc // ends hctx
 	handlers sync.WaitGroup
-	settling sync.WaitGroup // settlements under way (of handlers not abandoned)
+	settling sync.WaitGroup // settlements under way (of deliveries not abandoned)
 	acks     chan string
 	ackDone  chan struct{}
 
-	mu       sync.Mutex
-	inflight map[*delivery]struct{}
-	fatal    error
+	mu    sync.Mutex
+	held  map[*delivery]struct{} // received and not settled: waiting or running
+	fatal error
 }
 
-// delivery is a message a handler is working on.
+// delivery is a message the consumer holds, from its receive until it is settled.
 type delivery struct {
-	m         *Message
-	abandoned bool // released at shutdown; the handler's result is ignored
+	m *Message
+	// Guarded by consumer.mu:
+	extended  time.Time // when its visibility deadline was last set (receive or heartbeat)
+	noBeat    bool      // a heartbeat found the handle no longer extendable
+	abandoned bool      // released at shutdown; the handler's result is ignored
 }
 
-func (c *Client) newConsumer(ctx context.Context, queue string, h Handler, o ConsumeOptions) (*consumer, error) {
-	if h == nil {
-		return nil, errors.New("queues: Consume needs a handler")
-	}
+func (o *ConsumeOptions) defaults() {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 10
 	}
-	if o.Pollers <= 0 {
-		o.Pollers = max(1, o.Concurrency/MaxReceiveBatch)
+	switch {
+	case o.Prefetch < 0:
+		o.Prefetch = 0
+	case o.Prefetch == 0 || o.Prefetch > o.Concurrency:
+		o.Prefetch = o.Concurrency
 	}
-	o.Pollers = min(o.Pollers, o.Concurrency)
+	held := o.Concurrency + o.Prefetch
+	if o.Pollers <= 0 {
+		o.Pollers = max(1, held/MaxReceiveBatch)
+	}
+	o.Pollers = min(o.Pollers, held)
 	if o.WaitSeconds <= 0 {
 		o.WaitSeconds = 20
 	}
@@ -232,6 +255,13 @@ func (c *Client) newConsumer(ctx context.Context, queue string, h Handler, o Con
 	if o.AckInterval <= 0 {
 		o.AckInterval = 50 * time.Millisecond
 	}
+}
+
+func (c *Client) newConsumer(ctx context.Context, queue string, h Handler, o ConsumeOptions) (*consumer, error) {
+	if h == nil {
+		return nil, errors.New("queues: Consume needs a handler")
+	}
+	o.defaults()
 	vt := o.VisibilityTimeout
 	if vt <= 0 {
 		q, err := c.GetQueue(ctx, queue)
@@ -245,15 +275,18 @@ func (c *Client) newConsumer(ctx context.Context, queue string, h Handler, o Con
 		}
 	}
 	vt = time.Duration(max(secondsUp(vt), 1)) * time.Second
+	held := o.Concurrency + o.Prefetch
 	co := &consumer{
 		c: c, queue: queue, h: h, o: o, vt: vt,
-		sem:      make(chan struct{}, o.Concurrency),
-		acks:     make(chan string, o.AckBatchSize),
-		ackDone:  make(chan struct{}),
-		inflight: map[*delivery]struct{}{},
+		room:    make(chan struct{}, held),
+		gather:  make(chan struct{}, 1),
+		work:    make(chan *delivery, held),
+		acks:    make(chan string, 4*o.AckBatchSize),
+		ackDone: make(chan struct{}),
+		held:    map[*delivery]struct{}{},
 	}
-	for range o.Concurrency {
-		co.sem <- struct{}{}
+	for range held {
+		co.room <- struct{}{}
 	}
 	co.hctx, co.hcancel = context.WithCancel(context.WithoutCancel(ctx))
 	return co, nil
@@ -270,13 +303,22 @@ func (co *consumer) run(ctx context.Context) error {
 	pctx, stopPolling := context.WithCancel(ctx)
 	defer stopPolling()
 	go co.acker()
+	beatDone := make(chan struct{})
+	go co.heartbeats(beatDone)
+	for range co.o.Concurrency {
+		co.handlers.Go(co.handle)
+	}
 	var pollers sync.WaitGroup
 	for range co.o.Pollers {
 		pollers.Go(func() { co.poll(pctx, stopPolling) })
 	}
 	pollers.Wait()
 
-	// Shutdown: no more receives. Wait for the handlers, up to the deadline.
+	// Shutdown: no more receives, no more handlers started. The messages still waiting go
+	// back at once; the running handlers have until the deadline.
+	co.stopping.Store(true)
+	close(co.work)
+	co.release(co.waiting())
 	idle := make(chan struct{})
 	go func() { co.handlers.Wait(); close(idle) }()
 	t := time.NewTimer(co.o.ShutdownTimeout)
@@ -284,8 +326,14 @@ func (co *consumer) run(ctx context.Context) error {
 	case <-idle:
 		t.Stop()
 	case <-t.C:
-		co.abandon()
 	}
+	// Whatever is still held now is released: at the deadline, the running handlers' messages
+	// (their context is cancelled, after they are marked abandoned so that a handler that
+	// returns at once is not settled); otherwise the waiting messages a handler skipped.
+	left := co.abandonAll()
+	co.hcancel()
+	<-beatDone
+	co.release(left)
 	co.settling.Wait()
 	close(co.acks)
 	<-co.ackDone
@@ -294,66 +342,22 @@ func (co *consumer) run(ctx context.Context) error {
 	return co.fatal
 }
 
-// abandon cancels the handlers still running and releases their messages.
-func (co *consumer) abandon() {
-	co.hcancel()
-	co.mu.Lock()
-	var entries []VisibilityEntry
-	var ids []string
-	for d := range co.inflight {
-		d.abandoned = true
-		entries = append(entries, VisibilityEntry{ReceiptHandle: d.m.ReceiptHandle})
-		ids = append(ids, d.m.MessageID)
-	}
-	clear(co.inflight)
-	co.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for len(entries) > 0 {
-		n := min(len(entries), MaxReceiptBatch)
-		res, err := co.c.ChangeVisibilityBatch(ctx, entries[:n])
-		if err != nil {
-			co.report("release", "", err)
-		}
-		for i, e := range res {
-			co.report("release", ids[i], e)
-		}
-		entries, ids = entries[n:], ids[n:]
-	}
-}
-
-// poll receives as many messages as there are idle handlers and starts a handler for each.
+// poll receives as many messages as there is room for (up to 10 per receive) and hands them
+// to the handlers.
 func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
 	failures := 0
+	vt, wait := Int(int(co.vt/time.Second)), Int(co.o.WaitSeconds)
 	for {
-		// Take one idle slot (waiting for it), then any others that are idle.
-		select {
-		case <-ctx.Done():
+		n := co.take(ctx)
+		if n == 0 {
 			return
-		case <-co.sem:
-		}
-		n := 1
-	more:
-		for n < MaxReceiveBatch {
-			select {
-			case <-co.sem:
-				n++
-			default:
-				break more
-			}
 		}
 		started := time.Now()
-		msgs, err := co.c.Receive(ctx, co.queue, ReceiveInput{
-			MaxMessages:              n,
-			VisibilityTimeoutSeconds: Int(int(co.vt / time.Second)),
-			WaitSeconds:              Int(co.o.WaitSeconds),
-		})
+		msgs, err := co.c.Receive(ctx, co.queue, ReceiveInput{MaxMessages: n, VisibilityTimeoutSeconds: vt, WaitSeconds: wait})
 		for range n - len(msgs) {
-			co.sem <- struct{}{}
+			co.room <- struct{}{}
 		}
-		for i := range msgs {
-			co.start(&msgs[i], started)
-		}
+		co.hold(msgs, started)
 		if err == nil {
 			failures = 0
 			continue
@@ -384,29 +388,101 @@ func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
 	}
 }
 
-// start runs the handler for m in its own goroutine, with a heartbeat, and settles m.
-func (co *consumer) start(m *Message, leased time.Time) {
-	d := &delivery{m: m}
+// take takes room for up to a batch of messages for one receive and returns how many (0
+// when ctx ended). It waits for the first; then, for up to gatherWait, for a full batch
+// while handlers are running (each returns its room when it finishes, so with quick handlers
+// room comes back a message at a time, microseconds apart); with no received message in
+// hand it receives at once what there is room for. One poller gathers at a time,
+// so returning room fills one receive instead of being split between all of them.
+func (co *consumer) take(ctx context.Context) int {
+	select {
+	case <-ctx.Done():
+		return 0
+	case co.gather <- struct{}{}:
+	}
+	defer func() { <-co.gather }()
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-co.room:
+	}
+	n := 1
+	var t *time.Timer
+	deadline := time.Now().Add(gatherWait)
+gather:
+	for n < MaxReceiveBatch {
+		select {
+		case <-co.room:
+			n++
+			continue
+		default:
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 || co.inHand.Load() == 0 {
+			break
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-co.room:
+			n++
+		case <-t.C:
+			break gather
+		case <-ctx.Done():
+			break gather
+		}
+	}
+	if t != nil {
+		t.Stop()
+	}
+	return n
+}
+
+// hold records received messages as held and queues them for the handlers. The work
+// channel has room for every message the consumer may hold, so this never blocks.
+func (co *consumer) hold(msgs []Message, leased time.Time) {
+	if len(msgs) == 0 {
+		return
+	}
+	ds := make([]delivery, len(msgs))
 	co.mu.Lock()
-	co.inflight[d] = struct{}{}
+	for i := range msgs {
+		ds[i] = delivery{m: &msgs[i], extended: leased}
+		co.held[&ds[i]] = struct{}{}
+	}
 	co.mu.Unlock()
-	co.handlers.Go(func() {
-		defer func() { co.sem <- struct{}{} }()
-		stopBeat := co.heartbeat(d, leased)
-		err := co.call(m)
-		stopBeat()
+	co.inHand.Add(int32(len(ds)))
+	for i := range ds {
+		co.work <- &ds[i]
+	}
+}
+
+// handle is one handler slot: it runs the handler for each message it takes and settles it,
+// until the consumer stops.
+func (co *consumer) handle() {
+	for d := range co.work {
+		if co.stopping.Load() {
+			continue // left held: released at shutdown
+		}
+		err := co.call(d.m)
 		co.mu.Lock()
 		abandoned := d.abandoned
-		delete(co.inflight, d)
 		if !abandoned {
-			co.settling.Add(1) // before abandon can run, so shutdown waits for it
+			delete(co.held, d)
+			co.settling.Add(1) // before abandonAll can run, so shutdown waits for it
 		}
 		co.mu.Unlock()
-		if !abandoned {
-			co.settle(m, err)
-			co.settling.Done()
+		if abandoned {
+			return // released at the deadline; the consumer is gone
 		}
-	})
+		co.settle(d.m, err)
+		co.settling.Done()
+		co.inHand.Add(-1)
+		co.room <- struct{}{}
+	}
 }
 
 func (co *consumer) call(m *Message) (err error) {
@@ -418,38 +494,6 @@ func (co *consumer) call(m *Message) (err error) {
 	return co.h(co.hctx, m)
 }
 
-// heartbeat extends m's visibility each time half the visibility timeout has passed, until
-// the returned function is called.
-func (co *consumer) heartbeat(d *delivery, leased time.Time) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		half := co.vt / 2
-		t := time.NewTimer(time.Until(leased.Add(half)))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-co.hctx.Done():
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(co.hctx, half)
-			err := co.c.ChangeVisibility(ctx, d.m.ReceiptHandle, int(co.vt/time.Second))
-			cancel()
-			if err != nil {
-				co.report("heartbeat", d.m.MessageID, err)
-				if IsStale(err) || CodeOf(err) == CodeVisibilityLimitExceeded || CodeOf(err) == CodeReceiptHandleInvalid {
-					return
-				}
-			}
-			t.Reset(half)
-		}
-	})
-	return func() { close(done); wg.Wait() }
-}
-
 // settle applies a handler's result to m.
 func (co *consumer) settle(m *Message, err error) {
 	o := OutcomeOf(err)
@@ -459,54 +503,19 @@ func (co *consumer) settle(m *Message, err error) {
 			o.Delay = co.o.ErrorRetryAfter(m, o.Err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	switch o.Kind {
 	case OutcomeAck:
 		co.acks <- m.ReceiptHandle
+		return
+	case OutcomeDefer:
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	switch o.Kind {
 	case OutcomeRetry:
 		co.report("retry", m.MessageID, co.c.ChangeVisibility(ctx, m.ReceiptHandle, secondsUp(o.Delay)))
 	case OutcomeDeadLetter:
 		co.report("dead-letter", m.MessageID, co.c.DeadLetter(ctx, m.ReceiptHandle, o.Reason))
-	case OutcomeDefer:
-	}
-}
-
-// acker sends acknowledgements in batches: when AckBatchSize are waiting, every AckInterval,
-// and when the consumer stops.
-func (co *consumer) acker() {
-	defer close(co.ackDone)
-	t := time.NewTicker(co.o.AckInterval)
-	defer t.Stop()
-	var batch []string
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := co.c.AckBatch(ctx, batch)
-		cancel()
-		if err != nil {
-			co.report("ack", "", err)
-		}
-		for _, e := range res {
-			co.report("ack", "", e)
-		}
-		batch = batch[:0]
-	}
-	for {
-		select {
-		case h, ok := <-co.acks:
-			if !ok {
-				flush()
-				return
-			}
-			batch = append(batch, h)
-			if len(batch) >= co.o.AckBatchSize {
-				flush()
-			}
-		case <-t.C:
-			flush()
-		}
 	}
 }

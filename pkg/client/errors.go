@@ -27,6 +27,7 @@ const (
 	CodeReceiptHandleStale      Code = "receipt_handle_stale"
 	CodeVisibilityLimitExceeded Code = "visibility_limit_exceeded"
 	CodePurgeTooSoon            Code = "purge_too_soon"
+	CodeQuotaExceeded           Code = "quota_exceeded"
 	CodeRateLimited             Code = "rate_limited"
 	CodeUnavailable             Code = "unavailable"
 	CodeInternal                Code = "internal"
@@ -39,7 +40,7 @@ var codeStatus = map[Code]int{
 	CodeUnauthenticated: 401, CodePermissionDenied: 403, CodeNotFound: 404, CodeMethodNotAllowed: 405,
 	CodeQueueExists: 409, CodeQueueInUse: 409, CodeSubscriptionExists: 409,
 	CodeReceiptHandleInvalid: 400, CodeReceiptHandleStale: 410, CodeVisibilityLimitExceeded: 400,
-	CodePurgeTooSoon: 429, CodeRateLimited: 429, CodeUnavailable: 503, CodeInternal: 500,
+	CodePurgeTooSoon: 429, CodeQuotaExceeded: 403, CodeRateLimited: 429, CodeUnavailable: 503, CodeInternal: 500,
 }
 
 // Error is an error answer of the API: {"error": {"code", "message", "details"}}. Use
@@ -99,6 +100,7 @@ var (
 	ErrSubscriptionExists = &Error{Code: CodeSubscriptionExists}
 	ErrRateLimited        = &Error{Code: CodeRateLimited}
 	ErrPurgeTooSoon       = &Error{Code: CodePurgeTooSoon}
+	ErrQuotaExceeded      = &Error{Code: CodeQuotaExceeded}
 	ErrUnavailable        = &Error{Code: CodeUnavailable}
 )
 
@@ -138,6 +140,21 @@ func IsConflict(err error) bool {
 		return true
 	}
 	return false
+}
+
+// IsQuotaExceeded: the call would pass one of the project's limits (quota_exceeded); QuotaLimit
+// names which.
+func IsQuotaExceeded(err error) bool { return CodeOf(err) == CodeQuotaExceeded }
+
+// QuotaLimit is the project limit a quota_exceeded error names (details.limit: "maxQueues",
+// "maxSubscriptions" or "maxStoredBytes"), or "".
+func QuotaLimit(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeQuotaExceeded {
+		s, _ := e.Details["limit"].(string)
+		return s
+	}
+	return ""
 }
 
 // IsAuth: no, a bad or an insufficient credential (unauthenticated, permission_denied).

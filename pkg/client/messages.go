@@ -125,9 +125,7 @@ type Message struct {
 // Receive claims up to in.MaxMessages messages (scope messages:receive), waiting for them as
 // in.WaitSeconds says. It returns none when the wait ends empty.
 func (c *Client) Receive(ctx context.Context, queue string, in ReceiveInput) ([]Message, error) {
-	var r struct {
-		Messages []Message `json:"messages"`
-	}
+	r := receiveAnswer{Messages: make([]Message, 0, min(max(in.MaxMessages, 1), MaxReceiveBatch))} // decoded in place, not grown
 	if err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/receive", nil, in, &r); err != nil {
 		return nil, err
 	}

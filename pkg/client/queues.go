@@ -10,12 +10,15 @@ import (
 	"time"
 )
 
-// Project is a tenant.
+// Project is a tenant. Limits and Usage are set by GetProject, OwnProject and
+// UpdateProjectLimits (not in listings).
 type Project struct {
-	ID        string    `json:"id"`
-	Slug      string    `json:"slug"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID        string        `json:"id"`
+	Slug      string        `json:"slug"`
+	Name      string        `json:"name"`
+	CreatedAt time.Time     `json:"createdAt"`
+	Limits    *Limits       `json:"limits,omitempty"`
+	Usage     *ProjectUsage `json:"usage,omitempty"`
 }
 
 // ProjectPage is one page of projects.
@@ -334,11 +337,4 @@ func (c *Client) Ready(ctx context.Context) error {
 	once := *c // not ready is an answer, not something to wait out
 	once.retry.MaxAttempts = 1
 	return once.Do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
-}
-
-// Metrics returns the Prometheus metrics text (GET /metrics).
-func (c *Client) Metrics(ctx context.Context) (string, error) {
-	var s string
-	err := c.Do(ctx, http.MethodGet, "/metrics", nil, nil, &s)
-	return s, err
 }

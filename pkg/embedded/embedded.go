@@ -38,7 +38,9 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
@@ -47,7 +49,9 @@ import (
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -76,11 +80,19 @@ type Options struct {
 	SweepEvery time.Duration
 	// CacheTTL bounds metadata staleness (default metacache.DefaultTTL).
 	CacheTTL time.Duration
-	// Registry receives the API's and the pusher's metrics, served on /metrics (nil: a new
-	// registry).
+	// Registry receives the API's and the pusher's metrics, which the caller serves on the
+	// admin listener (pkg/adminhttp; nil: a new registry, not served).
 	Registry *prometheus.Registry
 	// Push configures the in-process pusher.
 	Push PushOptions
+	// DefaultLimits are the project limits of projects without their own (zero:
+	// tenancy.Defaults; QUEUES_DEFAULT_LIMITS).
+	DefaultLimits tenancy.Limits
+	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
+	MeterEvery time.Duration
+	// BacklogTopN is how many of the busiest queues get labelled backlog and push-health
+	// metrics (package backlog; 0: backlog.DefaultTopN, negative: no backlog sampling).
+	BacklogTopN int
 }
 
 // PushOptions configure the in-process pusher.
@@ -109,6 +121,8 @@ type Node struct {
 	Store  *embeddedmeta.Store
 	Meta   *metacache.Cache
 	Auth   *auth.Authority
+	// Meter counts use per project and hour (flushed to the store).
+	Meter *tenancy.Meter
 	// Pusher pushes every subscription's messages; Attempts is its attempts log.
 	Pusher   *pusher.Pusher
 	Attempts pusher.AttemptLog
@@ -176,8 +190,11 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		reg = prometheus.NewRegistry()
 	}
 	signer := receipt.NewSigner(ring)
+	gens := &pusher.LocalGenerations{}
+	n.Meter = tenancy.NewMeter(clk, "")
 	n.Pusher, err = pusher.New(pusher.Config{
-		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts,
+		Usage:  n.Meter,
+		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
 		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
 	})
@@ -185,20 +202,42 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.Pusher.OnApplied = o.Push.OnApplied
+	stored := tenancy.EngineStoredBytes(eng)
 	n.API = api.New(api.Config{
-		Engine: eng, Meta: cache, Auth: authority, Receipts: signer,
+		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
+		Parking: tenancy.NewLocalParking(),
+		Engine:  eng, Meta: cache, Auth: authority, Receipts: signer,
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
-		Registry: reg, Gatherer: reg, Draining: n.draining,
+		Registry: reg, Draining: n.draining,
 		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
-		PushChanged: func(_ context.Context, queue ids.ID) { n.Pusher.Changed(queue) },
-		Ready: func(ctx context.Context) error {
-			return errors.Join(eng.Err(), store.Ping(ctx))
+		PushChanged: func(_ context.Context, queue ids.ID) { gens.Bump(queue); n.Pusher.Changed(queue) },
+		Dependencies: []api.Dependency{
+			{Name: "messages", Check: func(context.Context) error { return eng.Err() }},
+			{Name: "metadata", Check: store.Ping},
 		},
 	})
+	console.Mount(n.API.Echo())
+	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger}).Mount(n.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
+	var sampler *backlog.Sampler
+	if o.BacklogTopN >= 0 {
+		sampler = backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: n.Attempts, Engine: eng,
+			Clock: clk, Logger: o.Logger, TopN: o.BacklogTopN})
+		reg.MustRegister(sampler)
+	}
 	go func() {
 		defer close(n.done)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Add(2)
+		go func() { defer wg.Done(); n.Meter.Run(bg, store, o.MeterEvery, o.Logger) }()
+		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
+		if sampler != nil {
+			sampled := make(chan struct{})
+			go func() { defer close(sampled); sampler.Run(bg) }()
+			defer func() { <-sampled }()
+		}
 		if o.SweepEvery >= 0 {
 			every := o.SweepEvery
 			if every == 0 {

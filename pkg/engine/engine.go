@@ -14,6 +14,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -267,7 +268,35 @@ type Engine interface {
 	// release, a purge or delete of the queue. Call cancel to stop watching.
 	Watch(q ids.ID) (ch <-chan struct{}, cancel func())
 
+	// StoredBytes is the project's stored payload bytes (PayloadBytes of every message it
+	// holds in any state, dead-letter queues and moves under way included), exact within
+	// seconds of any change.
+	StoredBytes(ctx context.Context, project ids.ID) (int64, error)
+
 	// Sweep does one round of background work for the queues given: deletes expired messages,
 	// finishes dead-letter moves interrupted by a crash. Safe to run on every replica at once.
 	Sweep(ctx context.Context, qs []Queue) error
+}
+
+// PayloadBytes is a message's size as the 256 KiB limit measures it and as stored bytes are
+// counted (SPEC §10): the UTF-8 bytes of its body and of every attribute name and value.
+func PayloadBytes(body string, attrs map[string]string) int64 {
+	n := int64(len(body))
+	for k, v := range attrs {
+		n += int64(len(k) + len(v))
+	}
+	return n
+}
+
+// LimitMaxStoredBytes is the details.limit of a send refused for the project's byte quota.
+const LimitMaxStoredBytes = "maxStoredBytes"
+
+// ErrStoredBytesExceeded is the answer to a send that would take the project past its
+// maxStoredBytes limit: 403 quota_exceeded with details.limit "maxStoredBytes". Nothing of
+// the send was stored.
+func ErrStoredBytesExceeded(limit int64) error {
+	e := apierr.New(apierr.QuotaExceeded, "the send would take the project's stored bytes past its limit of %d bytes "+
+		"(maxStoredBytes); consume or purge messages first", limit)
+	e.Details = map[string]any{"limit": LimitMaxStoredBytes}
+	return e
 }

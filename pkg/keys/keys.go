@@ -19,6 +19,8 @@ import (
 const (
 	PurposeToken   = "queues/token/v1"
 	PurposeReceipt = "queues/receipt/v1"
+	// PurposeSQS derives the keys that derive each token's SQS secret access key.
+	PurposeSQS = "queues/sqs-secret/v1"
 )
 
 // Key is one signing key.

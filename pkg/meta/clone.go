@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -12,7 +13,15 @@ func CloneQueue(q Queue) Queue {
 		r := *q.Redrive
 		q.Redrive = &r
 	}
+	q.Tags, q.SQSAttributes = cloneMap(q.Tags), cloneMap(q.SQSAttributes)
 	return q
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
 }
 
 // CloneToken returns a copy of t that shares no memory with it, its times in UTC and no
@@ -45,6 +54,7 @@ func ApplyUpdate(cur, q Queue) Queue {
 	cur.DelaySeconds = q.DelaySeconds
 	cur.ReceiveWaitSeconds = q.ReceiveWaitSeconds
 	cur.ContentBasedDedup = q.ContentBasedDedup
+	cur.Tags, cur.SQSAttributes = cloneMap(q.Tags), cloneMap(q.SQSAttributes)
 	cur.Redrive = nil
 	if q.Redrive != nil {
 		rd := *q.Redrive

@@ -54,6 +54,11 @@ type Queue struct {
 	ReceiveWaitSeconds       int
 	Redrive                  *Redrive
 	ContentBasedDedup        bool
+	// Tags are the queue's cost-allocation tags (SQS TagQueue), nil when none.
+	Tags map[string]string
+	// SQSAttributes keeps the SQS queue attributes that have no /v1 setting (such as
+	// RedriveAllowPolicy or MaximumMessageSize) as SQS wrote them, nil when none.
+	SQSAttributes map[string]string
 	// Version increases with every update (optimistic concurrency for UpdateQueue).
 	Version int64
 }
@@ -94,6 +99,9 @@ type Store interface {
 
 	CreateToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, projectID, tokenID ids.ID) (Token, error)
+	// TokenProject answers the project a token belongs to (NotFound for an unknown token): an
+	// SQS access key names the token alone.
+	TokenProject(ctx context.Context, tokenID ids.ID) (ids.ID, error)
 	// RevokeToken sets RevokedAt (idempotent: a second revoke keeps the first time).
 	RevokeToken(ctx context.Context, projectID, tokenID ids.ID, at time.Time) error
 
@@ -110,7 +118,7 @@ type Store interface {
 	GetQueueByID(ctx context.Context, queueID ids.ID) (Queue, error)
 	// ListQueues lists a project's queues whose names start with prefix, in name order.
 	ListQueues(ctx context.Context, projectID ids.ID, prefix string, page Page) (qs []Queue, nextCursor string, err error)
-	// UpdateQueue replaces the settings of q if its stored Version equals q.Version (else
+	// UpdateQueue replaces the settings (with Tags and SQSAttributes) of q if its stored Version equals q.Version (else
 	// ErrVersionConflict: the caller re-reads and re-applies its change), and moves dead-letter
 	// references when the redrive changes (NotFound with field "redrive.deadLetterQueue" for a
 	// missing dead-letter queue). Name, type, project and CreatedAt are never changed. It

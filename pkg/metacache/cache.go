@@ -56,9 +56,11 @@ type Cache struct {
 
 	mu     sync.Mutex
 	tokens map[tokenKey]entry[meta.Token]
-	byID   map[ids.ID]entry[meta.Queue]
-	byName map[nameKey]entry[meta.Queue]
-	gone   map[ids.ID]time.Time
+	// tokenProjects is never invalidated: a token's project never changes.
+	tokenProjects map[ids.ID]entry[ids.ID]
+	byID          map[ids.ID]entry[meta.Queue]
+	byName        map[nameKey]entry[meta.Queue]
+	gone          map[ids.ID]time.Time
 }
 
 // New wraps store. ttl <= 0 means DefaultTTL.
@@ -68,10 +70,11 @@ func New(store meta.Store, bus Bus, clk clock.Clock, ttl time.Duration) *Cache {
 	}
 	c := &Cache{
 		Store: store, ttl: ttl, clk: clk, bus: bus,
-		tokens: map[tokenKey]entry[meta.Token]{},
-		byID:   map[ids.ID]entry[meta.Queue]{},
-		byName: map[nameKey]entry[meta.Queue]{},
-		gone:   map[ids.ID]time.Time{},
+		tokens:        map[tokenKey]entry[meta.Token]{},
+		tokenProjects: map[ids.ID]entry[ids.ID]{},
+		byID:          map[ids.ID]entry[meta.Queue]{},
+		byName:        map[nameKey]entry[meta.Queue]{},
+		gone:          map[ids.ID]time.Time{},
 	}
 	c.stop = bus.Subscribe(c.apply)
 	return c
@@ -156,6 +159,13 @@ func cached[K comparable, T any](c *Cache, m map[K]entry[T], k K, load func() (T
 func (c *Cache) GetToken(ctx context.Context, projectID, tokenID ids.ID) (meta.Token, error) {
 	return cached(c, c.tokens, tokenKey{projectID, tokenID}, func() (meta.Token, error) {
 		return c.Store.GetToken(ctx, projectID, tokenID)
+	})
+}
+
+// TokenProject returns a token's project, cached (it never changes).
+func (c *Cache) TokenProject(ctx context.Context, tokenID ids.ID) (ids.ID, error) {
+	return cached(c, c.tokenProjects, tokenID, func() (ids.ID, error) {
+		return c.Store.TokenProject(ctx, tokenID)
 	})
 }
 

@@ -86,6 +86,9 @@ func (l *Leased) Allow(ctx context.Context, key string, perSecond int) (time.Dur
 	}
 	ls.tokens, ls.rate = 0, perSecond
 	res, err := l.l.AllowN(ctx, rkey, limit, chunk)
+	if fullStore(err) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, unavailable(ctx, err)
 	}
@@ -98,6 +101,9 @@ func (l *Leased) Allow(ctx context.Context, key string, perSecond int) (time.Dur
 
 func (l *Leased) take(ctx context.Context, rkey string, limit redis_rate.Limit, n int) (time.Duration, error) {
 	res, err := l.l.AllowN(ctx, rkey, limit, n)
+	if fullStore(err) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, unavailable(ctx, err)
 	}
@@ -106,6 +112,12 @@ func (l *Leased) take(ctx context.Context, rkey string, limit redis_rate.Limit, 
 	}
 	return max(res.RetryAfter, time.Millisecond), nil
 }
+
+// fullStore reports a limiter write refused because Redis is at its maxmemory. The request is
+// then let through unlimited: at full memory the engine refuses every send (its high-water
+// mark is below maxmemory), so what remains is receives and settlements draining the store,
+// which a limiter that cannot write must not stop (SPEC §10's headroom).
+func fullStore(err error) bool { return err != nil && redis.HasErrorPrefix(err, "OOM") }
 
 func unavailable(ctx context.Context, err error) error {
 	if ctx.Err() != nil {

@@ -26,6 +26,9 @@ func NewRedis(rdb redis.UniversalClient) *Redis { return &Redis{l: redis_rate.Ne
 // second's worth).
 func (r *Redis) Allow(ctx context.Context, key string, perSecond int) (time.Duration, error) {
 	res, err := r.l.Allow(ctx, "{q:"+key+"}", redis_rate.PerSecond(perSecond))
+	if fullStore(err) {
+		return 0, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()

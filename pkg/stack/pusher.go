@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"crypto/x509"
 	"log/slog"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -30,12 +32,33 @@ type PusherOptions struct {
 	Member       string
 	// LeaseTTL and Refresh are passed on (0: the pusher's defaults).
 	LeaseTTL, Refresh time.Duration
+	// Clock is the replica's clock (nil: the wall clock); see Options.Clock.
+	Clock clock.Clock
+	// MeterEvery is how often the push usage meter flushes (default tenancy.FlushEvery).
+	MeterEvery time.Duration
 }
 
 // Pusher is a pusher replica with the engine it owns.
 type Pusher struct {
 	*pusher.Pusher
 	Engine *redisengine.Engine
+	// Meter counts the pushes per project and hour (flushed to DynamoDB while Run runs).
+	Meter *tenancy.Meter
+	store *dynamometa.Store
+	every time.Duration
+	log   *slog.Logger
+}
+
+// Run runs the pusher and its usage meter until ctx ends; the meter flushes once more after
+// the pusher stopped.
+func (p *Pusher) Run(ctx context.Context) error {
+	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); p.Meter.Run(mctx, p.store, p.every, p.log) }()
+	err := p.Pusher.Run(ctx)
+	stop()
+	<-done
+	return err
 }
 
 // Close releases the engine (after Run has returned).
@@ -47,15 +70,22 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	clk := clock.Real{}
-	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger})
+	var clk clock.Clock = clock.Real{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
+	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, MaxClockSkew: redisengine.DefaultMaxClockSkew})
 	if err != nil {
 		return nil, err
 	}
+	store := dynamometa.New(o.Dynamo, o.Table)
+	meter := tenancy.NewMeter(clk, "")
 	p, err := pusher.New(pusher.Config{
-		Engine: eng, Store: dynamometa.New(o.Dynamo, o.Table), Receipts: receipt.NewSigner(o.Keys),
+		Usage:  meter,
+		Engine: eng, Store: store, Receipts: receipt.NewSigner(o.Keys),
 		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: pusher.NewRedisAttempts(o.Redis),
-		Changes: pusher.RedisChanges(o.Redis), AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
+		Changes: pusher.RedisChanges(o.Redis), Generation: pusher.RedisGenerations(o.Redis),
+		AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
 		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,
 		LeaseTTL: o.LeaseTTL, Refresh: o.Refresh,
 	})
@@ -63,5 +93,5 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 		_ = eng.Close()
 		return nil, err
 	}
-	return &Pusher{Pusher: p, Engine: eng}, nil
+	return &Pusher{Pusher: p, Engine: eng, Meter: meter, store: store, every: o.MeterEvery, log: o.Logger}, nil
 }

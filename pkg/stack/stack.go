@@ -6,7 +6,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,18 +13,22 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
+	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -46,14 +49,30 @@ type Options struct {
 	PartitionSendRate int
 	// PushAllowPrivate accepts plain http and private push endpoints (QUEUES_PUSH_ALLOW_PRIVATE).
 	PushAllowPrivate bool
+	// Registry receives the API's metrics, which the caller serves on the admin listener
+	// (pkg/adminhttp; nil: a registry of the replica's own, not served).
+	Registry prometheus.Registerer
+	// Clock is the replica's clock (nil: the wall clock; tests inject a skewed one). The
+	// engine refuses to serve while it is more than redisengine.DefaultMaxClockSkew off Redis's.
+	Clock clock.Clock
+	// RedisSendLimit is the Redis memory high-water mark above which sends answer 503
+	// (QUEUES_REDIS_SEND_LIMIT; redisengine.ParseSendLimit; "" is 90 % of maxmemory).
+	RedisSendLimit string
+	// DefaultLimits are the project limits of projects without their own (zero:
+	// tenancy.Defaults; QUEUES_DEFAULT_LIMITS).
+	DefaultLimits tenancy.Limits
+	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
+	MeterEvery time.Duration
 }
 
 // Replica is one API tier process's worth of state.
 type Replica struct {
-	API      *api.Server
-	Engine   *redisengine.Engine
-	Meta     *metacache.Cache
-	Auth     *auth.Authority
+	API    *api.Server
+	Engine *redisengine.Engine
+	Meta   *metacache.Cache
+	Auth   *auth.Authority
+	// Meter counts the replica's use per project and hour (flushed to DynamoDB).
+	Meter    *tenancy.Meter
 	draining chan struct{}
 	drain    sync.Once
 	stop     context.CancelFunc
@@ -68,29 +87,46 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	if o.Rates == (api.Rates{}) {
 		o.Rates = api.DefaultRates
 	}
-	clk := clock.Real{}
-	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate})
+	var clk clock.Clock = clock.Real{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
+	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate,
+		MaxClockSkew: redisengine.DefaultMaxClockSkew, SendLimit: o.RedisSendLimit})
 	if err != nil {
 		return nil, err
 	}
 	store := dynamometa.New(o.Dynamo, o.Table)
 	cache := metacache.New(store, metacache.NewRedisBus(o.Redis, "queues:meta"), clk, o.CacheTTL)
 	authority := auth.New(o.Keys, o.OperatorToken, clk.Now)
-	r := &Replica{Engine: eng, Meta: cache, Auth: authority, draining: make(chan struct{}), done: make(chan struct{})}
+	meter := tenancy.NewMeter(clk, "")
+	stored := tenancy.EngineStoredBytes(eng)
+	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
-		Draining:      r.draining,
+		Draining: r.draining, Registry: o.Registry,
 		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
-		Ready: func(ctx context.Context) error {
-			return errors.Join(o.Redis.Ping(ctx).Err(), store.Ping(ctx))
+		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
+		Parking: tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
+		Dependencies: []api.Dependency{
+			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
+			{Name: "metadata", Check: store.Ping},
+			{Name: "clock", Check: func(context.Context) error { return eng.ClockErr() }},
 		},
 	})
+	console.Mount(r.API.Echo())
+	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	go func() {
 		defer close(r.done)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Add(2)
+		go func() { defer wg.Done(); meter.Run(bg, store, o.MeterEvery, o.Logger) }()
+		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
 		if o.SweepEvery >= 0 {
 			every := o.SweepEvery
 			if every == 0 {

@@ -28,11 +28,15 @@ const adminUsage = `usage:
   queues admin project list
   queues admin token create -project PROJECT -name NAME -scopes SCOPE[,SCOPE…] [-ttl DURATION]
   queues admin token revoke -project PROJECT -token TOKEN
+  queues admin project limits get|set -project PROJECT [NAME=VALUE|NAME=default …]
 
 The admin command talks to DynamoDB directly (same -dynamodb-* flags as api) and signs tokens
 with QUEUES_SIGNING_KEYS; it needs no running API. Output is JSON.`
 
 func runAdmin(ctx context.Context, args []string) error {
+	if len(args) >= 2 && args[0] == "project" && args[1] == "limits" {
+		return runAdminLimits(ctx, args[2:])
+	}
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, adminUsage)
 		return flag.ErrHelp

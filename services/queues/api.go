@@ -7,7 +7,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/stack"
 )
 
@@ -20,10 +22,25 @@ func runAPI(ctx context.Context, args []string) error {
 		opTok   = fs.String("operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN)")
 		grace   = fs.Duration("shutdown-grace", 25*time.Second, "how long requests in progress may take to finish at shutdown")
 		private = fs.Bool("push-allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "accept plain http and private push endpoints (development; QUEUES_PUSH_ALLOW_PRIVATE)")
+		sendLim = fs.String("redis-send-limit", env("QUEUES_REDIS_SEND_LIMIT", redisengine.DefaultSendLimit),
+			"Redis used_memory above which sends answer 503: a percentage of maxmemory, a byte count (\"800mb\") or \"off\" (QUEUES_REDIS_SEND_LIMIT)")
 	)
+	adminAddr, adminExplicit := adminFlag(fs)
 	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &rates)
+	limits, flushEvery := limitsFlag(fs), meterFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if _, err := redisengine.ParseSendLimit(*sendLim); err != nil {
+		return fmt.Errorf("-redis-send-limit: %w", err)
+	}
+	defaults, err := limits()
+	if err != nil {
+		return err
+	}
+	every, err := flushEvery()
+	if err != nil {
 		return err
 	}
 	b, err := be.connect(ctx)
@@ -32,11 +49,18 @@ func runAPI(ctx context.Context, args []string) error {
 	}
 	defer b.rdb.Close()
 	log := b.log
-	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private})
+	reg := adminhttp.NewRegistry()
+	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private,
+		Registry: reg, RedisSendLimit: *sendLim, DefaultLimits: defaults, MeterEvery: every})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	admin, err := adminhttp.Start(*adminAddr, adminExplicit(), reg, log)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err

@@ -257,6 +257,8 @@ func runCLI(ctx context.Context, name string, args []string, cio cliIO) int {
 		err = runTail(ctx, args, cio)
 	case "sub":
 		err = runSubCmd(ctx, args, cio)
+	case "project":
+		err = runProjectCmd(ctx, args, cio)
 	default:
 		err = usagef("unknown command %q", name)
 	}
@@ -316,6 +318,7 @@ var hints = map[client.Code]string{
 	client.CodeUnauthenticated:  "set --token or " + client.EnvToken + " to a project token",
 	client.CodePermissionDenied: "the token lacks the scope this needs (queues:admin, queues:read, messages:send or messages:receive)",
 	client.CodeNotFound:         "check the name (names are case-sensitive) and that the token is for the right project",
+	client.CodeQuotaExceeded:    "the project is at one of its limits ('queues project' shows them); free some room or ask the operator to raise it",
 }
 
 // isNetErr: the request never got an answer.

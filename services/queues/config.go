@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -17,8 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/tenancy"
 )
 
 // env returns the environment variable or def.
@@ -179,4 +182,46 @@ func logger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// adminFlag registers -admin-listen (QUEUES_ADMIN_LISTEN); explicit reports whether the user
+// chose the address (then failing to bind it stops the command).
+func adminFlag(fs *flag.FlagSet) (addr *string, explicit func() bool) {
+	_, inEnv := os.LookupEnv("QUEUES_ADMIN_LISTEN")
+	addr = fs.String("admin-listen", env("QUEUES_ADMIN_LISTEN", adminhttp.DefaultListen),
+		"address serving /metrics and /debug/pprof, off the public port; off: none (QUEUES_ADMIN_LISTEN)")
+	return addr, func() bool {
+		set := inEnv
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "admin-listen" })
+		return set
+	}
+}
+
+// limitsFlag registers -default-limits (QUEUES_DEFAULT_LIMITS): the project limits of projects
+// without their own, as a JSON object of any subset of them. The returned function parses it
+// after fs.Parse; a malformed value is a start-up error naming the variable.
+func limitsFlag(fs *flag.FlagSet) func() (tenancy.Limits, error) {
+	s := fs.String("default-limits", env("QUEUES_DEFAULT_LIMITS", ""),
+		`default project limits, JSON, any subset: {"maxQueues":1000,"maxSubscriptions":100,"maxStoredBytes":1073741824,"requestsPerSecond":10000,"maxWaitingReceives":1000} (QUEUES_DEFAULT_LIMITS)`)
+	return func() (tenancy.Limits, error) {
+		l, err := tenancy.ParseDefaults(*s)
+		if err != nil {
+			return l, fmt.Errorf("QUEUES_DEFAULT_LIMITS (-default-limits): %w", err)
+		}
+		return l, nil
+	}
+}
+
+// meterFlag registers -usage-flush-every (QUEUES_USAGE_FLUSH_EVERY): how often the usage meter
+// flushes (default 5 s; at most 10 s, which is what the metering promise allows).
+func meterFlag(fs *flag.FlagSet) func() (time.Duration, error) {
+	s := fs.String("usage-flush-every", env("QUEUES_USAGE_FLUSH_EVERY", tenancy.FlushEvery.String()),
+		"how often usage counts are flushed to the metadata store, 100ms to 10s (QUEUES_USAGE_FLUSH_EVERY)")
+	return func() (time.Duration, error) {
+		d, err := time.ParseDuration(*s)
+		if err != nil || d < 100*time.Millisecond || d > 10*time.Second {
+			return 0, fmt.Errorf("QUEUES_USAGE_FLUSH_EVERY (-usage-flush-every) = %q: want a duration from 100ms to 10s", *s)
+		}
+		return d, nil
+	}
 }

@@ -25,12 +25,14 @@ var commands = []command{
 	{"migrate", "create or update the DynamoDB table (idempotent)", runMigrate},
 	{"admin", "manage projects and tokens directly in DynamoDB", runAdmin},
 	{"dev", "start a local stack: redis-server, DynamoDB Local and the API, with a project and token", runDev},
+	{"health", "probe a health endpoint (exit 0 on 200): the healthcheck of distroless images", runHealth},
 	{"bench", "load generator: produce, consume and end-to-end rates and latencies of a running service", runBench},
 	{"queue", "client: create|list|get|update|delete|purge queues ($QUEUES_URL, $QUEUES_TOKEN)", cliCommand("queue")},
 	{"send", "client: send messages from arguments or standard input, one a line", cliCommand("send")},
 	{"receive", "client: receive messages, print and acknowledge them (--no-ack)", cliCommand("receive")},
 	{"tail", "client: follow a queue, printing and acknowledging what arrives", cliCommand("tail")},
 	{"sub", "client: push subscription create|get|pause|resume|rotate-secret|attempts|delete", cliCommand("sub")},
+	{"project", "client: the token's own project with its limits and usage; 'project usage' for hourly use", cliCommand("project")},
 }
 
 func usage() {

@@ -2,17 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"net"
 	"net/http"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/queueshq/queues/pkg/adminhttp"
+	"github.com/queueshq/queues/pkg/backlog"
+	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/pusher"
 )
 
 // runPusher runs one replica of the push fleet: it shares the subscriptions with the other
@@ -22,7 +27,8 @@ func runPusher(ctx context.Context, args []string) error {
 	var (
 		be      backendFlags
 		private = fs.Bool("allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
-		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics and /healthz (QUEUES_PUSHER_LISTEN)")
+		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics, /healthz, /readyz and /debug/pprof (QUEUES_PUSHER_LISTEN)")
+		top     = fs.Int("backlog-top", envInt("QUEUES_BACKLOG_TOP", backlog.DefaultTopN), "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
 	)
 	be.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
 	if err := fs.Parse(args); err != nil {
@@ -34,21 +40,35 @@ func runPusher(ctx context.Context, args []string) error {
 	}
 	defer b.rdb.Close()
 	log := b.log
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := adminhttp.NewRegistry()
 	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: *private, Registry: reg})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	store := dynamometa.New(b.ddb, be.store.table)
+	if *top > 0 {
+		// The pusher fleet samples the backlog for the operator (package backlog): it is the
+		// tier with the engine, the subscriptions and the attempts log at hand.
+		sampler := backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: pusher.NewRedisAttempts(b.rdb),
+			Engine: p.Engine, Logger: log, TopN: *top})
+		reg.MustRegister(sampler)
+		sctx, stopSampling := context.WithCancel(ctx)
+		sampled := make(chan struct{})
+		go func() { defer close(sampled); sampler.Run(sctx) }()
+		// Before the engine closes (deferred above, so run after this).
+		defer func() { stopSampling(); <-sampled }()
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	handler := pusherHandler(reg, map[string]func(context.Context) error{
+		"redis":    func(ctx context.Context) error { return b.rdb.Ping(ctx).Err() },
+		"metadata": store.Ping,
+	})
+	// The pusher's only listener is private, like the API's admin listener.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 64 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "err", err)
@@ -57,4 +77,37 @@ func runPusher(ctx context.Context, args []string) error {
 	defer srv.Close()
 	log.Info("pushing", "member", p.Member(), "metrics", "http://"+ln.Addr().String()+"/metrics", "allow_private", *private)
 	return p.Run(ctx)
+}
+
+// pusherHandler serves the pusher's /healthz (the process serves), /readyz (every dependency
+// answers; a failing one is named, never its address or error text) and /metrics.
+func pusherHandler(reg prometheus.Gatherer, deps map[string]func(context.Context) error) http.Handler {
+	names := make([]string, 0, len(deps))
+	for n := range deps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	mux := http.NewServeMux()
+	mux.Handle("/", adminhttp.Handler(reg)) // /metrics, /healthz, /debug/pprof/
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		var failing []string
+		for _, n := range names {
+			if deps[n](ctx) != nil {
+				failing = append(failing, n)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if len(failing) > 0 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+				"code": "unavailable", "message": "not ready: " + strings.Join(failing, ", ") + " unreachable",
+				"details": map[string]any{"failing": failing}}})
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ready"}`))
+	})
+	return mux
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
@@ -35,6 +36,7 @@ func runServe(ctx context.Context, args []string) error {
 		level   = fs.String("log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
 		private = fs.Bool("push-allow-private", true, "let push endpoints be plain http, loopback or private addresses (QUEUES_PUSH_ALLOW_PRIVATE; default true in serve)")
 	)
+	adminAddr, adminExplicit := adminFlag(fs)
 	if v, ok := os.LookupEnv("QUEUES_PUSH_ALLOW_PRIVATE"); ok && v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -43,7 +45,16 @@ func runServe(ctx context.Context, args []string) error {
 		*private = b
 	}
 	rateFlags(fs, &rates)
+	limits, flushEvery := limitsFlag(fs), meterFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	defaults, err := limits()
+	if err != nil {
+		return err
+	}
+	every, err := flushEvery()
+	if err != nil {
 		return err
 	}
 	log := logger(*level)
@@ -63,13 +74,21 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	reg := adminhttp.NewRegistry()
 	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log,
-		Push: embedded.PushOptions{AllowPrivate: *private, Grace: *grace}})
+		DefaultLimits: defaults, MeterEvery: every,
+		Registry: reg, Push: embedded.PushOptions{AllowPrivate: *private, Grace: *grace}})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer n.Close()
+	admin, err := adminhttp.Start(*adminAddr, adminExplicit(), reg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer admin.Close()
 	url := fmt.Sprintf("http://%s", ln.Addr())
 	state := "reusing"
 	if n.Created {
@@ -85,6 +104,9 @@ func runServe(ctx context.Context, args []string) error {
 		push = "in-process; plain http and private endpoints allowed (development)"
 	}
 	fmt.Printf("push     %s\n", push)
+	if a := admin.Addr(); a != "" {
+		fmt.Printf("metrics  http://%s/metrics (admin listener)\n", a)
+	}
 	fmt.Printf("ready in %s\n", time.Since(start).Round(time.Millisecond))
 	if *private {
 		log.Warn("push endpoints may be plain http and loopback or private addresses (development and single-node use); " +

@@ -19,6 +19,7 @@ import (
 // served is a running `queues serve` (runServe in this process).
 type served struct {
 	url, token string
+	admin      string // the admin listener's metrics URL, when it serves
 	stderr     func() string
 	stop       func()
 }
@@ -68,6 +69,9 @@ func startServe(t *testing.T, env string, args ...string) *served {
 		}
 		if tok, ok := strings.CutPrefix(line, "token    "); ok {
 			s.token = tok
+		}
+		if m, ok := strings.CutPrefix(line, "metrics  "); ok {
+			s.admin, _, _ = strings.Cut(m, " ")
 		}
 		if strings.HasPrefix(line, "ready in") {
 			break

@@ -209,6 +209,9 @@ func openNode(o embedded.Options) (*httptest.Server, func(), error) {
 	if o.SweepEvery == 0 {
 		o.SweepEvery = time.Second
 	}
+	if o.MeterEvery == 0 {
+		o.MeterEvery = meterEvery
+	}
 	n, err := embedded.Open(context.Background(), o)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -236,6 +239,9 @@ func (w *world) replica(ctx context.Context, o stack.Options) (*httptest.Server,
 	}
 	if o.SweepEvery == 0 {
 		o.SweepEvery = time.Second
+	}
+	if o.MeterEvery == 0 {
+		o.MeterEvery = meterEvery
 	}
 	r, err := stack.New(ctx, o)
 	if err != nil {

@@ -354,8 +354,8 @@ func TestProbes(t *testing.T) {
 	if r := c.do("GET", "/readyz", nil).must(t, 200); r.str("status") != "ready" {
 		t.Fatalf("readyz: %s", r.raw)
 	}
-	m := c.do("GET", "/metrics", nil).must(t, 200)
-	if !strings.Contains(string(m.raw), "queues_http_requests_total") {
-		t.Fatal("metrics lack queues_http_requests_total")
+	// Metrics and pprof are on the admin listener only (tests/attacks checks that one).
+	for _, path := range []string{"/metrics", "/debug/pprof/", "/debug/pprof/goroutine"} {
+		c.do("GET", path, nil).fails(t, 404, "not_found", "")
 	}
 }

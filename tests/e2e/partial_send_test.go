@@ -24,7 +24,8 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 	if err := w.rdb.HSet(t.Context(), "{q:"+qid+"}:p", "n", 2).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: w.redisAddr})
+	// No retries: the engine then uses this client itself (see redisengine/noretry.go), hooks and all.
+	rdb := redis.NewClient(&redis.Options{Addr: w.redisAddr, MaxRetries: -1})
 	defer rdb.Close()
 	hook := &testenv.FailScripts{Tag: "{q:" + qid + ":1}"}
 	hook.On.Store(true)

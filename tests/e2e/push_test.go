@@ -134,7 +134,7 @@ func pushServers(t *testing.T) (srv, a, b *httptest.Server) {
 	}
 	t.Cleanup(closeSrv)
 	p, err := stack.NewPusher(stack.PusherOptions{Redis: w.rdb, Dynamo: w.ddb, Table: w.table, Keys: w.ring,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivate: true, LeaseTTL: 3 * time.Second, Refresh: time.Second})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivate: true, LeaseTTL: 3 * time.Second, Refresh: time.Second, MeterEvery: meterEvery})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,5 +224,21 @@ func TestPushEndToEnd(t *testing.T) {
 	}
 	if c := tn.a.counts(t, "hooked"); c["visible"] != 0.0 || c["inFlight"] != 0.0 {
 		t.Fatalf("counts at the end: %v", c)
+	}
+	// Paged one at a time: two full pages, the last without a cursor.
+	first1 := op.do("GET", "/v1/queues/hooked/subscription/attempts?limit=1", nil).must(t, 200)
+	cur, _ := first1.body["nextCursor"].(string)
+	if len(first1.list("attempts")) != 1 || cur == "" {
+		t.Fatalf("attempts limit 1: %s", first1.raw)
+	}
+	last := op.do("GET", "/v1/queues/hooked/subscription/attempts?limit=1&cursor="+cur, nil).must(t, 200)
+	if as := last.list("attempts"); len(as) != 1 || as[0]["attemptId"] != attempts[1]["attemptId"] || last.body["nextCursor"] != nil {
+		t.Fatalf("attempts second page: %s", last.raw)
+	}
+	op.do("GET", "/v1/queues/hooked/subscription/attempts?cursor=bogus!", nil).fails(t, 400, "invalid_argument", "cursor")
+	// The pusher meters its attempts to the project.
+	hour := waitUsage(t, tn.a, func(h map[string]any) bool { return num(t, h, "pushAttempts") == 2 })
+	if num(t, hour, "messagesDelivered") != 2 || num(t, hour, "bytesOut") != int64(len("first")+len("second")) {
+		t.Fatalf("usage after two pushes: %v", hour)
 	}
 }

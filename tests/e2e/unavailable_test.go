@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +45,27 @@ func TestRedisUnavailable(t *testing.T) {
 		if r.header.Get("Retry-After") == "" {
 			t.Errorf("503 without Retry-After: %s", r.raw)
 		}
+		noInternals(t, r, "redis")
+	}
+}
+
+// noInternals checks that an unavailable answer names no address or error text (only, for
+// /readyz, the failing dependency) and carries the request id its cause was logged with.
+func noInternals(t *testing.T, r resp, dependency string) {
+	t.Helper()
+	raw := string(r.raw)
+	for _, leak := range []string{"127.0.0.1", "dial tcp", "connection refused", "redis:", "i/o timeout", "dynamodb", "operation error"} {
+		if strings.Contains(strings.ToLower(raw), leak) {
+			t.Errorf("answer leaks %q: %s", leak, raw)
+		}
+	}
+	e, _ := r.body["error"].(map[string]any)
+	details, _ := e["details"].(map[string]any)
+	if id, _ := details["requestId"].(string); id == "" || id != r.header.Get("X-Request-Id") {
+		t.Errorf("answer lacks details.requestId matching X-Request-Id %q: %s", r.header.Get("X-Request-Id"), raw)
+	}
+	if deps, ok := details["dependencies"]; ok && fmt.Sprint(deps) != "["+dependency+"]" {
+		t.Errorf("readiness names %v; want [%s]", deps, dependency)
 	}
 }
 
@@ -71,5 +94,6 @@ func TestDynamoUnavailable(t *testing.T) {
 		c.do("GET", "/readyz", nil),
 	} {
 		res.fails(t, 503, "unavailable", "")
+		noInternals(t, res, "metadata")
 	}
 }

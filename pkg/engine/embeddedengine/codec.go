@@ -13,12 +13,13 @@ import (
 //
 //	state   (bucket "s", key queue id ‖ message id):
 //	        uvarint seq, varint sentAt, varint expiresAt, varint at, varint receivedAt,
-//	        uvarint attempt, string group id
+//	        uvarint attempt, string group id, [uvarint stored bytes (engine.PayloadBytes);
+//	        absent in records written before: computed from the payload at start-up]
 //	payload (bucket "p", same key): byte flags (bit 0: dead-letter info), string body,
 //	        uvarint attribute count, per attribute (sorted): string name, string value,
 //	        [dead-letter] 16 bytes source queue, string reason, varint at
 //	queue   (bucket "q", key queue id): byte flags (bit 0: fifo), uvarint nextSeq,
-//	        uvarint purgeSeq, varint lastPurge
+//	        uvarint purgeSeq, varint lastPurge, [16 bytes project id (absent before)]
 //	dedup   (bucket "d", key queue id ‖ dedup key): 16 bytes message id, varint expiresAt
 //
 // Strings are a uvarint length and the bytes; times are unix milliseconds.
@@ -53,7 +54,8 @@ func encodeState(m *msg) []byte {
 	if m.g != nil {
 		g = m.g.id
 	}
-	return wire.AppendString(b, g)
+	b = wire.AppendString(b, g)
+	return binary.AppendUvarint(b, uint64(m.size))
 }
 
 func decodeState(b []byte, m *msg) (group string, err error) {
@@ -68,6 +70,14 @@ func decodeState(b []byte, m *msg) (group string, err error) {
 	m.receivedAt = r.Varint()
 	a := r.Uvarint()
 	group = r.String()
+	m.size = sizeUnknown
+	if r.OK() && !r.Done() {
+		sz := r.Uvarint()
+		if sz >= sizeUnknown {
+			return "", errBadRecord
+		}
+		m.size = uint32(sz)
+	}
 	if !r.Done() || a > uint64(^uint32(0)) {
 		return "", errBadRecord
 	}
@@ -124,6 +134,7 @@ type queueRec struct {
 	nextSeq   uint64
 	purgeSeq  uint64
 	lastPurge int64
+	project   ids.ID // zero in records written before queues knew their project
 }
 
 func encodeQueue(q *queue) []byte {
@@ -135,13 +146,20 @@ func encodeQueue(q *queue) []byte {
 	b = append(b, recVersion, flags)
 	b = binary.AppendUvarint(b, q.nextSeq)
 	b = binary.AppendUvarint(b, q.purgeSeq)
-	return binary.AppendVarint(b, q.lastPurge)
+	b = binary.AppendVarint(b, q.lastPurge)
+	if !q.project.IsZero() {
+		b = append(b, q.project[:]...)
+	}
+	return b
 }
 
 func decodeQueue(b []byte) (queueRec, error) {
 	r := wire.NewReader(b)
 	ver, flags := r.Byte(), r.Byte()
 	rec := queueRec{fifo: flags&1 != 0, nextSeq: r.Uvarint(), purgeSeq: r.Uvarint(), lastPurge: r.Varint()}
+	if r.OK() && !r.Done() {
+		copy(rec.project[:], r.Bytes(16))
+	}
 	if !r.Done() || ver != recVersion {
 		return queueRec{}, errBadRecord
 	}

@@ -32,6 +32,7 @@ func TestConformance(t *testing.T) {
 			clk := enginetest.NewClock()
 			return open(t, filepath.Join(t.TempDir(), "messages.db"), clk), clk
 		},
+		Recount: embeddedengine.Recount,
 	})
 }
 

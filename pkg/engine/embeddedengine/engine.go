@@ -81,6 +81,10 @@ type Engine struct {
 
 	mu     sync.Mutex
 	queues map[ids.ID]*queue
+	// projects holds each project's stored bytes (the zero id: queues whose project no
+	// operation has named yet). Derived from the records at start-up, then moved by the index
+	// (queue.add, remove, clear) under mu, so it is exact at every moment.
+	projects map[ids.ID]*int64
 
 	cmu      sync.Mutex
 	pending  []*commitOp
@@ -127,6 +131,7 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 	e := &Engine{
 		db: db, clk: clk, log: opts.Logger, path: path,
 		queues:   map[ids.ID]*queue{},
+		projects: map[ids.ID]*int64{},
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		cleaning: make(chan ids.ID, 1024),
@@ -291,7 +296,8 @@ func (e *Engine) load() ([]ids.ID, error) {
 				e.log.Error("embeddedengine: skipping a malformed queue record", "key", fmt.Sprintf("%x", k))
 				return nil
 			}
-			q := newQueue(qid, rec.fifo)
+			q := newQueue(qid, rec.fifo, e.projectBytes(rec.project))
+			q.project = rec.project
 			q.nextSeq, q.purgeSeq, q.lastPurge = max(rec.nextSeq, 1), rec.purgeSeq, rec.lastPurge
 			e.queues[qid] = q
 			return nil
@@ -312,12 +318,15 @@ func (e *Engine) load() ([]ids.ID, error) {
 			}
 			q := e.queues[qid]
 			if q == nil {
-				q = newQueue(qid, g != "")
+				q = newQueue(qid, g != "", e.projectBytes(ids.ID{}))
 				e.queues[qid] = q
 			}
 			if m.seq < q.purgeSeq {
 				isDirty[qid] = true
 				continue
+			}
+			if m.size == sizeUnknown {
+				m.size = sizeOfRecord(tx.Bucket(bucketPayload).Get(k))
 			}
 			q.nextSeq = max(q.nextSeq, m.seq+1)
 			if q.fifo {
@@ -479,10 +488,56 @@ func retention(q engine.Queue) time.Duration {
 func (e *Engine) queueOf(id ids.ID, t engine.Type) *queue {
 	q := e.queues[id]
 	if q == nil {
-		q = newQueue(id, t == engine.FIFO)
+		q = newQueue(id, t == engine.FIFO, e.projectBytes(ids.ID{}))
 		e.queues[id] = q
 	}
 	return q
+}
+
+// queueFor is queueOf bound to q's project: a queue first seen without one (records written
+// before queues knew their project) moves its bytes to the project's total. Call with e.mu
+// held; the caller persists the queue record (putQueue) when it changed.
+func (e *Engine) queueFor(q engine.Queue) (qi *queue, changed bool) {
+	qi = e.queueOf(q.ID, q.Type)
+	if q.Project.IsZero() || qi.project == q.Project {
+		return qi, false
+	}
+	*qi.pb -= qi.bytes
+	qi.project, qi.pb = q.Project, e.projectBytes(q.Project)
+	*qi.pb += qi.bytes
+	return qi, true
+}
+
+// projectBytes returns the project's stored-bytes total. Call with e.mu held.
+func (e *Engine) projectBytes(p ids.ID) *int64 {
+	n := e.projects[p]
+	if n == nil {
+		n = new(int64)
+		e.projects[p] = n
+	}
+	return n
+}
+
+// sizeOfRecord is the stored bytes of a payload record (0 when it is missing or malformed).
+func sizeOfRecord(raw []byte) uint32 {
+	pl, err := decodePayload(raw)
+	if err != nil {
+		return 0
+	}
+	return uint32(engine.PayloadBytes(pl.Body, pl.Attributes))
+}
+
+// StoredBytes returns the project's stored bytes, exact at the moment of the call.
+func (e *Engine) StoredBytes(ctx context.Context, project ids.ID) (int64, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := e.projects[project]; n != nil {
+		return *n, nil
+	}
+	return 0, nil
 }
 
 // Watch registers a watcher of the queue's wake-ups (sends, releases, settles that unblock a

@@ -26,6 +26,7 @@ type msg struct {
 	at         int64 // never received: visible-from time; received: visibility deadline
 	receivedAt int64 // time of the latest receive (0: never received)
 	attempt    uint32
+	size       uint32 // stored bytes (engine.PayloadBytes); sizeUnknown only while loading
 	st         uint8
 	hidx       int32 // index in the heap of its state
 	xidx       int32 // index in the expiry heap
@@ -33,6 +34,9 @@ type msg struct {
 	gprev      *msg // neighbours in the group, in seq order (fifo only)
 	gnext      *msg
 }
+
+// sizeUnknown marks a message loaded from a record written before records carried their size.
+const sizeUnknown = 1<<32 - 1
 
 // group is a fifo message group: its messages in seq order and how many are in flight.
 type group struct {
@@ -47,6 +51,21 @@ type group struct {
 type msgHeap struct {
 	a      []*msg
 	expiry bool
+}
+
+// eachExpired calls fn for every message of the expiry heap whose retention ended by now. The
+// heap order lets it visit only those and their children: O(expired).
+func (h *msgHeap) eachExpired(now int64, fn func(*msg)) {
+	var walk func(i int)
+	walk = func(i int) {
+		if i >= len(h.a) || h.a[i].expiresAt > now {
+			return
+		}
+		fn(h.a[i])
+		walk(2*i + 1)
+		walk(2*i + 2)
+	}
+	walk(0)
 }
 
 func (h *msgHeap) less(i, j int) bool {
@@ -252,10 +271,17 @@ type queue struct {
 	purgeSeq  uint64
 	lastPurge int64 // engine-clock ms of the last purge (0: never)
 	dirty     bool  // purged records may remain on disk for the cleaner
+	// project owns the queue (zero until an operation names it); bytes is the stored bytes of
+	// the indexed messages, and pb the project's total, which add, remove and clear move with
+	// them, under the engine's lock, in the same step as the index.
+	project ids.ID
+	bytes   int64
+	pb      *int64
 }
 
-func newQueue(id ids.ID, fifo bool) *queue {
+func newQueue(id ids.ID, fifo bool, pb *int64) *queue {
 	return &queue{
+		pb: pb,
 		id: id, fifo: fifo,
 		msgs:    map[ids.ID]*msg{},
 		expiry:  msgHeap{expiry: true},
@@ -336,6 +362,8 @@ func (q *queue) refresh(g *group) {
 func (q *queue) add(m *msg, groupID string, now int64) {
 	m.hidx, m.xidx = -1, -1
 	q.msgs[m.id] = m
+	q.bytes += int64(m.size)
+	*q.pb += int64(m.size)
 	q.expiry.push(m)
 	if q.fifo {
 		g := q.groups[groupID]
@@ -361,6 +389,8 @@ func (q *queue) remove(m *msg) {
 	q.unplace(m)
 	q.expiry.remove(m)
 	delete(q.msgs, m.id)
+	q.bytes -= int64(m.size)
+	*q.pb -= int64(m.size)
 	if g := m.g; g != nil {
 		if m.gprev != nil {
 			m.gprev.gnext = m.gnext
@@ -398,6 +428,8 @@ func (q *queue) advance(now int64) {
 
 // clear forgets every message (purge, delete); the dedup windows stay.
 func (q *queue) clear() {
+	*q.pb -= q.bytes
+	q.bytes = 0
 	q.msgs = map[ids.ID]*msg{}
 	q.visible, q.delayed, q.inflight = msgHeap{}, msgHeap{}, msgHeap{}
 	q.expiry = msgHeap{expiry: true}

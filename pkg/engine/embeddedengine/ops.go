@@ -110,7 +110,7 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) error {
 		return err
 	}
 	e.mu.Lock()
-	qi := e.queueOf(q.ID, q.Type)
+	qi, _ := e.queueFor(q)
 	var w writes
 	w.putQueue(qi)
 	done := e.commit(&w)
@@ -133,8 +133,10 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	fifo := q.Type == engine.FIFO
 	pls := make([][]byte, len(msgs))
 	dks := make([]string, len(msgs))
+	sizes := make([]uint32, len(msgs))
 	for i, m := range msgs {
 		pls[i] = encodePayload(&payload{Body: m.Body, Attributes: m.Attributes})
+		sizes[i] = uint32(engine.PayloadBytes(m.Body, m.Attributes))
 		if fifo {
 			switch {
 			case m.DedupID != "":
@@ -150,7 +152,11 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	res := make([]engine.SendResult, len(msgs))
 	var w writes
 	e.mu.Lock()
-	qi := e.queueOf(q.ID, q.Type)
+	qi, _ := e.queueFor(q)
+	if err := overLimit(qi, q, msgs, dks, sizes, now); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
 	for i, m := range msgs {
 		if dk := dks[i]; dk != "" {
 			if d, ok := qi.dedup[dk]; ok && d.expiresAt > now {
@@ -162,7 +168,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		if m.Delay != nil && !fifo {
 			delay = *m.Delay
 		}
-		mm := &msg{id: ids.New(), seq: qi.nextSeq, sentAt: now, expiresAt: now + ret, at: now + max(delay, 0).Milliseconds()}
+		mm := &msg{id: ids.New(), seq: qi.nextSeq, sentAt: now, expiresAt: now + ret, at: now + max(delay, 0).Milliseconds(), size: sizes[i]}
 		qi.nextSeq++
 		group := ""
 		if fifo {
@@ -189,6 +195,30 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	return res, nil
 }
 
+// overLimit refuses a send that would take the project's stored bytes past q.MaxStoredBytes,
+// counting the messages it would store (not duplicates, nor repeats of a dedup key within the
+// batch). Call under e.mu, before changing anything: the check and the store are one step.
+func overLimit(qi *queue, q engine.Queue, msgs []engine.Message, dks []string, sizes []uint32, now int64) error {
+	if q.MaxStoredBytes <= 0 {
+		return nil
+	}
+	var add int64
+	seen := map[string]bool{}
+	for i := range msgs {
+		if dk := dks[i]; dk != "" {
+			if d, ok := qi.dedup[dk]; (ok && d.expiresAt > now) || seen[dk] {
+				continue
+			}
+			seen[dk] = true
+		}
+		add += int64(sizes[i])
+	}
+	if add > 0 && *qi.pb+add > q.MaxStoredBytes {
+		return engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+	}
+	return nil
+}
+
 // redriveOf returns the dead-letter queue and max receive count of q (nil, 0 without a policy).
 func redriveOf(q engine.Queue) (*engine.Queue, int) {
 	if q.Redrive == nil || q.Redrive.DeadLetter == nil {
@@ -207,9 +237,9 @@ func (e *Engine) moveOut(w *writes, qi *queue, m *msg, dlq *engine.Queue, reason
 	qi.remove(m)
 	from := key(qi.id, m.id)
 	if dlq != nil {
-		di := e.queueOf(dlq.ID, dlq.Type)
+		di, _ := e.queueFor(*dlq)
 		if _, dup := di.msgs[m.id]; !dup {
-			nm := &msg{id: m.id, seq: di.nextSeq, sentAt: m.sentAt, expiresAt: now + retention(*dlq).Milliseconds(), at: now}
+			nm := &msg{id: m.id, seq: di.nextSeq, sentAt: m.sentAt, expiresAt: now + retention(*dlq).Milliseconds(), at: now, size: m.size}
 			di.nextSeq++
 			if !di.fifo {
 				group = ""
@@ -554,6 +584,17 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 	qi.advance(now)
 	st.Visible, st.InFlight, st.Delayed = int64(qi.visible.len()), int64(qi.inflight.len()), int64(qi.delayed.len())
 	st.InFlight += int64(len(qi.msgs)) - st.Visible - st.InFlight - st.Delayed // claims in progress
+	// Messages past their retention are gone, swept or not.
+	qi.expiry.eachExpired(now, func(m *msg) {
+		switch m.st {
+		case stVisible:
+			st.Visible--
+		case stDelayed:
+			st.Delayed--
+		default: // in flight, or being claimed
+			st.InFlight--
+		}
+	})
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
 	var oldest int64
 	consider := func(m *msg) {
@@ -644,13 +685,16 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		k   []byte
 	}
 	var sel []snap
+	more := false
 	e.mu.Lock()
 	if qi := e.queues[q.ID]; qi != nil {
 		qi.advance(now)
 		after := func(m *msg) bool { return !hasCur || m.at > curAt || (m.at == curAt && m.seq > curSeq) }
 		lessKey := func(a, b *msg) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
-		// Keep the limit smallest candidates in a max-heap.
-		best := make([]*msg, 0, limit)
+		// Keep the limit+1 smallest candidates in a max-heap: one beyond the page tells
+		// whether anything follows it.
+		keep := limit + 1
+		best := make([]*msg, 0, keep)
 		down := func(i int) {
 			for {
 				l := 2*i + 1
@@ -672,7 +716,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			if m.expiresAt <= now || !after(m) {
 				continue
 			}
-			if len(best) < limit {
+			if len(best) < keep {
 				best = append(best, m)
 				for j := len(best) - 1; j > 0; {
 					i := (j - 1) / 2
@@ -693,7 +737,8 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			}
 			return 1
 		})
-		for _, m := range best {
+		more = len(best) > limit
+		for _, m := range best[:min(len(best), limit)] {
 			b := engine.BrowsedMessage{
 				MessageID: m.id, ReceiveCount: int(m.attempt), SentAt: fromMs(m.sentAt),
 				VisibleAt: fromMs(m.at), State: req.State,
@@ -728,7 +773,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	if err != nil {
 		return engine.BrowsePage{}, &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("browse: %v", err)}
 	}
-	if len(sel) >= limit {
+	if more {
 		last := sel[len(sel)-1]
 		page.NextCursor = encodeCursor(req.State, last.at, last.seq)
 	}

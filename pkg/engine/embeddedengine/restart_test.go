@@ -221,3 +221,54 @@ func TestLargeRestart(t *testing.T) {
 		t.Fatalf("after restart %+v", st.Counts)
 	}
 }
+
+// TestStoredBytesRestart: a project's stored bytes are rebuilt from the records at start-up,
+// purged and acknowledged messages excluded, and a limit holds across the restart.
+func TestStoredBytesRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "messages.db")
+	clk := enginetest.NewClock()
+	project := ids.New()
+	e, err := embeddedengine.Open(path, clk, embeddedengine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := engine.Queue{ID: ids.New(), Project: project, Type: engine.Standard, VisibilityTimeout: 30 * time.Second,
+		Retention: time.Hour, MaxStoredBytes: 20}
+	purged := engine.Queue{ID: ids.New(), Project: project, Type: engine.Standard, Retention: time.Hour}
+	for _, x := range []engine.Queue{q, purged} {
+		if err := e.CreateQueue(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Send(ctx, q, []engine.Message{{Body: "12345", Attributes: map[string]string{"ab": "cd"}}, {Body: "678"}}))
+	must(e.Send(ctx, purged, []engine.Message{{Body: "gone"}}))
+	if err := e.Purge(ctx, purged); err != nil {
+		t.Fatal(err)
+	}
+	m := must(e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})).Messages
+	for _, r := range m {
+		if r.Body == "678" {
+			must(e.Ack(ctx, q, []engine.Delivery{r.Delivery}))
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = embeddedengine.Open(path, clk, embeddedengine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if n := must(e.StoredBytes(ctx, project)); n != 9 {
+		t.Fatalf("StoredBytes after a restart = %d, want 9", n)
+	}
+	if _, err := e.Send(ctx, q, []engine.Message{{Body: "12345678901x"}}); apierr.CodeOf(err) != apierr.QuotaExceeded {
+		t.Fatalf("send past the limit after a restart: %v, want quota_exceeded", err)
+	}
+	must(e.Send(ctx, q, []engine.Message{{Body: "12345678901"}}))
+	if n := must(e.StoredBytes(ctx, project)); n != 20 {
+		t.Fatalf("StoredBytes = %d, want 20", n)
+	}
+}

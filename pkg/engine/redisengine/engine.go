@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,6 +53,9 @@ const (
 	exactCountLimit = 100_000
 	// oldestSample is how many of the earliest-expiring messages Stats looks at for the oldest.
 	oldestSample = 5
+	// expiredLookups bounds the expired, not yet swept messages Stats leaves out of a
+	// partition's counts one by one; beyond it Stats sweeps the queue first.
+	expiredLookups = 1000
 	// sweepChunk is how many expired messages one Sweep script deletes; sweepChunks bounds the
 	// chunks per partition per Sweep call.
 	sweepChunk  = 500
@@ -80,14 +84,29 @@ type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds New's checks of the server (default 10 s).
 	StartTimeout time.Duration
+	// MaxClockSkew, when positive, is how far the engine's clock may be off Redis's before
+	// the engine refuses to serve (see clockcheck.go; production: DefaultMaxClockSkew). Zero:
+	// no check (tests on a fake clock).
+	MaxClockSkew time.Duration
+	// ClockCheckEvery is how often the clock is checked (default DefaultClockCheckEvery).
+	ClockCheckEvery time.Duration
+	// SendLimit is the memory high-water mark above which sends answer 503 (ParseSendLimit:
+	// "90%" of maxmemory, a byte count such as "800mb", or "off"; default DefaultSendLimit).
+	SendLimit string
 }
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
 type Engine struct {
-	rdb  redis.UniversalClient
-	clk  clock.Clock
-	opts Options
-	log  *slog.Logger
+	rdb redis.UniversalClient
+	own bool // rdb was built by New (see noretry.go) and is closed by Close
+	clk clock.Clock
+	// cluster is true on Redis Cluster (or a Ring): scripts reach one slot only, so stored
+	// bytes are folded into the project's total after each script (bytes.go).
+	cluster bool
+	opts    Options
+	log     *slog.Logger
+
+	head headroom // the store's memory, for refusing sends near maxmemory (headroom.go)
 
 	ps       *redis.PubSub
 	listened chan struct{}
@@ -108,6 +127,10 @@ type Engine struct {
 	empty    map[ids.ID][]int64 // per partition, until when receives try it last (ms); guarded by pmu
 	gcCursor map[ids.ID]uint64  // Sweep's scan position in each fifo queue's group map; guarded by pmu
 	close    sync.Once
+
+	clockErr  atomic.Pointer[error] // the clock check's verdict (nil: not checked)
+	clockStop chan struct{}
+	clockDone chan struct{}
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -118,7 +141,8 @@ type partCount struct {
 }
 
 // New returns an engine on rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring; the
-// caller keeps ownership and closes it after the Engine). It refuses a server whose
+// caller keeps ownership and closes it after the Engine; the engine talks through its own
+// copy of a Client or ClusterClient, which never re-sends a script: see noretry.go). It refuses a server whose
 // maxmemory-policy is not noeviction, and subscribes to the wake-up channel.
 func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, error) {
 	if rdb == nil || clk == nil {
@@ -139,18 +163,32 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
+	limit, err := ParseSendLimit(opts.SendLimit)
+	if err != nil {
+		return nil, fmt.Errorf("redisengine: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
-	if err := checkEvictionPolicy(ctx, rdb); err != nil {
+	rdb, own := withoutRetries(rdb)
+	fail := func(err error) (*Engine, error) {
+		if own {
+			_ = rdb.Close()
+		}
 		return nil, err
+	}
+	if err := checkEvictionPolicy(ctx, rdb); err != nil {
+		return fail(err)
 	}
 	ps := rdb.Subscribe(ctx, opts.Channel)
 	if _, err := ps.Receive(ctx); err != nil { // the subscription is confirmed before New returns
 		_ = ps.Close()
-		return nil, fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err)
+		return fail(fmt.Errorf("redisengine: subscribing to %s: %w", opts.Channel, err))
 	}
+	_, single := rdb.(*redis.Client)
 	e := &Engine{
+		cluster:  !single,
 		rdb:      rdb,
+		own:      own,
 		clk:      clk,
 		opts:     opts,
 		log:      opts.Logger,
@@ -161,16 +199,40 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 		grewAt:   map[ids.ID]int64{},
 		empty:    map[ids.ID][]int64{},
 	}
+	e.head.limit, e.head.start = limit, time.Now()
 	go e.listen(ps.Channel())
+	if opts.MaxClockSkew > 0 {
+		if opts.ClockCheckEvery <= 0 {
+			opts.ClockCheckEvery = DefaultClockCheckEvery
+		}
+		e.opts = opts
+		if err := e.checkClock(ctx); err != nil {
+			_ = e.Close()
+			return nil, fmt.Errorf("redisengine: reading the store's clock: %w", err)
+		}
+		e.clockStop, e.clockDone = make(chan struct{}), make(chan struct{})
+		go e.watchClock()
+	}
 	return e, nil
 }
 
-// Close stops the wake-up subscription. It does not close the Redis client.
+// clockOK refuses an operation that reads or stamps a time while the clock is off.
+func (e *Engine) clockOK() error { return e.ClockErr() }
+
+// Close stops the wake-up subscription and closes the engine's own copy of the client (not
+// the client given to New).
 func (e *Engine) Close() error {
 	var err error
 	e.close.Do(func() {
+		if e.clockStop != nil {
+			close(e.clockStop)
+			<-e.clockDone
+		}
 		err = e.ps.Close()
 		<-e.listened
+		if e.own {
+			err = errors.Join(err, e.rdb.Close())
+		}
 	})
 	return err
 }
@@ -250,7 +312,7 @@ func (e *Engine) wrap(ctx context.Context, op string, err error) error {
 
 // transient lists the Redis error replies that mean "not now" rather than "never".
 func transient(err error) bool {
-	for _, p := range []string{"OOM", "BUSY", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN",
+	for _, p := range []string{"OOM", "MISCONF", "BUSY", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN",
 		"READONLY", "NOREPLICAS", "MOVED", "ASK", "NOSCRIPT"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true

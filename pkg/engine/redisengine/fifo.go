@@ -104,6 +104,7 @@ type fitem struct {
 	seq     uint64
 	holder  ids.ID // for a dedup id held by another message: that message and its partition
 	holderP int
+	move    bool // a dead-letter move's insert (runs at full memory; sends do not)
 }
 
 // groupPrefix is a group member's prefix: "<g>\x00" + 16 hex digits of seq.
@@ -182,11 +183,24 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 			parts = append(parts, p)
 		}
 		slices.Sort(parts)
+		var bytes int64
+		for _, it := range writes {
+			bytes += engine.PayloadBytes(it.pl.Body, it.pl.Attributes)
+		}
+		held, err := e.reserveBytes(ctx, q, bytes)
+		if err != nil {
+			for _, it := range writes {
+				failItem(it, e.sendErr(ctx, q, err))
+			}
+			parts = nil
+		}
 		calls := make([]scriptCall, len(parts))
 		trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
+		touched := make([]partKeys, len(parts))
 		for i, p := range parts {
 			k := keysOf(q.ID, p)
-			args := []any{now, e.opts.Channel, q.ID.String(), trim}
+			touched[i] = k
+			args := []any{now, e.opts.Channel, q.ID.String(), trim, max(q.MaxStoredBytes, 0), q.Project.String()}
 			for _, it := range byPart[p] {
 				it.pl.Sequence = it.seq
 				resv := "0"
@@ -196,12 +210,28 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 				args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 					groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
 			}
-			calls[i] = scriptCall{fSendScript, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd}, args}
+			script := fSendScript
+			if byPart[p][0].move {
+				script = fSendMoveScript
+			}
+			calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd), args}
 		}
 		cmds := e.run(ctx, calls)
+		if held != "" {
+			e.fold(ctx, q.Project, touched, held)
+		} else {
+			e.fold(ctx, q.Project, touched)
+		}
 		for i, p := range parts {
 			vals, err := cmds[i].Slice()
 			var codes []any
+			if err == nil && len(vals) == 1 {
+				err = errOverQuota
+				for _, it := range byPart[p] {
+					failItem(it, e.sendErr(ctx, q, err))
+				}
+				continue
+			}
 			if err == nil {
 				if len(vals) == 2 {
 					codes, _ = vals[1].([]any)
@@ -284,7 +314,11 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 		}
 		args = append(args, string(it.id[:]), it.pl.GroupID, k, rand.Uint32(), it.mode)
 	}
-	vals, rerr := fReserveScript.Run(ctx, e.rdb, keys, args...).Slice()
+	script := fReserveScript
+	if len(todo) > 0 && todo[0].move {
+		script = fReserveMoveScript
+	}
+	vals, rerr := script.Run(ctx, e.rdb, keys, args...).Slice()
 	if rerr == nil && len(vals) != len(todo) {
 		rerr = errBadReply
 	}
@@ -354,6 +388,7 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 // their groups there (in the order given), keeping their ids; an id already present is left
 // alone, so a retried move does not duplicate it while its group still has messages there.
 func (e *Engine) insertFIFO(ctx context.Context, dlq engine.Queue, moved []*fitem) error {
+	dlq.MaxStoredBytes = 0 // a move's bytes are the project's already
 	res, err := e.storeFIFO(ctx, dlq, moved, e.nowMs())
 	if err != nil {
 		return err
@@ -433,6 +468,13 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 // partition, each with its message count and whether a batch is in flight. The cursor names
 // the last group returned; a page costs O(limit) group lookups.
 func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.GroupPage{}, err
+	}
+	return idempotent(ctx, func() (engine.GroupPage, error) { return e.groups(ctx, q, limit, cursor) })
+}
+
+func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
 	if q.Type != engine.FIFO {
 		return engine.GroupPage{}, errNoGroups
 	}
@@ -453,10 +495,12 @@ func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor s
 	}
 	now := e.nowMs()
 	var page engine.GroupPage
-	lastP := p
-	for ; p < n && len(page.Groups) < limit; p++ {
+	// One group beyond the page is looked for, so that a full last page ends the list.
+	want := limit + 1
+	var parts []int // the partition of each group listed
+	for ; p < n && len(page.Groups) < want; p++ {
 		k := keysOf(q.ID, p)
-		ask := limit - len(page.Groups)
+		ask := want - len(page.Groups)
 		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl}, now, after, ask).Slice()
 		if err != nil {
 			return engine.GroupPage{}, e.wrap(ctx, "groups", err)
@@ -465,12 +509,13 @@ func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor s
 			cnt, _ := vals[i+1].(int64)
 			fl, _ := vals[i+2].(int64)
 			page.Groups = append(page.Groups, engine.Group{GroupID: str(vals[i]), Messages: cnt, InFlight: fl == 1})
-			lastP = p
+			parts = append(parts, p)
 		}
 		after = ""
 	}
-	if len(page.Groups) >= limit {
-		page.NextCursor = encodeGroupCursor(lastP, page.Groups[len(page.Groups)-1].GroupID)
+	if len(page.Groups) > limit {
+		page.Groups = page.Groups[:limit]
+		page.NextCursor = encodeGroupCursor(parts[limit-1], page.Groups[limit-1].GroupID)
 	}
 	return page, nil
 }
@@ -513,6 +558,9 @@ func validGroupID(g string) bool {
 // partition the group lives in (all partitions when it has no mapping). When it returns, the
 // counts no longer include them and their handles are stale.
 func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string) error {
+	if err := e.clockOK(); err != nil {
+		return err
+	}
 	if q.Type != engine.FIFO {
 		return errNoGroups
 	}
@@ -555,7 +603,8 @@ func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string)
 	for _, p := range parts {
 		k := keysOf(q.ID, p)
 		for {
-			deleted, err := fPurgeGroupScript.Run(ctx, e.rdb, k.fifo(), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
+			deleted, err := fPurgeGroupScript.Run(ctx, e.rdb, e.withBytes(q, k, k.fifo()...), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
+			e.fold(ctx, q.Project, []partKeys{k})
 			if err != nil {
 				return e.wrap(ctx, "purge group", err)
 			}
@@ -571,7 +620,7 @@ func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string)
 // groups rescheduled) and old dedup outcomes.
 func (e *Engine) sweepFIFOPartition(ctx context.Context, q engine.Queue, p int, now int64) error {
 	k := keysOf(q.ID, p)
-	keys := append(k.fifo(), k.dd)
+	keys := e.withBytes(q, k, append(k.fifo(), k.dd)...)
 	trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
 	for range sweepChunks {
 		deleted, err := fExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()

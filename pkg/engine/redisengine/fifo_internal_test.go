@@ -15,7 +15,8 @@ import (
 
 func newInternal(t *testing.T) (*Engine, *redis.Client, *clock.Fake) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	// No retries: the engine then uses this client itself, so hooks added to it apply.
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t), MaxRetries: -1})
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e, err := New(rdb, clk, Options{})
 	if err != nil {
@@ -50,8 +51,8 @@ func store(t *testing.T, e *Engine, q engine.Queue, it *fitem) int64 {
 	now := e.nowMs()
 	it.pl.Sequence = it.seq
 	vals, err := fSendScript.Run(context.Background(), e.rdb,
-		[]string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd},
-		now, e.opts.Channel, q.ID.String(), 0, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
+		e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd),
+		now, e.opts.Channel, q.ID.String(), 0, 0, q.Project.String(), string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 		groupPrefix(it.pl.GroupID, it.seq), it.seq, "1").Slice()
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,10 @@ import (
 //	{q:<id>:<p>}:x      ZSET  message id -> expiresAt (ms) of the messages in m, for retention
 //	{q:<id>:<p>}:o      HASH  dead-letter outbox: message id -> moved message (payload + state)
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
+//	{q:<id>:<p>}:b      HASH  stored bytes (engine.PayloadBytes) of the partition: n of its
+//	                          messages, o of its outbox, v a version raised by every change,
+//	                          pj the owning project; moved by every script that stores or
+//	                          removes payload, in the same step (prelude.lua: bchg)
 //	{q:<id>}:p          HASH  n = partition count (absent: 1), at = last growth (ms)
 //	{q:<id>}:purge      STRING time of the last purge (ms; expires after the purge interval)
 //
@@ -60,6 +64,17 @@ import (
 //	                          dedup id (printable ASCII) follows the hash tag, so braces in it
 //	                          cannot move the key to another slot.
 //
+// and, per project (its own hash tag: on Redis Cluster no partition script can reach it):
+//
+//	{t:<project>}:b     HASH  t = the project's stored bytes; per partition (field: its b key)
+//	                          "<version>|<bytes>" last folded in; rs = bytes reserved by sends
+//	                          in progress (Cluster only)
+//	{t:<project>}:r     ZSET  send reservations "<token>|<bytes>" by expiry (ms; Cluster only)
+//
+// On a single server the partition scripts fold their change into {t:<project>}:b themselves;
+// on Cluster the engine folds it right after (bfold.lua, idempotent by version) and Sweep
+// folds every partition it visits, which finishes what a crash interrupted.
+//
 // No key name is built inside a script: group ids live in members and fields, never in key
 // names, so purge and delete remove a fixed set of keys.
 
@@ -71,6 +86,7 @@ type partKeys struct {
 	gm, gi, gs, gl   string // fifo
 	gt               string
 	dd               string // fifo dedup reservation outcomes
+	b                string // stored bytes
 }
 
 func keysOf(q ids.ID, p int) partKeys {
@@ -91,6 +107,7 @@ func keysOf(q ids.ID, p int) partKeys {
 		gl:  tag + ":gl",
 		gt:  tag + ":gt",
 		dd:  tag + ":dd",
+		b:   tag + ":b",
 	}
 }
 
@@ -114,6 +131,10 @@ func (k partKeys) all() []string {
 
 // fifo are the first keys of the fifo scripts: messages, then gm, gi, gs, gl.
 func (k partKeys) fifo() []string { return []string{k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl} }
+
+// projectBytesKey and projectReservationsKey are a project's stored-bytes keys.
+func projectBytesKey(p ids.ID) string        { return "{t:" + p.String() + "}:b" }
+func projectReservationsKey(p ids.ID) string { return "{t:" + p.String() + "}:r" }
 
 func queueTag(q ids.ID) string      { return "{q:" + q.String() + "}" }
 func partitionsKey(q ids.ID) string { return queueTag(q) + ":p" }

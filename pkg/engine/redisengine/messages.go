@@ -3,6 +3,7 @@ package redisengine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -27,8 +28,14 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) error {
 // one's send rate passed the threshold. Concurrent sends to one partition share the script
 // call (lanes). Fifo queues: see fifo.go.
 func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
+	if err := e.clockOK(); err != nil {
+		return nil, err
+	}
 	if len(msgs) == 0 {
 		return nil, nil
+	}
+	if err := e.checkHeadroom(); err != nil {
+		return nil, err
 	}
 	if q.Type == engine.FIFO {
 		return e.sendFIFO(ctx, q, msgs)
@@ -49,6 +56,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		}
 		pl := payload{Body: m.Body, Attributes: m.Attributes}
 		job.ids[i], job.payloads[i], job.delays[i] = id, pl.encode(), max(delay, 0).Milliseconds()
+		job.bytes += engine.PayloadBytes(m.Body, m.Attributes)
 		res[i] = engine.SendResult{MessageID: id, Partition: p}
 	}
 	// Calls of one lane share a script call, so they must agree on what the script takes
@@ -69,6 +77,7 @@ type sendJob struct {
 	ids      []ids.ID
 	payloads [][]byte
 	delays   []int64 // ms
+	bytes    int64   // stored bytes of its messages
 	err      error
 }
 
@@ -78,32 +87,79 @@ func (e *Engine) runSends(p int, batch []*sendJob) {
 	ctx, cancel := detached(batch[0].ctx)
 	defer cancel()
 	q, n := batch[0].q, batch[0].n
-	k := keysOf(q.ID, p)
 	now := e.nowMs()
-	total := 0
+	rate, err := e.sendCall(ctx, q, p, now, batch)
+	if errors.Is(err, errOverQuota) && len(batch) > 1 {
+		// Together they would pass the project's limit: each on its own, in turn, so the
+		// ones that fit are stored.
+		ok := false
+		for _, b := range batch {
+			r, err := e.sendCall(ctx, q, p, now, []*sendJob{b})
+			b.err = e.sendErr(ctx, q, err)
+			if err == nil {
+				ok, rate = true, max(rate, r)
+			}
+		}
+		if !ok {
+			return
+		}
+	} else {
+		for _, b := range batch {
+			b.err = e.sendErr(ctx, q, err)
+		}
+		if err != nil {
+			return
+		}
+	}
+	e.seenEmpty(q.ID, p, 0)
+	if rate > int64(e.opts.PartitionSendRate) && n < engine.MaxPartitions {
+		e.grow(ctx, q.ID, n, now)
+	}
+}
+
+// sendCall stores the jobs' messages in partition p with one script call, within the
+// project's maxStoredBytes (checked in the script on a single server, by a reservation on
+// Cluster); errOverQuota when they would pass it.
+func (e *Engine) sendCall(ctx context.Context, q engine.Queue, p int, now int64, batch []*sendJob) (int64, error) {
+	k := keysOf(q.ID, p)
+	total, bytes := 0, int64(0)
 	for _, b := range batch {
 		total += len(b.ids)
+		bytes += b.bytes
 	}
-	args := make([]any, 0, 4+3*total)
-	args = append(args, now, e.opts.Channel, q.ID.String(), now+retention(q).Milliseconds())
+	res, err := e.reserveBytes(ctx, q, bytes)
+	if err != nil {
+		return 0, err
+	}
+	args := make([]any, 0, 6+3*total)
+	args = append(args, now, e.opts.Channel, q.ID.String(), now+retention(q).Milliseconds(), max(q.MaxStoredBytes, 0), q.Project.String())
 	for _, b := range batch {
 		for i, id := range b.ids {
 			args = append(args, string(id[:]), b.payloads[i], now+b.delays[i])
 		}
 	}
-	rate, err := sendScript.Run(ctx, e.rdb, []string{k.r, k.m, k.s, k.x, k.rate(now / 1000), k.l}, args...).Int64()
-	if err != nil {
-		err = e.wrap(ctx, "send", err)
+	keys := e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.l)
+	rate, err := sendScript.Run(ctx, e.rdb, keys, args...).Int64()
+	if res != "" {
+		e.fold(ctx, q.Project, []partKeys{k}, res)
+	} else if err == nil {
+		e.fold(ctx, q.Project, []partKeys{k})
 	}
-	for _, b := range batch {
-		b.err = err
+	if err == nil && rate < 0 {
+		return 0, errOverQuota
 	}
-	if err != nil {
-		return
-	}
-	e.seenEmpty(q.ID, p, 0)
-	if rate > int64(e.opts.PartitionSendRate) && n < engine.MaxPartitions {
-		e.grow(ctx, q.ID, n, now)
+	return rate, err
+}
+
+// sendErr is what a send answers for err.
+func (e *Engine) sendErr(ctx context.Context, q engine.Queue, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errOverQuota):
+		return engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+	default:
+		return e.wrap(ctx, "send", err)
 	}
 }
 
@@ -126,6 +182,9 @@ type claim struct{ p, n int }
 // a pipelined probe finds the partitions holding visible messages, and the claim is split
 // among them starting at a rotating partition (one pipelined script call each).
 func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.ReceiveRequest) (engine.ReceiveResult, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.ReceiveResult{}, err
+	}
 	want := min(max(req.Max, 1), engine.MaxBatch)
 	n, err := e.partitions(ctx, q.ID)
 	if err != nil {
@@ -275,11 +334,11 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 	for i, c := range claims {
 		k := keysOf(q.ID, c.p)
 		if q.Type == engine.FIFO {
-			calls[i] = scriptCall{fReceiveScript, append(k.fifo(), k.o),
+			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o)...),
 				[]any{now, c.n, vis, maxrc, 2*c.n + 10, 3*c.n + 10, engine.RedriveReason}}
 			continue
 		}
-		calls[i] = scriptCall{receiveScript, []string{k.r, k.f, k.m, k.s, k.x, k.o, k.l, k.lh},
+		calls[i] = scriptCall{receiveScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o, k.l, k.lh),
 			[]any{now, c.n, vis, maxrc, 3 * c.n, engine.RedriveReason}}
 	}
 	cmds := e.run(ctx, calls)
@@ -287,13 +346,18 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 	var nextAt int64
 	var firstErr error
 	ok := 0
+	var changed []partKeys
+	defer func() { e.fold(ctx, q.Project, changed) }()
 	for i, c := range claims {
 		vals, err := cmds[i].Slice()
-		if err != nil || len(vals) != 3 {
+		if err != nil || len(vals) != 4 {
 			firstErr = cmp(firstErr, e.wrap(ctx, "receive", orBad(err)))
 			continue
 		}
 		ok++
+		if ch, _ := vals[3].(int64); ch == 1 {
+			changed = append(changed, keysOf(q.ID, c.p))
+		}
 		if at, _ := vals[0].(int64); at > 0 && (nextAt == 0 || at < nextAt) {
 			nextAt = at
 		}
@@ -455,11 +519,12 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fAckScript, k.fifo(), args}
+				return scriptCall{fAckScript, e.withBytes(q, k, k.fifo()...), args}
 			}
-			return scriptCall{ackScript, k.messages(), args}
+			return scriptCall{ackScript, e.withBytes(q, k, k.messages()...), args}
 		},
-		func(_ int, idx []int, val any, errs []error) error {
+		func(p int, idx []int, val any, errs []error) error {
+			e.fold(ctx, q.Project, []partKeys{keysOf(q.ID, p)})
 			return codes(val, idx, errs, func(int64) error { return errBadReply })
 		})
 }
@@ -504,7 +569,9 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 		}
 		val, err := any(nil), error(nil)
 		if len(sent) > 0 {
-			val, err = ackScript.Run(cctx, e.rdb, keysOf(q.ID, p).messages(), args...).Result()
+			k := keysOf(q.ID, p)
+			val, err = ackScript.Run(cctx, e.rdb, e.withBytes(q, k, k.messages()...), args...).Result()
+			e.fold(cctx, q.Project, []partKeys{k})
 		}
 		vals, _ := val.([]any)
 		if err == nil && len(vals) != len(sent) {
@@ -540,6 +607,9 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 // ChangeVisibility sets valid deliveries' deadlines to now+d (0 releases them), refusing a
 // deadline more than engine.MaxInFlight after the receive.
 func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engine.VisibilityChange) ([]error, error) {
+	if err := e.clockOK(); err != nil {
+		return nil, err
+	}
 	now := e.nowMs()
 	ds := make([]engine.Delivery, len(cs))
 	pre := make([]error, len(cs))
@@ -574,6 +644,9 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 // DeadLetter moves valid deliveries to the queue's dead-letter queue (through the outbox), or
 // deletes them when the queue has no redrive policy.
 func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.DeadLetterRequest) ([]error, error) {
+	if err := e.clockOK(); err != nil {
+		return nil, err
+	}
 	now := e.nowMs()
 	redrive := "0"
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
@@ -597,11 +670,14 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fDeadLetterScript, append(k.fifo(), k.o), args}
+				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.o)...), args}
 			}
-			return scriptCall{deadLetterScript, []string{k.r, k.f, k.m, k.s, k.x, k.o}, args}
+			return scriptCall{deadLetterScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
 		},
 		func(p int, idx []int, val any, errs []error) error {
+			if redrive == "0" {
+				e.fold(ctx, q.Project, []partKeys{keysOf(q.ID, p)})
+			}
 			vals, _ := val.([]any)
 			if len(vals) != 2 {
 				return errBadReply
@@ -646,7 +722,8 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 	var calls []scriptCall
 	var fields []string // outbox fields to clear once their insert succeeded (or cannot ever)
 	var callField []string
-	var moved []*fitem // into a fifo dead-letter queue
+	var moved []*fitem     // into a fifo dead-letter queue
+	var touched []partKeys // dead-letter partitions inserted into
 	for _, kv := range entries {
 		ob, err := parseOutbox(kv[0], kv[1])
 		var pl *payload
@@ -664,16 +741,17 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 				pl.GroupID = noGroup
 			}
 			moved = append(moved, &fitem{idx: len(moved), id: ob.ID, pl: *pl, visible: ob.At,
-				expires: ob.At + retention(*dlq).Milliseconds(), sent: ob.SentAt, mode: "n"})
+				expires: ob.At + retention(*dlq).Milliseconds(), sent: ob.SentAt, mode: "n", move: true})
 			callField = append(callField, kv[0])
 			continue
 		}
 		// The partition follows from the id, so a retried insert finds the first one.
 		dp := int(binary.BigEndian.Uint64(ob.ID[8:]) % uint64(dn))
 		k := keysOf(dlq.ID, dp)
-		calls = append(calls, scriptCall{dlqInsertScript, []string{k.r, k.m, k.s, k.x},
-			[]any{kv[0], pl.encode(), ob.At, ob.At + retention(*dlq).Milliseconds(), ob.SentAt, e.opts.Channel, dlq.ID.String()}})
+		calls = append(calls, scriptCall{dlqInsertScript, e.withBytes(*dlq, k, k.r, k.m, k.s, k.x),
+			[]any{kv[0], pl.encode(), ob.At, ob.At + retention(*dlq).Milliseconds(), ob.SentAt, e.opts.Channel, dlq.ID.String(), dlq.Project.String()}})
 		callField = append(callField, kv[0])
+		touched = append(touched, k)
 	}
 	if len(moved) > 0 {
 		if err := e.insertFIFO(ctx, *dlq, moved); err != nil {
@@ -689,10 +767,17 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 		}
 		fields = append(fields, callField[i])
 	}
+	e.fold(ctx, dlq.Project, touched)
 	if len(fields) > 0 {
-		if err := e.rdb.HDel(ctx, keysOf(src.ID, p).o, fields...).Err(); err != nil {
+		k := keysOf(src.ID, p)
+		args := make([]any, len(fields))
+		for i, f := range fields {
+			args[i] = f
+		}
+		if err := obClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.o), args...).Err(); err != nil {
 			e.log.Warn("redisengine: clearing the dead-letter outbox failed; Sweep will retry", "queue", src.ID.String(), "error", err)
 		}
+		e.fold(ctx, src.Project, []partKeys{k})
 	}
 }
 

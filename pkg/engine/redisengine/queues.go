@@ -21,6 +21,9 @@ import (
 // at once and Redis frees them in the background; later sends create fresh keys. Dead-letter
 // moves already in a partition's outbox are not purged: they have left the queue.
 func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
+	if err := e.clockOK(); err != nil {
+		return err
+	}
 	now := e.nowMs()
 	wait, err := purgeGateScript.Run(ctx, e.rdb, []string{purgeKey(q.ID)}, now, engine.PurgeInterval.Milliseconds()).Int64()
 	if err != nil {
@@ -36,10 +39,19 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 		return err
 	}
 	calls := make([]scriptCall, n)
+	parts := make([]partKeys, n)
 	for p := range n {
-		calls[p] = scriptCall{purgePartScript, keysOf(q.ID, p).purged(), nil}
+		k := keysOf(q.ID, p)
+		parts[p] = k
+		keys := append([]string{k.l, k.lh, k.b}, k.purged()[2:]...)
+		if e.inline(q) == "1" {
+			keys = append(keys, projectBytesKey(q.Project))
+		}
+		calls[p] = scriptCall{purgePartScript, keys, []any{e.inline(q)}}
 	}
-	for _, cmd := range e.run(ctx, calls) {
+	cmds := e.run(ctx, calls)
+	e.fold(ctx, q.Project, parts)
+	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			return e.wrap(ctx, "purge", err)
 		}
@@ -52,6 +64,9 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 // its watchers. A fifo queue's dedup markers are left to expire (PX): their names cannot be
 // listed without a scan, and a deleted queue's id is never used again.
 func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
+	if err := e.deleteCounted(ctx, q); err != nil {
+		return err
+	}
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range engine.MaxPartitions {
 			pipe.Unlink(ctx, keysOf(q, p).all()...)
@@ -70,27 +85,53 @@ func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 
 // Stats sums each partition's counts (one pipelined read-only script per partition).
 //
-// Counts are exact ZCOUNTs. Expired messages count until a receive or Sweep removes them.
-// OldestSentAt is the earliest send time among the few messages that expire first; it is
-// exact while the retention has not changed, and may miss an older message sent with a longer
-// retention until the messages sent before the change are gone.
+// Counts are exact and leave out messages past their retention, swept or not: a partition's
+// expired never-received prefix of l is found by binary search, and its few expired messages
+// in m (the sweeper removes them every few seconds) are taken out one by one; when there are
+// more than expiredLookups of them, the queue is swept first. OldestSentAt is the earliest
+// send time among the few messages that expire first; it is exact while the retention has not
+// changed, and may miss an older message sent with a longer retention until the messages sent
+// before the change are gone.
 func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.Stats{}, err
+	}
+	return idempotent(ctx, func() (engine.Stats, error) { return e.statsSwept(ctx, q) })
+}
+
+func (e *Engine) statsSwept(ctx context.Context, q engine.Queue) (engine.Stats, error) {
+	st, more, err := e.stats(ctx, q)
+	if err != nil || !more {
+		return st, err
+	}
+	if err := e.sweep(ctx, q); err != nil {
+		return engine.Stats{}, err
+	}
+	st, more, err = e.stats(ctx, q)
+	if more {
+		st.Truncated = true // more expired than one sweep removes: the counts are approximate
+	}
+	return st, err
+}
+
+func (e *Engine) stats(ctx context.Context, q engine.Queue) (engine.Stats, bool, error) {
 	n, err := e.partitions(ctx, q.ID)
 	if err != nil {
-		return engine.Stats{}, err
+		return engine.Stats{}, false, err
 	}
 	now := e.nowMs()
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x, k.l}, []any{now, oldestSample}}
+		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x, k.l}, []any{now, oldestSample, expiredLookups}}
 	}
 	st := engine.Stats{Partitions: n}
 	var oldest int64
+	more := false
 	for _, cmd := range e.run(ctx, calls) {
 		v, err := cmd.Int64Slice()
-		if err != nil || len(v) != 4 {
-			return engine.Stats{}, e.wrap(ctx, "stats", orBad(err))
+		if err != nil || len(v) != 5 {
+			return engine.Stats{}, false, e.wrap(ctx, "stats", orBad(err))
 		}
 		st.Visible += v[0]
 		st.InFlight += v[1]
@@ -98,10 +139,11 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 		if v[3] > 0 && (oldest == 0 || v[3] < oldest) {
 			oldest = v[3]
 		}
+		more = more || v[4] == 1
 	}
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
 	st.OldestSentAt = timeOrZero(oldest)
-	return st, nil
+	return st, more, nil
 }
 
 // Browse limits.
@@ -172,6 +214,13 @@ func decodeCursor(s engine.State, v string) (browseCursor, error) {
 // never-received ones, then the received ones), in (time, id) order within each, without
 // changing anything. Expired messages are left out.
 func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
+	if err := e.clockOK(); err != nil {
+		return engine.BrowsePage{}, err
+	}
+	return idempotent(ctx, func() (engine.BrowsePage, error) { return e.browse(ctx, q, req) })
+}
+
+func (e *Engine) browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
 	if req.State != engine.StateVisible && req.State != engine.StateInFlight && req.State != engine.StateDelayed {
 		return engine.BrowsePage{}, apierr.Invalid("state", "must be visible, inFlight or delayed")
 	}
@@ -200,15 +249,18 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	}
 	segs := segments(req.State, n)
 	var page engine.BrowsePage
-	var last browseCursor // the last message looked at, where the next page starts
+	// One message beyond the page is looked for, so that a full last page ends the list
+	// (no cursor); at[i] is where the page after message i starts.
+	want := limit + 1
+	var at []browseCursor
 	si := 0
 	if hasCur {
 		si = cur.seg
 	}
-	for si < len(segs) && len(page.Messages) < limit {
+	for si < len(segs) && len(page.Messages) < want {
 		sg := segs[si]
 		k := keysOf(q.ID, sg.p)
-		ask := limit - len(page.Messages)
+		ask := want - len(page.Messages)
 		got := 0
 		if sg.kind == 'l' {
 			from := int64(0)
@@ -224,13 +276,12 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 				got++
 				l, err := parseListed(str(v))
 				cur, hasCur = browseCursor{seg: si, score: first + int64(i), id: string(l.ID[:])}, true
-				last = cur
 				if err != nil {
 					e.log.Error("redisengine: undecodable message in browse", "queue", q.ID.String(), "error", err)
 					continue
 				}
 				if m, ok := e.browsed(req.State, l.ID, l.SentAt, state{ExpiresAt: l.ExpiresAt, SentAt: l.SentAt}, l.Payload, now); ok {
-					page.Messages = append(page.Messages, m)
+					page.Messages, at = append(page.Messages, m), append(at, cur)
 				}
 			}
 		} else {
@@ -250,7 +301,6 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 				got++
 				score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
 				cur, hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
-				last = cur
 				id, ok := ids.FromBytes([]byte(str(vals[i])))
 				if !ok {
 					continue
@@ -260,7 +310,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 					continue // gone meanwhile (state false) or corrupt
 				}
 				if m, ok := e.browsed(req.State, id, score, st, str(vals[i+3]), now); ok {
-					page.Messages = append(page.Messages, m)
+					page.Messages, at = append(page.Messages, m), append(at, cur)
 				}
 			}
 		}
@@ -269,8 +319,9 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			hasCur = false
 		}
 	}
-	if len(page.Messages) >= limit {
-		page.NextCursor = last.encode(req.State)
+	if len(page.Messages) > limit {
+		page.Messages = page.Messages[:limit]
+		page.NextCursor = at[limit-1].encode(req.State)
 	}
 	return page, nil
 }
@@ -306,6 +357,9 @@ var errNoGroups = apierr.Invalid("", "groups exist only on fifo queues")
 // interrupted, for every partition of the queues given. Every step is idempotent, so replicas
 // may sweep the same queues at once.
 func (e *Engine) Sweep(ctx context.Context, qs []engine.Queue) error {
+	if err := e.clockOK(); err != nil {
+		return err
+	}
 	var errs []error
 	for _, q := range qs {
 		if err := e.sweep(ctx, q); err != nil {
@@ -329,6 +383,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			return err
 		}
 	}
+	defer e.foldQueue(ctx, q, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
 		if q.Type == engine.FIFO {
@@ -337,7 +392,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			}
 		} else {
 			for range sweepChunks {
-				deleted, err := expireScript.Run(ctx, e.rdb, append(k.messages(), k.l, k.lh), now, sweepChunk).Int()
+				deleted, err := expireScript.Run(ctx, e.rdb, e.withBytes(q, k, append(k.messages(), k.l, k.lh)...), now, sweepChunk).Int()
 				if err != nil {
 					return e.wrap(ctx, "sweep", err)
 				}

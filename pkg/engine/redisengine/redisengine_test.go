@@ -40,6 +40,7 @@ func harness(newClient func() redis.UniversalClient) enginetest.Harness {
 			clk := enginetest.NewClock()
 			return newEngine(t, newClient(), clk, redisengine.Options{PartitionSendRate: rate}), clk
 		},
+		Recount: redisengine.Recount,
 	}
 }
 

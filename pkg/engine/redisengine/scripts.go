@@ -18,37 +18,58 @@ var scriptFiles embed.FS
 
 var (
 	sendScript       = loadScript("send")
-	receiveScript    = loadScript("receive")
-	ackScript        = loadScript("ack")
-	visibilityScript = loadScript("visibility")
-	deadLetterScript = loadScript("deadletter")
-	dlqInsertScript  = loadScript("dlqinsert")
-	expireScript     = loadScript("expire")
-	countsScript     = loadScript("counts")
-	peekScript       = loadScript("peek")
-	browseScript     = loadScript("browse")
-	browseListScript = loadScript("browselist")
-	purgePartScript  = loadScript("purgepart")
+	receiveScript    = loadDrainScript("receive")
+	ackScript        = loadDrainScript("ack")
+	visibilityScript = loadDrainScript("visibility")
+	deadLetterScript = loadDrainScript("deadletter")
+	dlqInsertScript  = loadDrainScript("dlqinsert")
+	expireScript     = loadDrainScript("expire")
+	countsScript     = loadDrainScript("counts")
+	peekScript       = loadDrainScript("peek")
+	browseScript     = loadDrainScript("browse")
+	browseListScript = loadDrainScript("browselist")
+	purgePartScript  = loadDrainScript("purgepart")
 	growScript       = loadScript("grow")
-	purgeGateScript  = loadScript("purgegate")
+	purgeGateScript  = loadDrainScript("purgegate")
+	obClearScript    = loadDrainScript("obclear")
+	qDeleteScript    = loadDrainScript("qdelete")
+	bFoldScript      = loadDrainScript("bfold")
+	bReserveScript   = loadScript("breserve")
 
 	// Fifo queues (fifo.go).
 	fReserveScript    = loadScript("freserve")
 	fSendScript       = loadScript("fsend")
-	fVerifyScript     = loadScript("fverify")
-	fReceiveScript    = loadScript("freceive")
-	fAckScript        = loadScript("fack")
-	fVisibilityScript = loadScript("fvisibility")
-	fDeadLetterScript = loadScript("fdeadletter")
-	fExpireScript     = loadScript("fexpire")
-	fPurgeGroupScript = loadScript("fpurgegroup")
-	fPeekScript       = loadScript("fpeek")
-	fGroupsScript     = loadScript("fgroups")
-	fGCScript         = loadScript("fgc")
-	fUnmapScript      = loadScript("funmap")
+	fVerifyScript     = loadDrainScript("fverify")
+	fReceiveScript    = loadDrainScript("freceive")
+	fAckScript        = loadDrainScript("fack")
+	fVisibilityScript = loadDrainScript("fvisibility")
+	fDeadLetterScript = loadDrainScript("fdeadletter")
+	fExpireScript     = loadDrainScript("fexpire")
+	fPurgeGroupScript = loadDrainScript("fpurgegroup")
+	fPeekScript       = loadDrainScript("fpeek")
+	fGroupsScript     = loadDrainScript("fgroups")
+	fGCScript         = loadDrainScript("fgc")
+	fUnmapScript      = loadDrainScript("funmap")
+
+	// The two steps of a dead-letter move into a fifo queue: the send scripts, allowed to
+	// run at full memory like every step of a drain.
+	fReserveMoveScript = loadDrainScript("freserve")
+	fSendMoveScript    = loadDrainScript("fsend")
 )
 
-func loadScript(name string) *redis.Script {
+// allowOOM is the shebang of the scripts that must run when Redis is at its maxmemory (SPEC
+// §10's headroom: receive, every settlement, purge, group purge, delete, sweeps and reads keep
+// working at full memory, so every queue can be drained). Without it Redis refuses a
+// script's first write that may allocate. Sends are refused first by the engine's own
+// high-water mark (headroom.go) and by Redis at maxmemory.
+const allowOOM = "#!lua flags=allow-oom\n"
+
+// loadDrainScript is loadScript for a script that runs at full memory.
+func loadDrainScript(name string) *redis.Script { return load(allowOOM, name) }
+
+func loadScript(name string) *redis.Script { return load("", name) }
+
+func load(shebang, name string) *redis.Script {
 	prelude, err := scriptFiles.ReadFile("scripts/prelude.lua")
 	if err != nil {
 		panic(err)
@@ -57,7 +78,7 @@ func loadScript(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(string(prelude) + "\n" + string(body))
+	return redis.NewScript(shebang + string(prelude) + "\n" + string(body))
 }
 
 // scriptCall is one script invocation.

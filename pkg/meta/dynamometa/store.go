@@ -6,6 +6,7 @@
 //	pk=P#<project>   sk=P             the project
 //	pk=PROJECTS      sk=<project>     a copy for listing projects (in id, i.e. creation, order)
 //	pk=P#<project>   sk=T#<token>     a token (read with ConsistentRead: revocation is checked on it)
+//	pk=TID#<token>   sk=T             the token's project (SQS access keys name the token alone)
 //	pk=P#<project>   sk=Q#<name>      a queue's settings and Version; the conditional put makes
 //	                                  names unique per project, begins_with lists by prefix
 //	pk=QID#<queue>   sk=Q             the id index of a queue (project, name, type) and refs: how
@@ -113,22 +114,24 @@ type tokenItem struct {
 }
 
 type queueItem struct {
-	PK                string    `dynamodbav:"pk"`
-	SK                string    `dynamodbav:"sk"`
-	ID                string    `dynamodbav:"id"`
-	ProjectID         string    `dynamodbav:"projectId"`
-	Name              string    `dynamodbav:"name"`
-	Type              string    `dynamodbav:"type"`
-	CreatedAt         time.Time `dynamodbav:"createdAt"`
-	UpdatedAt         time.Time `dynamodbav:"updatedAt"`
-	VisibilityTimeout int       `dynamodbav:"visibilityTimeoutSeconds"`
-	Retention         int       `dynamodbav:"retentionSeconds"`
-	Delay             int       `dynamodbav:"delaySeconds"`
-	ReceiveWait       int       `dynamodbav:"receiveWaitSeconds"`
-	DeadLetterQueue   string    `dynamodbav:"dlq,omitempty"`
-	MaxReceiveCount   int       `dynamodbav:"maxReceiveCount,omitempty"`
-	ContentBasedDedup bool      `dynamodbav:"contentBasedDedup"`
-	Version           int64     `dynamodbav:"version"`
+	PK                string            `dynamodbav:"pk"`
+	SK                string            `dynamodbav:"sk"`
+	ID                string            `dynamodbav:"id"`
+	ProjectID         string            `dynamodbav:"projectId"`
+	Name              string            `dynamodbav:"name"`
+	Type              string            `dynamodbav:"type"`
+	CreatedAt         time.Time         `dynamodbav:"createdAt"`
+	UpdatedAt         time.Time         `dynamodbav:"updatedAt"`
+	VisibilityTimeout int               `dynamodbav:"visibilityTimeoutSeconds"`
+	Retention         int               `dynamodbav:"retentionSeconds"`
+	Delay             int               `dynamodbav:"delaySeconds"`
+	ReceiveWait       int               `dynamodbav:"receiveWaitSeconds"`
+	DeadLetterQueue   string            `dynamodbav:"dlq,omitempty"`
+	MaxReceiveCount   int               `dynamodbav:"maxReceiveCount,omitempty"`
+	ContentBasedDedup bool              `dynamodbav:"contentBasedDedup"`
+	Tags              map[string]string `dynamodbav:"tags,omitempty"`
+	SQSAttributes     map[string]string `dynamodbav:"sqsAttributes,omitempty"`
+	Version           int64             `dynamodbav:"version"`
 }
 
 type queueIDItem struct {
@@ -148,6 +151,7 @@ func toQueueItem(q meta.Queue) queueItem {
 		VisibilityTimeout: q.VisibilityTimeoutSeconds, Retention: q.RetentionSeconds,
 		Delay: q.DelaySeconds, ReceiveWait: q.ReceiveWaitSeconds,
 		ContentBasedDedup: q.ContentBasedDedup, Version: q.Version,
+		Tags: q.Tags, SQSAttributes: q.SQSAttributes,
 	}
 	if q.Redrive != nil {
 		it.DeadLetterQueue = q.Redrive.DeadLetterQueue.String()
@@ -168,6 +172,7 @@ func (it queueItem) queue() (meta.Queue, error) {
 		VisibilityTimeoutSeconds: it.VisibilityTimeout, RetentionSeconds: it.Retention,
 		DelaySeconds: it.Delay, ReceiveWaitSeconds: it.ReceiveWait,
 		ContentBasedDedup: it.ContentBasedDedup, Version: it.Version,
+		Tags: nonEmpty(it.Tags), SQSAttributes: nonEmpty(it.SQSAttributes),
 	}
 	if it.DeadLetterQueue != "" {
 		dlq, err := ids.ParseUUID(it.DeadLetterQueue)
@@ -177,6 +182,13 @@ func (it queueItem) queue() (meta.Queue, error) {
 		q.Redrive = &meta.Redrive{DeadLetterQueue: dlq, MaxReceiveCount: it.MaxReceiveCount}
 	}
 	return q, nil
+}
+
+func nonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func (it projectItem) project() (meta.Project, error) {
@@ -479,9 +491,14 @@ func (s *Store) CreateToken(ctx context.Context, t meta.Token) error {
 	if err != nil {
 		return err
 	}
+	index, err := marshal(tokenIndexItem{PK: tokenIDPK(t.ID), SK: tokenIDSK, ProjectID: t.ProjectID.String()})
+	if err != nil {
+		return err
+	}
 	err = s.transact(ctx, "create token", []types.TransactWriteItem{
 		s.projectExists(t.ProjectID),
 		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: index}},
 	})
 	var c *canceled
 	switch {
@@ -505,6 +522,33 @@ func (s *Store) GetToken(ctx context.Context, projectID, tokenID ids.ID) (meta.T
 		return meta.Token{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
 	}
 	return it.token()
+}
+
+type tokenIndexItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	ProjectID string `dynamodbav:"projectId"`
+}
+
+const tokenIDSK = "T"
+
+func tokenIDPK(id ids.ID) string { return "TID#" + id.String() }
+
+// TokenProject reads a token's project from its index item.
+func (s *Store) TokenProject(ctx context.Context, tokenID ids.ID) (ids.ID, error) {
+	var it tokenIndexItem
+	ok, err := s.get(ctx, "get token project", tokenIDPK(tokenID), tokenIDSK, &it)
+	if err != nil {
+		return ids.ID{}, err
+	}
+	if !ok {
+		return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+	}
+	pid, err := ids.ParseUUID(it.ProjectID)
+	if err != nil {
+		return ids.ID{}, corrupt("token index %s: %v", it.PK, err)
+	}
+	return pid, nil
 }
 
 // RevokeToken sets RevokedAt unless it is already set.
@@ -563,6 +607,13 @@ func (s *Store) dropRef(dlq ids.ID) types.TransactWriteItem {
 // must be free (QueueExists), a redrive's dead-letter queue must exist in the project (NotFound,
 // field "redrive.deadLetterQueue").
 func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
+	return s.CreateQueueWithin(ctx, q, 0)
+}
+
+// CreateQueueWithin is CreateQueue with the project's maxQueues quota (<= 0: none): the
+// project item's queue count goes up in the same transaction, on the condition that it is
+// under the limit (tenancy.go).
+func (s *Store) CreateQueueWithin(ctx context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
 		return apierr.Invalid("id", "queue id is zero")
 	}
@@ -583,7 +634,7 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 	}
 	notExists := aws.String("attribute_not_exists(pk)")
 	items := []types.TransactWriteItem{
-		s.projectExists(q.ProjectID),
+		s.countUp(q.ProjectID, queueCountAttr, maxQueues),
 		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: notExists}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: idItem, ConditionExpression: notExists}},
 	}
@@ -595,6 +646,8 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 	switch {
 	case !errors.As(err, &c):
 		return err
+	case c.failed(0) && c.item(0) != nil:
+		return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
 	case c.failed(0):
 		return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
 	case c.failed(1):
@@ -720,6 +773,7 @@ func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, erro
 		next.DelaySeconds = q.DelaySeconds
 		next.ReceiveWaitSeconds = q.ReceiveWaitSeconds
 		next.ContentBasedDedup = q.ContentBasedDedup
+		next.Tags, next.SQSAttributes = nonEmpty(q.Tags), nonEmpty(q.SQSAttributes)
 		next.Redrive = nil
 		if q.Redrive != nil {
 			r := *q.Redrive
@@ -804,6 +858,7 @@ func (s *Store) DeleteQueue(ctx context.Context, projectID, queueID ids.ID) (met
 		if cur.Redrive != nil {
 			items = append(items, s.dropRef(cur.Redrive.DeadLetterQueue))
 		}
+		items = append(items, s.countDown(projectID, queueCountAttr))
 		err = s.transact(ctx, "delete queue", items)
 		var c *canceled
 		switch {

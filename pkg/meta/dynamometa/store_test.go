@@ -170,3 +170,10 @@ func TestUnavailable(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestTenancyConformance(t *testing.T) {
+	c := client(t)
+	metatest.RunTenancy(t, func(t *testing.T) metatest.TenancyStore {
+		return dynamometa.New(c, newTable(t, c))
+	})
+}

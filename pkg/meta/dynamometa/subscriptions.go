@@ -91,6 +91,12 @@ func subNotFound(q ids.ID) error {
 // CreateSubscription stores a queue's subscription with Version 1: the queue must exist in the
 // subscription's project (NotFound) and have no subscription yet (SubscriptionExists).
 func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) error {
+	return s.CreateSubscriptionWithin(ctx, sub, 0)
+}
+
+// CreateSubscriptionWithin is CreateSubscription with the project's maxSubscriptions quota
+// (<= 0: none), counted on the project item in the same transaction (tenancy.go).
+func (s *Store) CreateSubscriptionWithin(ctx context.Context, sub meta.Subscription, maxSubs int64) error {
 	if sub.ID.IsZero() || sub.QueueID.IsZero() {
 		return apierr.Invalid("id", "subscription or queue id is zero")
 	}
@@ -106,6 +112,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) e
 			ExpressionAttributeValues: map[string]types.AttributeValue{":p": str(sub.ProjectID.String())},
 		}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+		s.countUp(sub.ProjectID, subCountAttr, maxSubs),
 	})
 	var c *canceled
 	switch {
@@ -113,6 +120,8 @@ func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) e
 		return err
 	case c.failed(0):
 		return apierr.New(apierr.NotFound, "queue %s not found", sub.QueueID)
+	case c.failed(2) && !c.failed(1):
+		return apierr.Quota(meta.LimitMaxSubscriptions, maxSubs, "delete a subscription or ask for a higher limit")
 	default:
 		return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", sub.QueueID)
 	}
@@ -181,16 +190,30 @@ func cloneStored(s meta.Subscription) meta.Subscription {
 }
 
 // DeleteSubscription deletes a queue's subscription (NotFound when there is none).
+// The project's subscription count goes down in the same transaction.
 func (s *Store) DeleteSubscription(ctx context.Context, queueID ids.ID) error {
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.table), Key: key(subsPK, queueID.String()),
-		ConditionExpression: aws.String("attribute_exists(pk)"),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return subNotFound(queueID)
+	for attempt := 0; ; attempt++ {
+		cur, err := s.GetSubscription(ctx, queueID)
+		if err != nil {
+			return err
+		}
+		err = s.transact(ctx, "delete subscription", []types.TransactWriteItem{
+			{Delete: &types.Delete{
+				TableName: aws.String(s.table), Key: key(subsPK, queueID.String()),
+				ConditionExpression:       aws.String("id = :id"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(cur.ID.String())},
+			}},
+			s.countDown(cur.ProjectID, subCountAttr),
+		})
+		var c *canceled
+		if !errors.As(err, &c) {
+			return err
+		}
+		// Deleted (or replaced) since the read: read again.
+		if attempt >= casRetries {
+			return apierr.New(apierr.Unavailable, "subscription of queue %s keeps changing; retry", queueID)
+		}
 	}
-	return mapErr("delete subscription", err)
 }
 
 // ListSubscriptions lists every subscription in queue id order.

@@ -59,7 +59,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("embeddedmeta: opening %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts} {
+		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts}, tenancyBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -247,6 +247,29 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	return meta.CloneToken(t), nil
 }
 
+// TokenProject finds a token's project. Token keys start with the project, so this looks at
+// every token; the API's metadata cache keeps the answer.
+func (s *Store) TokenProject(_ context.Context, tokenID ids.ID) (ids.ID, error) {
+	var pid ids.ID
+	found := false
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bTokens).ForEach(func(k, _ []byte) error {
+			if len(k) == 32 && string(k[16:]) == string(tokenID[:]) {
+				copy(pid[:], k[:16])
+				found = true
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return ids.ID{}, err
+	}
+	if !found {
+		return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+	}
+	return pid, nil
+}
+
 // RevokeToken sets RevokedAt unless it is already set.
 func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at time.Time) error {
 	return s.update(func(tx *bolt.Tx) error {
@@ -285,7 +308,13 @@ func getQueue(tx *bolt.Tx, id ids.ID) (*queueRec, error) {
 func putQueue(tx *bolt.Tx, r *queueRec) error { return putJSON(tx.Bucket(bQueues), r.Q.ID[:], r) }
 
 // CreateQueue stores a new queue with Version 1.
-func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
+func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
+	return s.CreateQueueWithin(ctx, q, 0)
+}
+
+// CreateQueueWithin is CreateQueue with the project's maxQueues quota (<= 0: none), counted in
+// the same transaction.
+func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
 		return apierr.Invalid("id", "queue id is zero")
 	}
@@ -320,6 +349,9 @@ func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
 		}
 		if tx.Bucket(bQueues).Get(q.ID[:]) != nil {
 			return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+		}
+		if maxQueues > 0 && countQueues(tx, q.ProjectID) >= maxQueues {
+			return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
 		}
 		if err := putQueue(tx, &queueRec{Q: q}); err != nil {
 			return err

@@ -58,7 +58,13 @@ func getSub(tx *bolt.Tx, queueID ids.ID) (*meta.Subscription, error) {
 
 // CreateSubscription stores a queue's subscription with Version 1: the queue must exist in the
 // subscription's project (NotFound) and have no subscription yet (SubscriptionExists).
-func (s *Store) CreateSubscription(_ context.Context, sub meta.Subscription) error {
+func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) error {
+	return s.CreateSubscriptionWithin(ctx, sub, 0)
+}
+
+// CreateSubscriptionWithin is CreateSubscription with the project's maxSubscriptions quota
+// (<= 0: none), counted in the same transaction.
+func (s *Store) CreateSubscriptionWithin(_ context.Context, sub meta.Subscription, maxSubs int64) error {
 	if sub.ID.IsZero() || sub.QueueID.IsZero() {
 		return apierr.Invalid("id", "subscription or queue id is zero")
 	}
@@ -75,6 +81,12 @@ func (s *Store) CreateSubscription(_ context.Context, sub meta.Subscription) err
 		b := tx.Bucket(bSubs)
 		if b.Get(sub.QueueID[:]) != nil {
 			return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", sub.QueueID)
+		}
+		if n, err := countSubs(tx, sub.ProjectID); err != nil || (maxSubs > 0 && n >= maxSubs) {
+			if err != nil {
+				return err
+			}
+			return apierr.Quota(meta.LimitMaxSubscriptions, maxSubs, "delete a subscription or ask for a higher limit")
 		}
 		return putJSON(b, sub.QueueID[:], sub)
 	})

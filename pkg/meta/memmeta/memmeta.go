@@ -38,6 +38,7 @@ type Store struct {
 	queues   map[ids.ID]*queueRec
 	names    map[nameKey]ids.ID
 	subs     map[ids.ID]meta.Subscription // by queue id (subscriptions.go)
+	tenancy  tenancy                      // tenancy.go
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -50,6 +51,7 @@ func New() *Store {
 		queues:   map[ids.ID]*queueRec{},
 		names:    map[nameKey]ids.ID{},
 		subs:     map[ids.ID]meta.Subscription{},
+		tenancy:  newTenancy(),
 	}
 }
 
@@ -150,6 +152,18 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	return meta.CloneToken(t), nil
 }
 
+// TokenProject finds a token's project.
+func (s *Store) TokenProject(_ context.Context, tokenID ids.ID) (ids.ID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.tokens {
+		if k.token == tokenID {
+			return k.project, nil
+		}
+	}
+	return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+}
+
 // RevokeToken sets RevokedAt unless it is already set.
 func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at time.Time) error {
 	s.mu.Lock()
@@ -182,7 +196,12 @@ func (s *Store) dlq(project, id ids.ID) (*queueRec, bool) {
 }
 
 // CreateQueue stores a new queue with Version 1.
-func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
+func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
+	return s.CreateQueueWithin(ctx, q, 0)
+}
+
+// CreateQueueWithin is CreateQueue with the project's maxQueues quota (<= 0: none).
+func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
 		return apierr.Invalid("id", "queue id is zero")
 	}
@@ -210,6 +229,9 @@ func (s *Store) CreateQueue(_ context.Context, q meta.Queue) error {
 	}
 	if _, ok := s.queues[q.ID]; ok {
 		return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+	}
+	if n := s.countsLocked(q.ProjectID).Queues; maxQueues > 0 && n >= maxQueues {
+		return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
 	}
 	q = meta.CloneQueue(q)
 	q.Version = 1

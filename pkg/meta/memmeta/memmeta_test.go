@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	metatest.Run(t, func(*testing.T) meta.Store { return memmeta.New() })
 }
+
+func TestTenancyConformance(t *testing.T) {
+	metatest.RunTenancy(t, func(*testing.T) metatest.TenancyStore { return memmeta.New() })
+}

@@ -26,7 +26,13 @@ func subNotFound(q ids.ID) error {
 }
 
 // CreateSubscription stores a queue's subscription with Version 1.
-func (s *Store) CreateSubscription(_ context.Context, sub meta.Subscription) error {
+func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) error {
+	return s.CreateSubscriptionWithin(ctx, sub, 0)
+}
+
+// CreateSubscriptionWithin is CreateSubscription with the project's maxSubscriptions quota
+// (<= 0: none).
+func (s *Store) CreateSubscriptionWithin(_ context.Context, sub meta.Subscription, maxSubs int64) error {
 	if sub.ID.IsZero() || sub.QueueID.IsZero() {
 		return apierr.Invalid("id", "subscription or queue id is zero")
 	}
@@ -38,6 +44,9 @@ func (s *Store) CreateSubscription(_ context.Context, sub meta.Subscription) err
 	}
 	if _, ok := s.subs[sub.QueueID]; ok {
 		return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", sub.QueueID)
+	}
+	if n := s.countsLocked(sub.ProjectID).Subscriptions; maxSubs > 0 && n >= maxSubs {
+		return apierr.Quota(meta.LimitMaxSubscriptions, maxSubs, "delete a subscription or ask for a higher limit")
 	}
 	sub = cloneSub(sub)
 	sub.Version = 1

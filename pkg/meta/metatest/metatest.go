@@ -26,6 +26,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -50,6 +51,8 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"TokenCreateGet", testTokenCreateGet},
 		{"TokenNotFound", testTokenNotFound},
 		{"TokenRevoke", testTokenRevoke},
+		{"TokenProject", testTokenProject},
+		{"QueueTagsAndSQSAttributes", testQueueTagsAndSQSAttributes},
 		{"QueueCreateGet", testQueueCreateGet},
 		{"QueueNotFound", testQueueNotFound},
 		{"QueueNameUnique", testQueueNameUnique},
@@ -166,6 +169,8 @@ func diffQueue(got, want meta.Queue) error {
 		return errors.New("redrive presence differs")
 	case got.Redrive != nil && *got.Redrive != *want.Redrive:
 		return fmt.Errorf("redrive %+v, want %+v", *got.Redrive, *want.Redrive)
+	case !maps.Equal(got.Tags, want.Tags), !maps.Equal(got.SQSAttributes, want.SQSAttributes):
+		return fmt.Errorf("tags/SQS attributes %v/%v, want %v/%v", got.Tags, got.SQSAttributes, want.Tags, want.SQSAttributes)
 	case got.Version != want.Version:
 		return fmt.Errorf("version %d, want %d", got.Version, want.Version)
 	}
@@ -345,6 +350,46 @@ func testTokenCreateGet(t *testing.T, s meta.Store) {
 	if got.Name != "ci" {
 		t.Fatalf("a failed CreateToken overwrote the token: %+v", got)
 	}
+}
+
+func testTokenProject(t *testing.T, s meta.Store) {
+	p1, p2 := newProject(t, s, "one"), newProject(t, s, "two")
+	t1 := meta.Token{ID: ids.New(), ProjectID: p1.ID, Name: "a", Scopes: []string{"*"}, CreatedAt: base}
+	t2 := meta.Token{ID: ids.New(), ProjectID: p2.ID, Name: "b", Scopes: []string{"*"}, CreatedAt: base}
+	must(t, s.CreateToken(ctxOf(t), t1), "CreateToken")
+	must(t, s.CreateToken(ctxOf(t), t2), "CreateToken")
+	for _, tok := range []meta.Token{t1, t2} {
+		got, err := s.TokenProject(ctxOf(t), tok.ID)
+		must(t, err, "TokenProject")
+		if got != tok.ProjectID {
+			t.Fatalf("TokenProject(%s) = %s, want %s", tok.ID, got, tok.ProjectID)
+		}
+	}
+	_, err := s.TokenProject(ctxOf(t), ids.New())
+	wantCode(t, err, apierr.NotFound, "TokenProject of an unknown token")
+}
+
+func testQueueTagsAndSQSAttributes(t *testing.T, s meta.Store) {
+	p := newProject(t, s, "a")
+	q := queueValue(p.ID, "tagged")
+	q.Tags = map[string]string{"team": "payments", "env": ""}
+	q.SQSAttributes = map[string]string{"MaximumMessageSize": "1024"}
+	must(t, s.CreateQueue(ctxOf(t), q), "CreateQueue")
+	got, err := s.GetQueue(ctxOf(t), p.ID, q.ID)
+	must(t, err, "GetQueue")
+	q.Version = got.Version
+	sameQueue(t, "stored with tags", got, q)
+	got.Tags = map[string]string{"team": "billing"}
+	got.SQSAttributes = nil
+	got.UpdatedAt = base.Add(time.Minute)
+	want := got
+	want.Version++
+	got, err = s.UpdateQueue(ctxOf(t), got)
+	must(t, err, "UpdateQueue")
+	sameQueue(t, "UpdateQueue's answer", got, want)
+	byName, err := s.GetQueueByName(ctxOf(t), p.ID, "tagged")
+	must(t, err, "GetQueueByName")
+	sameQueue(t, "stored after UpdateQueue", byName, want)
 }
 
 func testTokenNotFound(t *testing.T, s meta.Store) {

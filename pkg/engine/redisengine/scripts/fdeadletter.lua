@@ -1,13 +1,15 @@
 -- fdeadletter: a consumer dead-letters valid deliveries of a fifo partition: each message
 -- moves to the outbox (with a redrive policy) or is deleted, and its group is rescheduled.
--- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 o
+-- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 o, 11 B, [12 P] (stored bytes)
 -- ARGV: 1 now ms, 2 "1" with a redrive policy else "0", 3 wake channel, 4 wake payload;
 --       then 3 per delivery: id, attempt, reason
 -- Returns: {{one code per delivery: 1 done, 0 stale}, {id, outbox value, ...}}
 local now = tonumber(ARGV[1])
 local redrive = ARGV[2] == '1'
 local K, G = fkeys()
+bkeys(11)
 local res, ok, skip, groups = {}, {}, {}, {}
+local moved = 0
 for i = 5, #ARGV, 3 do
   local id = ARGV[i]
   local a, ra, ea, sa, p = mread(KEYS[3], KEYS[4], id)
@@ -16,6 +18,7 @@ for i = 5, #ARGV, 3 do
   if payload then
     res[#res + 1] = 1
     skip[id] = true
+    moved = moved + psize(payload)
     local prefix = redis.call('HGET', KEYS[7], id)
     ok[#ok + 1] = {id, outbox_value(now, sa, ARGV[i + 2], payload), prefix}
     if prefix then
@@ -35,5 +38,6 @@ for _, e in ipairs(ok) do
   end
   fdel(K, G, e[1], e[3])
 end
+if redrive then bchg(-moved, moved) else bchg(-moved, 0) end
 if gapply(G, plan, now) then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
 return {res, out}

@@ -1,8 +1,10 @@
 -- freceive: claim up to max messages of a fifo partition, a group's batch at a time.
--- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 o (dead-letter outbox)
+-- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 o (dead-letter outbox), 11 B,
+--       [12 P] (stored bytes)
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 groups looked at at most, 6 messages looked at at most, 7 redrive reason
--- Returns: like receive.lua {nextVisibleAt ms, {id, state, payload, ...}, {id, outbox value, ...}}
+-- Returns: like receive.lua {nextVisibleAt ms, {id, state, payload, ...}, {id, outbox value, ...},
+--          1 when stored bytes changed else 0}
 -- Available groups (gs, and gl entries whose time has come) are served oldest head (lowest
 -- sequence number) first; from each, consecutive messages are taken from its head while they
 -- are visible, up to what is still wanted. Expired heads are deleted and heads received
@@ -16,6 +18,8 @@ local glimit = tonumber(ARGV[5])
 local budget = tonumber(ARGV[6])
 local K, G = fkeys()
 local deadline = now + vis
+bkeys(11)
+local gone, moved = 0, 0
 
 local cands = {}
 local av = redis.call('ZRANGE', G.gs, 0, glimit - 1, 'WITHSCORES')
@@ -50,11 +54,13 @@ for c, cand in ipairs(cands) do
     if a and ea > now then payload = p end
     if not payload then
       drop[#drop + 1] = w; skip[w.id] = true -- expired, or an index entry without a message
+      if a then gone = gone + psize(p) end
     else
       local at = w.fs or w.rs or 0
       if at > now then break end -- in flight (retried after d) or delayed: the group waits
       if maxrc > 0 and a >= maxrc then
         dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload)}; skip[w.id] = true
+        moved = moved + psize(payload)
       else
         take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa), payload, old}
         over[w.id] = deadline
@@ -99,4 +105,7 @@ for _, t in ipairs(take) do
   outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]; outt[#outt + 1] = t[3]
 end
 for g, pl in pairs(sched) do gset(G, g, pl, now) end
-return {next_at, outt, outd}
+bchg(-gone - moved, moved)
+local changed = 0
+if gone + moved > 0 then changed = 1 end
+return {next_at, outt, outd, changed}

@@ -1,9 +1,10 @@
 -- fsend: store fifo messages in their groups' partition (the second step of a fifo send, and
 -- the insert of a dead-letter move into a fifo queue).
 -- KEYS: 1 r, 2 m, 3 s, 4 x, 5 send counter of the current second, 6 gm, 7 gi, 8 gs, 9 gl,
---       10 gt, 11 dd
+--       10 gt, 11 dd, 12 B, [13 P] (stored bytes: prelude.lua)
 -- ARGV: 1 now ms, 2 wake channel, 3 wake payload, 4 dedup outcomes older than this (ms) are
---       trimmed; then 8 per message: id, payload, visibleAt ms, expiresAt ms, sentAt ms,
+--       trimmed, 5 the project's maxStoredBytes (0: none; checked only with P), 6 project id;
+--       then 8 per message: id, payload, visibleAt ms, expiresAt ms, sentAt ms,
 --       group prefix ("<g>\0" .. 16 hex digits of seq), seq, "1" when it holds a dedup
 --       reservation
 -- Returns {sends in the current second, {one code per message}}:
@@ -11,9 +12,13 @@
 --   2 refused: its dedup reservation was fenced (fverify) by a sender that found it pending,
 --   3 refused: its group already holds a higher sequence number here (a concurrent send to
 --     the group landed first; the caller takes a fresh number, so order = sequence order).
+-- {-1}: the messages to store would take the project past maxStoredBytes; nothing stored.
 local now = tonumber(ARGV[1])
 local codes, store, hw, hwset, gsc, gnew = {}, {}, {}, {}, {}, {}
-for i = 5, #ARGV, 8 do
+bkeys(12)
+PJ = ARGV[6]
+local add = 0
+for i = 7, #ARGV, 8 do
   local id, prefix, seq = ARGV[i], ARGV[i + 5], tonumber(ARGV[i + 6])
   local g = gid_of(prefix)
   if hw[g] == nil then hw[g] = tonumber(redis.call('HGET', KEYS[10], g) or '0') end
@@ -35,8 +40,11 @@ for i = 5, #ARGV, 8 do
       gnew[g] = {tonumber(ARGV[i + 2]), seq} -- a new (or emptied) group: its head is this message
     end
     store[#store + 1] = i
+    add = add + psize(ARGV[i + 1])
   end
 end
+local limit = tonumber(ARGV[5])
+if PK and limit > 0 and add > 0 and ptotal() + add > limit then return {-1} end
 local old = redis.call('ZRANGEBYSCORE', KEYS[11], '-inf', ARGV[4], 'LIMIT', 0, 100)
 
 for _, i in ipairs(store) do
@@ -52,6 +60,7 @@ for g, v in pairs(hwset) do redis.call('HSET', KEYS[10], g, v) end
 local G = {gs = KEYS[8], gl = KEYS[9]}
 for g, pl in pairs(gnew) do gset(G, g, pl, now) end
 if #old > 0 then redis.call('ZREM', KEYS[11], unpack(old)) end
+bchg(add, 0)
 local rate = redis.call('INCRBY', KEYS[5], #store)
 redis.call('PEXPIRE', KEYS[5], 2000)
 if #store > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end

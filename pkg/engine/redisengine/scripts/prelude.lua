@@ -161,3 +161,81 @@ local function fkeys()
   return {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]},
     {r = KEYS[1], f = KEYS[2], gm = KEYS[6], gi = KEYS[7], gs = KEYS[8], gl = KEYS[9]}
 end
+
+-- Stored bytes (keys.go): every message counts its body and attribute names and values, as the
+-- size limit measures them. A script that stores or removes payload moves its partition's
+-- byte hash B (n: bytes of its messages, o: of its dead-letter outbox, v: version) in the same
+-- step, and on a single server, where one script may touch any key, folds the new total into
+-- the project's byte hash P too; on Redis Cluster (no P) the engine folds it afterwards
+-- (bfold.lua). bkeys names B and P: KEYS[i] and, when present, KEYS[i + 1].
+local BK, PK, PJ = nil, nil, nil
+local function bkeys(i) BK = KEYS[i]; PK = KEYS[i + 1] end
+-- uvar reads a uvarint at position i of v: value and the next position (nil when truncated).
+local function uvar(v, i)
+  local n, mul = 0, 1
+  while true do
+    local c = string.byte(v, i)
+    if not c then return nil end
+    i = i + 1
+    n = n + (c % 128) * mul
+    if c < 128 then return n, i end
+    mul = mul * 128
+  end
+end
+-- psize is the stored bytes of the payload (payload.go) starting at position at of v.
+local function psize(v, at)
+  local i = (at or 1) + 2
+  local bl
+  bl, i = uvar(v, i)
+  if not bl then return 0 end
+  local s = bl
+  local na
+  na, i = uvar(v, i + bl)
+  if not na then return s end
+  for _ = 1, 2 * na do
+    local l
+    l, i = uvar(v, i)
+    if not l then return s end
+    s = s + l
+    i = i + l
+  end
+  return s
+end
+-- osize is the stored bytes of an outbox value ("1|at|sa|len(reason)|" .. reason .. payload).
+local function osize(v)
+  local a, b, rl, rest = string.match(v, '^1|(%d+)|(%d+)|(%d+)|()')
+  if not a then return 0 end
+  return psize(v, rest + tonumber(rl))
+end
+-- bfold applies a partition's total s at version ver to the project's hash P, once: a fold
+-- older than the one applied (Cluster: two replicas folding concurrently) changes nothing.
+-- An emptied partition's field goes when the fold is the change's own (single server, in
+-- the same script: no older fold can follow); a later fold keeps it as "ver|0" (Cluster).
+local function bfold(P, field, ver, s, keep)
+  local old = redis.call('HGET', P, field)
+  local ov, os = 0, 0
+  if old then
+    local x, y = string.match(old, '^(%d+)|(%d+)$')
+    ov, os = tonumber(x) or 0, tonumber(y) or 0
+  end
+  if ver <= ov then return end
+  if s > 0 or keep then redis.call('HSET', P, field, ver .. '|' .. s) else redis.call('HDEL', P, field) end
+  if s ~= os then redis.call('HINCRBY', P, 't', s - os) end
+end
+-- bchg moves the partition's message bytes by dn and outbox bytes by dob. Counts never go
+-- below 0 (messages stored before counting began were never added).
+local function bchg(dn, dob)
+  if dn == 0 and dob == 0 then return end
+  local n = redis.call('HINCRBY', BK, 'n', dn)
+  if n < 0 then redis.call('HSET', BK, 'n', 0); n = 0 end
+  local o = tonumber(redis.call('HGET', BK, 'o') or '0')
+  if dob ~= 0 then
+    o = redis.call('HINCRBY', BK, 'o', dob)
+    if o < 0 then redis.call('HSET', BK, 'o', 0); o = 0 end
+  end
+  if PJ and dn > 0 then redis.call('HSET', BK, 'pj', PJ) end
+  local ver = redis.call('HINCRBY', BK, 'v', 1)
+  if PK then bfold(PK, BK, ver, n + o) end
+end
+-- ptotal is the project's stored bytes (single server: read in the storing script).
+local function ptotal() return tonumber(redis.call('HGET', PK, 't') or '0') end

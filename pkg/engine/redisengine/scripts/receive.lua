@@ -1,12 +1,14 @@
 -- receive: claim up to max visible messages of one partition.
 -- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 o (dead-letter outbox), 7 l (list), 8 lh (list head
---       position: elements ever removed from the head of l)
+--       position: elements ever removed from the head of l), 9 B, [10 P] (stored bytes:
+--       expired messages dropped here leave the count, redriven ones move to the outbox's)
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 scan limit (candidates examined at most), 6 redrive reason
 -- Returns: {nextVisibleAt ms (0: none; only computed when nothing is returned),
 --           {id, value, ...} of the claimed messages (value: their m value after the claim,
 --           state then payload, see mstate),
---           {id, outbox value, ...} of messages moved to the outbox}
+--           {id, outbox value, ...} of messages moved to the outbox,
+--           1 when stored bytes changed else 0}
 -- Candidates are the lowest scores <= now of r and f and the head of l (score: its send time),
 -- merged by score. Expired ones are deleted, ones received maxReceiveCount times move to the
 -- outbox. A message taken from l moves into m, f and x. All reads come first, and every write
@@ -18,6 +20,8 @@ local vis = tonumber(ARGV[3])
 local maxrc = tonumber(ARGV[4])
 local scan = tonumber(ARGV[5])
 local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
+bkeys(9)
+local gone, moved, counted = 0, 0, {}
 
 local cr = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, scan)
 local cf = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, scan)
@@ -67,6 +71,8 @@ for _, c in ipairs(cands) do
       local v = c[5]
       -- take: {id, m value, old layout, source, expiry string}
       take[#take + 1] = {string.sub(v, 1, 16), prefix .. c[7] .. '|' .. c[6] .. '|' .. string.sub(v, c[8]), false, 'l', c[7]}
+    elseif c[8] then
+      gone = gone + psize(c[5], c[8])
     end
   else
     local id = c[1]
@@ -75,8 +81,11 @@ for _, c in ipairs(cands) do
     if a and ea > now then payload = p end
     if not payload then
       drop[#drop + 1] = id -- expired, or an index entry without a message
+      if a and not counted[id] then gone = gone + psize(p) end
+      counted[id] = true
     elseif maxrc > 0 and a >= maxrc then
       dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[6], payload)}
+      moved = moved + psize(payload)
     else
       take[#take + 1] = {id, mvalue(fmt_state(a + 1, now, ea, sa), payload), old, c[2]}
     end
@@ -129,4 +138,7 @@ if fromlist > 0 then
   redis.call('LTRIM', KEYS[7], fromlist, -1)
   redis.call('INCRBY', KEYS[8], fromlist)
 end
-return {next_at, outt, outd}
+bchg(-gone - moved, moved)
+local changed = 0
+if gone + moved > 0 then changed = 1 end
+return {next_at, outt, outd, changed}

@@ -1,10 +1,13 @@
 -- send: store a batch of new messages in one partition and count the partition's send rate.
 -- KEYS: 1 r (ready zset), 2 m (messages), 3 s (states of messages stored before), 4 x (expiry zset),
 --       5 send counter of the current second (expires after 2 s), 6 l (list of never-received
---       messages sent without delay)
--- ARGV: 1 now ms, 2 wake channel, 3 wake payload (queue id), 4 expiresAt ms (the whole batch);
+--       messages sent without delay), 7 B (partition byte hash), [8 P (project byte hash;
+--       single server only)]
+-- ARGV: 1 now ms, 2 wake channel, 3 wake payload (queue id), 4 expiresAt ms (the whole batch),
+--       5 the project's maxStoredBytes (0: none; checked only with P), 6 project id;
 --       then 3 per message: id (16 raw bytes), payload, visibleAt ms
--- Returns: the partition's sends in the current second, this batch included.
+-- Returns: the partition's sends in the current second, this batch included; -1 when the
+-- batch would take the project past maxStoredBytes (nothing stored).
 -- A message visible at once goes to the tail of l, one list element and nothing else. l is in
 -- send order and its expiry times do not decrease by more than SKEW ms from one element to the
 -- next (a batch that would, after the retention was shortened, goes the delayed way), so the
@@ -14,6 +17,12 @@
 local now = tonumber(ARGV[1])
 local ea = tonumber(ARGV[4])
 local SKEW = 2000
+bkeys(7)
+PJ = ARGV[6]
+local add = 0
+for i = 8, #ARGV, 3 do add = add + psize(ARGV[i]) end
+local limit = tonumber(ARGV[5])
+if PK and limit > 0 and ptotal() + add > limit then return -1 end
 local listok = true
 local tail = redis.call('LINDEX', KEYS[6], -1)
 if tail then
@@ -22,7 +31,7 @@ if tail then
 end
 local push, n = {}, 0
 local times = ARGV[1] .. '|' .. ARGV[4] .. '|' -- an element: id .. sentAt|expiresAt| .. payload
-for i = 5, #ARGV, 3 do
+for i = 7, #ARGV, 3 do
   local id, p, vis = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   if listok and vis <= now then
     push[#push + 1] = id .. times .. p
@@ -34,6 +43,7 @@ for i = 5, #ARGV, 3 do
   n = n + 1
 end
 if #push > 0 then redis.call('RPUSH', KEYS[6], unpack(push)) end
+bchg(add, 0)
 local rate = redis.call('INCRBY', KEYS[5], n)
 redis.call('PEXPIRE', KEYS[5], 2000)
 redis.call('PUBLISH', ARGV[2], ARGV[3])

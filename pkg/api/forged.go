@@ -1,0 +1,148 @@
+package api
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+)
+
+// ForgedHandleLimit bounds how many invalid receipt handles (answers receipt_handle_invalid)
+// one source may present: the receipt routes need no credential, so this is what stops one
+// address from spending the API's CPU on MAC checks of guessed handles. A source over it gets
+// 429 rate_limited on every receipt call until its bucket refills. Valid handles cost nothing.
+type ForgedHandleLimit struct {
+	PerSecond float64 // refill rate (default 20)
+	Burst     int     // bucket size (default 200)
+	// MaxSources bounds the memory: at most this many sources are tracked (default 50,000,
+	// about 5 MB); when full, sources whose bucket has refilled are forgotten first.
+	MaxSources int
+}
+
+// DefaultForgedHandleLimit is the limit when the Config leaves it zero.
+var DefaultForgedHandleLimit = ForgedHandleLimit{PerSecond: 20, Burst: 200, MaxSources: 50_000}
+
+// sourceBuckets is an in-process token bucket per source. Every replica keeps its own: a
+// forger spread over replicas gets one burst per replica, which is still bounded.
+type sourceBuckets struct {
+	lim ForgedHandleLimit
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[netip.Addr]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newSourceBuckets(lim ForgedHandleLimit, now func() time.Time) *sourceBuckets {
+	d := DefaultForgedHandleLimit
+	if lim.PerSecond <= 0 {
+		lim.PerSecond = d.PerSecond
+	}
+	if lim.Burst <= 0 {
+		lim.Burst = d.Burst
+	}
+	if lim.MaxSources <= 0 {
+		lim.MaxSources = d.MaxSources
+	}
+	return &sourceBuckets{lim: lim, now: now, m: map[netip.Addr]*bucket{}}
+}
+
+// refill brings b up to now; the caller holds mu.
+func (l *sourceBuckets) refill(b *bucket, now time.Time) {
+	b.tokens = min(float64(l.lim.Burst), b.tokens+now.Sub(b.at).Seconds()*l.lim.PerSecond)
+	b.at = now
+}
+
+// wait is how long src must wait before presenting another handle (0: go ahead).
+func (l *sourceBuckets) wait(src netip.Addr) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.m[src]
+	if !ok {
+		return 0
+	}
+	l.refill(b, l.now())
+	if b.tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - b.tokens) / l.lim.PerSecond * float64(time.Second))
+}
+
+// charge takes n tokens from src's bucket (it may go negative: a big batch of forgeries
+// earns a longer wait).
+func (l *sourceBuckets) charge(src netip.Addr, n int) {
+	if n == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b, ok := l.m[src]
+	if !ok {
+		if len(l.m) >= l.lim.MaxSources {
+			l.evict(now)
+		}
+		b = &bucket{tokens: float64(l.lim.Burst), at: now}
+		l.m[src] = b
+	}
+	l.refill(b, now)
+	b.tokens -= float64(n)
+}
+
+// evict forgets the sources whose bucket has refilled (they are as if never seen), or, if
+// none has, all of them: memory stays bounded whatever the spread of sources.
+func (l *sourceBuckets) evict(now time.Time) {
+	for k, b := range l.m {
+		if l.refill(b, now); b.tokens >= float64(l.lim.Burst) {
+			delete(l.m, k)
+		}
+	}
+	if len(l.m) >= l.lim.MaxSources {
+		clear(l.m)
+	}
+}
+
+// source is the caller's address as the TCP connection shows it — not X-Forwarded-For, which
+// the caller writes. IPv6 sources are counted per /64 (one subscriber's allocation).
+func source(c echo.Context) netip.Addr {
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		host = c.Request().RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// checkSource refuses a receipt call from a source over its forged-handle limit.
+func (s *Server) checkSource(c echo.Context) error {
+	if d := s.forged.wait(source(c)); d > 0 {
+		return apierr.New(apierr.RateLimited, "too many invalid receipt handles from this address; retry later").WithRetryAfter(d)
+	}
+	return nil
+}
+
+// chargeSource counts the invalid handles of a receipt call against its source.
+func (s *Server) chargeSource(c echo.Context, errs ...*apierr.Error) {
+	n := 0
+	for _, e := range errs {
+		if e != nil && e.Code == apierr.ReceiptHandleInvalid {
+			n++
+		}
+	}
+	s.forged.charge(source(c), n)
+}

@@ -1,0 +1,450 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/tenancy"
+)
+
+// StoredBytesReader reads a project's stored payload bytes (the engine keeps the count).
+type StoredBytesReader interface {
+	StoredBytes(ctx context.Context, project ids.ID) (int64, error)
+}
+
+// limitsTTL bounds how long a replica uses a project's limits before reading them again: a
+// changed limit applies on the replica that changed it at once, on the others within this.
+const limitsTTL = 2 * time.Second
+
+type limitsCache struct {
+	mu sync.Mutex
+	m  map[ids.ID]cachedLimits
+}
+
+type cachedLimits struct {
+	own   meta.Limits
+	until time.Time
+}
+
+// ownLimits returns a project's own limits, cached for limitsTTL. When the store cannot be
+// read, a stale entry (else none: the defaults) is used, so a metadata outage does not stop
+// traffic that needs only the limits.
+func (s *Server) ownLimits(ctx context.Context, project ids.ID) meta.Limits {
+	now := s.cfg.Clock.Now()
+	c := &s.limits
+	c.mu.Lock()
+	e, ok := c.m[project]
+	c.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.own
+	}
+	own, err := s.cfg.Tenancy.GetLimits(ctx, project)
+	if err != nil {
+		s.cfg.Logger.Warn("reading project limits; using the last known", "project", project.String(), "err", err)
+		return e.own
+	}
+	s.rememberLimits(project, own)
+	return own
+}
+
+func (s *Server) rememberLimits(project ids.ID, own meta.Limits) {
+	c := &s.limits
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= 100_000 {
+		c.m = map[ids.ID]cachedLimits{}
+	}
+	c.m[project] = cachedLimits{own: own, until: s.cfg.Clock.Now().Add(limitsTTL)}
+	c.mu.Unlock()
+}
+
+// effectiveLimits are a project's limits: its own values over the operator's defaults.
+func (s *Server) effectiveLimits(ctx context.Context, project ids.ID) tenancy.Limits {
+	if s.cfg.Tenancy == nil {
+		return s.cfg.DefaultLimits
+	}
+	return s.cfg.DefaultLimits.With(s.ownLimits(ctx, project))
+}
+
+// admit applies the project's request rate to a call made with one of its tokens (or a
+// receipt call on one of its queues) and meters it.
+func (s *Server) admit(ctx context.Context, project ids.ID) error {
+	if s.cfg.Limiter != nil && s.cfg.Tenancy != nil {
+		rate := s.effectiveLimits(ctx, project).RequestsPerSecond
+		wait, err := s.cfg.Limiter.Allow(ctx, tenancy.RateKey(project), int(rate))
+		if err != nil {
+			// The project budget fails open: a Redis that cannot take the limiter's write
+			// (full memory, a failover) must not stop receives, settlements, purges and
+			// deletes that drain it. The call itself still needs its storage.
+			s.warnLimiter(err)
+		}
+		if wait > 0 {
+			return apierr.New(apierr.RateLimited, "over the project's limit of %d requests a second", rate).WithRetryAfter(wait)
+		}
+	}
+	s.cfg.Meter.Add(project, meta.Counters{Requests: 1})
+	return nil
+}
+
+// warnLimiter logs a failing project limiter at most once a second.
+func (s *Server) warnLimiter(err error) {
+	now := s.cfg.Clock.Now().UnixNano()
+	last := s.limiterWarned.Load()
+	if now-last >= int64(time.Second) && s.limiterWarned.CompareAndSwap(last, now) {
+		s.cfg.Logger.Warn("project rate limiter unavailable; admitting calls", "err", err)
+	}
+}
+
+// createQueueWithin stores a new queue under the project's maxQueues.
+func (s *Server) createQueueWithin(ctx context.Context, q meta.Queue) error {
+	if s.cfg.Tenancy == nil {
+		return s.cfg.Meta.CreateQueue(ctx, q)
+	}
+	max := s.effectiveLimits(ctx, q.ProjectID).MaxQueues
+	if max == 0 {
+		return apierr.Quota(meta.LimitMaxQueues, 0, "this project may not create queues")
+	}
+	return s.cfg.Tenancy.CreateQueueWithin(ctx, q, max)
+}
+
+// createSubscriptionWithin stores a new subscription under the project's maxSubscriptions.
+func (s *Server) createSubscriptionWithin(ctx context.Context, sub meta.Subscription) error {
+	if s.cfg.Tenancy == nil {
+		return s.cfg.Subscriptions.CreateSubscription(ctx, sub)
+	}
+	max := s.effectiveLimits(ctx, sub.ProjectID).MaxSubscriptions
+	if max == 0 {
+		return apierr.Quota(meta.LimitMaxSubscriptions, 0, "this project may not create subscriptions")
+	}
+	return s.cfg.Tenancy.CreateSubscriptionWithin(ctx, sub, max)
+}
+
+// park takes one of the project's waiting-receive slots for a long poll of up to wait. ok is
+// false when the project has maxWaitingReceives parked: the receive answers at once. A
+// failure to count (Redis unreachable) also answers at once rather than parking unbounded.
+func (s *Server) park(ctx context.Context, project ids.ID, wait time.Duration) (release func(), ok bool) {
+	if s.cfg.Parking == nil {
+		return func() {}, true
+	}
+	max := s.effectiveLimits(ctx, project).MaxWaitingReceives
+	// The slot outlives the longest wait by the storage timeout of the last look.
+	release, ok, err := s.cfg.Parking.Park(ctx, project, max, wait+s.cfg.StorageTimeout+time.Second)
+	if err != nil {
+		s.cfg.Logger.Warn("counting waiting receives; answering at once", "project", project.String(), "err", err)
+	}
+	return release, ok && err == nil
+}
+
+// payloadSize is a message's size as the 256 KiB limit measures it.
+func payloadSize(body string, attrs map[string]string) int64 {
+	n := len(body)
+	for k, v := range attrs {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+func (s *Server) meterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult) {
+	var c meta.Counters
+	for i, r := range res {
+		if r.Err == nil && !r.Duplicate && i < len(msgs) {
+			c.MessagesSent++
+			c.BytesIn += payloadSize(msgs[i].Body, msgs[i].Attributes)
+		}
+	}
+	if !c.IsZero() {
+		s.cfg.Meter.Add(project, c)
+	}
+}
+
+func (s *Server) meterDelivered(project ids.ID, msgs []engine.Received) {
+	if len(msgs) == 0 {
+		return
+	}
+	c := meta.Counters{MessagesDelivered: int64(len(msgs))}
+	for _, m := range msgs {
+		c.BytesOut += payloadSize(m.Body, m.Attributes)
+	}
+	s.cfg.Meter.Add(project, c)
+}
+
+func (s *Server) meterAcked(project ids.ID, errs []error, err error) {
+	if err != nil {
+		return
+	}
+	var n int64
+	for _, e := range errs {
+		if e == nil {
+			n++
+		}
+	}
+	if n > 0 {
+		s.cfg.Meter.Add(project, meta.Counters{MessagesAcked: n})
+	}
+}
+
+// requireProject authenticates a project token of any scope (the tenant's own routes).
+func (s *Server) requireProject(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := s.authenticate(c)
+		if err != nil {
+			return err
+		}
+		if p.Operator {
+			return apierr.New(apierr.PermissionDenied, "this route needs a project token; the operator reads /v1/projects/{project}")
+		}
+		c.Set(principalKey, p)
+		if err := s.admit(c.Request().Context(), p.ProjectID); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
+type limitsJSON = tenancy.Limits
+
+type projectUsageJSON struct {
+	Queues        int64 `json:"queues"`
+	Subscriptions int64 `json:"subscriptions"`
+	StoredBytes   int64 `json:"storedBytes"`
+}
+
+type projectDetailJSON struct {
+	projectJSON
+	Limits limitsJSON       `json:"limits"`
+	Usage  projectUsageJSON `json:"usage"`
+}
+
+func (s *Server) projectDetail(ctx context.Context, p meta.Project) (projectDetailJSON, error) {
+	out := projectDetailJSON{projectJSON: projectOut(p), Limits: s.cfg.DefaultLimits}
+	if s.cfg.Tenancy == nil {
+		return out, nil
+	}
+	own, err := s.cfg.Tenancy.GetLimits(ctx, p.ID)
+	if err != nil {
+		return out, err
+	}
+	s.rememberLimits(p.ID, own)
+	out.Limits = s.cfg.DefaultLimits.With(own)
+	counts, err := s.cfg.Tenancy.Counts(ctx, p.ID)
+	if err != nil {
+		return out, err
+	}
+	out.Usage.Queues, out.Usage.Subscriptions = counts.Queues, counts.Subscriptions
+	if s.cfg.StoredBytes != nil {
+		if out.Usage.StoredBytes, err = s.cfg.StoredBytes.StoredBytes(ctx, p.ID); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) getProject(c echo.Context) error {
+	p, err := s.project(c)
+	if err != nil {
+		return err
+	}
+	return s.answerProject(c, p)
+}
+
+func (s *Server) answerProject(c echo.Context, p meta.Project) error {
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	out, err := s.projectDetail(ctx, p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getOwnProject(c echo.Context) error {
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	p, err := s.cfg.Meta.GetProject(ctx, principal(c).ProjectID)
+	if err != nil {
+		return err
+	}
+	return s.answerProject(c, p)
+}
+
+// parseLimitsPatch reads PATCH /v1/projects/{project}'s body: {"limits": {name: value|null}}.
+func parseLimitsPatch(data []byte) (meta.LimitsPatch, *apierr.Error) {
+	o, err := parseObject(data, "", false, "limits")
+	if err != nil {
+		return nil, err
+	}
+	if !o.has("limits") || o.isNull("limits") {
+		return nil, apierr.Invalid("limits", "is required: an object of limits (%v) to integers or null", meta.LimitNames)
+	}
+	lo, err := o.child("limits", meta.LimitNames...)
+	if err != nil {
+		return nil, err
+	}
+	patch := meta.LimitsPatch{}
+	for name := range lo.fields {
+		if lo.isNull(name) {
+			patch[name] = nil
+			continue
+		}
+		r := tenancy.Ranges[name]
+		v, _, err := lo.integer(name, r.Min, r.Max)
+		if err != nil {
+			return nil, err
+		}
+		patch[name] = &v
+	}
+	return patch, nil
+}
+
+func (s *Server) updateProject(c echo.Context) error {
+	p, err := s.project(c)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	patch, aerr := parseLimitsPatch(data)
+	if aerr != nil {
+		return aerr
+	}
+	if s.cfg.Tenancy == nil {
+		return apierr.New(apierr.Unavailable, "this server keeps no project limits")
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	own, err := s.cfg.Tenancy.UpdateLimits(ctx, p.ID, patch)
+	if err != nil {
+		return err
+	}
+	s.rememberLimits(p.ID, own)
+	return s.answerProject(c, p)
+}
+
+type usageHourJSON struct {
+	Hour              string `json:"hour"`
+	Requests          int64  `json:"requests"`
+	MessagesSent      int64  `json:"messagesSent"`
+	MessagesDelivered int64  `json:"messagesDelivered"`
+	MessagesAcked     int64  `json:"messagesAcked"`
+	BytesIn           int64  `json:"bytesIn"`
+	BytesOut          int64  `json:"bytesOut"`
+	PushAttempts      int64  `json:"pushAttempts"`
+	StoredByteHours   int64  `json:"storedByteHours"`
+}
+
+// usageRange reads ?from=&to= (RFC 3339; default the last 24 hours; at most 31 days).
+func (s *Server) usageRange(c echo.Context) (from, to time.Time, err error) {
+	to = s.cfg.Clock.Now().UTC()
+	parse := func(name string, def time.Time) (time.Time, error) {
+		v := c.QueryParam(name)
+		if v == "" {
+			return def, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return t, apierr.Invalid(name, "must be an RFC 3339 time such as 2026-03-14T15:00:00Z")
+		}
+		return t.UTC(), nil
+	}
+	if to, err = parse("to", to); err != nil {
+		return
+	}
+	if from, err = parse("from", to.Add(-24*time.Hour)); err != nil {
+		return
+	}
+	// The field named is the one given: with to defaulted, from is the one at fault.
+	field := "to"
+	if c.QueryParam("to") == "" {
+		field = "from"
+	}
+	switch {
+	case to.Before(from):
+		err = apierr.Invalid(field, "to must not be before from")
+	case to.Sub(from) > meta.MaxUsageRange:
+		err = apierr.Invalid(field, "at most 31 days from from to to per call")
+	}
+	return
+}
+
+func (s *Server) answerUsage(c echo.Context, project ids.ID) error {
+	from, to, err := s.usageRange(c)
+	if err != nil {
+		return err
+	}
+	out := []usageHourJSON{}
+	if s.cfg.Tenancy != nil {
+		ctx, cancel := s.storageCtx(c)
+		defer cancel()
+		hours, err := s.cfg.Tenancy.Usage(ctx, project, from, to)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(hours, func(a, b meta.UsageHour) int { return a.Hour.Compare(b.Hour) })
+		for _, h := range hours {
+			out = append(out, usageHourJSON{
+				Hour: formatTime(h.Hour), Requests: h.Requests, MessagesSent: h.MessagesSent,
+				MessagesDelivered: h.MessagesDelivered, MessagesAcked: h.MessagesAcked,
+				BytesIn: h.BytesIn, BytesOut: h.BytesOut, PushAttempts: h.PushAttempts, StoredByteHours: h.StoredByteHours,
+			})
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"usage": out})
+}
+
+func (s *Server) getProjectUsage(c echo.Context) error {
+	p, err := s.project(c)
+	if err != nil {
+		return err
+	}
+	return s.answerUsage(c, p.ID)
+}
+
+func (s *Server) getOwnUsage(c echo.Context) error {
+	return s.answerUsage(c, principal(c).ProjectID)
+}
+
+// admitReceipts applies the request rate of the projects whose queues a receipt call names
+// (the handles name the queues; the metadata cache knows their projects). A call is one
+// request to each project it touches. Queues that are gone are left to the call (stale).
+func (s *Server) admitReceipts(ctx context.Context, queues []ids.ID) error {
+	var seen []ids.ID
+	for _, qid := range queues {
+		mq, err := s.cfg.Meta.GetQueueByID(ctx, qid)
+		if err != nil || slices.Contains(seen, mq.ProjectID) {
+			continue
+		}
+		seen = append(seen, mq.ProjectID)
+		if err := s.admit(ctx, mq.ProjectID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueQuotaFull tells before any storage is made whether the project has no room for
+// another queue (the create's conditional write is what guarantees the limit; this spares a
+// refused create the engine's work).
+func (s *Server) queueQuotaFull(ctx context.Context, project ids.ID) error {
+	if s.cfg.Tenancy == nil {
+		return nil
+	}
+	max := s.effectiveLimits(ctx, project).MaxQueues
+	counts, err := s.cfg.Tenancy.Counts(ctx, project)
+	if err != nil {
+		return err
+	}
+	if counts.Queues >= max {
+		return apierr.Quota(meta.LimitMaxQueues, max, "delete a queue or ask for a higher limit")
+	}
+	return nil
+}

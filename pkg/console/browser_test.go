@@ -1,0 +1,407 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/queueshq/queues/pkg/embedded"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pusher"
+)
+
+// browserPath finds a Chromium to drive. scripts/test.sh installs Debian's chromium and sets
+// QUEUES_REQUIRE_BROWSER=1, so there a missing browser fails the test instead of skipping it.
+func browserPath(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("QUEUES_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium on PATH (scripts/test.sh installs Debian's chromium)")
+	}
+	t.Skip("no chromium on PATH; install Debian's chromium to run the console's browser test")
+	return ""
+}
+
+// artifacts is where screenshots go: $QUEUES_TEST_ARTIFACTS/console, or a temporary folder.
+func artifacts(t *testing.T) string {
+	dir := t.TempDir()
+	if base := os.Getenv("QUEUES_TEST_ARTIFACTS"); base != "" {
+		dir = filepath.Join(base, "console")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("console screenshots in %s", dir)
+	return dir
+}
+
+// node is a running serve: the embedded composition on a real listener, as `queues serve`
+// runs it, with an attempts hook to wait on.
+type node struct {
+	url, token string
+	attempts   chan pusher.Attempt
+}
+
+func startServe(t *testing.T) *node {
+	attempts := make(chan pusher.Attempt, 100)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := embedded.Open(context.Background(), embedded.Options{DataDir: t.TempDir(), SweepEvery: -1, Logger: quiet,
+		Push: embedded.PushOptions{AllowPrivate: true, Grace: time.Second,
+			OnAttempt: func(_ ids.ID, a pusher.Attempt) { attempts <- a }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- embedded.Serve(ctx, ln, n, time.Second, quiet) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = n.Close()
+	})
+	return &node{url: "http://" + ln.Addr().String(), token: n.Token, attempts: attempts}
+}
+
+// do calls the API directly (the test's own setup and checks, not the page's).
+func (n *node) do(t *testing.T, method, path string, body any) map[string]any {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, n.url+path, r)
+	req.Header.Set("Authorization", "Bearer "+n.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, raw)
+	}
+	out := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+	return out
+}
+
+// seed makes what the views show: a queue with a dead-letter queue holding one message the
+// consumer dead-lettered with a reason, and a queue of 25 messages (two browse pages).
+func (n *node) seed(t *testing.T) {
+	dlq := n.do(t, "POST", "/v1/queues", map[string]any{"name": "orders-dlq"})
+	n.do(t, "POST", "/v1/queues", map[string]any{"name": "orders", "redrive": map[string]any{"deadLetterQueue": dlq["id"], "maxReceiveCount": 3}})
+	n.do(t, "POST", "/v1/queues/orders/messages", map[string]any{"messages": []any{map[string]any{"body": `{"order":"A-17"}`}}})
+	got := n.do(t, "POST", "/v1/queues/orders/receive", map[string]any{"maxMessages": 1})
+	msgs := got["messages"].([]any)
+	if len(msgs) != 1 {
+		t.Fatalf("receive: %v", got)
+	}
+	handle := msgs[0].(map[string]any)["receiptHandle"]
+	req, _ := http.NewRequest("POST", n.url+"/v1/receipts/dead-letter", strings.NewReader(fmt.Sprintf(`{"receiptHandle":%q,"reason":"schema-mismatch"}`, handle)))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusNoContent {
+		t.Fatalf("dead-letter: %v %v", err, res)
+	}
+	res.Body.Close()
+	n.do(t, "POST", "/v1/queues", map[string]any{"name": "bulk"})
+	for i := 0; i < 25; i += 5 {
+		var batch []any
+		for j := i; j < i+5; j++ {
+			batch = append(batch, map[string]any{"body": fmt.Sprintf("bulk message %02d", j)})
+		}
+		n.do(t, "POST", "/v1/queues/bulk/messages", map[string]any{"messages": batch})
+	}
+}
+
+// TestConsoleInBrowser signs in to the console of a running serve in headless Chromium and
+// goes through every view, checking what each shows against the API and saving a screenshot
+// of each.
+func TestConsoleInBrowser(t *testing.T) {
+	exe := browserPath(t)
+	shots := artifacts(t)
+	n := startServe(t)
+	n.seed(t)
+	hook := newEndpoint(t)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.WindowSize(1280, 860), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	defer cancelCtx()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	// Any script error or console error (a CSP violation is one) fails the test.
+	pageErrors := make(chan string, 16)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			pageErrors <- ev.ExceptionDetails.Error()
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.APITypeError {
+				pageErrors <- fmt.Sprintf("console.error: %v", ev.Args)
+			}
+		case *cdplog.EventEntryAdded:
+			// CSP violations and failed loads are reported here. An API answer of 4xx is the
+			// page's to handle (a queue with no subscription is a 404), not a page error.
+			apiAnswer := ev.Entry.Source == cdplog.SourceNetwork && strings.Contains(ev.Entry.URL, "/v1/")
+			if ev.Entry.Level == cdplog.LevelError && !apiAnswer {
+				pageErrors <- fmt.Sprintf("%s: %s (%s)", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+			}
+		}
+	})
+	b := &browser{t: t, ctx: ctx, dir: shots}
+
+	// Sign in.
+	b.run(cdplog.Enable(), chromedp.Navigate(n.url+"/console"), chromedp.WaitVisible("#signin-token", chromedp.ByID))
+	b.shot("01-signin")
+	b.run(chromedp.SendKeys("#signin-token", n.token, chromedp.ByID), chromedp.Click("#signin-submit", chromedp.ByID),
+		chromedp.WaitVisible(`tr[data-queue="orders"]`))
+	var loc, stored string
+	b.run(chromedp.Location(&loc), chromedp.Evaluate(`sessionStorage.getItem("queues.console.token")`, &stored))
+	if strings.Contains(loc, n.token) || strings.Contains(loc, "token") {
+		t.Errorf("the token is in the URL: %s", loc)
+	}
+	if stored != n.token {
+		t.Errorf("sessionStorage holds %q", stored)
+	}
+
+	// Queues: create one, and see counts follow a send.
+	b.run(chromedp.SendKeys("#create-name", "webhooks", chromedp.ByID), chromedp.Click("#create-submit", chromedp.ByID),
+		chromedp.WaitVisible(`tr[data-queue="webhooks"]`))
+	n.do(t, "GET", "/v1/queues/webhooks", nil)
+	b.waitText(`tr[data-queue="orders"] td[data-count="visible"]`, "0")
+	b.waitText(`tr[data-queue="bulk"] td[data-count="visible"]`, "25")
+	b.shot("02-queues")
+
+	// Send a test message to orders through the page; the list's count goes from 0 to 1.
+	b.run(chromedp.Click(`button[data-queue="orders"]`), chromedp.WaitVisible("#tab-send", chromedp.ByID),
+		chromedp.Click("#tab-send", chromedp.ByID), chromedp.WaitVisible("#send-body", chromedp.ByID),
+		chromedp.SendKeys("#send-body", "hello from the console", chromedp.ByID),
+		chromedp.SendKeys("#send-attrs", "kind=test", chromedp.ByID),
+		chromedp.Click("#send-submit", chromedp.ByID))
+	sent := b.waitAttr("#send-result", "data-message-id")
+	b.shot("03-send")
+	b.run(chromedp.Click("#nav-queues", chromedp.ByID))
+	b.waitText(`tr[data-queue="orders"] td[data-count="visible"]`, "1")
+	b.waitTextContains(`tr[data-queue="orders"] td:nth-child(8)`, "orders-dlq after 3")
+	b.shot("04-queues-after-send")
+
+	// Browse: the sent message is on orders' visible page with its body and attribute.
+	b.run(chromedp.Click(`button[data-queue="orders"]`), chromedp.WaitVisible("#pane-messages", chromedp.ByID))
+	row := fmt.Sprintf(`#browse-body tr[data-message-id="%s"]`, sent)
+	b.waitTextContains(row, "hello from the console")
+	b.waitTextContains(row, "kind=test")
+	b.shot("05-browse")
+	// Paging: bulk has 25 visible messages, 20 a page.
+	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="bulk"]`),
+		chromedp.WaitVisible("#pane-messages", chromedp.ByID))
+	b.waitCount("#browse-body tr", 20)
+	b.run(chromedp.Click("#browse-next", chromedp.ByID))
+	b.waitCount("#browse-body tr", 5)
+	b.waitTextContains("#browse-page", "page 2")
+	// The other states: one message taken by a consumer is in flight; none is delayed.
+	n.do(t, "POST", "/v1/queues/bulk/receive", map[string]any{"maxMessages": 1})
+	pick := func(state string) {
+		b.run(chromedp.SetValue("#browse-state", state, chromedp.ByID),
+			chromedp.Evaluate(`document.getElementById("browse-state").dispatchEvent(new Event("change"))`, nil))
+	}
+	pick("inFlight")
+	b.waitCount("#browse-body tr", 1)
+	b.waitText(`#browse-body tr td:nth-child(4)`, "1")
+	pick("delayed")
+	b.waitVisible("#browse-empty")
+
+	// Dead letters: orders-dlq opens on its dead-letter view with the reason and the source.
+	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="orders-dlq"]`),
+		chromedp.WaitVisible("#pane-deadletters", chromedp.ByID))
+	b.waitText("#dlq-body tr td.reason", "schema-mismatch")
+	b.waitText("#dlq-body tr td.source", "orders")
+	b.waitTextContains("#dlq-body tr td.body", `{"order":"A-17"}`)
+	b.shot("06-deadletters")
+
+	// Subscription: create one on webhooks pointing at a local endpoint; the secret shows once.
+	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="webhooks"]`),
+		chromedp.WaitVisible("#tab-subscription", chromedp.ByID), chromedp.Click("#tab-subscription", chromedp.ByID),
+		chromedp.WaitVisible("#sub-create-endpoint", chromedp.ByID),
+		chromedp.SendKeys("#sub-create-endpoint", hook.URL, chromedp.ByID),
+		chromedp.Click("#sub-create-submit", chromedp.ByID), chromedp.WaitVisible("#secret-box", chromedp.ByID))
+	first := b.text("#secret-value")
+	if !strings.HasPrefix(first, "whsec_") {
+		t.Fatalf("secret shown: %q", first)
+	}
+	b.waitText("#sub-status", "active")
+	// Pause and resume, checked against the API.
+	b.run(chromedp.Click("#sub-toggle", chromedp.ByID))
+	b.waitText("#sub-status", "paused")
+	if sub := n.do(t, "GET", "/v1/queues/webhooks/subscription", nil); sub["paused"] != true {
+		t.Fatalf("after Pause the API says %v", sub)
+	}
+	b.run(chromedp.Click("#sub-toggle", chromedp.ByID))
+	b.waitText("#sub-status", "active")
+	if sub := n.do(t, "GET", "/v1/queues/webhooks/subscription", nil); sub["paused"] != false {
+		t.Fatalf("after Resume the API says %v", sub)
+	}
+	// Rotate: a new secret replaces the shown one; dismissing it removes it from the page.
+	b.run(chromedp.Click("#secret-dismiss", chromedp.ByID), chromedp.WaitNotVisible("#secret-box", chromedp.ByID),
+		chromedp.Click("#sub-rotate", chromedp.ByID), chromedp.WaitVisible("#secret-box", chromedp.ByID))
+	if second := b.text("#secret-value"); !strings.HasPrefix(second, "whsec_") || second == first {
+		t.Fatalf("rotated secret %q (first %q)", second, first)
+	}
+	b.shot("07-subscription-rotated")
+	b.run(chromedp.Click("#secret-dismiss", chromedp.ByID))
+
+	// A message sent from the page is pushed; its attempt appears in the log.
+	b.run(chromedp.Click("#tab-send", chromedp.ByID), chromedp.SendKeys("#send-body", "push me", chromedp.ByID),
+		chromedp.Click("#send-submit", chromedp.ByID))
+	pushedID := b.waitAttr("#send-result", "data-message-id")
+	select {
+	case a := <-n.attempts:
+		if a.Outcome != "acknowledged" {
+			t.Fatalf("attempt %+v", a)
+		}
+	case <-ctx.Done():
+		t.Fatal("no push attempt")
+	}
+	if got := <-hook.bodies; !strings.Contains(got, pushedID) {
+		t.Fatalf("pushed %s, want %s", got, pushedID)
+	}
+	b.run(chromedp.Click("#tab-subscription", chromedp.ByID), chromedp.WaitVisible("#attempts-table", chromedp.ByID))
+	b.waitText("#attempts-body tr td:nth-child(6)", "acknowledged")
+	b.waitText("#attempts-body tr td:nth-child(4)", "204")
+	b.shot("08-subscription-attempts")
+
+	// Settings, and signing out clears the token.
+	b.run(chromedp.Click("#tab-settings", chromedp.ByID), chromedp.WaitVisible("#settings-list", chromedp.ByID))
+	b.waitTextContains("#settings-list", "30 s")
+	b.shot("09-settings")
+	b.run(chromedp.Click("#signout", chromedp.ByID), chromedp.WaitVisible("#signin-token", chromedp.ByID))
+	b.waitJS("the token gone from sessionStorage", `sessionStorage.getItem("queues.console.token") === null`)
+
+	close(pageErrors)
+	for e := range pageErrors {
+		t.Errorf("page error: %s", e)
+	}
+}
+
+// endpoint is a push receiver on 127.0.0.1 that acknowledges every batch.
+type endpoint struct {
+	URL    string
+	bodies chan string
+}
+
+func newEndpoint(t *testing.T) *endpoint {
+	e := &endpoint{bodies: make(chan string, 100)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		e.bodies <- string(b)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	e.URL = srv.URL + "/hook"
+	return e
+}
+
+// browser runs chromedp actions, failing the test on the first error.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	dir string
+}
+
+func (b *browser) run(actions ...chromedp.Action) {
+	b.t.Helper()
+	if err := chromedp.Run(b.ctx, actions...); err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	var s string
+	b.run(chromedp.Text(sel, &s, chromedp.ByQuery))
+	return strings.TrimSpace(s)
+}
+
+// waitJS waits until a JavaScript predicate on the page holds (the page polls the API; the
+// wait ends as soon as it shows the value).
+func (b *browser) waitJS(what, expr string) {
+	b.t.Helper()
+	if err := chromedp.Run(b.ctx, chromedp.Poll(expr, nil, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		b.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	b.waitJS(fmt.Sprintf("%s = %q", sel, want), fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.trim() === %q; })()`, sel, want))
+}
+
+func (b *browser) waitTextContains(sel, want string) {
+	b.t.Helper()
+	b.waitJS(fmt.Sprintf("%s ∋ %q", sel, want), fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, want))
+}
+
+func (b *browser) waitCount(sel string, n int) {
+	b.t.Helper()
+	b.waitJS(fmt.Sprintf("%d × %s", n, sel), fmt.Sprintf(`document.querySelectorAll(%q).length === %d`, sel, n))
+}
+
+func (b *browser) waitVisible(sel string) {
+	b.t.Helper()
+	b.run(chromedp.WaitVisible(sel, chromedp.ByQuery))
+}
+
+func (b *browser) waitAttr(sel, attr string) string {
+	b.t.Helper()
+	b.waitJS(sel+"["+attr+"]", fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && !!e.getAttribute(%q); })()`, sel, attr))
+	var v string
+	var ok bool
+	b.run(chromedp.AttributeValue(sel, attr, &v, &ok, chromedp.ByQuery))
+	// Clear it so the next send's wait sees the next value.
+	b.run(chromedp.RemoveAttribute(sel, attr, chromedp.ByQuery))
+	return v
+}
+
+// shot saves a screenshot of the page as it is.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	var png []byte
+	b.run(chromedp.FullScreenshot(&png, 100))
+	if err := os.WriteFile(filepath.Join(b.dir, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}

@@ -1,0 +1,68 @@
+// The console's only way to the service: the public /v1 API on this origin, with the
+// project token as a bearer credential. The token lives in sessionStorage (this tab only) and
+// is never put in a URL.
+const TOKEN_KEY = 'queues.console.token';
+
+export class APIError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = e.code || 'http_' + status;
+    this.details = e.details || {};
+  }
+}
+
+export function token() { return sessionStorage.getItem(TOKEN_KEY); }
+export function setToken(t) { sessionStorage.setItem(TOKEN_KEY, t); }
+export function clearToken() { sessionStorage.removeItem(TOKEN_KEY); }
+
+async function call(method, path, body) {
+  const headers = { Authorization: 'Bearer ' + token(), Accept: 'application/json' };
+  const init = { method, headers, credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  if (res.status === 204) return null;
+  let data = null;
+  const text = await res.text();
+  if (text) {
+    try { data = JSON.parse(text); } catch { data = null; }
+  }
+  if (!res.ok) throw new APIError(res.status, data);
+  return data;
+}
+
+const q = (id) => '/v1/queues/' + encodeURIComponent(id);
+
+function query(params) {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') u.set(k, String(v));
+  const s = u.toString();
+  return s ? '?' + s : '';
+}
+
+// listQueues follows the pages (at most `max` queues).
+export async function listQueues(max = 1000) {
+  const out = [];
+  let cursor = null;
+  do {
+    const page = await call('GET', '/v1/queues' + query({ limit: 100, cursor }));
+    out.push(...page.queues);
+    cursor = page.nextCursor;
+  } while (cursor && out.length < max);
+  return out;
+}
+
+export const getQueue = (id) => call('GET', q(id));
+export const createQueue = (body) => call('POST', '/v1/queues', body);
+export const browse = (id, state, cursor, limit = 20) => call('GET', q(id) + '/messages' + query({ state, cursor, limit }));
+export const send = (id, messages) => call('POST', q(id) + '/messages', { messages });
+export const getSubscription = (id) => call('GET', q(id) + '/subscription');
+export const createSubscription = (id, body) => call('POST', q(id) + '/subscription', body);
+export const updateSubscription = (id, body) => call('PATCH', q(id) + '/subscription', body);
+export const deleteSubscription = (id) => call('DELETE', q(id) + '/subscription');
+export const rotateSecret = (id) => call('POST', q(id) + '/subscription/rotate-secret');
+export const attempts = (id, limit = 50) => call('GET', q(id) + '/subscription/attempts' + query({ limit }));

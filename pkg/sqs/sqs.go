@@ -1,0 +1,287 @@
+// Package sqs is the SQS door to the service's queues (SPEC §11): Amazon SQS's JSON 1.0
+// protocol (X-Amz-Target: AmazonSQS.<Action>) and its older query protocol (form-encoded
+// Action=…, XML answers), both verified with AWS Signature Version 4 and served on the same
+// paths as the /v1 API. Each action decodes its SQS input, calls the same operations the /v1
+// handlers call (package api's exported methods, through Backend) and encodes SQS's answer.
+package sqs
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/receipt"
+)
+
+// Backend is what the door needs of the API tier: the /v1 operations (package api's Server
+// implements it).
+type Backend interface {
+	NewQueue(project ids.ID, name, typ string) meta.Queue
+	CreateQueue(ctx context.Context, q meta.Queue) error
+	UpdateQueue(ctx context.Context, q meta.Queue, change func(*meta.Queue) error) (meta.Queue, error)
+	DeleteQueue(ctx context.Context, q meta.Queue) error
+	LookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error)
+	ListQueues(ctx context.Context, project ids.ID, prefix string, page meta.Page) ([]meta.Queue, string, error)
+	QueueByID(ctx context.Context, id ids.ID) (meta.Queue, error)
+	ApplyRedrive(ctx context.Context, q *meta.Queue, dlq *ids.ID, maxReceiveCount int) error
+	Stats(ctx context.Context, q meta.Queue) (engine.Stats, error)
+	Purge(ctx context.Context, q meta.Queue) error
+	Send(ctx context.Context, q meta.Queue, msgs []engine.Message) ([]engine.SendResult, error)
+	Receive(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, wait time.Duration) ([]engine.Received, error)
+	Receipts() *receipt.Signer
+	Ack(ctx context.Context, ds []engine.Delivery) ([]error, error)
+	ChangeVisibility(ctx context.Context, cs []engine.VisibilityChange) ([]error, error)
+	TokenProject(ctx context.Context, token ids.ID) (ids.ID, error)
+	TokenPrincipal(ctx context.Context, project, token ids.ID) (auth.Principal, error)
+}
+
+// Config wires the door.
+type Config struct {
+	Backend Backend
+	Auth    *auth.Authority
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	// StorageTimeout bounds one request's storage work outside long polls (default 10 s).
+	StorageTimeout time.Duration
+}
+
+// Door serves the SQS protocols.
+type Door struct {
+	cfg      Config
+	attempts attemptCache
+}
+
+// New returns the door.
+func New(cfg Config) *Door {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.StorageTimeout <= 0 {
+		cfg.StorageTimeout = 10 * time.Second
+	}
+	return &Door{cfg: cfg}
+}
+
+// Paths the door answers on: the root, /sqs, and queue URLs /sqs/<project slug>/<queue name>.
+const (
+	PathRoot  = "/"
+	PathSQS   = "/sqs"
+	queuePath = "/sqs/"
+)
+
+// Mount registers the door's routes on e (POST, and GET for the query protocol).
+func (d *Door) Mount(e *echo.Echo) {
+	h := echo.WrapHandler(d)
+	for _, p := range []string{PathRoot, PathSQS, queuePath + ":project/:queue"} {
+		e.POST(p, h)
+		e.GET(p, h)
+	}
+}
+
+// maxBody bounds a request (10 messages of 256 KiB, their attributes and the encoding).
+const maxBody = 3 << 20
+
+// protocol is how a request was sent and must be answered.
+type protocol int
+
+const (
+	protoJSON protocol = iota
+	protoQuery
+)
+
+// call is one request being served.
+type call struct {
+	r          *http.Request
+	proto      protocol
+	action     string
+	input      []byte // the JSON protocol's input document (the query protocol's, rebuilt)
+	requestID  string
+	principal  auth.Principal
+	regionName string // the signature's region, for ARNs
+	// pathQueue is the queue URL the request was posted to, if any.
+	pathQueue string
+}
+
+func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{r: r, requestID: ids.New().String()}
+	out, err := d.serve(c)
+	if err != nil {
+		d.writeError(w, c, fromAPI(err))
+		return
+	}
+	d.writeOutput(w, c, out)
+}
+
+func (d *Door) serve(c *call) (any, error) {
+	r := c.r
+	if r.ContentLength > maxBody {
+		return nil, newErr(errBatchTooLong, "the request body is over %d bytes", maxBody)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newErr(errBatchTooLong, "the request body is over %d bytes", maxBody)
+		}
+		return nil, newErr(errMalformedQuery, "could not read the request body")
+	}
+	if strings.HasPrefix(r.URL.Path, queuePath) {
+		c.pathQueue = r.URL.Path
+	}
+	if err := c.decode(body); err != nil {
+		return nil, err
+	}
+	act, ok := actions[c.action]
+	if !ok {
+		return nil, newErr(errInvalidAction, "The action %s is not valid for this endpoint.", c.action)
+	}
+	if err := d.authenticate(c, body, act.scope); err != nil {
+		return nil, err
+	}
+	return act.run(d, c)
+}
+
+// decode finds the protocol and action and the input document.
+func (c *call) decode(body []byte) *Error {
+	r := c.r
+	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		c.proto = protoJSON
+		svc, action, ok := strings.Cut(target, ".")
+		if !ok || svc != "AmazonSQS" {
+			return newErr(errInvalidAction, "unknown X-Amz-Target %q", target)
+		}
+		c.action = action
+		if len(bytes.TrimSpace(body)) == 0 {
+			body = []byte("{}")
+		}
+		c.input = body
+		return nil
+	}
+	c.proto = protoQuery
+	form, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return newErr(errMalformedQuery, "the query string is malformed")
+	}
+	if r.Method == http.MethodPost && len(body) > 0 {
+		ct := strings.ToLower(r.Header.Get("Content-Type"))
+		if strings.HasPrefix(ct, "application/x-amz-json") {
+			c.proto = protoJSON
+			return newErr(errMissingAction, "send X-Amz-Target: AmazonSQS.<Action> with a JSON 1.0 body")
+		}
+		bf, err := url.ParseQuery(string(body))
+		if err != nil {
+			return newErr(errMalformedQuery, "the form body is malformed")
+		}
+		for k, vs := range bf {
+			form[k] = append(form[k], vs...)
+		}
+	}
+	c.action = form.Get("Action")
+	if c.action == "" {
+		return newErr(errMissingAction, "The request must contain the parameter Action.")
+	}
+	for k := range form {
+		if k == "Action" || k == "Version" || strings.HasPrefix(k, "X-Amz-") || k == "AWSAccessKeyId" {
+			delete(form, k)
+		}
+	}
+	in, qerr := queryToJSON(form)
+	if qerr != nil {
+		return qerr
+	}
+	c.input = in
+	return nil
+}
+
+// authenticate verifies the signature, then the token's record and the action's scope.
+// Nothing touches storage until the signature is proven.
+func (d *Door) authenticate(c *call, body []byte, scope string) error {
+	r := c.r
+	var sr sigRequest
+	var perr *Error
+	switch {
+	case r.Header.Get("Authorization") != "":
+		sr, perr = parseAuthorization(r.Header.Get("Authorization"))
+		if perr == nil {
+			date := r.Header.Get("X-Amz-Date")
+			t, err := time.Parse(amzDateFmt, date)
+			if err != nil {
+				return newErr(errIncompleteSignature, "X-Amz-Date must be yyyymmddThhmmssZ")
+			}
+			sr.AmzDate = t
+		}
+	case r.URL.Query().Get("X-Amz-Signature") != "":
+		sr, perr = parsePresigned(r.URL.Query())
+	default:
+		return newErr(errMissingAuth, "Request is missing Authentication Token")
+	}
+	if perr != nil {
+		return perr
+	}
+	tokenID, err := ids.ParseSlug(ids.TokenPrefix, sr.AccessKey)
+	if err != nil {
+		return newErr(errInvalidClientToken, "The security token included in the request is invalid.")
+	}
+	if err := sr.checkTime(d.cfg.Clock.Now()); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	hashes := []string{hex.EncodeToString(sum[:])}
+	if sr.Presigned {
+		hashes = append(hashes, "UNSIGNED-PAYLOAD")
+	} else if h := r.Header.Get("X-Amz-Content-Sha256"); h != "" && h != hashes[0] {
+		return newErr(errSignature, "X-Amz-Content-Sha256 does not match the body")
+	}
+	matched := false
+	for _, secret := range d.cfg.Auth.SQSSecrets(tokenID) {
+		for _, h := range hashes {
+			if signatureMatches(sr.Signature, sr.signature(r, secret, h)) {
+				matched = true
+			}
+		}
+	}
+	if !matched {
+		return newErr(errSignature, "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.")
+	}
+	ctx, cancel := d.storageCtx(c)
+	defer cancel()
+	project, err := d.cfg.Backend.TokenProject(ctx, tokenID)
+	if apierr.CodeOf(err) == apierr.NotFound {
+		return newErr(errInvalidClientToken, "The security token included in the request is invalid.")
+	} else if err != nil {
+		return err
+	}
+	c.regionName = sr.Region
+	p, err := d.cfg.Backend.TokenPrincipal(ctx, project, tokenID)
+	if err != nil {
+		return err
+	}
+	if scope != "" && !p.Has(scope) {
+		return newErr(errAccessDenied, "The token lacks the %q scope that %s needs.", scope, c.action)
+	}
+	c.principal = p
+	return nil
+}
+
+func (d *Door) storageCtx(c *call) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.r.Context(), d.cfg.StorageTimeout)
+}

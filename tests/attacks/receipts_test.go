@@ -1,0 +1,149 @@
+package attacks
+
+import (
+	"encoding/base64"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/stack"
+)
+
+func ackHandle(t testing.TB, base, h string) answer {
+	t.Helper()
+	return callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": h}, nil)
+}
+
+// X15, X16: tampered handles — one bit flipped anywhere, truncated, extended, re-encoded,
+// re-signed with a key of the same id, pointed at another queue — are 400
+// receipt_handle_invalid naming the field, with no Redis command sent; the message stays in
+// flight and the genuine handle still works.
+func TestTamperedHandles(t *testing.T) {
+	_, tok := project(t)
+	h := queueWithMessage(t, tok, "x15", nil)
+	raw, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		t.Fatalf("handles are base64url: %v", err)
+	}
+	var forged []string
+	for i := 0; i < len(raw); i++ {
+		for _, bit := range []byte{0x01, 0x80} {
+			b := append([]byte(nil), raw...)
+			b[i] ^= bit
+			forged = append(forged, base64.RawURLEncoding.EncodeToString(b))
+		}
+	}
+	forged = append(forged, h[:len(h)-1], h[:len(h)/2], h+"A", h+"AAAA", h+"==",
+		base64.StdEncoding.EncodeToString(raw), strings.ToUpper(h), "", strings.Repeat("A", 10_000), "\u0000"+h)
+	// Re-signed: the same delivery, or another queue's, under a key with our key's id.
+	d, err := receipt.NewSigner(e.ring).Verify(h, "receiptHandle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker, _ := keys.Generate(e.ring.Signing().ID)
+	other := d
+	other.Queue[0] ^= 1
+	forged = append(forged, receipt.NewSigner(attacker).Sign(d), receipt.NewSigner(attacker).Sign(other))
+
+	before := e.commands.count()
+	for i, f := range forged {
+		// Single and batch form; each counts once against this source's forged-handle budget,
+		// which is why the test stays below its burst (200).
+		if i%2 == 0 {
+			ackHandle(t, e.base, f).is(t, 400, "receipt_handle_invalid", "receiptHandle")
+			continue
+		}
+		a := call(t, "POST", "/v1/receipts/visibility", "", map[string]any{"entries": []any{map[string]any{"receiptHandle": f, "visibilityTimeoutSeconds": 5}}})
+		a.is(t, 200, "", "")
+		if !strings.Contains(string(a.raw), `"code":"receipt_handle_invalid"`) || !strings.Contains(string(a.raw), `"field":"entries[0].receiptHandle"`) {
+			t.Fatalf("batch entry with a forged handle: %s", a.raw)
+		}
+	}
+	if n := e.commands.count() - before; n != 0 {
+		t.Errorf("%d forged handles cost %d Redis commands; want none", len(forged), n)
+	}
+	t.Logf("%d forged handles: all 400, %d Redis commands", len(forged), e.commands.count()-before)
+	ackHandle(t, e.base, h).is(t, 204, "", "")
+}
+
+// X17: a handle is stale after its ack, and after the message is received again; stale
+// answers are 410 and change nothing.
+func TestStaleHandles(t *testing.T) {
+	_, tok := project(t)
+	h := queueWithMessage(t, tok, "x17", nil)
+	ackHandle(t, e.base, h).is(t, 204, "", "")
+	ackHandle(t, e.base, h).is(t, 410, "receipt_handle_stale", "")
+	old := queueWithMessage(t, tok, "x17b", nil)
+	call(t, "POST", "/v1/receipts/visibility", "", map[string]any{"receiptHandle": old, "visibilityTimeoutSeconds": 0}).is(t, 204, "", "")
+	r := call(t, "POST", "/v1/queues/x17b/receive", tok, map[string]any{"waitSeconds": 0})
+	ms, _ := r.body["messages"].([]any)
+	if len(ms) != 1 {
+		t.Fatalf("redelivery: %s", r.raw)
+	}
+	for _, path := range []string{"/v1/receipts/ack", "/v1/receipts/dead-letter"} {
+		call(t, "POST", path, "", map[string]any{"receiptHandle": old}).is(t, 410, "receipt_handle_stale", "")
+	}
+	call(t, "POST", "/v1/receipts/visibility", "", map[string]any{"receiptHandle": old, "visibilityTimeoutSeconds": 0}).is(t, 410, "receipt_handle_stale", "")
+	if c := call(t, "GET", "/v1/queues/x17b", tok, nil).body["counts"].(map[string]any); c["inFlight"] != float64(1) {
+		t.Errorf("a stale handle changed the queue: %v", c)
+	}
+}
+
+// X18: visibility outside 0–43,200 s, or not an integer, is 400 naming the field.
+func TestVisibilityBounds(t *testing.T) {
+	_, tok := project(t)
+	h := queueWithMessage(t, tok, "x18", nil)
+	for _, v := range []string{"43201", "-1", "1e9", "1.5", `"60"`, "null", "99999999999999999999999"} {
+		body := fmt.Sprintf(`{"receiptHandle":%q,"visibilityTimeoutSeconds":%s}`, h, v)
+		call(t, "POST", "/v1/receipts/visibility", "", body).is(t, 400, "invalid_argument", "visibilityTimeoutSeconds")
+	}
+	ackHandle(t, e.base, h).is(t, 204, "", "")
+}
+
+// The forged-handle flood: one source sending 2,000 forged handles gets 400s up to its burst,
+// then 429 rate_limited with Retry-After — costing no storage and bounded memory. Its own
+// replica, so the budget it spends is not the other tests'.
+func TestForgedHandleFlood(t *testing.T) {
+	base, _, stop, err := e.serve(stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cmds := e.commands.count()
+	bad, limited := 0, 0
+	batch := make([]string, 100)
+	for i := range batch {
+		batch[i] = fmt.Sprintf("forged-%d", i)
+	}
+	for range 20 {
+		a := callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandles": batch}, nil)
+		switch a.status {
+		case 200:
+			bad += strings.Count(string(a.raw), "receipt_handle_invalid")
+		case 429:
+			a.is(t, 429, "rate_limited", "")
+			if a.header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			limited++
+		default:
+			t.Fatalf("flood answer %d: %s", a.status, a.raw)
+		}
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("2,000 forged handles in 20 batches: %d answered invalid, %d batches refused 429; %d Redis commands; heap %+d KiB",
+		bad, limited, e.commands.count()-cmds, (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10)
+	if bad > 300 || limited < 15 {
+		t.Fatalf("%d forged handles checked, %d batches limited; want at most the burst (200, plus one batch) checked", bad, limited)
+	}
+	// A genuine handle from another source would still work; from this one it waits: the
+	// limit is per source, and valid handles never charge it (TestTamperedHandles acks one).
+}
