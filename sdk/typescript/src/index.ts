@@ -39,15 +39,5 @@ export {
   type VerifyFailure,
   type VerifyOptions,
 } from './push.js';
-// Named, so that they win over a schema of the same name in openapi.ts.
-export type {
-  ProjectDetail,
-  ProjectLimits,
-  ProjectUsageNow,
-  SQSCredentials,
-  UpdateProjectRequest,
-  UsageHour,
-  UsageQuery,
-  UsageReport,
-} from './project.js';
+export type { ProjectLimits, ProjectUsageNow, UsageQuery, UsageReport } from './project.js';
 export type * from './openapi.js';
