@@ -60,7 +60,8 @@ export type AttemptsOptions = PageOptions;
 /** A batch receipt call's per-entry outcome: undefined for success, else the entry's error. */
 export type EntryErrors = (QueuesError | undefined)[];
 
-interface Request {
+/** The parts of one call of a route: path parameters, query, JSON body, abort signal. */
+export interface RouteCall {
   path?: Record<string, string>;
   query?: Record<string, string | number | undefined | null>;
   body?: unknown;
@@ -147,7 +148,7 @@ export class QueuesClient {
   }
 
   /** Calls one route; the typed methods below are built on it. */
-  async call<T>(route: RouteName, req: Request = {}): Promise<T> {
+  async call<T>(route: RouteName, req: RouteCall = {}): Promise<T> {
     const { method, path } = routes[route];
     let u = this.url + path.replace(/\{(\w+)\}/g, (_, k: string) => {
       const v = req.path?.[k];

@@ -11,6 +11,7 @@ export type {
   ListQueuesOptions,
   PageOptions,
   RetryPolicy,
+  RouteCall,
 } from './client.js';
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 export { routes, type RouteName } from './routes.js';
@@ -38,15 +39,5 @@ export {
   type VerifyFailure,
   type VerifyOptions,
 } from './push.js';
-// Named, so that they win over a schema of the same name in openapi.ts.
-export type {
-  ProjectDetail,
-  ProjectLimits,
-  ProjectUsageNow,
-  SQSCredentials,
-  UpdateProjectRequest,
-  UsageHour,
-  UsageQuery,
-  UsageReport,
-} from './project.js';
+export type { ProjectLimits, ProjectUsageNow, UsageQuery, UsageReport } from './project.js';
 export type * from './openapi.js';

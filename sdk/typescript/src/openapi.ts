@@ -4,12 +4,12 @@
 /**
  * A stable error code. Each maps to one HTTP status: 400 `invalid_argument`,
  * `receipt_handle_invalid`, `visibility_limit_exceeded`; 401 `unauthenticated`;
- * 403 `permission_denied`; 404 `not_found`; 405 `method_not_allowed`; 409 `queue_exists`,
+ * 403 `permission_denied`, `quota_exceeded`; 404 `not_found`; 405 `method_not_allowed`; 409 `queue_exists`,
  * `queue_in_use`, `subscription_exists`; 410 `receipt_handle_stale`;
  * 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`,
  * `purge_too_soon`; 500 `internal`; 503 `unavailable`.
  */
-export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "rate_limited" | "unavailable" | "internal";
+export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "quota_exceeded" | "rate_limited" | "unavailable" | "internal";
 
 export interface ErrorBody {
   code: ErrorCode;
@@ -19,6 +19,12 @@ export interface ErrorBody {
   details?: {
     /** A path such as `messages[2].delaySeconds` or `name`. */
     field?: string;
+    /** On `unavailable` and `internal` answers (whose message is fixed and generic): the request id (also the `X-Request-Id` header) under which the cause was logged. */
+    requestId?: string;
+    /** On a `/readyz` 503, the dependencies that are down, by name only. */
+    dependencies?: ("redis" | "metadata" | "messages" | "clock")[];
+    /** On `quota_exceeded`, the project limit the call would pass. */
+    limit?: "maxQueues" | "maxSubscriptions" | "maxStoredBytes";
     [key: string]: unknown;
   };
 }
@@ -45,6 +51,71 @@ export interface Project {
   slug: string;
   name: string;
   createdAt: Timestamp;
+}
+
+/** A project's effective limits (its own values over the operator's defaults). */
+export interface Limits {
+  /** Queues the project may have (default 1,000); a create over it is `403 quota_exceeded`. */
+  maxQueues: number;
+  /** Push subscriptions the project may have (default 100). */
+  maxSubscriptions: number;
+  /** Payload bytes the project may hold in all its queues, in any state (default 1 GiB); a send over it fails whole. */
+  maxStoredBytes: number;
+  /** Calls a second with the project's tokens plus receipt calls on its queues (default 10,000); over it `429 rate_limited`. */
+  requestsPerSecond: number;
+  /** Long polls parked at once (default 1,000); a receive over it answers at once with no messages. */
+  maxWaitingReceives: number;
+}
+
+/** Any subset of the limits; `null` returns one to the default. */
+export interface LimitsPatch {
+  maxQueues?: number | null;
+  maxSubscriptions?: number | null;
+  maxStoredBytes?: number | null;
+  requestsPerSecond?: number | null;
+  maxWaitingReceives?: number | null;
+}
+
+export interface UpdateProjectRequest {
+  limits: LimitsPatch;
+}
+
+export interface ProjectUsage {
+  queues: number;
+  subscriptions: number;
+  /** Payload bytes held now, exact within 10 s of any change. */
+  storedBytes: number;
+}
+
+export interface ProjectDetail {
+  id: Uuid;
+  slug: string;
+  name: string;
+  createdAt: Timestamp;
+  limits: Limits;
+  usage: ProjectUsage;
+}
+
+export interface UsageHour {
+  hour: Timestamp;
+  /** Calls with the project's tokens and receipt calls on its queues that were admitted. */
+  requests: number;
+  /** Messages stored (fifo duplicates not counted). */
+  messagesSent: number;
+  /** Messages delivered by pull receives and by pushes. */
+  messagesDelivered: number;
+  messagesAcked: number;
+  /** Payload bytes of the messages counted in messagesSent. */
+  bytesIn: number;
+  /** Payload bytes delivered, pull and push. */
+  bytesOut: number;
+  pushAttempts: number;
+  /** Stored payload bytes integrated over the hour (sampled each minute). */
+  storedByteHours: number;
+}
+
+export interface UsageList {
+  usage: UsageHour[];
 }
 
 export interface ProjectList {
@@ -74,9 +145,18 @@ export interface TokenCreated {
   createdAt: Timestamp;
   /** When the token stops working; null for no expiry. */
   expiresAt: Timestamp | null;
+  sqsSecretAccessKey: SQSSecret;
 }
 
-/** 1–80 of `[A-Za-z0-9_-]`, case-sensitive, unique in the project; may not look like a UUID or start with `que_`. */
+/** The SQS secret access key that pairs with the token's slug (the access key id). */
+export type SQSSecret = string;
+
+export interface SQSCredentials {
+  accessKeyId: string;
+  secretAccessKey: SQSSecret;
+}
+
+/** 1–80 of `[A-Za-z0-9_-]`, case-sensitive, unique in the project; may not look like a UUID or start with `que_`. A fifo queue's name may end in `.fifo` (80 characters in all), the only `.` a name may hold; a standard queue's may not. */
 export type QueueName = string;
 
 /** `standard`: at least once, best-effort order. `fifo`: in order within each `groupId`, deduplicated sends. */
