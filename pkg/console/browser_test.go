@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,38 +155,56 @@ func TestConsoleInBrowser(t *testing.T) {
 	n := startServe(t)
 	n.seed(t)
 	hook := newEndpoint(t)
+	b := newBrowser(t, exe, shots)
 
+	b.signIn(n)
+	sent := b.queuesAndSend(n)
+	b.browse(n, sent)
+	b.deadLetters()
+	b.subscription(n, hook)
+	b.pushAttempts(n, hook)
+	b.settingsAndSignOut()
+
+	for _, e := range b.pageErrors() {
+		t.Errorf("page error: %s", e)
+	}
+}
+
+// newBrowser starts headless Chromium; any script exception, console error, CSP violation or
+// failed asset load on the page is recorded for pageErrors.
+func newBrowser(t *testing.T, exe, shots string) *browser {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.WindowSize(1280, 860), chromedp.UserDataDir(t.TempDir()))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	defer cancelCtx()
+	t.Cleanup(cancelCtx)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-
-	// Any script error or console error (a CSP violation is one) fails the test.
-	pageErrors := make(chan string, 16)
+	t.Cleanup(cancel)
+	b := &browser{t: t, ctx: ctx, dir: shots}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
-			pageErrors <- ev.ExceptionDetails.Error()
+			b.pageError(ev.ExceptionDetails.Error())
 		case *runtime.EventConsoleAPICalled:
 			if ev.Type == runtime.APITypeError {
-				pageErrors <- fmt.Sprintf("console.error: %v", ev.Args)
+				b.pageError(fmt.Sprintf("console.error: %v", ev.Args))
 			}
 		case *cdplog.EventEntryAdded:
 			// CSP violations and failed loads are reported here. An API answer of 4xx is the
 			// page's to handle (a queue with no subscription is a 404), not a page error.
 			apiAnswer := ev.Entry.Source == cdplog.SourceNetwork && strings.Contains(ev.Entry.URL, "/v1/")
 			if ev.Entry.Level == cdplog.LevelError && !apiAnswer {
-				pageErrors <- fmt.Sprintf("%s: %s (%s)", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+				b.pageError(fmt.Sprintf("%s: %s (%s)", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
 			}
 		}
 	})
-	b := &browser{t: t, ctx: ctx, dir: shots}
+	return b
+}
 
-	// Sign in.
+// signIn signs in with the project token, which lands in sessionStorage and never in the URL.
+func (b *browser) signIn(n *node) {
+	t := b.t
 	b.run(cdplog.Enable(), chromedp.Navigate(n.url+"/console"), chromedp.WaitVisible("#signin-token", chromedp.ByID))
 	b.shot("01-signin")
 	b.run(chromedp.SendKeys("#signin-token", n.token, chromedp.ByID), chromedp.Click("#signin-submit", chromedp.ByID),
@@ -198,16 +217,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	if stored != n.token {
 		t.Errorf("sessionStorage holds %q", stored)
 	}
+}
 
-	// Queues: create one, and see counts follow a send.
+// queuesAndSend creates a queue from the list, then sends a test message to orders from its
+// Send tab and sees the list's count go from 0 to 1. It returns the sent message's id.
+func (b *browser) queuesAndSend(n *node) string {
 	b.run(chromedp.SendKeys("#create-name", "webhooks", chromedp.ByID), chromedp.Click("#create-submit", chromedp.ByID),
 		chromedp.WaitVisible(`tr[data-queue="webhooks"]`))
-	n.do(t, "GET", "/v1/queues/webhooks", nil)
+	n.do(b.t, "GET", "/v1/queues/webhooks", nil)
 	b.waitText(`tr[data-queue="orders"] td[data-count="visible"]`, "0")
 	b.waitText(`tr[data-queue="bulk"] td[data-count="visible"]`, "25")
 	b.shot("02-queues")
-
-	// Send a test message to orders through the page; the list's count goes from 0 to 1.
 	b.run(chromedp.Click(`button[data-queue="orders"]`), chromedp.WaitVisible("#tab-send", chromedp.ByID),
 		chromedp.Click("#tab-send", chromedp.ByID), chromedp.WaitVisible("#send-body", chromedp.ByID),
 		chromedp.SendKeys("#send-body", "hello from the console", chromedp.ByID),
@@ -219,22 +239,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitText(`tr[data-queue="orders"] td[data-count="visible"]`, "1")
 	b.waitTextContains(`tr[data-queue="orders"] td:nth-child(8)`, "orders-dlq after 3")
 	b.shot("04-queues-after-send")
+	return sent
+}
 
-	// Browse: the sent message is on orders' visible page with its body and attribute.
+// browse finds the sent message on orders' visible page, pages through bulk's 25 messages
+// (20 a page), and sees the in-flight and delayed states.
+func (b *browser) browse(n *node, sent string) {
 	b.run(chromedp.Click(`button[data-queue="orders"]`), chromedp.WaitVisible("#pane-messages", chromedp.ByID))
 	row := fmt.Sprintf(`#browse-body tr[data-message-id="%s"]`, sent)
 	b.waitTextContains(row, "hello from the console")
 	b.waitTextContains(row, "kind=test")
 	b.shot("05-browse")
-	// Paging: bulk has 25 visible messages, 20 a page.
 	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="bulk"]`),
 		chromedp.WaitVisible("#pane-messages", chromedp.ByID))
 	b.waitCount("#browse-body tr", 20)
 	b.run(chromedp.Click("#browse-next", chromedp.ByID))
 	b.waitCount("#browse-body tr", 5)
 	b.waitTextContains("#browse-page", "page 2")
-	// The other states: one message taken by a consumer is in flight; none is delayed.
-	n.do(t, "POST", "/v1/queues/bulk/receive", map[string]any{"maxMessages": 1})
+	// One message taken by a consumer is in flight; none is delayed.
+	n.do(b.t, "POST", "/v1/queues/bulk/receive", map[string]any{"maxMessages": 1})
 	pick := func(state string) {
 		b.run(chromedp.SetValue("#browse-state", state, chromedp.ByID),
 			chromedp.Evaluate(`document.getElementById("browse-state").dispatchEvent(new Event("change"))`, nil))
@@ -244,16 +267,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitText(`#browse-body tr td:nth-child(4)`, "1")
 	pick("delayed")
 	b.waitVisible("#browse-empty")
+}
 
-	// Dead letters: orders-dlq opens on its dead-letter view with the reason and the source.
+// deadLetters opens orders-dlq, which opens on its dead-letter view with the reason and source.
+func (b *browser) deadLetters() {
 	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="orders-dlq"]`),
 		chromedp.WaitVisible("#pane-deadletters", chromedp.ByID))
 	b.waitText("#dlq-body tr td.reason", "schema-mismatch")
 	b.waitText("#dlq-body tr td.source", "orders")
 	b.waitTextContains("#dlq-body tr td.body", `{"order":"A-17"}`)
 	b.shot("06-deadletters")
+}
 
-	// Subscription: create one on webhooks pointing at a local endpoint; the secret shows once.
+// subscription creates one on webhooks (its secret shown once), pauses and resumes it
+// (checked against the API) and rotates its secret.
+func (b *browser) subscription(n *node, hook *endpoint) {
+	t := b.t
 	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="webhooks"]`),
 		chromedp.WaitVisible("#tab-subscription", chromedp.ByID), chromedp.Click("#tab-subscription", chromedp.ByID),
 		chromedp.WaitVisible("#sub-create-endpoint", chromedp.ByID),
@@ -264,7 +293,6 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("secret shown: %q", first)
 	}
 	b.waitText("#sub-status", "active")
-	// Pause and resume, checked against the API.
 	b.run(chromedp.Click("#sub-toggle", chromedp.ByID))
 	b.waitText("#sub-status", "paused")
 	if sub := n.do(t, "GET", "/v1/queues/webhooks/subscription", nil); sub["paused"] != true {
@@ -275,7 +303,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if sub := n.do(t, "GET", "/v1/queues/webhooks/subscription", nil); sub["paused"] != false {
 		t.Fatalf("after Resume the API says %v", sub)
 	}
-	// Rotate: a new secret replaces the shown one; dismissing it removes it from the page.
+	// A new secret replaces the shown one; dismissing it removes it from the page.
 	b.run(chromedp.Click("#secret-dismiss", chromedp.ByID), chromedp.WaitNotVisible("#secret-box", chromedp.ByID),
 		chromedp.Click("#sub-rotate", chromedp.ByID), chromedp.WaitVisible("#secret-box", chromedp.ByID))
 	if second := b.text("#secret-value"); !strings.HasPrefix(second, "whsec_") || second == first {
@@ -283,17 +311,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.shot("07-subscription-rotated")
 	b.run(chromedp.Click("#secret-dismiss", chromedp.ByID))
+}
 
-	// A message sent from the page is pushed; its attempt appears in the log.
+// pushAttempts sends a message from the page to webhooks; it is pushed to the local endpoint
+// and its attempt appears in the subscription's log.
+func (b *browser) pushAttempts(n *node, hook *endpoint) {
+	t := b.t
 	b.run(chromedp.Click("#tab-send", chromedp.ByID), chromedp.SendKeys("#send-body", "push me", chromedp.ByID),
 		chromedp.Click("#send-submit", chromedp.ByID))
 	pushedID := b.waitAttr("#send-result", "data-message-id")
 	select {
 	case a := <-n.attempts:
-		if a.Outcome != "acknowledged" {
+		if a.Outcome != pusher.AttemptAcknowledged {
 			t.Fatalf("attempt %+v", a)
 		}
-	case <-ctx.Done():
+	case <-b.ctx.Done():
 		t.Fatal("no push attempt")
 	}
 	if got := <-hook.bodies; !strings.Contains(got, pushedID) {
@@ -303,18 +335,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitText("#attempts-body tr td:nth-child(6)", "acknowledged")
 	b.waitText("#attempts-body tr td:nth-child(4)", "204")
 	b.shot("08-subscription-attempts")
+}
 
-	// Settings, and signing out clears the token.
+// settingsAndSignOut shows the settings; signing out removes the token.
+func (b *browser) settingsAndSignOut() {
 	b.run(chromedp.Click("#tab-settings", chromedp.ByID), chromedp.WaitVisible("#settings-list", chromedp.ByID))
 	b.waitTextContains("#settings-list", "30 s")
 	b.shot("09-settings")
 	b.run(chromedp.Click("#signout", chromedp.ByID), chromedp.WaitVisible("#signin-token", chromedp.ByID))
 	b.waitJS("the token gone from sessionStorage", `sessionStorage.getItem("queues.console.token") === null`)
-
-	close(pageErrors)
-	for e := range pageErrors {
-		t.Errorf("page error: %s", e)
-	}
 }
 
 // endpoint is a push receiver on 127.0.0.1 that acknowledges every batch.
@@ -340,6 +369,21 @@ type browser struct {
 	t   *testing.T
 	ctx context.Context
 	dir string
+
+	mu     sync.Mutex
+	errors []string
+}
+
+func (b *browser) pageError(e string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.errors = append(b.errors, e)
+}
+
+func (b *browser) pageErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.errors...)
 }
 
 func (b *browser) run(actions ...chromedp.Action) {
