@@ -46,6 +46,9 @@ type Options struct {
 	PartitionSendRate int
 	// PushAllowPrivate accepts plain http and private push endpoints (QUEUES_PUSH_ALLOW_PRIVATE).
 	PushAllowPrivate bool
+	// SyncReplicas is how many Redis replicas must hold a send before it is answered
+	// (QUEUES_REDIS_SYNC_REPLICAS; 0: no wait). See redisengine/replicas.go.
+	SyncReplicas int
 	// Clock is the replica's clock (nil: the wall clock; tests inject a skewed one). The
 	// engine refuses to serve while it is more than redisengine.DefaultMaxClockSkew off Redis's.
 	Clock clock.Clock
@@ -76,7 +79,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		clk = o.Clock
 	}
 	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate,
-		MaxClockSkew: redisengine.DefaultMaxClockSkew})
+		MaxClockSkew: redisengine.DefaultMaxClockSkew, SyncReplicas: o.SyncReplicas})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ func runAPI(ctx context.Context, args []string) error {
 		opTok   = fs.String("operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN)")
 		grace   = fs.Duration("shutdown-grace", 25*time.Second, "how long requests in progress may take to finish at shutdown")
 		private = fs.Bool("push-allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "accept plain http and private push endpoints (development; QUEUES_PUSH_ALLOW_PRIVATE)")
+		syncRep = fs.Int("redis-sync-replicas", envInt("QUEUES_REDIS_SYNC_REPLICAS", 0), "answer a send only once this many Redis replicas hold it (WAIT; 0: do not wait; QUEUES_REDIS_SYNC_REPLICAS)")
 	)
 	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &rates)
@@ -32,7 +33,8 @@ func runAPI(ctx context.Context, args []string) error {
 	}
 	defer b.rdb.Close()
 	log := b.log
-	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private})
+	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private,
+		SyncReplicas: *syncRep})
 	if err != nil {
 		return err
 	}

@@ -90,6 +90,10 @@ type Options struct {
 	MaxClockSkew time.Duration
 	// ClockCheckEvery is how often the clock is checked (default DefaultClockCheckEvery).
 	ClockCheckEvery time.Duration
+	// SyncReplicas, when positive, is how many replicas must hold a send before it is
+	// answered (WAIT; see replicas.go), within SyncTimeout (default DefaultSyncTimeout).
+	SyncReplicas int
+	SyncTimeout  time.Duration
 }
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
@@ -154,6 +158,9 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()

@@ -29,6 +29,8 @@ import (
 //	{q:<id>:<p>}:x      ZSET  message id -> expiresAt (ms) of the messages in m, for retention
 //	{q:<id>:<p>}:o      HASH  dead-letter outbox: message id -> moved message (payload + state)
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
+//	{q:<id>:<p>}:w      STRING written before WAIT when sends wait for replicas (replicas.go;
+//	                          expires after a minute)
 //	{q:<id>}:p          HASH  n = partition count (absent: 1), at = last growth (ms)
 //	{q:<id>}:purge      STRING time of the last purge (ms; expires after the purge interval)
 //
@@ -71,6 +73,7 @@ type partKeys struct {
 	gm, gi, gs, gl   string // fifo
 	gt               string
 	dd               string // fifo dedup reservation outcomes
+	w                string // the write WAIT follows (replicas.go)
 }
 
 func keysOf(q ids.ID, p int) partKeys {
@@ -91,6 +94,7 @@ func keysOf(q ids.ID, p int) partKeys {
 		gl:  tag + ":gl",
 		gt:  tag + ":gt",
 		dd:  tag + ":dd",
+		w:   tag + ":w",
 	}
 }
 
