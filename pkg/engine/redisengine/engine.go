@@ -92,6 +92,7 @@ type Options struct {
 	ClockCheckEvery time.Duration
 	// SyncReplicas, when positive, is how many replicas must hold a send before it is
 	// answered (WAIT; see replicas.go), within SyncTimeout (default DefaultSyncTimeout).
+	// Single primary only: New refuses it on a Cluster client.
 	SyncReplicas int
 	SyncTimeout  time.Duration
 }
@@ -161,6 +162,9 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && opts.SyncReplicas > 0 {
+		return nil, errors.New("redisengine: SyncReplicas (QUEUES_REDIS_SYNC_REPLICAS) is not supported on Redis Cluster")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
