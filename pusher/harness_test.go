@@ -323,6 +323,12 @@ func newEndpoint(t testing.TB, tlsServer bool, respond func(w http.ResponseWrite
 		respond := ep.respond
 		ep.mu.Unlock()
 		ep.got <- p
+		if respond == nil {
+			// A test race, not a pusher fault: the push came before the test set its answer.
+			t.Errorf("pushed before the test set the endpoint's answer")
+			w.WriteHeader(500)
+			return
+		}
 		respond(w, p)
 	})
 	ep.Server = httptest.NewUnstartedServer(h)

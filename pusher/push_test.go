@@ -248,12 +248,11 @@ func TestFailuresBackOffThenDeadLetter(t *testing.T) {
 	ep := newEndpoint(t, false, nil)
 	e.subscribe(q, ep.URL, nil)
 	e.pusher(func(c *pusher.Config) { c.RandN = func(n int64) int64 { return n } }) // full jitter: wait = base
+	// Each answer is in place before the push it answers can start: the first before the
+	// send, the next before the clock passes the backoff.
+	ep.setRespond(answers[0])
 	msg := e.send(q, "failing")[0]
-	for i, answer := range answers {
-		ep.setRespond(answer)
-		if i == 0 {
-			ep.setRespond(answer)
-		}
+	for i := range answers {
 		got := ep.next(t)
 		if got.body.Messages[0].ReceiveCount != i+1 {
 			t.Fatalf("attempt %d: receiveCount %d", i+1, got.body.Messages[0].ReceiveCount)
@@ -266,6 +265,9 @@ func TestFailuresBackOffThenDeadLetter(t *testing.T) {
 		m, ok := e.browse(q, engine.StateInFlight)[msg]
 		if !ok || !m.VisibleAt.Equal(e.clk.Now().Add(base)) {
 			t.Fatalf("attempt %d: visible again at %v, want now+%s", i+1, m.VisibleAt, base)
+		}
+		if i+1 < len(answers) {
+			ep.setRespond(answers[i+1])
 		}
 		e.clk.Advance(base)
 	}

@@ -64,6 +64,8 @@ echo "== openapi lint"
 bash scripts/lint-openapi.sh
 
 echo "== go test"
+# ./... includes the fault suite tests/faults in its short form (one round of each fault,
+# under a minute); make faults runs it in full.
 go test -count=1 -timeout 12m ./...
 
 echo "== TypeScript SDK (sdk/typescript: npm ci, then node --test against a real queues serve)"

@@ -52,6 +52,9 @@ type Options struct {
 	// Registry receives the API's metrics, which the caller serves on the admin listener
 	// (pkg/adminhttp; nil: a registry of the replica's own, not served).
 	Registry prometheus.Registerer
+	// SyncReplicas is how many Redis replicas must hold a send before it is answered
+	// (QUEUES_REDIS_SYNC_REPLICAS; 0: no wait). See redisengine/replicas.go.
+	SyncReplicas int
 	// Clock is the replica's clock (nil: the wall clock; tests inject a skewed one). The
 	// engine refuses to serve while it is more than redisengine.DefaultMaxClockSkew off Redis's.
 	Clock clock.Clock
@@ -92,7 +95,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		clk = o.Clock
 	}
 	eng, err := redisengine.New(o.Redis, clk, redisengine.Options{Logger: o.Logger, PartitionSendRate: o.PartitionSendRate,
-		MaxClockSkew: redisengine.DefaultMaxClockSkew, SendLimit: o.RedisSendLimit})
+		MaxClockSkew: redisengine.DefaultMaxClockSkew, SendLimit: o.RedisSendLimit,
+		SyncReplicas: o.SyncReplicas})
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ func runAPI(ctx context.Context, args []string) error {
 		private = fs.Bool("push-allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "accept plain http and private push endpoints (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 		sendLim = fs.String("redis-send-limit", env("QUEUES_REDIS_SEND_LIMIT", redisengine.DefaultSendLimit),
 			"Redis used_memory above which sends answer 503: a percentage of maxmemory, a byte count (\"800mb\") or \"off\" (QUEUES_REDIS_SEND_LIMIT)")
+		syncRep = fs.Int("redis-sync-replicas", envInt("QUEUES_REDIS_SYNC_REPLICAS", 0), "answer a send only once this many Redis replicas hold it (WAIT; 0: do not wait; QUEUES_REDIS_SYNC_REPLICAS)")
 	)
 	adminAddr, adminExplicit := adminFlag(fs)
 	be.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
@@ -51,7 +52,7 @@ func runAPI(ctx context.Context, args []string) error {
 	log := b.log
 	reg := adminhttp.NewRegistry()
 	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: *opTok, Rates: rates, Logger: log, PushAllowPrivate: *private,
-		Registry: reg, RedisSendLimit: *sendLim, DefaultLimits: defaults, MeterEvery: every})
+		Registry: reg, RedisSendLimit: *sendLim, DefaultLimits: defaults, MeterEvery: every, SyncReplicas: *syncRep})
 	if err != nil {
 		return err
 	}

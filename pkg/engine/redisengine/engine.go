@@ -93,6 +93,11 @@ type Options struct {
 	// SendLimit is the memory high-water mark above which sends answer 503 (ParseSendLimit:
 	// "90%" of maxmemory, a byte count such as "800mb", or "off"; default DefaultSendLimit).
 	SendLimit string
+	// SyncReplicas, when positive, is how many replicas must hold a send before it is
+	// answered (WAIT; see replicas.go), within SyncTimeout (default DefaultSyncTimeout).
+	// Single primary only: New refuses it on a Cluster client.
+	SyncReplicas int
+	SyncTimeout  time.Duration
 }
 
 // Engine implements engine.Engine on Redis. It is safe for concurrent use.
@@ -167,6 +172,12 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	limit, err := ParseSendLimit(opts.SendLimit)
 	if err != nil {
 		return nil, fmt.Errorf("redisengine: %w", err)
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && opts.SyncReplicas > 0 {
+		return nil, errors.New("redisengine: SyncReplicas (QUEUES_REDIS_SYNC_REPLICAS) is not supported on Redis Cluster")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()

@@ -33,6 +33,8 @@ import (
 //	                          messages, o of its outbox, v a version raised by every change,
 //	                          pj the owning project; moved by every script that stores or
 //	                          removes payload, in the same step (prelude.lua: bchg)
+//	{q:<id>:<p>}:w      STRING written before WAIT when sends wait for replicas (replicas.go;
+//	                          expires after a minute)
 //	{q:<id>}:p          HASH  n = partition count (absent: 1), at = last growth (ms)
 //	{q:<id>}:purge      STRING time of the last purge (ms; expires after the purge interval)
 //
@@ -93,6 +95,7 @@ type partKeys struct {
 	gt               string
 	dd               string // fifo dedup reservation outcomes
 	b                string // stored bytes
+	w                string // the write WAIT follows (replicas.go)
 }
 
 func keysOf(q ids.ID, p int) partKeys {
@@ -114,6 +117,7 @@ func keysOf(q ids.ID, p int) partKeys {
 		gt:  tag + ":gt",
 		dd:  tag + ":dd",
 		b:   tag + ":b",
+		w:   tag + ":w",
 	}
 }
 

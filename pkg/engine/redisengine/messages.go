@@ -31,6 +31,14 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	if err := e.clockOK(); err != nil {
 		return nil, err
 	}
+	res, err := e.send(ctx, q, msgs)
+	if err != nil || e.opts.SyncReplicas <= 0 {
+		return res, err
+	}
+	return e.confirmReplicated(ctx, q, res)
+}
+
+func (e *Engine) send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}

@@ -60,7 +60,10 @@ func (p *Proxy) accept() {
 			_ = c.Close()
 			continue
 		}
-		s, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		s, err := net.Dial("tcp", target)
 		if err != nil {
 			_ = c.Close()
 			continue
@@ -170,6 +173,14 @@ func (p *Proxy) Cut() {
 	for _, pr := range prs {
 		pr.close()
 	}
+}
+
+// SetTarget sends new connections to addr (a failover to another server); existing ones
+// stay until Cut.
+func (p *Proxy) SetTarget(addr string) {
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
 }
 
 // Refuse makes the proxy close new connections at once (a server that is down), or accept
