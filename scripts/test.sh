@@ -49,6 +49,7 @@ echo "== openapi lint"
 bash scripts/lint-openapi.sh
 
 echo "== go test"
+# ./... includes the attack suite tests/attacks (X1–X43 of the security plan, ~30 s).
 go test -count=1 -timeout 12m ./...
 
 echo "== go test -race (concurrency-sensitive packages)"
