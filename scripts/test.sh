@@ -61,6 +61,10 @@ go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
 go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
+go test -run '^$' -fuzz '^FuzzReceiptRequest$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzSubscriptionRequest$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzPushResults$' -fuzztime 20000x ./pusher/
+go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 50000x ./pkg/auth/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/
