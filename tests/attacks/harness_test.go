@@ -122,7 +122,10 @@ func (e *env) serveWrapped(o stack.Options, wrap func(http.Handler) http.Handler
 	if o.Redis == nil {
 		o.Redis = e.rdb
 	}
-	o.Dynamo, o.Table, o.Keys, o.OperatorToken = e.ddb, e.table, e.ring, operator
+	if o.Keys == nil {
+		o.Keys = e.ring
+	}
+	o.Dynamo, o.Table, o.OperatorToken = e.ddb, e.table, operator
 	o.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.SweepEvery = -1
 	reg := adminhttp.NewRegistry()
