@@ -66,6 +66,7 @@ bash scripts/lint-openapi.sh
 echo "== go test"
 # ./... includes the fault suite tests/faults in its short form (one round of each fault,
 # under a minute); make faults runs it in full.
+# ./... includes the attack suite tests/attacks (X1–X43 of the security plan, ~30 s).
 go test -count=1 -timeout 12m ./...
 
 echo "== TypeScript SDK (sdk/typescript: npm ci, then node --test against a real queues serve)"
@@ -86,6 +87,10 @@ go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzReceiptRequest$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzSubscriptionRequest$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzPushResults$' -fuzztime 20000x ./pusher/
+go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 50000x ./pkg/auth/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/

@@ -71,10 +71,13 @@ func (s *Server) Close() error {
 // Start serves Handler(g) on addr in the background. An explicitly configured address that
 // cannot be bound is an error. The default address, when taken (another queues process on the
 // same host, as in tests), is skipped with a warning: the service runs without its admin
-// listener rather than not at all. addr "off" disables it.
+// listener rather than not at all. addr "off" disables it; "" is the default.
 func Start(addr string, explicit bool, g prometheus.Gatherer, log *slog.Logger) (*Server, error) {
 	if addr == "off" {
 		return &Server{}, nil
+	}
+	if addr == "" { // set but empty: the default, never every interface on a random port
+		addr, explicit = DefaultListen, false
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

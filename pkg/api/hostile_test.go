@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/receipt"
@@ -183,5 +184,19 @@ func TestReadUpTo(t *testing.T) {
 	}
 	if _, err := readUpTo(strings.NewReader("short"), 10); err == nil {
 		t.Fatal("a body shorter than announced was accepted")
+	}
+}
+
+// Batch results report one entry's failure with bodyOf: internal and unavailable entries get
+// the fixed messages there too, never the cause's text.
+func TestBodyOfHidesCauses(t *testing.T) {
+	for _, c := range []apierr.Code{apierr.Internal, apierr.Unavailable} {
+		b := bodyOf(&apierr.Error{Code: c, Message: "ack: redis unavailable: dial tcp 10.1.2.3:6379: connection refused"})
+		if strings.Contains(b.Message, "10.1.2.3") || strings.Contains(b.Message, "dial") {
+			t.Errorf("%s: %q", c, b.Message)
+		}
+	}
+	if b := bodyOf(apierr.Invalid("x", "must be an integer")); b.Message != "must be an integer" {
+		t.Errorf("client errors keep their message: %q", b.Message)
 	}
 }

@@ -240,6 +240,12 @@ type errorBody struct {
 
 func bodyOf(e *apierr.Error) errorBody {
 	b := errorBody{Code: e.Code, Message: e.Message}
+	switch e.Code { // also inside batch results, where one entry's failure is reported
+	case apierr.Internal:
+		b.Message = internalMessage
+	case apierr.Unavailable:
+		b.Message = unavailableMessage
+	}
 	if e.Field != "" || len(e.Details) > 0 {
 		b.Details = map[string]any{}
 		for k, v := range e.Details {

@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/pkg/keys"
 )
 
-func authority(t *testing.T, now time.Time) (*Authority, *keys.Ring) {
+func authority(t testing.TB, now time.Time) (*Authority, *keys.Ring) {
 	r, err := keys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,10 @@ func (e *env) serveWrapped(o stack.Options, wrap func(http.Handler) http.Handler
 	if o.Redis == nil {
 		o.Redis = e.rdb
 	}
-	o.Dynamo, o.Table, o.Keys, o.OperatorToken = e.ddb, e.table, e.ring, operator
+	if o.Keys == nil {
+		o.Keys = e.ring
+	}
+	o.Dynamo, o.Table, o.OperatorToken = e.ddb, e.table, operator
 	o.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.SweepEvery = -1
 	reg := adminhttp.NewRegistry()
@@ -285,6 +288,7 @@ func project(t testing.TB) (id, token string) {
 	tk := call(t, "POST", "/v1/projects/"+id+"/tokens", operator, map[string]any{"name": "all", "scopes": []string{"*"}})
 	tk.is(t, 201, "", "")
 	token, _ = tk.body["token"].(string)
+	remember(token)
 	return id, token
 }
 
@@ -308,5 +312,18 @@ func queueWithMessage(t testing.TB, token, name string, settings map[string]any)
 		t.Fatalf("received %d messages: %s", len(ms), r.raw)
 	}
 	h, _ := ms[0].(map[string]any)["receiptHandle"].(string)
+	remember(h)
 	return h
+}
+
+// secrets are the tokens and receipt handles the tests obtained: none may appear in the logs.
+var (
+	secretsMu sync.Mutex
+	secrets   = []string{operator}
+)
+
+func remember(s string) {
+	secretsMu.Lock()
+	defer secretsMu.Unlock()
+	secrets = append(secrets, s)
 }
