@@ -74,9 +74,8 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 			}
 		case isOneOf(n, systemAttributes):
 			sys[n] = true
-		default:
-			return nil, newErr(errInvalidAttrName, "Unknown Attribute %s.", n)
 		}
+		// Other names (queue attributes that older clients list) ask for nothing.
 	}
 	fifo := q.Type == string(engine.FIFO)
 	attempt := ""
