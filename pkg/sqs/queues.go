@@ -218,15 +218,22 @@ func (d *Door) queueAttributes(c *call, q meta.Queue, st engine.Stats) map[strin
 		"CreatedTimestamp":                      strconv.FormatInt(q.CreatedAt.Unix(), 10),
 		"LastModifiedTimestamp":                 strconv.FormatInt(q.UpdatedAt.Unix(), 10),
 		"QueueArn":                              c.queueARN(q.Name),
-		"MaximumMessageSize":                    strconv.Itoa(maxMessageSize),
-		"SqsManagedSseEnabled":                  "false",
 	}
-	maps.Copy(a, settingAttributes(c, d, q))
+	maps.Copy(a, configAttributes(c, d, q))
+	return a
+}
+
+// configAttributes are the attributes a queue's configuration makes, defaults included (what
+// CreateQueue compares).
+func configAttributes(c *call, d *Door, q meta.Queue) map[string]string {
+	a := settingAttributes(c, d, q)
+	a["MaximumMessageSize"] = strconv.Itoa(maxMessageSize)
+	a["SqsManagedSseEnabled"] = "false"
 	maps.Copy(a, q.SQSAttributes)
 	return a
 }
 
-// settingAttributes are the attributes a queue's settings make (what CreateQueue compares).
+// settingAttributes are the attributes a queue's /v1 settings make.
 func settingAttributes(c *call, d *Door, q meta.Queue) map[string]string {
 	a := map[string]string{
 		"DelaySeconds":                  strconv.Itoa(q.DelaySeconds),
@@ -328,9 +335,7 @@ func (d *Door) createQueue(c *call) (any, error) {
 // queue when each of them has the value asked for (attributes left out are not compared, so
 // a create-if-missing without attributes finds a queue made with some).
 func sameAttributes(c *call, d *Door, cur, q meta.Queue, asked map[string]string) bool {
-	have, want := settingAttributes(c, d, cur), settingAttributes(c, d, q)
-	maps.Copy(have, cur.SQSAttributes)
-	maps.Copy(want, q.SQSAttributes)
+	have, want := configAttributes(c, d, cur), configAttributes(c, d, q)
 	for name := range asked {
 		if have[name] != want[name] {
 			return false

@@ -2,7 +2,6 @@ package sqs
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/queueshq/queues/pkg/api"
@@ -74,9 +73,8 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 			}
 		case isOneOf(n, systemAttributes):
 			sys[n] = true
-		default:
-			return nil, newErr(errInvalidAttrName, "Unknown Attribute %s.", n)
 		}
+		// Other names (queue attributes that older clients list) ask for nothing.
 	}
 	fifo := q.Type == string(engine.FIFO)
 	attempt := ""
@@ -85,7 +83,7 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 			return nil, invalidParam("ReceiveRequestAttemptId", "must be 1 to 128 characters from ! to ~")
 		}
 		attempt = q.ID.String() + "/" + in.ReceiveRequestAttemptID
-		if msgs, ok := d.attempts.get(attempt, d.cfg.Clock.Now()); ok {
+		if msgs, ok := d.recalled(c, attempt); ok {
 			return d.receiveAnswer(c, q, msgs, sys, in.MessageAttributeNames), nil
 		}
 	}
@@ -94,7 +92,7 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 		return nil, err
 	}
 	if attempt != "" {
-		d.attempts.put(attempt, msgs, d.cfg.Clock.Now())
+		d.remember(c, attempt, msgs)
 	}
 	return d.receiveAnswer(c, q, msgs, sys, in.MessageAttributeNames), nil
 }
@@ -156,43 +154,3 @@ func (d *Door) systemAttributes(c *call, q meta.Queue, m engine.Received, attrs 
 
 // attemptWindow is how long a fifo ReceiveRequestAttemptId answers the same messages again.
 const attemptWindow = 5 * time.Minute
-
-const maxAttempts = 10_000
-
-// attemptCache remembers fifo receives by ReceiveRequestAttemptId, so that a retried receive
-// (a lost answer) gets the same messages and handles instead of blocking their groups until
-// the visibility timeout ends. It is per replica (see docs/sqs.md).
-type attemptCache struct {
-	mu sync.Mutex
-	m  map[string]attemptEntry
-}
-
-type attemptEntry struct {
-	msgs    []engine.Received
-	expires time.Time
-}
-
-func (a *attemptCache) get(k string, now time.Time) ([]engine.Received, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	e, ok := a.m[k]
-	if !ok || !now.Before(e.expires) {
-		return nil, false
-	}
-	return e.msgs, true
-}
-
-func (a *attemptCache) put(k string, msgs []engine.Received, now time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil || len(a.m) >= maxAttempts {
-		fresh := map[string]attemptEntry{}
-		for k, e := range a.m {
-			if now.Before(e.expires) && len(fresh) < maxAttempts/2 {
-				fresh[k] = e
-			}
-		}
-		a.m = fresh
-	}
-	a.m[k] = attemptEntry{msgs: msgs, expires: now.Add(attemptWindow)}
-}

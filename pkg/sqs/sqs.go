@@ -59,12 +59,13 @@ type Config struct {
 	Logger  *slog.Logger
 	// StorageTimeout bounds one request's storage work outside long polls (default 10 s).
 	StorageTimeout time.Duration
+	// Attempts remembers fifo receives by ReceiveRequestAttemptId (nil: in this process).
+	Attempts Attempts
 }
 
 // Door serves the SQS protocols.
 type Door struct {
-	cfg      Config
-	attempts attemptCache
+	cfg Config
 }
 
 // New returns the door.
@@ -77,6 +78,9 @@ func New(cfg Config) *Door {
 	}
 	if cfg.StorageTimeout <= 0 {
 		cfg.StorageTimeout = 10 * time.Second
+	}
+	if cfg.Attempts == nil {
+		cfg.Attempts = NewMemAttempts(cfg.Clock)
 	}
 	return &Door{cfg: cfg}
 }

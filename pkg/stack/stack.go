@@ -121,7 +121,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	console.Mount(r.API.Echo())
-	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger}).Mount(r.API.Echo())
+	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis)}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	go func() {

@@ -112,14 +112,16 @@ func runAdmin(ctx context.Context, args []string) error {
 			exp := now.Add(*ttl)
 			t.ExpiresAt = &exp
 		}
-		jwt, err := auth.New(ring, "", time.Now).Issue(pid, t.ID, sc, now, t.ExpiresAt)
+		authority := auth.New(ring, "", time.Now)
+		jwt, err := authority.Issue(pid, t.ID, sc, now, t.ExpiresAt)
 		if err != nil {
 			return err
 		}
 		if err := store.CreateToken(ctx, t); err != nil {
 			return err
 		}
-		return out.Encode(map[string]any{"id": t.ID.String(), "slug": t.ID.Slug(ids.TokenPrefix), "token": jwt, "scopes": sc, "expiresAt": t.ExpiresAt})
+		return out.Encode(map[string]any{"id": t.ID.String(), "slug": t.ID.Slug(ids.TokenPrefix), "token": jwt, "scopes": sc, "expiresAt": t.ExpiresAt,
+			"sqsSecretAccessKey": authority.SQSSecret(t.ID)})
 	case "token revoke":
 		pid, err := ids.Parse(ids.ProjectPrefix, *project)
 		if err != nil {

@@ -99,6 +99,9 @@ func runServe(ctx context.Context, args []string) error {
 	fmt.Printf("project  %s %s (%s)\n", n.Project.Name, n.Project.ID.Slug(ids.ProjectPrefix), state)
 	fmt.Printf("token    %s\n", n.Token)
 	fmt.Printf("         (also in %s)\n", filepath.Join(dir, embedded.TokenFile))
+	if p, err := n.Auth.Verify(n.Token); err == nil {
+		fmt.Printf("sqs      endpoint %s, access key %s, secret %s (docs/sqs.md)\n", url, p.TokenID.Slug(ids.TokenPrefix), n.Auth.SQSSecret(p.TokenID))
+	}
 	push := "in-process; endpoints must be public https (QUEUES_PUSH_ALLOW_PRIVATE=false)"
 	if *private {
 		push = "in-process; plain http and private endpoints allowed (development)"

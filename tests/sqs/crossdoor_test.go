@@ -175,3 +175,27 @@ func TestCrossDoorFIFOAndDeadLetter(t *testing.T) {
 		}
 	})
 }
+
+// TestProjectIsolation: a project's key pair reaches no other project's queues or handles.
+func TestProjectIsolation(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx := t.Context()
+		other := newEnv(t, e.b, []string{"*"})
+		q := must(e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("mine")})).get(t)
+		must(e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("secret")})).get(t)
+		_, err := other.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl})
+		wantCode(t, err, "AWS.SimpleQueueService.NonExistentQueue")
+		_, err = other.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("mine")})
+		wantCode(t, err, "AWS.SimpleQueueService.NonExistentQueue")
+		_, err = other.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("mine"), QueueOwnerAWSAccountId: aws.String(e.project)})
+		wantCode(t, err, "AWS.SimpleQueueService.NonExistentQueue")
+		// A handle of e's queue does not settle through a queue of the other project.
+		r := must(e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl})).get(t)
+		theirs := must(other.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("mine")})).get(t)
+		_, err = other.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: theirs.QueueUrl, ReceiptHandle: r.Messages[0].ReceiptHandle})
+		wantCode(t, err, "ReceiptHandleIsInvalid")
+		if n := e.v1Queue(t, "mine").Counts; n.InFlight != 1 {
+			t.Fatalf("the message was settled from another project: %+v", n)
+		}
+	})
+}

@@ -79,3 +79,20 @@ func TestFIFOLifecycle(t *testing.T) {
 		wantCode(t, err, "InvalidParameterValue")
 	})
 }
+
+// TestAttemptIDAcrossReplicas: a fifo receive retried with its ReceiveRequestAttemptId on
+// another API replica answers the same messages and handles.
+func TestAttemptIDAcrossReplicas(t *testing.T) {
+	e := newEnv(t, backends[0], []string{"*"}) // the stack
+	ctx, c := t.Context(), e.sqs
+	q := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("r.fifo"), Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})).get(t)
+	must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("x"), MessageGroupId: aws.String("g")})).get(t)
+	in := &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, ReceiveRequestAttemptId: aws.String("lost-answer")}
+	first := must(c.ReceiveMessage(ctx, in)).get(t)
+	other := (&env{b: backend{"stack-b", secondReplica}}).client(e.token.Slug, e.token.SQSSecretAccessKey)
+	retry := must(other.ReceiveMessage(ctx, in)).get(t)
+	if len(first.Messages) != 1 || len(retry.Messages) != 1 || *retry.Messages[0].ReceiptHandle != *first.Messages[0].ReceiptHandle {
+		t.Fatalf("first %+v, retry on another replica %+v", first.Messages, retry.Messages)
+	}
+	must(other.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q.QueueUrl, ReceiptHandle: retry.Messages[0].ReceiptHandle})).get(t)
+}

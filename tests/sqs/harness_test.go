@@ -39,6 +39,9 @@ type backend struct {
 
 var backends []backend
 
+// secondReplica is another API replica of the stack backend.
+var secondReplica string
+
 func TestMain(m *testing.M) {
 	code, err := run(m)
 	if err != nil {
@@ -88,6 +91,15 @@ func run(m *testing.M) (int, error) {
 	defer r.Close()
 	stackSrv := httptest.NewServer(r.Handler())
 	defer stackSrv.Close()
+	// A second replica on the same Redis and table, for what must hold across replicas.
+	r2, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, OperatorToken: operator, Logger: quiet, SweepEvery: -1})
+	if err != nil {
+		return 1, err
+	}
+	defer r2.Close()
+	stackSrv2 := httptest.NewServer(r2.Handler())
+	defer stackSrv2.Close()
+	secondReplica = stackSrv2.URL
 
 	dir, err := os.MkdirTemp("", "queues-sqs-")
 	if err != nil {

@@ -64,6 +64,11 @@ func TestStandardLifecycle(t *testing.T) {
 		if *again.QueueUrl != *q.QueueUrl {
 			t.Fatalf("second CreateQueue answered %q", *again.QueueUrl)
 		}
+		// Attributes at their defaults, named or not, are the same queue.
+		if same := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders"), Attributes: map[string]string{
+			"VisibilityTimeout": "45", "MaximumMessageSize": "262144", "ReceiveMessageWaitTimeSeconds": "0"}})).get(t); *same.QueueUrl != *q.QueueUrl {
+			t.Fatalf("CreateQueue with default attributes answered %q", *same.QueueUrl)
+		}
 		// Without attributes, CreateQueue finds the queue whatever its attributes.
 		if bare := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders")})).get(t); *bare.QueueUrl != *q.QueueUrl {
 			t.Fatalf("CreateQueue without attributes answered %q", *bare.QueueUrl)

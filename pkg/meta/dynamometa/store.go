@@ -542,13 +542,52 @@ func (s *Store) TokenProject(ctx context.Context, tokenID ids.ID) (ids.ID, error
 		return ids.ID{}, err
 	}
 	if !ok {
-		return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		return s.backfillTokenIndex(ctx, tokenID)
 	}
 	pid, err := ids.ParseUUID(it.ProjectID)
 	if err != nil {
 		return ids.ID{}, corrupt("token index %s: %v", it.PK, err)
 	}
 	return pid, nil
+}
+
+// backfillTokenIndex finds a token created before tokens had index items by scanning for it,
+// and writes its index item. Only a request signed with the token's SQS secret gets here, so
+// the scan runs once per such token, not for every unknown key.
+func (s *Store) backfillTokenIndex(ctx context.Context, tokenID ids.ID) (ids.ID, error) {
+	var start map[string]types.AttributeValue
+	for {
+		res, err := s.db.Scan(ctx, &dynamodb.ScanInput{
+			TableName: aws.String(s.table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true),
+			FilterExpression:          aws.String("sk = :sk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(tokenPre + tokenID.String())},
+		})
+		if err != nil {
+			return ids.ID{}, mapErr("find token", err)
+		}
+		for _, item := range res.Items {
+			var it tokenItem
+			if attributevalue.UnmarshalMap(item, &it) != nil {
+				continue
+			}
+			t, err := it.token()
+			if err != nil {
+				return ids.ID{}, err
+			}
+			index, err := marshal(tokenIndexItem{PK: tokenIDPK(tokenID), SK: tokenIDSK, ProjectID: t.ProjectID.String()})
+			if err != nil {
+				return ids.ID{}, err
+			}
+			if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: index}); err != nil {
+				return ids.ID{}, mapErr("index token", err)
+			}
+			return t.ProjectID, nil
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		}
+		start = res.LastEvaluatedKey
+	}
 }
 
 // RevokeToken sets RevokedAt unless it is already set.

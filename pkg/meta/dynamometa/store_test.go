@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -176,4 +177,35 @@ func TestTenancyConformance(t *testing.T) {
 	metatest.RunTenancy(t, func(t *testing.T) metatest.TenancyStore {
 		return dynamometa.New(c, newTable(t, c))
 	})
+}
+
+// A token stored before tokens had index items is found by TokenProject, which writes its
+// index item.
+func TestTokenProjectBackfill(t *testing.T) {
+	c := client(t)
+	table := newTable(t, c)
+	s := dynamometa.New(c, table)
+	ctx := t.Context()
+	p := meta.Project{ID: ids.New(), Name: "old", CreatedAt: time.Now()}
+	if err := s.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	tok := meta.Token{ID: ids.New(), ProjectID: p.ID, Name: "old", Scopes: []string{"*"}, CreatedAt: time.Now()}
+	if err := s.CreateToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	// Make it an old token: drop its index item.
+	if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "TID#" + tok.ID.String()}, "sk": &types.AttributeValueMemberS{Value: "T"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first finds it by scanning, the second by the index it wrote
+		got, err := s.TokenProject(ctx, tok.ID)
+		if err != nil || got != p.ID {
+			t.Fatalf("TokenProject = %s, %v; want %s", got, err, p.ID)
+		}
+	}
+	if _, err := s.TokenProject(ctx, ids.New()); apierr.CodeOf(err) != apierr.NotFound {
+		t.Fatalf("an unknown token: %v", err)
+	}
 }
