@@ -53,6 +53,18 @@ def parse_retry_after(v: str | None) -> float | None:
     return max(t.timestamp() - time.time(), 0.0)
 
 
+class _Holder:
+    """Holds a thread's connection and closes it when the thread ends (its locals go)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: http.client.HTTPConnection) -> None:
+        self.conn = conn
+
+    def __del__(self) -> None:
+        self.conn.close()
+
+
 class Transport:
     """Sends requests to one base URL over connections kept per thread."""
 
@@ -73,7 +85,8 @@ class Transport:
         self._local = threading.local()
 
     def _conn(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        c = getattr(self._local, "conn", None)
+        holder = getattr(self._local, "holder", None)
+        c = holder.conn if holder is not None else None
         if c is not None:
             c.timeout = timeout
             if c.sock is not None:
@@ -84,14 +97,14 @@ class Transport:
                                             context=self._ssl or ssl.create_default_context())
         else:
             c = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-        self._local.conn = c
+        self._local.holder = _Holder(c)
         return c, False
 
     def _drop(self) -> None:
-        c = getattr(self._local, "conn", None)
-        if c is not None:
-            c.close()
-            self._local.conn = None
+        holder = getattr(self._local, "holder", None)
+        if holder is not None:
+            holder.conn.close()
+            self._local.holder = None
 
     def close(self) -> None:
         """Closes this thread's connection (others close with their threads)."""

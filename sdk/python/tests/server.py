@@ -95,12 +95,12 @@ def _start() -> Server:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"queues serve exited {proc.returncode}: {open(log.name, 'rb').read()[-2000:]!r}")
+            raise RuntimeError(f"queues serve exited {proc.returncode}: {Path(log.name).read_bytes()[-2000:]!r}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 pass
             if os.path.exists(token_file):
-                token = open(token_file).read().strip()
+                token = Path(token_file).read_text().strip()
                 if token:
                     return Server(url, token, operator, b, data)
         except OSError:

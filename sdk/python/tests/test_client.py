@@ -239,6 +239,7 @@ class RetryTest(unittest.TestCase):
         _Flaky.answers, _Flaky.seen = list(answers), []
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        self.addCleanup(httpd.server_close)
         self.addCleanup(httpd.shutdown)
         return Client(f"http://127.0.0.1:{httpd.server_port}", "t", retry=RetryPolicy(max_attempts=3, min_backoff=0.01))
 

@@ -154,6 +154,7 @@ class PushTest(unittest.TestCase):
 
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        self.addCleanup(httpd.server_close)
         self.addCleanup(httpd.shutdown)
         sub = c.create_subscription(name, f"http://127.0.0.1:{httpd.server_port}/push", batch_size=10)
         secrets.append(sub.signing_secret)
