@@ -78,6 +78,9 @@ bash scripts/sqs-js.sh
 echo "== go test -race (concurrency-sensitive packages)"
 go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
 
+echo "== python sdk (sdk/python: unittest against a queues serve it builds and starts)"
+(cd sdk/python && python3 -m unittest discover -v)
+
 echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go test)"
 go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/
 go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/

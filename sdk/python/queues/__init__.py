@@ -1,0 +1,21 @@
+"""Python client for Queues: the HTTP API (``Client``), a threaded consumer (``Consumer``),
+and push receivers (``verify``, ``handle_push``). Standard library only."""
+
+from ._http import RetryPolicy
+from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, Client
+from .consumer import Ack, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
+from .errors import QueuesError, TransportError, WebhookVerificationError
+from .models import (BrowsedMessage, DeadLetterInfo, Group, Limits, Message, Page, Project, ProjectUsage,
+                     PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, SendMessage, SendResult, SentMessage,
+                     Subscription, TokenCreated, UsageHour)
+from .webhooks import PushBatch, handle_push, sign, verify
+
+__all__ = [
+    "Ack", "BrowsedMessage", "Client", "Consumer", "ConsumerError", "DeadLetter", "DeadLetterInfo", "Defer",
+    "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "Outcome", "Page",
+    "Project", "ProjectUsage", "PurgeResult", "PushAttempt", "PushBatch", "Queue", "QueueCounts", "QueuesError",
+    "ROUTES", "Redrive", "Retry", "RetryAfter", "RetryPolicy", "SCOPE_ALL", "SendMessage", "SendResult",
+    "SentMessage", "Subscription", "TokenCreated", "TransportError", "UNSET", "UsageHour",
+    "WebhookVerificationError", "handle_push", "outcome_of", "sign", "verify",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,343 @@
+"""The typed client: one method per route of the Queues API."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from typing import Any, Iterable, Sequence
+
+from ._http import RetryPolicy, Transport
+from .errors import QueuesError
+from .models import (BrowsedMessage, FailedMessage, Group, Limits, Message, Page, Project, PurgeResult,
+                     PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
+                     UsageHour)
+
+ENV_URL, ENV_TOKEN = "QUEUES_URL", "QUEUES_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:8080"
+MAX_SEND_BATCH, MAX_RECEIVE_BATCH, MAX_RECEIPT_BATCH = 10, 10, 100
+SCOPE_ALL = "*"
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""Marks a setting left as it is in an update (None is a value: ``redrive=None`` removes it)."""
+
+# Every route the client calls, as (method, path template) → the Client method that calls
+# it. tests/test_drift.py checks it against openapi.yaml both ways, so a route added to the
+# API without a method here, or a method here for a route the API lost, fails a test.
+ROUTES: dict[tuple[str, str], str] = {
+    ("POST", "/v1/projects"): "create_project",
+    ("GET", "/v1/projects"): "list_projects",
+    ("GET", "/v1/projects/{project}"): "get_project",
+    ("PATCH", "/v1/projects/{project}"): "update_project",
+    ("GET", "/v1/projects/{project}/usage"): "get_project_usage",
+    ("GET", "/v1/project"): "get_own_project",
+    ("GET", "/v1/project/usage"): "get_own_usage",
+    ("POST", "/v1/projects/{project}/tokens"): "create_token",
+    ("DELETE", "/v1/projects/{project}/tokens/{token}"): "revoke_token",
+    ("POST", "/v1/queues"): "create_queue",
+    ("GET", "/v1/queues"): "list_queues",
+    ("GET", "/v1/queues/{queue}"): "get_queue",
+    ("PATCH", "/v1/queues/{queue}"): "update_queue",
+    ("DELETE", "/v1/queues/{queue}"): "delete_queue",
+    ("POST", "/v1/queues/{queue}/purge"): "purge_queue",
+    ("POST", "/v1/queues/{queue}/messages"): "send_batch",
+    ("GET", "/v1/queues/{queue}/messages"): "browse",
+    ("POST", "/v1/queues/{queue}/receive"): "receive",
+    ("GET", "/v1/queues/{queue}/groups"): "list_groups",
+    ("DELETE", "/v1/queues/{queue}/groups/{groupId}"): "delete_group",
+    ("POST", "/v1/queues/{queue}/subscription"): "create_subscription",
+    ("GET", "/v1/queues/{queue}/subscription"): "get_subscription",
+    ("PATCH", "/v1/queues/{queue}/subscription"): "update_subscription",
+    ("DELETE", "/v1/queues/{queue}/subscription"): "delete_subscription",
+    ("POST", "/v1/queues/{queue}/subscription/rotate-secret"): "rotate_subscription_secret",
+    ("GET", "/v1/queues/{queue}/subscription/attempts"): "list_subscription_attempts",
+    ("POST", "/v1/receipts/ack"): "ack_batch",
+    ("POST", "/v1/receipts/visibility"): "change_visibility_batch",
+    ("POST", "/v1/receipts/dead-letter"): "dead_letter_batch",
+    ("GET", "/healthz"): "health",
+    ("GET", "/readyz"): "ready",
+}
+
+
+def _seg(s: str) -> str:
+    return urllib.parse.quote(str(s), safe="")
+
+
+def _q(queue: str) -> str:
+    return "/v1/queues/" + _seg(queue)
+
+
+def _settings(**kw: Any) -> dict[str, Any]:
+    from .models import camel
+    out: dict[str, Any] = {}
+    for k, v in kw.items():
+        if v is UNSET:
+            continue
+        if hasattr(v, "to_dict"):
+            v = v.to_dict()
+        out[camel(k)] = v
+    return out
+
+
+def _batch_errors(answer: Any, n: int) -> list[QueuesError | None]:
+    out: list[QueuesError | None] = [None] * n
+    for r in (answer or {}).get("results", []):
+        i = r.get("index", -1)
+        if r.get("error") and 0 <= i < n:
+            out[i] = QueuesError.from_body(r["error"])
+    return out
+
+
+class Client:
+    """Calls the Queues HTTP API. Safe to share between threads (each keeps its own
+    connection). ``token`` is a project token or, for the project and token routes, the
+    operator credential; the ``/v1/receipts/*`` calls need none."""
+
+    def __init__(self, base_url: str = DEFAULT_URL, token: str | None = None, *, timeout: float = 30.0,
+                 retry: RetryPolicy | None = None, user_agent: str = "queues-python") -> None:
+        self._t = Transport(base_url, token, timeout, retry or RetryPolicy(), user_agent)
+
+    @classmethod
+    def from_env(cls, **kw: Any) -> "Client":
+        """A client for ``$QUEUES_URL`` (default http://127.0.0.1:8080) with ``$QUEUES_TOKEN``."""
+        return cls(os.environ.get(ENV_URL) or DEFAULT_URL, os.environ.get(ENV_TOKEN), **kw)
+
+    @property
+    def base_url(self) -> str:
+        return self._t.base_url
+
+    def with_token(self, token: str | None) -> "Client":
+        """A client for the same service presenting another token."""
+        t = self._t
+        return Client(t.base_url, token, timeout=t.timeout, retry=t.retry, user_agent=t.user_agent)
+
+    def close(self) -> None:
+        self._t.close()
+
+    def call(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
+             *, timeout: float | None = None) -> Any:
+        """Calls any route (path such as ``/v1/queues``) and returns its decoded JSON answer;
+        for what the typed methods do not cover."""
+        return self._t.request(method, path, query, body, timeout=timeout)[1]
+
+    # Projects and tokens (operator credential), and the token's own project.
+
+    def create_project(self, name: str) -> Project:
+        return Project.from_dict(self.call("POST", "/v1/projects", body={"name": name}))
+
+    def list_projects(self, *, limit: int | None = None, cursor: str | None = None) -> Page[Project]:
+        a = self.call("GET", "/v1/projects", {"limit": limit, "cursor": cursor})
+        return Page([Project.from_dict(p) for p in a["projects"]], a.get("nextCursor"))
+
+    def get_project(self, project: str) -> Project:
+        """The project with its ``limits`` and ``usage``."""
+        return Project.from_dict(self.call("GET", "/v1/projects/" + _seg(project)))
+
+    def update_project(self, project: str, limits: Limits | dict[str, Any]) -> Project:
+        """Sets any subset of the project's limits; a limit set to None returns to the default.
+        With a Limits, only its fields that are not None are sent (pass a dict for null)."""
+        if isinstance(limits, Limits):
+            limits = {k: v for k, v in limits.to_dict().items() if v is not None}
+        return Project.from_dict(self.call("PATCH", "/v1/projects/" + _seg(project), body={"limits": limits}))
+
+    def get_project_usage(self, project: str, *, from_: str | None = None, to: str | None = None) -> list[UsageHour]:
+        a = self.call("GET", "/v1/projects/" + _seg(project) + "/usage", {"from": from_, "to": to})
+        return [UsageHour.from_dict(u) for u in a["usage"]]
+
+    def get_own_project(self) -> Project:
+        """The token's own project, with its limits and usage (any scope)."""
+        return Project.from_dict(self.call("GET", "/v1/project"))
+
+    def get_own_usage(self, *, from_: str | None = None, to: str | None = None) -> list[UsageHour]:
+        a = self.call("GET", "/v1/project/usage", {"from": from_, "to": to})
+        return [UsageHour.from_dict(u) for u in a["usage"]]
+
+    def create_token(self, project: str, name: str, scopes: Sequence[str], *,
+                     ttl_seconds: int | None = None) -> TokenCreated:
+        body: dict[str, Any] = {"name": name, "scopes": list(scopes)}
+        if ttl_seconds is not None:
+            body["ttlSeconds"] = ttl_seconds
+        return TokenCreated.from_dict(self.call("POST", "/v1/projects/" + _seg(project) + "/tokens", body=body))
+
+    def revoke_token(self, project: str, token: str) -> None:
+        self.call("DELETE", "/v1/projects/" + _seg(project) + "/tokens/" + _seg(token))
+
+    # Queues.
+
+    def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET,
+                     retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET,
+                     redrive: Any = UNSET, content_based_dedup: bool = UNSET) -> Queue:
+        body = {"name": name, **_settings(type=type, visibility_timeout_seconds=visibility_timeout_seconds,
+                                          retention_seconds=retention_seconds, delay_seconds=delay_seconds,
+                                          receive_wait_seconds=receive_wait_seconds, redrive=redrive,
+                                          content_based_dedup=content_based_dedup)}
+        return Queue.from_dict(self.call("POST", "/v1/queues", body=body))
+
+    def list_queues(self, *, limit: int | None = None, cursor: str | None = None,
+                    prefix: str | None = None) -> Page[Queue]:
+        a = self.call("GET", "/v1/queues", {"limit": limit, "cursor": cursor, "prefix": prefix})
+        return Page([Queue.from_dict(q) for q in a["queues"]], a.get("nextCursor"))
+
+    def get_queue(self, queue: str) -> Queue:
+        """Settings, counts and partitions; ``queue`` is its id, slug or name."""
+        return Queue.from_dict(self.call("GET", _q(queue)))
+
+    def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET,
+                     delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET,
+                     content_based_dedup: bool = UNSET) -> Queue:
+        """Changes the settings given (``redrive=None`` removes the policy)."""
+        body = _settings(visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds,
+                         delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds,
+                         redrive=redrive, content_based_dedup=content_based_dedup)
+        return Queue.from_dict(self.call("PATCH", _q(queue), body=body))
+
+    def delete_queue(self, queue: str) -> None:
+        self.call("DELETE", _q(queue))
+
+    def purge_queue(self, queue: str) -> PurgeResult:
+        return PurgeResult.from_dict(self.call("POST", _q(queue) + "/purge") or {})
+
+    # Messages.
+
+    def send_batch(self, queue: str, messages: Iterable[SendMessage | str | dict[str, Any]]) -> SendResult:
+        """Sends 1–10 messages. A problem with one message fails only that one, in the
+        result's ``failed``; a problem with the request raises."""
+        wire = []
+        for m in messages:
+            if isinstance(m, str):
+                m = SendMessage(m)
+            wire.append(m.to_dict() if isinstance(m, SendMessage) else m)
+        a = self.call("POST", _q(queue) + "/messages", body={"messages": wire})
+        return SendResult([SentMessage.from_dict(m) for m in a.get("messages", [])],
+                          [FailedMessage(f["index"], QueuesError.from_body(f.get("error")))
+                           for f in a.get("failed", [])])
+
+    def send(self, queue: str, body: str, *, attributes: dict[str, str] | None = None,
+             delay_seconds: int | None = None, group_id: str | None = None,
+             dedup_id: str | None = None) -> SentMessage:
+        """Sends one message; a problem with it raises its QueuesError."""
+        r = self.send_batch(queue, [SendMessage(body, attributes, delay_seconds, group_id, dedup_id)])
+        r.raise_for_failed()
+        return r.messages[0]
+
+    def receive(self, queue: str, *, max_messages: int | None = None, visibility_timeout_seconds: int | None = None,
+                wait_seconds: int | None = None) -> list[Message]:
+        """Claims up to ``max_messages`` (1–10), long-polling ``wait_seconds`` (None: the
+        queue's receiveWaitSeconds); an empty list when the wait ends with none."""
+        body: dict[str, Any] = {}
+        if max_messages is not None:
+            body["maxMessages"] = max_messages
+        if visibility_timeout_seconds is not None:
+            body["visibilityTimeoutSeconds"] = visibility_timeout_seconds
+        if wait_seconds is not None:
+            body["waitSeconds"] = wait_seconds
+        timeout = self._t.timeout + (wait_seconds if wait_seconds is not None else 20)
+        a = self._t.request("POST", _q(queue) + "/receive", body=body, timeout=timeout)[1]
+        return [Message.from_dict(m) for m in a.get("messages", [])]
+
+    def browse(self, queue: str, *, state: str | None = None, limit: int | None = None,
+               cursor: str | None = None) -> Page[BrowsedMessage]:
+        """Messages in one state (visible, inFlight, delayed) without leasing them."""
+        a = self.call("GET", _q(queue) + "/messages", {"state": state, "limit": limit, "cursor": cursor})
+        return Page([BrowsedMessage.from_dict(m) for m in a["messages"]], a.get("nextCursor"))
+
+    def list_groups(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Group]:
+        a = self.call("GET", _q(queue) + "/groups", {"limit": limit, "cursor": cursor})
+        return Page([Group.from_dict(g) for g in a["groups"]], a.get("nextCursor"))
+
+    def delete_group(self, queue: str, group_id: str) -> None:
+        """Purges one message group of a fifo queue."""
+        self.call("DELETE", _q(queue) + "/groups/" + _seg(group_id))
+
+    # Push subscriptions.
+
+    def create_subscription(self, queue: str, endpoint: str, *, batch_size: int = UNSET, batch_window_ms: int = UNSET,
+                            max_in_flight: int = UNSET, timeout_seconds: int = UNSET,
+                            paused: bool = UNSET) -> Subscription:
+        """Creates the queue's push subscription; the answer holds ``signing_secret`` (once)."""
+        body = {"endpoint": endpoint, **_settings(batch_size=batch_size, batch_window_ms=batch_window_ms,
+                                                  max_in_flight=max_in_flight, timeout_seconds=timeout_seconds,
+                                                  paused=paused)}
+        return Subscription.from_dict(self.call("POST", _q(queue) + "/subscription", body=body))
+
+    def get_subscription(self, queue: str) -> Subscription:
+        return Subscription.from_dict(self.call("GET", _q(queue) + "/subscription"))
+
+    def update_subscription(self, queue: str, *, endpoint: str = UNSET, batch_size: int = UNSET,
+                            batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET,
+                            paused: bool = UNSET) -> Subscription:
+        body = _settings(endpoint=endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms,
+                         max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused)
+        return Subscription.from_dict(self.call("PATCH", _q(queue) + "/subscription", body=body))
+
+    def delete_subscription(self, queue: str) -> None:
+        self.call("DELETE", _q(queue) + "/subscription")
+
+    def rotate_subscription_secret(self, queue: str) -> Subscription:
+        """A new signing secret; the previous one keeps signing beside it for 24 h."""
+        return Subscription.from_dict(self.call("POST", _q(queue) + "/subscription/rotate-secret"))
+
+    def list_subscription_attempts(self, queue: str, *, limit: int | None = None) -> list[PushAttempt]:
+        a = self.call("GET", _q(queue) + "/subscription/attempts", {"limit": limit})
+        return [PushAttempt.from_dict(x) for x in a["attempts"]]
+
+    # Receipts: the handle is the credential.
+
+    def ack(self, receipt_handle: str) -> None:
+        """Acknowledges (deletes) one delivery's message; a stale handle raises
+        ``receipt_handle_stale`` (410)."""
+        self.call("POST", "/v1/receipts/ack", body={"receiptHandle": receipt_handle})
+
+    def ack_batch(self, receipt_handles: Sequence[str]) -> list[QueuesError | None]:
+        """Acknowledges 1–100 deliveries: one error (or None) per handle, in order."""
+        a = self.call("POST", "/v1/receipts/ack", body={"receiptHandles": list(receipt_handles)})
+        return _batch_errors(a, len(receipt_handles))
+
+    def change_visibility(self, receipt_handle: str, visibility_timeout_seconds: int) -> None:
+        """Sets the delivery's deadline to now + the timeout: extend, release (0) or retry
+        after d."""
+        self.call("POST", "/v1/receipts/visibility",
+                  body={"receiptHandle": receipt_handle, "visibilityTimeoutSeconds": visibility_timeout_seconds})
+
+    def release(self, receipt_handle: str) -> None:
+        """Makes the delivery's message visible again at once."""
+        self.change_visibility(receipt_handle, 0)
+
+    def change_visibility_batch(self, entries: Sequence[tuple[str, int]]) -> list[QueuesError | None]:
+        """Changes 1–100 deliveries' visibility: (receipt handle, timeout seconds) each."""
+        body = {"entries": [{"receiptHandle": h, "visibilityTimeoutSeconds": s} for h, s in entries]}
+        return _batch_errors(self.call("POST", "/v1/receipts/visibility", body=body), len(entries))
+
+    def dead_letter(self, receipt_handle: str, reason: str | None = None) -> None:
+        """Moves the delivery's message to the dead-letter queue now (dropped without a
+        redrive policy), recording reason (default "consumer")."""
+        body: dict[str, Any] = {"receiptHandle": receipt_handle}
+        if reason:
+            body["reason"] = reason
+        self.call("POST", "/v1/receipts/dead-letter", body=body)
+
+    def dead_letter_batch(self, entries: Sequence[tuple[str, str | None]]) -> list[QueuesError | None]:
+        """Dead-letters 1–100 deliveries: (receipt handle, reason or None) each."""
+        body = {"entries": [{"receiptHandle": h, **({"reason": r} if r else {})} for h, r in entries]}
+        return _batch_errors(self.call("POST", "/v1/receipts/dead-letter", body=body), len(entries))
+
+    # Health.
+
+    def health(self) -> dict[str, Any]:
+        return self.call("GET", "/healthz")
+
+    def ready(self) -> dict[str, Any]:
+        """Readiness; a failing dependency raises ``unavailable`` (503)."""
+        return self.call("GET", "/readyz")
+
+    # The consumer.
+
+    def consume(self, queue: str, handler: Any, **options: Any) -> None:
+        """Runs a Consumer (see queues.consumer) until its ``stop`` event is set."""
+        from .consumer import Consumer
+        Consumer(self, queue, handler, **options).run()

@@ -1,0 +1,323 @@
+"""The API's resources as dataclasses. Field names are the JSON names in snake_case
+(``messageId`` is ``message_id``); times stay RFC 3339 strings as the API writes them
+(``datetime.fromisoformat`` reads them). A field the SDK does not know yet is kept in
+``extra`` rather than dropped, so an older SDK still sees what a newer server sends."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from .errors import QueuesError
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def snake(name: str) -> str:
+    """``visibilityTimeoutSeconds`` → ``visibility_timeout_seconds``."""
+    return _CAMEL.sub("_", name).lower()
+
+
+def camel(name: str) -> str:
+    """``visibility_timeout_seconds`` → ``visibilityTimeoutSeconds``."""
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+T = TypeVar("T", bound="Model")
+
+
+class Model:
+    """Base of the resources: ``from_dict`` maps JSON onto the dataclass fields."""
+
+    # Nested resources: JSON name → type (a list of them when the JSON value is a list).
+    _nested: ClassVar[dict[str, type["Model"]]] = {}
+
+    @classmethod
+    def from_dict(cls: type[T], d: dict[str, Any] | None) -> T:
+        if d is None:
+            return None  # type: ignore[return-value]
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        kw: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for k, v in d.items():
+            n = snake(k)
+            if k in cls._nested and v is not None:
+                sub = cls._nested[k]
+                v = [sub.from_dict(x) for x in v] if isinstance(v, list) else sub.from_dict(v)
+            if n in names and n != "extra":
+                kw[n] = v
+            else:
+                extra[k] = v
+        obj = cls(**kw)
+        if "extra" in names:
+            obj.extra = extra  # type: ignore[attr-defined]
+        return obj
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object (camelCase names; ``extra`` merged back)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            if f.name == "extra":
+                out.update(v)
+                continue
+            if isinstance(v, Model):
+                v = v.to_dict()
+            elif isinstance(v, list):
+                v = [x.to_dict() if isinstance(x, Model) else x for x in v]
+            out[camel(f.name)] = v
+        return out
+
+
+@dataclass
+class Limits(Model):
+    max_queues: int | None = None
+    max_subscriptions: int | None = None
+    max_stored_bytes: int | None = None
+    requests_per_second: int | None = None
+    max_waiting_receives: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ProjectUsage(Model):
+    queues: int = 0
+    subscriptions: int = 0
+    stored_bytes: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Project(Model):
+    """A project; ``limits`` and ``usage`` are set on the single-project answers (SPEC §10)."""
+
+    id: str = ""
+    slug: str = ""
+    name: str = ""
+    created_at: str = ""
+    limits: Limits | None = None
+    usage: ProjectUsage | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    _nested: ClassVar[dict[str, type[Model]]] = {"limits": Limits, "usage": ProjectUsage}
+
+
+@dataclass
+class UsageHour(Model):
+    """One project's metered counters for one UTC hour."""
+
+    hour: str = ""
+    requests: int = 0
+    messages_sent: int = 0
+    messages_delivered: int = 0
+    messages_acked: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    push_attempts: int = 0
+    stored_byte_hours: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TokenCreated(Model):
+    """A new project token: ``token`` is the bearer credential, shown this once."""
+
+    id: str = ""
+    slug: str = ""
+    name: str = ""
+    token: str = ""
+    scopes: list[str] = field(default_factory=list)
+    created_at: str = ""
+    expires_at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Redrive(Model):
+    dead_letter_queue: str = ""
+    max_receive_count: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class QueueCounts(Model):
+    visible: int = 0
+    in_flight: int = 0
+    delayed: int = 0
+    truncated: bool = False
+    oldest_message_age_seconds: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Queue(Model):
+    id: str = ""
+    slug: str = ""
+    name: str = ""
+    type: str = "standard"
+    created_at: str = ""
+    updated_at: str = ""
+    visibility_timeout_seconds: int = 0
+    retention_seconds: int = 0
+    delay_seconds: int = 0
+    receive_wait_seconds: int = 0
+    redrive: Redrive | None = None
+    content_based_dedup: bool = False
+    partitions: int = 0
+    counts: QueueCounts = field(default_factory=QueueCounts)
+    extra: dict[str, Any] = field(default_factory=dict)
+    _nested: ClassVar[dict[str, type[Model]]] = {"redrive": Redrive, "counts": QueueCounts}
+
+
+@dataclass
+class PurgeResult(Model):
+    purged_at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DeadLetterInfo(Model):
+    source_queue: str = ""
+    reason: str = ""
+    at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Message(Model):
+    """A received (or pushed) message; ``receipt_handle`` settles this delivery."""
+
+    message_id: str = ""
+    body: str = ""
+    attributes: dict[str, str] = field(default_factory=dict)
+    receipt_handle: str = ""
+    receive_count: int = 0
+    sent_at: str = ""
+    visibility_deadline: str = ""
+    group_id: str | None = None
+    sequence_number: str | None = None
+    dead_letter: DeadLetterInfo | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo}
+
+
+@dataclass
+class BrowsedMessage(Model):
+    """A message seen without leasing it (no receipt handle)."""
+
+    message_id: str = ""
+    body: str = ""
+    attributes: dict[str, str] = field(default_factory=dict)
+    receive_count: int = 0
+    sent_at: str = ""
+    state: str = ""
+    visible_at: str = ""
+    group_id: str | None = None
+    sequence_number: str | None = None
+    dead_letter: DeadLetterInfo | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo}
+
+
+@dataclass
+class Group(Model):
+    group_id: str = ""
+    messages: int = 0
+    in_flight: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Subscription(Model):
+    """A queue's push subscription; ``signing_secret`` only on create and rotate-secret."""
+
+    id: str = ""
+    slug: str = ""
+    queue: str = ""
+    endpoint: str = ""
+    batch_size: int = 0
+    batch_window_ms: int = 0
+    max_in_flight: int = 0
+    timeout_seconds: int = 0
+    paused: bool = False
+    created_at: str = ""
+    updated_at: str = ""
+    signing_secret: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PushAttempt(Model):
+    at: str = ""
+    attempt_id: str = ""
+    message_ids: list[str] = field(default_factory=list)
+    status_code: int | None = None
+    latency_ms: int | None = None
+    outcome: str = ""
+    error: str | None = None
+    detail: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SentMessage(Model):
+    index: int = 0
+    message_id: str = ""
+    duplicate: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FailedMessage:
+    index: int
+    error: QueuesError
+
+
+@dataclass
+class SendResult:
+    """A batch send's answer: each message either stored (``messages``) or ``failed``."""
+
+    messages: list[SentMessage]
+    failed: list[FailedMessage]
+
+    def raise_for_failed(self) -> None:
+        """Raises the first failed message's error, if any."""
+        if self.failed:
+            raise self.failed[0].error
+
+
+P = TypeVar("P")
+
+
+@dataclass
+class Page(Generic[P]):
+    """One page of a list; ``next_cursor`` is None exactly when no further item exists."""
+
+    items: list[P]
+    next_cursor: str | None
+
+
+@dataclass
+class SendMessage:
+    """One message to send: ``delay_seconds`` on standard queues; ``group_id`` required and
+    ``dedup_id`` optional on fifo queues."""
+
+    body: str
+    attributes: dict[str, str] | None = None
+    delay_seconds: int | None = None
+    group_id: str | None = None
+    dedup_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"body": self.body}
+        if self.attributes:
+            d["attributes"] = self.attributes
+        if self.delay_seconds is not None:
+            d["delaySeconds"] = self.delay_seconds
+        if self.group_id is not None:
+            d["groupId"] = self.group_id
+        if self.dedup_id is not None:
+            d["dedupId"] = self.dedup_id
+        return d
