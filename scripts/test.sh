@@ -60,6 +60,9 @@ go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
 go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
+go test -run '^$' -fuzz '^FuzzParseDefaults$' -fuzztime 20000x ./pkg/tenancy/
+go test -run '^$' -fuzz '^FuzzLimitsPatch$' -fuzztime 20000x ./pkg/api/
+go test -count=1 -race -timeout 5m ./pkg/tenancy/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/
