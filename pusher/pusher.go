@@ -114,10 +114,6 @@ type Config struct {
 	Usage UsageCounter
 }
 
-// UsageCounter counts a project's use (the tenancy meter).
-type UsageCounter interface {
-	Add(project ids.ID, c meta.Counters)
-}
 
 // Pusher is one replica of the push fleet.
 type Pusher struct {
@@ -877,16 +873,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", Signature(sub.Secrets(now), attemptID, ts, data))
 	p.m.messages.WithLabelValues(mPushed).Add(float64(len(batch)))
-	if p.cfg.Usage != nil {
-		c := meta.Counters{PushAttempts: 1, MessagesDelivered: int64(len(batch))}
-		for _, m := range batch {
-			c.BytesOut += int64(len(m.Body))
-			for k, v := range m.Attributes {
-				c.BytesOut += int64(len(k) + len(v))
-			}
-		}
-		p.cfg.Usage.Add(sub.ProjectID, c)
-	}
+	p.meter(sub.ProjectID, batch)
 
 	start := time.Now()
 	var v verdict

@@ -21,8 +21,9 @@ type StoredBytesReader interface {
 	StoredBytes(ctx context.Context, project ids.ID) (int64, error)
 }
 
-// limitsTTL bounds how long a replica uses a project's limits before reading them again: a
-// changed limit applies on the replica that changed it at once, on the others within this.
+// limitsTTL bounds how long a replica uses a project's limits for its request rate, parked
+// long polls and stored bytes before reading them again: a changed limit applies there on the
+// replica that changed it at once, on the others within this. Creates read the limits afresh.
 const limitsTTL = 2 * time.Second
 
 type limitsCache struct {
@@ -74,6 +75,17 @@ func (s *Server) effectiveLimits(ctx context.Context, project ids.ID) tenancy.Li
 	return s.cfg.DefaultLimits.With(s.ownLimits(ctx, project))
 }
 
+// currentLimits reads a project's limits from the store (and refreshes the cache): the
+// quota checks of creates use it, so a changed limit applies to them at once on every replica.
+func (s *Server) currentLimits(ctx context.Context, project ids.ID) (tenancy.Limits, error) {
+	own, err := s.cfg.Tenancy.GetLimits(ctx, project)
+	if err != nil {
+		return tenancy.Limits{}, err
+	}
+	s.rememberLimits(project, own)
+	return s.cfg.DefaultLimits.With(own), nil
+}
+
 // admit applies the project's request rate to a call made with one of its tokens (or a
 // receipt call on one of its queues) and meters it.
 func (s *Server) admit(ctx context.Context, project ids.ID) error {
@@ -108,11 +120,14 @@ func (s *Server) createQueueWithin(ctx context.Context, q meta.Queue) error {
 	if s.cfg.Tenancy == nil {
 		return s.cfg.Meta.CreateQueue(ctx, q)
 	}
-	max := s.effectiveLimits(ctx, q.ProjectID).MaxQueues
-	if max == 0 {
+	lim, err := s.currentLimits(ctx, q.ProjectID)
+	if err != nil {
+		return err
+	}
+	if lim.MaxQueues == 0 {
 		return apierr.Quota(meta.LimitMaxQueues, 0, "this project may not create queues")
 	}
-	return s.cfg.Tenancy.CreateQueueWithin(ctx, q, max)
+	return s.cfg.Tenancy.CreateQueueWithin(ctx, q, lim.MaxQueues)
 }
 
 // createSubscriptionWithin stores a new subscription under the project's maxSubscriptions.
@@ -120,11 +135,14 @@ func (s *Server) createSubscriptionWithin(ctx context.Context, sub meta.Subscrip
 	if s.cfg.Tenancy == nil {
 		return s.cfg.Subscriptions.CreateSubscription(ctx, sub)
 	}
-	max := s.effectiveLimits(ctx, sub.ProjectID).MaxSubscriptions
-	if max == 0 {
+	lim, err := s.currentLimits(ctx, sub.ProjectID)
+	if err != nil {
+		return err
+	}
+	if lim.MaxSubscriptions == 0 {
 		return apierr.Quota(meta.LimitMaxSubscriptions, 0, "this project may not create subscriptions")
 	}
-	return s.cfg.Tenancy.CreateSubscriptionWithin(ctx, sub, max)
+	return s.cfg.Tenancy.CreateSubscriptionWithin(ctx, sub, lim.MaxSubscriptions)
 }
 
 // park takes one of the project's waiting-receive slots for a long poll of up to wait. ok is
@@ -438,7 +456,11 @@ func (s *Server) queueQuotaFull(ctx context.Context, project ids.ID) error {
 	if s.cfg.Tenancy == nil {
 		return nil
 	}
-	max := s.effectiveLimits(ctx, project).MaxQueues
+	lim, err := s.currentLimits(ctx, project)
+	if err != nil {
+		return err
+	}
+	max := lim.MaxQueues
 	counts, err := s.cfg.Tenancy.Counts(ctx, project)
 	if err != nil {
 		return err

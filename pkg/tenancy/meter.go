@@ -22,6 +22,9 @@ type UsageStore interface {
 // replica's counts must reach the store.
 const FlushEvery = 5 * time.Second
 
+// flushTimeout bounds one flush.
+const flushTimeout = 10 * time.Second
+
 // Meter counts each project's use per UTC hour in memory and flushes it to the store.
 //
 // A flush is idempotent: it takes what was counted since the previous one as a batch with the
@@ -129,7 +132,9 @@ func (m *Meter) Run(ctx context.Context, store UsageStore, every time.Duration, 
 			}
 			return
 		case <-t.C:
-			fctx, cancel := context.WithTimeout(ctx, every)
+			// A slow store delays the next flush (ticks are dropped meanwhile) rather than
+			// cutting this one short: a cut flush is sent again whole anyway.
+			fctx, cancel := context.WithTimeout(ctx, flushTimeout)
 			if err := m.Flush(fctx, store); err != nil && ctx.Err() == nil {
 				log.Warn("usage: flush failed; it is retried", "err", err)
 			}

@@ -192,6 +192,26 @@ func TestProjectRateLimit(t *testing.T) {
 		other.a.do("GET", "/v1/queues", nil).must(t, 200)
 	}
 	tn.setLimits(t, map[string]any{"requestsPerSecond": nil})
+
+	// One budget, not one per replica: at 50 a second (burst 50), calls alternating between
+	// the replicas until the first refusal were admitted no more than the burst plus what
+	// refilled meanwhile (two budgets would admit about twice that).
+	fresh := newTenant(t) // no replica has read its limits yet
+	fresh.setLimits(t, map[string]any{"requestsPerSecond": 50})
+	admitted, start := 0, time.Now()
+	for i := 0; i < 1000; i++ {
+		c := fresh.a
+		if i%2 == 1 {
+			c = fresh.b
+		}
+		if limited(c.do("GET", "/v1/queues", nil)) {
+			break
+		}
+		admitted++
+	}
+	if refill := int(time.Since(start).Seconds()*50) + 1; admitted > 50+refill || admitted < 40 {
+		t.Fatalf("admitted %d calls before the first refusal at 50/s (refill %d)", admitted, refill)
+	}
 }
 
 // TestWaitingReceives: with maxWaitingReceives long polls parked (on any replica), one more

@@ -5,22 +5,32 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
 // Metering crash test parameters. With this many projects a flush is as many conditional
-// DynamoDB updates, so a flush takes a good part of the period and the kill, at a random
-// moment of the load, usually lands in one.
+// DynamoDB updates (a few at a time); the test kills when it sees a flush half applied.
 const (
 	meterProjects = 12
 	meterEvery    = 250 * time.Millisecond
 	meterLoadMin  = 1500 * time.Millisecond
 	meterLoadMax  = 3 * time.Second
+	// lossWindow is how many flush periods before the kill a loss may reach back: the interval
+	// not flushed yet, the flush in progress (the kill cuts it), and the period that flush may
+	// have started late by when the one before it was slow (a busy machine).
+	lossWindow = 3
 )
 
 type meterTenant struct {
@@ -33,8 +43,10 @@ type meterTenant struct {
 // projects while its usage meter flushes every 250 ms, restarts it, and compares each
 // project's metered messagesSent with the sends answered 200: never more (no count applied
 // twice, none counted that the client was not told), and short by at most the sends answered
-// in the last two flush periods before the kill (the interval not flushed yet and the flush in
-// progress, whose updates the kill may cut).
+// in the last three flush periods before the kill (see lossWindow). The kill comes when the
+// test sees the projects' hour items at different flush sequences (a flush half applied), and
+// the items read after the kill tell whether it did cut one; a run whose kill fell between
+// flushes is repeated on new projects, up to four runs.
 func TestKillAPIMidFlushMetering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server, DynamoDB Local and the queues binary, and runs load")
@@ -42,7 +54,26 @@ func TestKillAPIMidFlushMetering(t *testing.T) {
 	st := newStack(t)
 	st.env = append(st.env, "QUEUES_USAGE_FLUSH_EVERY="+meterEvery.String())
 	hc := crashtest.NewHTTPClient(t)
-	p1, _ := crashtest.Start(t, hc, st, st.dir, "meter1")
+	ddb, err := testenv.DynamoClient(t.Context(), testenv.DynamoDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := crashtest.Start(t, hc, st, st.dir, "meter0")
+	// The kill lands at a random moment; a run whose kill fell between two flushes is run
+	// again (on new projects), a few times at most, so that the kill cuts a flush.
+	for attempt := 1; ; attempt++ {
+		var mid bool
+		p1, mid = meterRun(t, hc, ddb, st, p1, attempt)
+		if mid || attempt == 4 || t.Failed() {
+			return
+		}
+	}
+}
+
+// meterRun is one load and kill on p1, checked on its restart, which it returns; mid is
+// whether the kill cut a flush (the projects' hour items hold different flush sequences).
+func meterRun(t *testing.T, hc *http.Client, ddb *dynamodb.Client, st *stack, p1 *crashtest.Proc, attempt int) (*crashtest.Proc, bool) {
+	t.Helper()
 	ctx := t.Context()
 	tenants := make([]*meterTenant, meterProjects)
 	for i := range tenants {
@@ -55,32 +86,100 @@ func TestKillAPIMidFlushMetering(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); tn.load(loadCtx, hc, p1.URL) }()
 	}
-	time.Sleep(meterLoadMin + rand.N(meterLoadMax-meterLoadMin)) // the load runs until the kill, at a random moment
+	watchFlush(t, ddb, st, tenants)
 	killedAt := time.Now()
 	p1.Kill()
 	stopLoad()
 	wg.Wait()
 
-	p2, _ := crashtest.Start(t, hc, st, st.dir, "meter2")
+	seqs := flushSeqs(t, ddb, st, tenants)
+	p2, _ := crashtest.Start(t, hc, st, st.dir, fmt.Sprintf("meter%d", attempt))
 	var answered, metered, window, maxShort int
 	for _, tn := range tenants {
 		got := tn.metered(t, hc, st, p2.URL)
-		a, w := tn.counts(killedAt.Add(-2 * meterEvery))
+		a, w := tn.counts(killedAt.Add(-lossWindow * meterEvery))
 		answered, metered, window = answered+a, metered+got, window+w
 		maxShort = max(maxShort, a-got)
 		if got > a {
 			t.Errorf("project %s: metered %d messagesSent, more than the %d sends answered", tn.project, got, a)
 		}
 		if a-got > w {
-			t.Errorf("project %s: metered %d messagesSent of %d answered: short by %d, more than the %d answered in the last two flush periods",
-				tn.project, got, a, a-got, w)
+			t.Errorf("project %s: metered %d messagesSent of %d answered: short by %d, more than the %d answered in the last %d flush periods",
+				tn.project, got, a, a-got, w, lossWindow)
 		}
 	}
 	if answered < 500 {
 		t.Fatalf("only %d sends answered before the kill: the load did not run\n%s", answered, crashtest.TailOf(p1.Log))
 	}
-	t.Logf("figures: %d projects, flush every %v; sends answered %d, metered %d, short by %d (the most in one project %d); answered in the last two flush periods before the kill %d",
-		meterProjects, meterEvery, answered, metered, answered-metered, maxShort, window)
+	lo, hi := slices.Min(seqs), slices.Max(seqs)
+	t.Logf("run %d figures: %d projects, flush every %v; sends answered %d, metered %d, short by %d (the most in one project %d); answered in the last %d flush periods before the kill %d; "+
+		"flush sequences in the hour items at the kill %d–%d (mid-flush: %v)",
+		attempt, meterProjects, meterEvery, answered, metered, answered-metered, maxShort, lossWindow, window, lo, hi, lo != hi)
+	return p2, lo != hi
+}
+
+// watchFlush returns when the kill should come: after meterLoadMin of load, as soon as the
+// tenants' hour items are seen holding different flush sequences (a flush half applied), or
+// at a random moment before meterLoadMax.
+func watchFlush(t *testing.T, ddb *dynamodb.Client, st *stack, tenants []*meterTenant) {
+	t.Helper()
+	time.Sleep(meterLoadMin) // the load runs: no event to await
+	until := time.Now().Add(rand.N(meterLoadMax - meterLoadMin))
+	for time.Now().Before(until) {
+		if seqs := flushSeqs(t, ddb, st, tenants); slices.Min(seqs) != slices.Max(seqs) {
+			return
+		}
+	}
+}
+
+// flushSeqs reads, for each tenant, the highest flush sequence its hour items record (the
+// killed replica's f_<replica> attribute; the tenants are new, so no other replica wrote them).
+func flushSeqs(t *testing.T, ddb *dynamodb.Client, st *stack, tenants []*meterTenant) []int64 {
+	t.Helper()
+	table := ""
+	for _, kv := range st.env {
+		if v, ok := strings.CutPrefix(kv, "QUEUES_DYNAMODB_TABLE="); ok {
+			table = v
+		}
+	}
+	out := make([]int64, len(tenants))
+	var wg sync.WaitGroup
+	for i, tn := range tenants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = flushSeq(t, ddb, table, tn)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func flushSeq(t *testing.T, ddb *dynamodb.Client, table string, tn *meterTenant) int64 {
+	{
+		res, err := ddb.Query(t.Context(), &dynamodb.QueryInput{
+			TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :u)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": &types.AttributeValueMemberS{Value: "P#" + tn.project}, ":u": &types.AttributeValueMemberS{Value: "U#"},
+			},
+		})
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		var best int64
+		for _, item := range res.Items {
+			for name, v := range item {
+				if n, ok := v.(*types.AttributeValueMemberN); ok && strings.HasPrefix(name, "f_") {
+					if x, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+						best = max(best, x)
+					}
+				}
+			}
+		}
+		return best
+	}
 }
 
 func newMeterTenant(t *testing.T, hc *http.Client, st *stack, url string, i int) *meterTenant {

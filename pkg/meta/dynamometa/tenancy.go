@@ -19,6 +19,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -192,32 +193,50 @@ func usageSK(hour time.Time) string { return usagePre + meta.HourOf(hour).Format
 // flush already added (its failed condition is success). A flush that fails part way is
 // retried whole by the caller with the same sequence; the hours it had added refuse it.
 func (s *Store) AddUsage(ctx context.Context, f meta.UsageFlush) error {
-	for _, h := range f.Hours {
-		vals := map[string]types.AttributeValue{":seq": num(int64(f.Seq))}
-		names := map[string]string{"#f": "f_" + f.Replica}
-		var adds []string
-		for i, v := range counterValues(h.Counters) {
-			if v != 0 {
-				ph := "c" + strconv.Itoa(i)
-				adds = append(adds, "#"+ph+" :"+ph)
-				names["#"+ph], vals[":"+ph] = counterAttrs[i], num(v)
-			}
+	// The hours are independent updates: a few at a time keep a flush of many projects short.
+	sem := make(chan struct{}, usageParallel)
+	errs := make([]error, len(f.Hours))
+	var wg sync.WaitGroup
+	for i, h := range f.Hours {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.addHour(ctx, f.Replica, f.Seq, h)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// usageParallel bounds the concurrent updates of one flush.
+const usageParallel = 8
+
+func (s *Store) addHour(ctx context.Context, replica string, seq uint64, h meta.UsageHour) error {
+	vals := map[string]types.AttributeValue{":seq": num(int64(seq))}
+	names := map[string]string{"#f": "f_" + replica}
+	var adds []string
+	for i, v := range counterValues(h.Counters) {
+		if v != 0 {
+			ph := "c" + strconv.Itoa(i)
+			adds = append(adds, "#"+ph+" :"+ph)
+			names["#"+ph], vals[":"+ph] = counterAttrs[i], num(v)
 		}
-		expr := "SET #f = :seq"
-		if len(adds) > 0 {
-			expr += " ADD " + strings.Join(adds, ", ")
-		}
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(s.table), Key: key(projectPK(h.Project), usageSK(h.Hour)),
-			UpdateExpression:          aws.String(expr),
-			ConditionExpression:       aws.String("attribute_not_exists(#f) OR #f < :seq"),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: vals,
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if err != nil && !errors.As(err, &ccf) {
-			return mapErr("add usage", err)
-		}
+	}
+	expr := "SET #f = :seq"
+	if len(adds) > 0 {
+		expr += " ADD " + strings.Join(adds, ", ")
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: key(projectPK(h.Project), usageSK(h.Hour)),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("attribute_not_exists(#f) OR #f < :seq"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return mapErr("add usage", err)
 	}
 	return nil
 }
