@@ -202,7 +202,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.Pusher.OnApplied = o.Push.OnApplied
-	stored := tenancy.EngineStoredBytes(eng)
+	stored := eng // the engine keeps each project's stored bytes
 	n.API = api.New(api.Config{
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
 		Parking: tenancy.NewLocalParking(),

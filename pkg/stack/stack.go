@@ -104,7 +104,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	cache := metacache.New(store, metacache.NewRedisBus(o.Redis, "queues:meta"), clk, o.CacheTTL)
 	authority := auth.New(o.Keys, o.OperatorToken, clk.Now)
 	meter := tenancy.NewMeter(clk, "")
-	stored := tenancy.EngineStoredBytes(eng)
+	stored := eng // the engine keeps each project's stored bytes
 	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
