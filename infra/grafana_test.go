@@ -50,7 +50,7 @@ func (r *recorder) Unregister(prometheus.Collector) bool { return true }
 // the pusher's, the backlog sampler's, and the Go and process collectors.
 func registered(t *testing.T) map[string]bool {
 	r := &recorder{names: map[string]bool{}}
-	api.New(api.Config{Registry: r, Gatherer: prometheus.NewRegistry()})
+	api.New(api.Config{Registry: r})
 	n, err := embedded.Open(context.Background(), embedded.Options{DataDir: t.TempDir(), SweepEvery: -1, BacklogTopN: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Push: embedded.PushOptions{Grace: time.Second}})
 	if err != nil {

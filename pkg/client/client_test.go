@@ -75,6 +75,9 @@ func TestEveryRoute(t *testing.T) {
 	if err != nil || tok.Token == "" || tok.ExpiresAt == nil || !slices.Equal(tok.Scopes, []string{"queues:read"}) {
 		t.Fatalf("create token: %+v %v", tok, err)
 	}
+	if cr, err := op.SQSCredentials(ctx, p.ID, tok.Slug); err != nil || cr.AccessKeyID != tok.Slug || cr.SecretAccessKey == "" || cr.SecretAccessKey != tok.SQSSecretAccessKey {
+		t.Fatalf("sqs credentials: %+v %v (token %+v)", cr, err, tok)
+	}
 	if err := op.RevokeToken(ctx, p.ID, tok.Slug); err != nil {
 		t.Fatal(err)
 	}

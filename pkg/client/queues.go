@@ -71,6 +71,14 @@ type Token struct {
 	Scopes    []string   `json:"scopes"`
 	CreatedAt time.Time  `json:"createdAt"`
 	ExpiresAt *time.Time `json:"expiresAt"`
+	// SQSSecretAccessKey signs SQS requests with the token's slug as access key id.
+	SQSSecretAccessKey string `json:"sqsSecretAccessKey"`
+}
+
+// SQSCredentials are a token's AWS Signature Version 4 key pair for the SQS door.
+type SQSCredentials struct {
+	AccessKeyID     string `json:"accessKeyId"`
+	SecretAccessKey string `json:"secretAccessKey"`
 }
 
 // CreateProject creates a tenant (operator credential).
@@ -107,6 +115,15 @@ func (c *Client) CreateToken(ctx context.Context, project string, in CreateToken
 		return nil, err
 	}
 	return &t, nil
+}
+
+// SQSCredentials shows a token's SQS key pair again (operator credential).
+func (c *Client) SQSCredentials(ctx context.Context, project, token string) (*SQSCredentials, error) {
+	var out SQSCredentials
+	if err := c.Do(ctx, http.MethodGet, "/v1/projects/"+seg(project)+"/tokens/"+seg(token)+"/sqs-credentials", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // RevokeToken revokes a token by id or slug (operator credential).

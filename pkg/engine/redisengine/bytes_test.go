@@ -21,10 +21,15 @@ import (
 func TestClusterLostFoldSwept(t *testing.T) {
 	t.Parallel()
 	addrs := testenv.RedisCluster(t)
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	project := ids.New()
 	fail := &testenv.FailScripts{Tag: "{t:" + project.String() + "}"}
-	rdb.AddHook(fail)
+	// On each node's client: the engine talks through its own copy of the cluster client
+	// (noretry.go), which keeps the options (NewClient) but not the cluster-level hooks.
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, NewClient: func(o *redis.Options) *redis.Client {
+		c := redis.NewClient(o)
+		c.AddHook(fail)
+		return c
+	}})
 	e := newEngine(t, rdb, enginetest.NewClock(), redisengine.Options{})
 	ctx := context.Background()
 	q := newQueue(func(q *engine.Queue) { q.Project = project })
