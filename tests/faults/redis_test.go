@@ -96,6 +96,16 @@ func (r *redisProc) signal(s syscall.Signal) {
 	}
 }
 
+// exited reports whether the server exited by itself.
+func (r *redisProc) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // do runs one command on the server directly.
 func (r *redisProc) do(args ...any) (any, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
