@@ -346,14 +346,18 @@ func (co *consumer) run(ctx context.Context) error {
 // to the handlers.
 func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
 	failures := 0
-	vt, wait := Int(int(co.vt/time.Second)), Int(co.o.WaitSeconds)
+	// The receive bodies, one per batch size, written once.
+	var bodies [MaxReceiveBatch + 1][]byte
+	for n := 1; n <= MaxReceiveBatch; n++ {
+		bodies[n] = fmt.Appendf(nil, `{"maxMessages":%d,"visibilityTimeoutSeconds":%d,"waitSeconds":%d}`, n, int(co.vt/time.Second), co.o.WaitSeconds)
+	}
 	for {
 		n := co.take(ctx)
 		if n == 0 {
 			return
 		}
 		started := time.Now()
-		msgs, err := co.c.Receive(ctx, co.queue, ReceiveInput{MaxMessages: n, VisibilityTimeoutSeconds: vt, WaitSeconds: wait})
+		msgs, err := co.c.receive(ctx, co.queue, RawBody{ContentType: "application/json", Data: bodies[n]}, n)
 		for range n - len(msgs) {
 			co.room <- struct{}{}
 		}

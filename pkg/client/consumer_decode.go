@@ -39,71 +39,79 @@ func (r *receiveAnswer) decodeFast(b []byte) bool {
 
 func (r *receiveAnswer) readMessages(b []byte) bool {
 	seen := false
-	return members(b, func(key, val []byte) bool {
+	return members(b, func(key []byte, b []byte, i int) (int, bool) {
 		if !bytes.EqualFold(key, []byte("messages")) {
-			return true
+			return skip(b, i)
 		}
 		if seen {
-			return false
+			return 0, false
 		}
 		seen = true
-		if string(val) == "null" {
+		if bytes.HasPrefix(b[i:], []byte("null")) {
 			r.Messages = nil
-			return true
+			return i + 4, true
 		}
 		r.Messages = r.Messages[:0]
-		return items(val, func(item []byte) bool {
+		return items(b, i, func(b []byte, i int) (int, bool) {
 			r.Messages = append(r.Messages, Message{})
-			return decodeMessage(item, &r.Messages[len(r.Messages)-1])
+			return decodeMessage(b, i, &r.Messages[len(r.Messages)-1])
 		})
 	})
 }
 
-func decodeMessage(b []byte, m *Message) bool {
+// decodeMessage reads the message object at b[i:] into m and returns the index past it.
+func decodeMessage(b []byte, i int, m *Message) (int, bool) {
 	seen := 0 // the fields set, one bit each, so a repeated key gives up
-	return members(b, func(k, v []byte) bool {
-		bit, ok := 0, true
+	return object(b, i, func(k []byte, b []byte, i int) (int, bool) {
+		bit, end, ok := 0, 0, true
 		switch {
 		case bytes.EqualFold(k, []byte("messageId")):
 			bit = 1
-			m.MessageID, ok = str(v)
+			m.MessageID, end, ok = strAt(b, i)
 		case bytes.EqualFold(k, []byte("body")):
 			bit = 2
-			m.Body, ok = str(v)
+			m.Body, end, ok = strAt(b, i)
 		case bytes.EqualFold(k, []byte("receiptHandle")):
 			bit = 4
-			m.ReceiptHandle, ok = str(v)
-		case bytes.EqualFold(k, []byte("receiveCount")):
-			bit = 8
-			var n int64
-			n, ok = integer(v)
-			m.ReceiveCount = int(n)
-		case bytes.EqualFold(k, []byte("sentAt")):
-			bit = 16
-			m.SentAt, ok = timestamp(v)
-		case bytes.EqualFold(k, []byte("visibilityDeadline")):
-			bit = 32
-			m.VisibilityDeadline, ok = timestamp(v)
+			m.ReceiptHandle, end, ok = strAt(b, i)
 		case bytes.EqualFold(k, []byte("groupId")):
-			bit = 64
-			m.GroupID, ok = str(v)
+			bit = 8
+			m.GroupID, end, ok = strAt(b, i)
 		case bytes.EqualFold(k, []byte("sequenceNumber")):
-			bit = 128
-			m.SequenceNumber, ok = str(v)
-		case bytes.EqualFold(k, []byte("attributes")):
-			bit = 256
-			m.Attributes, ok = attributes(v)
-		case bytes.EqualFold(k, []byte("deadLetter")):
-			bit = 512
-			ok = json.Unmarshal(v, &m.DeadLetter) == nil
+			bit = 16
+			m.SequenceNumber, end, ok = strAt(b, i)
 		default:
-			return true // encoding/json ignores unknown fields too
+			if end = jsonscan.Value(b, i); end < 0 {
+				return 0, false
+			}
+			v := b[i:end]
+			switch {
+			case bytes.EqualFold(k, []byte("receiveCount")):
+				bit = 32
+				var n int64
+				n, ok = integer(v)
+				m.ReceiveCount = int(n)
+			case bytes.EqualFold(k, []byte("sentAt")):
+				bit = 64
+				m.SentAt, ok = timestamp(v)
+			case bytes.EqualFold(k, []byte("visibilityDeadline")):
+				bit = 128
+				m.VisibilityDeadline, ok = timestamp(v)
+			case bytes.EqualFold(k, []byte("attributes")):
+				bit = 256
+				m.Attributes, ok = attributes(v)
+			case bytes.EqualFold(k, []byte("deadLetter")):
+				bit = 512
+				ok = json.Unmarshal(v, &m.DeadLetter) == nil
+			default:
+				return end, true // encoding/json ignores unknown fields too
+			}
 		}
 		if seen&bit != 0 {
-			return false
+			return 0, false
 		}
 		seen |= bit
-		return ok
+		return end, ok
 	})
 }
 
@@ -112,75 +120,102 @@ func attributes(v []byte) (map[string]string, bool) {
 		return nil, true
 	}
 	attrs := map[string]string{}
-	ok := members(v, func(k, val []byte) bool {
-		if _, dup := attrs[string(k)]; dup {
-			return false
+	ok := members(v, func(k []byte, b []byte, i int) (int, bool) {
+		if _, dup := attrs[string(k)]; dup || !utf8.Valid(k) {
+			return 0, false
 		}
-		s, ok := str(val)
+		s, end, ok := strAt(b, i)
 		attrs[string(k)] = s
-		return ok && utf8.Valid(k)
+		return end, ok
 	})
 	return attrs, ok
 }
 
-// members calls fn with each key (quotes removed) and raw value of the object in b; false
-// when b is not such an object, a key has an escape, or fn returned false.
-func members(b []byte, fn func(key, val []byte) bool) bool {
-	i := jsonscan.Space(b, 0)
+// member reads one value of an object: b[i:] starts with it; it returns the index just
+// past it, or false to give up.
+type member func(key []byte, b []byte, i int) (int, bool)
+
+// members walks the object that is all of b (whitespace aside).
+func members(b []byte, fn member) bool {
+	end, ok := object(b, jsonscan.Space(b, 0), fn)
+	return ok && jsonscan.Space(b, end) == len(b)
+}
+
+// object walks the object at b[i:], calling fn for each member (its key without quotes),
+// and returns the index past it; false when it is not such an object, a key has an escape,
+// or fn gave up.
+func object(b []byte, i int, fn member) (int, bool) {
 	if i >= len(b) || b[i] != '{' {
-		return false
+		return 0, false
 	}
 	if i = jsonscan.Space(b, i+1); i < len(b) && b[i] == '}' {
-		return jsonscan.Space(b, i+1) == len(b)
+		return i + 1, true
 	}
 	for i < len(b) {
-		k := jsonscan.Value(b, i)
-		if k < 0 || b[i] != '"' || bytes.IndexByte(b[i:k], '\\') >= 0 {
-			return false
+		k := jsonscan.String(b, i)
+		if b[i] != '"' || k < 0 || bytes.IndexByte(b[i:k], '\\') >= 0 {
+			return 0, false
 		}
 		key := b[i+1 : k-1]
 		if i = jsonscan.Space(b, k); i >= len(b) || b[i] != ':' {
-			return false
+			return 0, false
 		}
-		v0 := jsonscan.Space(b, i+1)
-		v := jsonscan.Value(b, v0)
-		if v < 0 || !fn(key, b[v0:v]) {
-			return false
+		v, ok := fn(key, b, jsonscan.Space(b, i+1))
+		if !ok {
+			return 0, false
 		}
 		switch i = jsonscan.Space(b, v); {
 		case i < len(b) && b[i] == '}':
-			return jsonscan.Space(b, i+1) == len(b)
+			return i + 1, true
 		case i >= len(b) || b[i] != ',':
-			return false
+			return 0, false
 		}
 		i = jsonscan.Space(b, i+1)
 	}
-	return false
+	return 0, false
 }
 
-// items calls fn with each raw element of the array in b; false as for members.
-func items(b []byte, fn func(val []byte) bool) bool {
-	i := jsonscan.Space(b, 0)
+// items walks the array at b[i:], calling fn for each element, and returns the index past it.
+func items(b []byte, i int, fn func(b []byte, i int) (int, bool)) (int, bool) {
 	if i >= len(b) || b[i] != '[' {
-		return false
+		return 0, false
 	}
 	if i = jsonscan.Space(b, i+1); i < len(b) && b[i] == ']' {
-		return jsonscan.Space(b, i+1) == len(b)
+		return i + 1, true
 	}
 	for i < len(b) {
-		v := jsonscan.Value(b, i)
-		if v < 0 || !fn(b[i:v]) {
-			return false
+		v, ok := fn(b, i)
+		if !ok {
+			return 0, false
 		}
 		switch i = jsonscan.Space(b, v); {
 		case i < len(b) && b[i] == ']':
-			return jsonscan.Space(b, i+1) == len(b)
+			return i + 1, true
 		case i >= len(b) || b[i] != ',':
-			return false
+			return 0, false
 		}
 		i = jsonscan.Space(b, i+1)
 	}
-	return false
+	return 0, false
+}
+
+// skip passes over the value at b[i:].
+func skip(b []byte, i int) (int, bool) {
+	end := jsonscan.Value(b, i)
+	return end, end >= 0
+}
+
+// strAt reads the string at b[i:] and returns the index past it.
+func strAt(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	end := jsonscan.String(b, i)
+	if end < 0 {
+		return "", 0, false
+	}
+	s, ok := str(b[i:end])
+	return s, end, ok
 }
 
 // str decodes a raw JSON string; one with an escape or bytes that are not UTF-8 (which

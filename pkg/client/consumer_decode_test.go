@@ -67,3 +67,14 @@ func FuzzDecodeReceive(f *testing.F) {
 		}
 	})
 }
+
+// The consumer's hand-written ack body is the JSON encoding/json writes.
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "AQlrMjAy_-.", `quote " and \ backslash`, "tab\tnl\n\x01", "ünïcode ☃"} {
+		want, _ := json.Marshal(s)
+		var back string
+		if err := json.Unmarshal(appendJSONString(nil, s), &back); err != nil || back != s {
+			t.Errorf("%q: appended %s (encoding/json: %s), decodes to %q, %v", s, appendJSONString(nil, s), want, back, err)
+		}
+	}
+}

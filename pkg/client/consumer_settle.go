@@ -56,7 +56,17 @@ func (co *consumer) acker() {
 func (co *consumer) sendAcks(handles []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := co.c.AckBatch(ctx, handles)
+	// The body is written by hand: encoding/json's reflection was most of an ack's CPU.
+	b := make([]byte, 0, 24+len(handles)*(len(handles[0])+3))
+	b = append(b, `{"receiptHandles":[`...)
+	for i, h := range handles {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, h)
+	}
+	b = append(b, "]}"...)
+	res, err := co.c.batch(ctx, "/v1/receipts/ack", RawBody{ContentType: "application/json", Data: b}, len(handles))
 	if err != nil {
 		co.report("ack", "", err)
 	}
@@ -183,4 +193,22 @@ func (co *consumer) release(ds []*delivery) {
 		}
 		ds = ds[n:]
 	}
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and control characters
+// escaped, everything else (UTF-8 included) as it is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }

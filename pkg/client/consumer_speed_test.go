@@ -1,3 +1,5 @@
+//go:build unix
+
 package client_test
 
 import (
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,17 +25,20 @@ import (
 // batches of 10, 64-byte bodies) and Consume with 32 no-op handlers, against the same API
 // replica (rate limits raised out of the way, as scripts/bench.sh runs `queues api`), one
 // after the other, alternating which goes first, several rounds; it logs each round and the
-// medians. It is a measurement, not a test of the code, so it runs only when asked:
+// medians (of each side, and of the rounds' ratios: on a shared machine the load changes
+// from one round to the next, and the two sides of a round see about the same), and the CPU
+// each side costs the process per message (service included: it runs in this process). It is a
+// measurement, not a test of the code, so it runs only when asked:
 //
 //	QUEUES_SIDE_BY_SIDE=5 go test ./pkg/client -run TestConsumerSideBySide -v -count=1
 //
-// (QUEUES_SIDE_BY_SIDE_COUNT sets the messages per phase, default 20,000.)
+// (QUEUES_SIDE_BY_SIDE_COUNT sets the messages per phase, default 10,000.)
 func TestConsumerSideBySide(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("QUEUES_SIDE_BY_SIDE"))
 	if rounds <= 0 {
 		t.Skip("a measurement: set QUEUES_SIDE_BY_SIDE=<rounds> to run it")
 	}
-	count := 20_000
+	count := 10_000
 	if n, err := strconv.Atoi(os.Getenv("QUEUES_SIDE_BY_SIDE_COUNT")); err == nil && n > 0 {
 		count = n
 	}
@@ -48,42 +54,73 @@ func TestConsumerSideBySide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var benchRates, sdkRates []float64
-	runBench := func() {
+	var benchRates, sdkRates, benchCPU, sdkCPU []float64
+	runBench := func(phases ...string) *bench.Report {
 		rep, err := bench.Run(t.Context(), bench.Config{URL: url, Token: token, Size: 64, Batch: 10, InFlight: 16,
-			Count: count, Duration: 2 * time.Minute, Phases: []string{bench.PhaseProduce, bench.PhaseConsume}})
+			Count: count, Duration: 2 * time.Minute, Phases: phases})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := rep.Phases[1]; !p.Complete {
-			t.Fatalf("bench consume incomplete: %+v", p)
+		for _, p := range rep.Phases {
+			if !p.Complete {
+				t.Fatalf("bench %s incomplete: %+v", p.Phase, p)
+			}
 		}
-		benchRates = append(benchRates, rep.Phases[1].MsgsPerSec)
+		return rep
 	}
-	runSDK := func(r int) {
+	sideBench := func() {
+		// The consume phase's CPU is that of produce+consume less that of produce alone.
+		c0 := cpuSeconds()
+		runBench(bench.PhaseProduce)
+		c1 := cpuSeconds()
+		rep := runBench(bench.PhaseProduce, bench.PhaseConsume)
+		c2 := cpuSeconds()
+		benchRates = append(benchRates, rep.Phases[1].MsgsPerSec)
+		benchCPU = append(benchCPU, ((c2-c1)-(c1-c0))/float64(count)*1e6)
+	}
+	sideSDK := func(r int) {
 		q := fmt.Sprintf("side-%d", r)
 		if _, err := c.CreateQueue(t.Context(), client.CreateQueueInput{Name: q}); err != nil {
 			t.Fatal(err)
 		}
-		sdkRates = append(sdkRates, drain(t, c, q, fill(t, c, q, count, 64), 32))
+		n := fill(t, c, q, count, 64)
+		c0 := cpuSeconds()
+		sdkRates = append(sdkRates, drain(t, c, q, n, 32))
+		sdkCPU = append(sdkCPU, (cpuSeconds()-c0)/float64(n)*1e6)
 		if err := c.DeleteQueue(t.Context(), q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for r := range rounds {
 		if r%2 == 0 {
-			runBench()
-			runSDK(r)
+			sideBench()
+			sideSDK(r)
 		} else {
-			runSDK(r)
-			runBench()
+			sideSDK(r)
+			sideBench()
 		}
-		t.Logf("round %d: queues bench consume %.0f msg/s, Consume(32) %.0f msg/s (%.0f%%)",
-			r+1, benchRates[r], sdkRates[r], 100*sdkRates[r]/benchRates[r])
+		t.Logf("round %d: queues bench consume %.0f msg/s (%.0f µs CPU/msg), Consume(32) %.0f msg/s (%.0f µs CPU/msg): %.0f%%",
+			r+1, benchRates[r], benchCPU[r], sdkRates[r], sdkCPU[r], 100*sdkRates[r]/benchRates[r])
+	}
+	ratios := make([]float64, rounds)
+	for i := range ratios {
+		ratios[i] = sdkRates[i] / benchRates[i]
 	}
 	mb, ms := median(benchRates), median(sdkRates)
-	t.Logf("median of %d rounds, %d messages each: queues bench consume %.0f msg/s, Consume(32) %.0f msg/s: %.0f%%",
-		rounds, count, mb, ms, 100*ms/mb)
+	t.Logf("median of %d rounds, %d messages each: queues bench consume %.0f msg/s, Consume(32) %.0f msg/s (%.0f%%); median of the rounds' ratios %.0f%%",
+		rounds, count, mb, ms, 100*ms/mb, 100*median(ratios))
+	t.Logf("CPU per message (this process: service, Redis client and consumer; median): queues bench consume %.1f µs, Consume(32) %.1f µs",
+		median(benchCPU), median(sdkCPU))
+}
+
+// cpuSeconds is the CPU time this process has used: on a machine whose cores are all busy,
+// how fast a side goes follows from how much CPU it needs per message.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 func median(xs []float64) float64 {

@@ -125,8 +125,14 @@ type Message struct {
 // Receive claims up to in.MaxMessages messages (scope messages:receive), waiting for them as
 // in.WaitSeconds says. It returns none when the wait ends empty.
 func (c *Client) Receive(ctx context.Context, queue string, in ReceiveInput) ([]Message, error) {
-	r := receiveAnswer{Messages: make([]Message, 0, min(max(in.MaxMessages, 1), MaxReceiveBatch))} // decoded in place, not grown
-	if err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/receive", nil, in, &r); err != nil {
+	return c.receive(ctx, queue, in, in.MaxMessages)
+}
+
+// receive sends a receive with body (a ReceiveInput, or the consumer's RawBody) for up to most
+// messages.
+func (c *Client) receive(ctx context.Context, queue string, body any, most int) ([]Message, error) {
+	r := receiveAnswer{Messages: make([]Message, 0, min(max(most, 1), MaxReceiveBatch))} // decoded in place, not grown
+	if err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/receive", nil, body, &r); err != nil {
 		return nil, err
 	}
 	return r.Messages, nil

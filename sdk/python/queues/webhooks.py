@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .consumer import Outcome, outcome_of, seconds_up
+from .consumer import Outcome, RetryAfter, outcome_of, seconds_up
 from .errors import WebhookVerificationError
 from .models import Message
 
@@ -136,8 +136,7 @@ def push_result(m: Message, result: object,
     except TypeError as e:
         o, err = outcome_of(e)
     if err is not None and error_retry_after is not None:
-        o = Outcome.__new__(type(o))
-        Outcome.__init__(o, delay=error_retry_after(m, err))
+        o = RetryAfter(error_retry_after(m, err))
     r: dict[str, Any] = {"messageId": m.message_id, "outcome": o.kind}
     if o.kind == "retry" and seconds_up(o.delay) > 0:
         r["retryAfterSeconds"] = seconds_up(o.delay)
