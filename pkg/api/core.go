@@ -209,6 +209,21 @@ func (s *Server) Receive(ctx context.Context, q meta.Queue, req engine.ReceiveRe
 	return msgs, err
 }
 
+// Admit counts one call of another door against the project's requestsPerSecond (429
+// rate_limited beyond it) and meters it, as every /v1 call made with a project token is.
+func (s *Server) Admit(ctx context.Context, project ids.ID) error { return s.admit(ctx, project) }
+
+// MeterSent meters a send's stored messages to the project. Callers meter once their answer
+// is written, so a replica that dies before answering never meters a send nobody saw succeed.
+func (s *Server) MeterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult) {
+	s.meterSent(project, msgs, res)
+}
+
+// MeterDelivered meters received messages to the project, as MeterSent does sends.
+func (s *Server) MeterDelivered(project ids.ID, msgs []engine.Received) {
+	s.meterDelivered(project, msgs)
+}
+
 // Receipts is the receipt handle signer (handles of either door settle through either).
 func (s *Server) Receipts() *receipt.Signer { return s.cfg.Receipts }
 

@@ -61,6 +61,7 @@ var (
 	errBatchTooLong      = errKind{"BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", 400, true}
 	errInvalidContents   = errKind{"InvalidMessageContents", "InvalidMessageContents", 400, true}
 	errThrottled         = errKind{"RequestThrottled", "RequestThrottled", 400, true}
+	errOverLimit         = errKind{"OverLimit", "OverLimit", 403, true}
 
 	errInvalidAction       = errKind{"InvalidAction", "InvalidAction", 400, false}
 	errMissingAction       = errKind{"MissingAction", "MissingAction", 400, false}
@@ -112,6 +113,9 @@ func fromAPI(err error) *Error {
 		return newErr(errPurgeInProgress, "Only one PurgeQueue operation on a queue is allowed every 60 seconds.")
 	case apierr.RateLimited:
 		return newErr(errThrottled, "%s", ae.Message)
+	case apierr.QuotaExceeded:
+		// A project limit (maxQueues, maxStoredBytes): SQS's answer to an action past a limit.
+		return newErr(errOverLimit, "%s", ae.Message)
 	case apierr.ReceiptHandleInvalid:
 		return newErr(errReceiptInvalid, "The input receipt handle is invalid.")
 	case apierr.ReceiptHandleStale:

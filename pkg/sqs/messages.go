@@ -146,6 +146,7 @@ func (d *Door) sendMessage(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.answered = append(c.answered, func() { d.cfg.Backend.MeterSent(q.ProjectID, []engine.Message{m}, out) })
 	if out[0].Err != nil {
 		return nil, out[0].Err
 	}
@@ -224,6 +225,7 @@ func (d *Door) sendMessageBatch(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.answered = append(c.answered, func() { d.cfg.Backend.MeterSent(q.ProjectID, msgs, sent) })
 	for i, r := range sent {
 		if r.Err != nil {
 			out.Failed = append(out.Failed, entryError(results[i].ID, fromAPI(r.Err)))

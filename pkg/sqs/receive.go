@@ -91,6 +91,7 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.answered = append(c.answered, func() { d.cfg.Backend.MeterDelivered(q.ProjectID, msgs) })
 	if attempt != "" {
 		d.remember(c, attempt, msgs)
 	}

@@ -49,6 +49,11 @@ type Backend interface {
 	ChangeVisibility(ctx context.Context, cs []engine.VisibilityChange) ([]error, error)
 	TokenProject(ctx context.Context, token ids.ID) (ids.ID, error)
 	TokenPrincipal(ctx context.Context, project, token ids.ID) (auth.Principal, error)
+	// Admit applies the project's request rate to one call and meters it; MeterSent and
+	// MeterDelivered meter messages once the answer is written.
+	Admit(ctx context.Context, project ids.ID) error
+	MeterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult)
+	MeterDelivered(project ids.ID, msgs []engine.Received)
 }
 
 // Config wires the door.
@@ -123,6 +128,8 @@ type call struct {
 	regionName string // the signature's region, for ARNs
 	// pathQueue is the queue URL the request was posted to, if any.
 	pathQueue string
+	// answered runs once the answer is written (metering).
+	answered []func()
 }
 
 func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -133,6 +140,9 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.writeOutput(w, c, out)
+	for _, f := range c.answered {
+		f()
+	}
 }
 
 func (d *Door) serve(c *call) (any, error) {
@@ -159,6 +169,10 @@ func (d *Door) serve(c *call) (any, error) {
 		return nil, newErr(errInvalidAction, "The action %s is not valid for this endpoint.", c.action)
 	}
 	if err := d.authenticate(c, body, act.scope); err != nil {
+		return nil, err
+	}
+	// The project's request rate covers this door as it does /v1 (SPEC §10).
+	if err := d.cfg.Backend.Admit(r.Context(), c.principal.ProjectID); err != nil {
 		return nil, err
 	}
 	return act.run(d, c)
