@@ -114,7 +114,6 @@ type Config struct {
 	Usage UsageCounter
 }
 
-
 // Pusher is one replica of the push fleet.
 type Pusher struct {
 	cfg    Config
