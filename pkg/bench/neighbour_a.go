@@ -211,6 +211,7 @@ func (a *neighbourA) extraPoller(ctx context.Context) {
 			return
 		case err != nil:
 			a.refused.add(errKey(err))
+			pause(ctx, 10*time.Millisecond) // Retry-After is ignored, but the generator's CPU is not free
 		case len(got.Messages) == 0 && a.parked.Load() >= held:
 			a.extraOnce.Add(1)
 			a.accepted.add("extra poll (empty)")
