@@ -14,9 +14,9 @@ import (
 )
 
 // fullProjects remembers the projects this replica last saw refused for maxStoredBytes. A send
-// to one of them first reads the project's exact stored bytes: while they are at the limit,
-// every send fails (a message's body is never empty), so the send is refused before its body
-// is decoded. A tenant sending 256 KiB payloads at its rate limit past its quota otherwise
+// to one of them first reads the project's exact stored bytes: while they are at the limit
+// (not merely near it), every send fails (a message's body is never empty), so the send is
+// refused before its body is decoded. A tenant sending 256 KiB payloads at its rate limit past its quota otherwise
 // costs the replica a full decode of each refused body, CPU its neighbours wait for
 // (docs/tenancy-neighbours.md). Projects not marked pay one map lookup.
 type fullProjects struct{ m sync.Map } // ids.ID → struct{}

@@ -119,26 +119,35 @@ func raise(m *atomic.Int64, v int64) {
 }
 
 // TestFullProjectRefusedThenFreed: once a project's send was refused for maxStoredBytes, the
-// API refuses its next sends before decoding them (while it is still full), with the same
-// answer, and lets sends through again as soon as consuming frees bytes.
+// API checks its exact stored bytes before decoding its next sends: below the limit they are
+// decoded and sent as usual; at the limit they are refused at once with the same answer — a
+// malformed body included, which shows it was not decoded — until consuming frees bytes.
 func TestFullProjectRefusedThenFreed(t *testing.T) {
 	tn := newTenant(t)
 	tn.op.do("PATCH", "/v1/projects/"+tn.project, map[string]any{"limits": map[string]any{"maxStoredBytes": 100}}).must(t, 200)
 	tn.queue(t, "full", nil)
-	body := strings.Repeat("x", 60)
-	tn.a.send(t, "full", body)
-	for range 3 { // the first refusal is the engine's, the next ones the API's early answer
-		r := tn.a.do("POST", "/v1/queues/full/messages", map[string]any{"messages": []map[string]any{{"body": body}}})
+	send := func(body string) resp {
+		return tn.a.do("POST", "/v1/queues/full/messages", map[string]any{"messages": []map[string]any{{"body": body}}})
+	}
+	refused := func(r resp) {
+		t.Helper()
 		r.fails(t, 403, "quota_exceeded", "")
 		if d, _ := r.body["error"].(map[string]any)["details"].(map[string]any); d["limit"] != "maxStoredBytes" {
 			t.Fatalf("details: %s", r.raw)
 		}
 	}
+	tn.a.send(t, "full", strings.Repeat("x", 60))
+	refused(send(strings.Repeat("x", 60)))        // the engine's refusal: 120 > 100
+	tn.a.send(t, "full", strings.Repeat("y", 40)) // 100: still fits, decoded and stored
+	refused(send("z"))                            // at the limit
+	refused(send("z"))
+	tn.a.do("POST", "/v1/queues/full/messages", `{"messages": [`).fails(t, 403, "quota_exceeded", "")
 	got := tn.a.do("POST", "/v1/queues/full/receive", map[string]any{"maxMessages": 1}).must(t, 200).list("messages")
 	if len(got) != 1 {
 		t.Fatalf("received %d messages", len(got))
 	}
 	tn.a.do("POST", "/v1/receipts/ack", map[string]any{"receiptHandles": []string{got[0]["receiptHandle"].(string)}}).must(t, 200)
-	tn.a.send(t, "full", body) // freed: accepted again on the replica that marked the project full
-	tn.b.send(t, "full", "y")  // and on any other
+	tn.a.send(t, "full", "z") // freed: accepted again on the replica that marked the project
+	tn.b.send(t, "full", "z") // and on any other
+	tn.a.do("POST", "/v1/queues/full/messages", `{"messages": [`).fails(t, 400, "invalid_argument", "")
 }
