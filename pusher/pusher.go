@@ -103,6 +103,10 @@ type Config struct {
 	SendMargin time.Duration
 	// Grace bounds a graceful stop's wait for pushes in progress (default 30 s).
 	Grace time.Duration
+	// MaxInFlight bounds the batches this replica has in flight across all its
+	// subscriptions, shared fairly between projects and then between a project's
+	// subscriptions (default DefaultMaxInFlight; see shares).
+	MaxInFlight int
 
 	// OnAttempt, when set, is called after each attempt is settled and logged; OnGiveBack after
 	// a received batch was given back unsent. Tests wait on them instead of sleeping.
@@ -130,6 +134,7 @@ type Pusher struct {
 	mu      sync.Mutex
 	workers map[ids.ID]*worker // by queue id
 	kick    chan struct{}
+	shares  *shares
 
 	// OnApplied, when set before Run, is called after a worker applied a subscription version
 	// (tests wait on it instead of sleeping).
@@ -181,8 +186,12 @@ func New(cfg Config) (*Pusher, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
 	p := &Pusher{cfg: cfg, log: cfg.Logger.With("member", cfg.Member), m: newMetrics(cfg.Registry),
-		client: cfg.Client, start: time.Now(), workers: map[ids.ID]*worker{}, kick: make(chan struct{}, 1)}
+		client: cfg.Client, start: time.Now(), workers: map[ids.ID]*worker{}, kick: make(chan struct{}, 1),
+		shares: newShares(cfg.MaxInFlight)}
 	if p.client == nil {
 		p.client = NewHTTPClient(ClientOptions{AllowPrivate: cfg.AllowPrivate, RootCAs: cfg.RootCAs})
 	}
@@ -217,6 +226,10 @@ func (p *Pusher) InFlightLimit(queue ids.ID) (limit, inFlight int, ok bool) {
 	limit, inFlight = w.flow.state()
 	return limit, inFlight, true
 }
+
+// InFlight returns the batches this replica has in flight across its subscriptions, and
+// the bound (Config.MaxInFlight).
+func (p *Pusher) InFlight() (inFlight, bound int) { return p.shares.state() }
 
 // Kill stops the replica as a crash would: pushes in progress are abandoned unsettled, leases
 // are not released and membership is not withdrawn. Run returns. (Tests use it to play a
@@ -439,6 +452,7 @@ func (p *Pusher) startWorker(ctx context.Context, s meta.Subscription, tok int64
 	p.mu.Lock()
 	p.workers[s.QueueID] = w
 	p.mu.Unlock()
+	p.shares.join(s.QueueID, s.ProjectID)
 	go w.run()
 	if p.OnApplied != nil {
 		p.OnApplied(s)
@@ -450,10 +464,14 @@ func (p *Pusher) startWorker(ctx context.Context, s meta.Subscription, tok int64
 // released (when release, and the lease is still ours).
 func (p *Pusher) drop(w *worker, release bool) {
 	p.mu.Lock()
-	if p.workers[w.qid] == w {
+	mine := p.workers[w.qid] == w
+	if mine {
 		delete(p.workers, w.qid)
 	}
 	p.mu.Unlock()
+	if mine {
+		p.shares.leave(w.qid)
+	}
 	w.cancel()
 	go func() {
 		w.wait()
@@ -476,6 +494,7 @@ func (p *Pusher) stopAll() {
 	p.workers = map[ids.ID]*worker{}
 	p.mu.Unlock()
 	for _, w := range ws {
+		p.shares.leave(w.qid)
 		w.cancel()
 	}
 	done := make(chan struct{})
@@ -670,13 +689,21 @@ func (w *worker) run() {
 		if err := w.flow.acquire(w.ctx); err != nil {
 			return
 		}
+		// The replica-wide slot is taken before receiving, so no batch waits for one
+		// while its messages are in flight.
+		if err := w.p.shares.acquire(w.ctx, w.qid); err != nil {
+			w.flow.settle(flowNone)
+			return
+		}
 		batch, receivedAt := w.collect(sub, q, watch, changed)
 		if len(batch) == 0 {
+			w.p.shares.release(w.qid)
 			w.flow.settle(flowNone)
 			continue
 		}
 		if w.ctx.Err() != nil {
 			w.giveBack(q, batch)
+			w.p.shares.release(w.qid)
 			w.flow.settle(flowNone)
 			return
 		}
@@ -684,6 +711,7 @@ func (w *worker) run() {
 		go func() {
 			defer w.inFlight.Done()
 			res, a := w.deliver(q, batch, receivedAt)
+			w.p.shares.release(w.qid)
 			w.flow.settle(res)
 			if a != nil && w.p.cfg.OnAttempt != nil {
 				w.p.cfg.OnAttempt(w.qid, *a)

@@ -181,17 +181,23 @@ func unquote(b []byte) (string, string) {
 	if !utf8.Valid(b) {
 		return "", "is not valid UTF-8"
 	}
+	// Runs of plain bytes are copied whole: a 256 KiB body is one copy, not 256 Ki byte
+	// writes (a fifth of the server's CPU while one tenant sent maximal payloads at its
+	// rate limit; about 2.5x the CPU of this).
+	n := plainRun(b)
+	if n == len(b) {
+		return string(b), ""
+	}
 	var sb strings.Builder
 	sb.Grow(len(b))
 	for i := 0; i < len(b); {
-		c := b[i]
-		if c == '"' || c < 0x20 {
-			return "", "is not a valid JSON string"
+		run := plainRun(b[i:])
+		sb.Write(b[i : i+run])
+		if i += run; i >= len(b) {
+			break
 		}
-		if c != '\\' {
-			sb.WriteByte(c)
-			i++
-			continue
+		if c := b[i]; c == '"' || c < 0x20 {
+			return "", "is not a valid JSON string"
 		}
 		if i+1 >= len(b) {
 			return "", "has a broken escape"
@@ -238,6 +244,17 @@ func unquote(b []byte) (string, string) {
 		i += 2
 	}
 	return sb.String(), ""
+}
+
+// plainRun is the length of b's prefix that a JSON string holds as is: no escape, quote or
+// control character.
+func plainRun(b []byte) int {
+	for i, c := range b {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return i
+		}
+	}
+	return len(b)
 }
 
 func hex4(b []byte) (rune, bool) {

@@ -138,6 +138,9 @@ func (s *Server) send(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.refuseFullProject(c, q); err != nil {
+		return err
+	}
 	o, aerr := parseObject(data, "", false, "messages")
 	if aerr != nil {
 		return aerr
@@ -173,6 +176,7 @@ func (s *Server) send(c echo.Context) error {
 	if len(msgs) > 0 {
 		res, err := s.Send(ctx, q, msgs)
 		if err != nil {
+			s.noteSendErr(q, err)
 			return err
 		}
 		// Metered once the answer is written: a replica that dies before answering has not

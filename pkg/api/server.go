@@ -117,6 +117,7 @@ type Server struct {
 	tokens  tokenCache
 	forged  *sourceBuckets
 	limits  limitsCache
+	full    fullProjects
 	// limiterWarned is when a failing project limiter was last logged (unix ns).
 	limiterWarned atomic.Int64
 }

@@ -10,6 +10,9 @@
 //	         endpoint is a receiver the generator runs (signatures verified, every batch
 //	         acknowledged by its answer); the service's pusher must be running and allowed
 //	         to push to 127.0.0.1 (QUEUES_PUSH_ALLOW_PRIVATE)
+//	neighbour project B's ordinary send/receive/ack, alone and then beside a project A the
+//	         phase creates (operator credential) and runs at all its limits: see
+//	         NeighbourConfig
 //
 // Each phase reports messages/s, request latency percentiles (all requests and per route),
 // and, for e2e and wakeup, send → delivery latency from a timestamp written into each body.
@@ -79,8 +82,10 @@ type Config struct {
 	// Prefix names the queues the run creates (default "bench").
 	Prefix string
 	// PushListen is where the push phase's receiver listens (default 127.0.0.1:0); the
-	// pusher must reach it.
+	// pusher must reach it. The neighbour phase's slow endpoint listens there too.
 	PushListen string
+	// Neighbour configures the neighbour phase.
+	Neighbour NeighbourConfig
 }
 
 func (c *Config) defaults() error {
@@ -128,9 +133,9 @@ func (c *Config) defaults() error {
 	}
 	for _, p := range c.Phases {
 		switch p {
-		case PhaseProduce, PhaseConsume, PhaseE2E, PhaseWakeup, PhasePush:
+		case PhaseProduce, PhaseConsume, PhaseE2E, PhaseWakeup, PhasePush, PhaseNeighbour:
 		default:
-			return fmt.Errorf("phase %q: must be produce, consume, e2e, wakeup or push", p)
+			return fmt.Errorf("phase %q: must be produce, consume, e2e, wakeup, push or neighbour", p)
 		}
 	}
 	if c.Wait == 0 {
@@ -214,6 +219,8 @@ type PhaseReport struct {
 	// (bad signature or body): push phase only.
 	PushBatches int64 `json:"pushBatches,omitempty"`
 	PushRefused int64 `json:"pushRefused,omitempty"`
+	// Neighbour is the neighbour phase's outcome.
+	Neighbour *NeighbourReport `json:"neighbour,omitempty"`
 }
 
 // Report is a run's outcome.
@@ -252,6 +259,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			pr, err = r.wakeup(ctx, i)
 		case PhasePush:
 			pr, err = r.push(ctx, i)
+		case PhaseNeighbour:
+			pr, err = r.neighbour(ctx, i)
 		}
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", phase, err)

@@ -26,6 +26,9 @@ type client struct {
 	raw   *rawPool // plain-http URLs: see raw.go
 	// throttled counts 429 answers that were retried after their Retry-After.
 	throttled counter
+	// noRetry answers 429 and 503 as errors instead of waiting them out (the neighbour
+	// phase counts every refusal).
+	noRetry bool
 }
 
 type counter struct {
@@ -60,7 +63,20 @@ func (c *client) close() {
 type apiError struct {
 	Status int
 	Code   string
+	Limit  string // details.limit of a quota_exceeded answer
 	Body   string
+}
+
+func quotaLimit(b []byte) string {
+	var e struct {
+		Error struct {
+			Details struct {
+				Limit string `json:"limit"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(b, &e)
+	return e.Error.Details.Limit
 }
 
 func (e *apiError) Error() string {
@@ -80,7 +96,7 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, auth 
 			if err != nil {
 				return err
 			}
-			if a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable {
+			if !c.noRetry && (a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable) {
 				c.raw.release(a)
 				if err := c.backoff(ctx, a.status, a.retryAfter); err != nil {
 					return err
@@ -109,7 +125,7 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, auth 
 		if err != nil {
 			return err
 		}
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if !c.noRetry && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if err := c.backoff(ctx, resp.StatusCode, resp.Header.Get("Retry-After")); err != nil {
@@ -158,7 +174,7 @@ func decodeAnswer(status int, body []byte, out any) error {
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(b, &e)
-		return &apiError{Status: status, Code: e.Error.Code, Body: string(b)}
+		return &apiError{Status: status, Code: e.Error.Code, Limit: quotaLimit(b), Body: string(b)}
 	}
 	if out == nil {
 		return nil

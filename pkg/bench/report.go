@@ -43,5 +43,68 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(tw, "  %s\t\t\t\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\t\t\t\t\t\n", k, l.Count, l.P50, l.P90, l.P99, l.Max)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range r.Phases {
+		if p.Neighbour != nil {
+			p.Neighbour.writeText(w)
+		}
+	}
+	return nil
+}
+
+func (n *NeighbourReport) writeText(w io.Writer) {
+	fmt.Fprintf(w, "\nneighbour: project B alone, then beside project A (%s) at its limits %v\n", n.Project, n.Limits)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "B\troute\trequests\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\t")
+	for _, win := range []struct {
+		name string
+		t    BTraffic
+	}{{"alone", n.Alone}, {"beside A", n.Beside}} {
+		for _, k := range []string{"send", "receive", "ack"} {
+			l := win.t.ByRoute[k]
+			errs := int64(0)
+			for e, c := range win.t.Errors {
+				if len(e) > len(k) && e[:len(k)+1] == k+":" {
+					errs += c
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", win.name, k, l.Count, l.P50, l.P90, l.P99, l.Max, errs)
+		}
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "B p99 beside A / alone: send %.2fx, receive %.2fx\n", n.SendRatio, n.ReceiveRatio)
+	for e, c := range n.Beside.Errors {
+		fmt.Fprintf(w, "B error beside A: %s x%d\n", e, c)
+	}
+	for e, c := range n.Alone.Errors {
+		fmt.Fprintf(w, "B error alone: %s x%d\n", e, c)
+	}
+	fmt.Fprintf(w, "A: %d requests; accepted %s; refused %s\n", n.A.Requests, sortedCounts(n.A.Accepted), sortedCounts(n.A.Refusals))
+	extra := "-"
+	if n.A.ExtraLatency != nil {
+		extra = fmt.Sprintf("p99 %.2f ms, max %.2f ms", n.A.ExtraLatency.P99, n.A.ExtraLatency.Max)
+	}
+	fmt.Fprintf(w, "A: long polls held %d; extra polls %d, answered empty at once %d (%s); pushes to the slow endpoint %d (at most %d at once)\n",
+		n.A.ParkedHeld, n.A.ExtraPolls, n.A.ExtraAtOnce, extra, n.A.Pushes, n.A.PushesMaxConcurrent)
+}
+
+func sortedCounts(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := ""
+	for i, k := range keys {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s: %d", k, m[k])
+	}
+	if out == "" {
+		return "none"
+	}
+	return out
 }

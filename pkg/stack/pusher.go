@@ -32,6 +32,8 @@ type PusherOptions struct {
 	Member       string
 	// LeaseTTL and Refresh are passed on (0: the pusher's defaults).
 	LeaseTTL, Refresh time.Duration
+	// MaxInFlight bounds the batches in flight across subscriptions (0: pusher.DefaultMaxInFlight).
+	MaxInFlight int
 	// Clock is the replica's clock (nil: the wall clock); see Options.Clock.
 	Clock clock.Clock
 	// MeterEvery is how often the push usage meter flushes (default tenancy.FlushEvery).
@@ -87,7 +89,7 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 		Changes: pusher.RedisChanges(o.Redis), Generation: pusher.RedisGenerations(o.Redis),
 		AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
 		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,
-		LeaseTTL: o.LeaseTTL, Refresh: o.Refresh,
+		LeaseTTL: o.LeaseTTL, Refresh: o.Refresh, MaxInFlight: o.MaxInFlight,
 	})
 	if err != nil {
 		_ = eng.Close()

@@ -28,6 +28,13 @@ in the order given (-phases):
            endpoint is a receiver this command runs (-push-listen; signatures verified,
            every batch acknowledged by a 204): needs a running pusher (queues pusher, or
            serve's) allowed to push to 127.0.0.1 (QUEUES_PUSH_ALLOW_PRIVATE=true)
+  neighbour  the token's project (B) sends, receives and acknowledges at a steady pace,
+           alone for -neighbour-window, then beside a project A that this phase creates
+           with the operator credential (-operator-token) and runs at every limit it sets
+           low: 256 KiB sends at its rate limit past its byte quota, every long poll it may
+           park and more, a queue create/delete loop, and a push subscription whose
+           endpoint (on -push-listen) takes -neighbour-push-delay to answer. Prints B's
+           p99 alone and beside A and A's refusals by code (docs/tenancy-neighbours.md)
 
 Each phase prints messages/s, request latency p50/p90/p99/max (all requests and per route)
 and, for e2e, wakeup and push, send -> delivery latency from a timestamp written into each
@@ -50,7 +57,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	var (
 		cfg    bench.Config
-		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup, push")
+		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup, push, neighbour")
 		asJSON = fs.Bool("json", false, "print the report as JSON")
 		quiet  = fs.Bool("quiet", false, "no progress line")
 		cpuOut = fs.String("cpuprofile", "", "write the generator's own CPU profile (pprof) to this file")
@@ -69,6 +76,19 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Groups, "groups", 64, "fifo: message groups the sends are spread over")
 	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends")
 	fs.StringVar(&cfg.PushListen, "push-listen", "127.0.0.1:0", "address of the push phase's receiver (the pusher must reach it)")
+	n := &cfg.Neighbour
+	fs.StringVar(&n.OperatorToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "neighbour: the operator credential (QUEUES_OPERATOR_TOKEN)")
+	fs.DurationVar(&n.Window, "neighbour-window", 10*time.Second, "neighbour: how long B is measured alone, and again beside A")
+	fs.DurationVar(&n.Settle, "neighbour-settle", 2*time.Second, "neighbour: how long A runs before B is measured beside it")
+	fs.Int64Var(&n.MaxStoredBytes, "neighbour-max-stored-bytes", 4<<20, "neighbour: A's maxStoredBytes")
+	fs.IntVar(&n.RequestsPerSecond, "neighbour-rps", 300, "neighbour: A's requestsPerSecond (its 256 KiB sends are paced at it)")
+	fs.IntVar(&n.MaxWaitingReceives, "neighbour-waiting", 50, "neighbour: A's maxWaitingReceives (the long polls it holds)")
+	fs.IntVar(&n.MaxQueues, "neighbour-max-queues", 10, "neighbour: A's maxQueues")
+	fs.IntVar(&n.ExtraPolls, "neighbour-extra-polls", 10, "neighbour: long polls A keeps trying beyond maxWaitingReceives")
+	fs.DurationVar(&n.PushDelay, "neighbour-push-delay", 30*time.Second, "neighbour: how long A's push endpoint takes to answer")
+	fs.IntVar(&n.PushTimeout, "neighbour-push-timeout", 30, "neighbour: timeoutSeconds of A's subscription")
+	fs.IntVar(&n.Workers, "neighbour-workers", 4, "neighbour: B's workers")
+	fs.DurationVar(&n.Interval, "neighbour-interval", 20*time.Millisecond, "neighbour: each B worker's send/receive/ack cycle period")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ func runPusher(ctx context.Context, args []string) error {
 		top     = fs.Int("backlog-top", envInt("QUEUES_BACKLOG_TOP", backlog.DefaultTopN), "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
 	)
 	be.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
+	maxIn := fs.Int("max-in-flight", envInt("QUEUES_PUSH_MAX_IN_FLIGHT", pusher.DefaultMaxInFlight), "push batches in flight on this replica across all subscriptions, shared fairly between projects and their subscriptions (QUEUES_PUSH_MAX_IN_FLIGHT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func runPusher(ctx context.Context, args []string) error {
 	defer b.rdb.Close()
 	log := b.log
 	reg := adminhttp.NewRegistry()
-	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: *private, Registry: reg})
+	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: *private, Registry: reg, MaxInFlight: *maxIn})
 	if err != nil {
 		return err
 	}

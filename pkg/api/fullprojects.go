@@ -1,0 +1,58 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+// fullProjects remembers the projects this replica last saw refused for maxStoredBytes. A send
+// to one of them first reads the project's exact stored bytes: while they are at the limit
+// (not merely near it), every send fails (a message's body is never empty), so the send is
+// refused before its body is decoded. A tenant sending 256 KiB payloads at its rate limit past its quota otherwise
+// costs the replica a full decode of each refused body, CPU its neighbours wait for
+// (docs/tenancy-neighbours.md). Projects not marked pay one map lookup.
+type fullProjects struct{ m sync.Map } // ids.ID → struct{}
+
+func (f *fullProjects) mark(project ids.ID) { f.m.Store(project, struct{}{}) }
+
+// refuseWhileFull answers 403 quota_exceeded (maxStoredBytes) when q's project is marked full
+// and still is; nil means decode and send as usual. The queue's send rate applies first, as
+// it does to every send.
+func (s *Server) refuseWhileFull(ctx context.Context, q meta.Queue) error {
+	if _, ok := s.full.m.Load(q.ProjectID); !ok {
+		return nil
+	}
+	max := s.effectiveLimits(ctx, q.ProjectID).MaxStoredBytes
+	stored, err := s.cfg.Engine.StoredBytes(ctx, q.ProjectID)
+	if err != nil || max <= 0 || stored < max {
+		s.full.m.Delete(q.ProjectID)
+		return nil
+	}
+	if err := s.limit(ctx, q, "send"); err != nil {
+		return err
+	}
+	return engine.ErrStoredBytesExceeded(max)
+}
+
+// refuseFullProject is refuseWhileFull for a send request, under the storage timeout.
+func (s *Server) refuseFullProject(c echo.Context, q meta.Queue) error {
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	return s.refuseWhileFull(ctx, q)
+}
+
+// noteSendErr marks q's project full when err is a maxStoredBytes refusal.
+func (s *Server) noteSendErr(q meta.Queue, err error) {
+	var e *apierr.Error
+	if errors.As(err, &e) && e.Code == apierr.QuotaExceeded && e.Details["limit"] == engine.LimitMaxStoredBytes {
+		s.full.mark(q.ProjectID)
+	}
+}
