@@ -96,6 +96,9 @@ func decodeMessage(b []byte, m *Message) bool {
 		case bytes.EqualFold(k, []byte("deadLetter")):
 			bit = 512
 			ok = json.Unmarshal(v, &m.DeadLetter) == nil
+		case bytes.EqualFold(k, []byte("traceparent")):
+			bit = 1024
+			m.Traceparent, ok = str(v)
 		default:
 			return true // encoding/json ignores unknown fields too
 		}
