@@ -28,7 +28,7 @@ const (
 )
 
 // traceparentHeader is the W3C header a send may carry for all of its messages.
-const traceparentHeader = "traceparent"
+const traceparentHeader = "Traceparent" // canonical, so Header.Get does not allocate
 
 // traceRequests starts a server span per request, a child of the caller's traceparent.
 func (s *Server) traceRequests(next echo.HandlerFunc) echo.HandlerFunc {
