@@ -20,7 +20,6 @@ import (
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/tenancy"
@@ -130,9 +129,6 @@ func (b *backendFlags) connect(ctx context.Context) (*backend, error) {
 	rdb, err := redisClient(b.redisURL, b.cluster)
 	if err != nil {
 		return nil, err
-	}
-	if telemetry.Enabled() {
-		rdb.AddHook(telemetry.RedisHook(redisengine.ScriptNames()))
 	}
 	ddb, err := b.store.client(ctx)
 	if err != nil {
