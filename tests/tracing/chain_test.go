@@ -5,12 +5,14 @@
 package tracing_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,13 +158,18 @@ func TestPushCarriesTraceparent(t *testing.T) {
 	exp, tp, cl := setup(t)
 	ctx := t.Context()
 	got := make(chan pushed, 10)
+	// The endpoint is the Go SDK's push receiver, whose handler runs under a process span.
+	var receiver atomic.Pointer[client.PushReceiver]
+	ready := make(chan struct{}) // closed once receiver is set: a push may come before CreateSubscription answers
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-ready
 		var p pushed
 		p.header = r.Header.Get("traceparent")
 		raw, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(raw, &p.body)
 		got <- p
-		w.WriteHeader(http.StatusOK)
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		receiver.Load().ServeHTTP(w, r)
 	}))
 	defer hook.Close()
 	if _, err := cl.CreateQueue(ctx, client.CreateQueueInput{Name: "hooks"}); err != nil {
@@ -178,9 +185,12 @@ func TestPushCarriesTraceparent(t *testing.T) {
 	tid := produce.SpanContext().TraceID()
 	send := span(t, exp, "POST /v1/queues/:queue/messages", inTrace(tid))
 	batch, window := 10, 1000
-	if _, err := cl.CreateSubscription(ctx, "hooks", client.SubscriptionInput{Endpoint: hook.URL, BatchSize: &batch, BatchWindowMs: &window}); err != nil {
+	sub, err := cl.CreateSubscription(ctx, "hooks", client.SubscriptionInput{Endpoint: hook.URL, BatchSize: &batch, BatchWindowMs: &window})
+	if err != nil {
 		t.Fatal(err)
 	}
+	receiver.Store(client.NewPushReceiver(func(context.Context, *client.Message) error { return nil }, sub.SigningSecret))
+	close(ready)
 	var p pushed
 	select {
 	case p = <-got:
@@ -224,5 +234,13 @@ func TestPushCarriesTraceparent(t *testing.T) {
 	}
 	if attr(push, "queues.subscription") == "" || attr(push, "http.response.status_code") != "200" {
 		t.Errorf("push span attributes: %v", push.Attributes)
+	}
+	// The receiver's handler spans are children of each message's own context.
+	if first := span(t, exp, "process hooks", inTrace(tid)); first.Parent.SpanID() != send.SpanContext.SpanID() {
+		t.Errorf("first pushed message's process span's parent %s, want the send span", first.Parent.SpanID())
+	}
+	otherTrace := push.Links[0].SpanContext.TraceID()
+	if second := span(t, exp, "process hooks", inTrace(otherTrace)); second.Parent.SpanID().String() != "b7ad6b7169203331" {
+		t.Errorf("second pushed message's process span's parent %s, want its own context's", second.Parent.SpanID())
 	}
 }
