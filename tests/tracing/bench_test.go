@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/queueshq/queues/pkg/embedded"
+	"github.com/queueshq/queues/pkg/telemetry"
 )
 
 // BenchmarkSendReceiveAck is the API hot path on serve's wiring, in process (no sockets, so
@@ -18,7 +22,16 @@ import (
 // op sends 10 messages of 64 bytes, receives them and acknowledges them in one call. Run it
 // with tracing off (the default) to check that tracing costs nothing when off:
 // go test -run '^$' -bench SendReceiveAck -benchmem ./tests/tracing/
-func BenchmarkSendReceiveAck(b *testing.B) {
+func BenchmarkSendReceiveAck(b *testing.B) { benchSendReceiveAck(b) }
+
+// BenchmarkSendReceiveAckTraced is the same with tracing on, every span sampled and kept in
+// memory (run it after BenchmarkSendReceiveAck: it turns tracing on for the process).
+func BenchmarkSendReceiveAckTraced(b *testing.B) {
+	telemetry.Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(tracetest.NewNoopExporter()))))
+	benchSendReceiveAck(b)
+}
+
+func benchSendReceiveAck(b *testing.B) {
 	n, err := embedded.Open(b.Context(), embedded.Options{DataDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler), SweepEvery: -1,
 		BacklogTopN: -1, Push: embedded.PushOptions{Grace: time.Second}})
 	if err != nil {
