@@ -84,6 +84,7 @@ go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzValidTraceparent$' -fuzztime 20000x ./pkg/telemetry/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/
