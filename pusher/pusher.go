@@ -823,6 +823,7 @@ type pushMessage struct {
 	SequenceNumber     string            `json:"sequenceNumber,omitempty"`
 	ReceiptHandle      string            `json:"receiptHandle"`
 	VisibilityDeadline string            `json:"visibilityDeadline"`
+	Traceparent        string            `json:"traceparent,omitempty"`
 }
 
 type pushQueue struct {
@@ -864,14 +865,14 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	inBatch := make(map[string]bool, len(batch))
 	msgIDs := make([]string, len(batch))
 	for i, m := range batch {
-		attrs := m.Attributes
+		attrs, tp := engine.SplitTraceparent(m.Attributes)
 		if attrs == nil {
 			attrs = map[string]string{}
 		}
 		pm := pushMessage{
 			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrs, ReceiveCount: m.ReceiveCount,
 			SentAt: formatTime(m.SentAt), GroupID: m.GroupID, ReceiptHandle: p.cfg.Receipts.Sign(m.Delivery),
-			VisibilityDeadline: formatTime(m.VisibilityDeadline),
+			VisibilityDeadline: formatTime(m.VisibilityDeadline), Traceparent: tp,
 		}
 		if q.eq.Type == engine.FIFO {
 			pm.SequenceNumber = strconv.FormatUint(m.SequenceNumber, 10)
@@ -889,6 +890,8 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	ts := time.Now().Unix()
 	ctx, cancel := context.WithTimeout(p.ioCtx, timeout)
 	defer cancel()
+	ctx, span := startPushSpan(ctx, sub.ID, w.qid, body.Messages)
+	defer span.End()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.Endpoint, bytes.NewReader(data))
 	if err != nil {
 		w.giveBack(q, batch)
@@ -899,6 +902,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 	req.Header.Set("webhook-id", attemptID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", Signature(sub.Secrets(now), attemptID, ts, data))
+	setTraceparent(req, ctx, body.Messages)
 	p.m.messages.WithLabelValues(mPushed).Add(float64(len(batch)))
 	p.meter(sub.ProjectID, batch)
 
@@ -929,6 +933,7 @@ func (w *worker) deliver(q queueInfo, batch []engine.Received, receivedAt time.T
 		v = verdict{kind: failed, errClass: class, detail: errDetail(err, class), slowDown: class == ErrTimeout}
 	}
 	p.m.latency.Observe(latency.Seconds())
+	endPushSpan(span, status, v.errClass)
 	w.settle(q, batch, v, receivedAt)
 
 	a := Attempt{At: now.UTC(), AttemptID: attemptID, MessageIDs: msgIDs, StatusCode: status, LatencyMs: latency.Milliseconds(), Error: v.errClass, Detail: v.detail}

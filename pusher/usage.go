@@ -19,10 +19,7 @@ func (p *Pusher) meter(project ids.ID, batch []engine.Received) {
 	}
 	c := meta.Counters{PushAttempts: 1, MessagesDelivered: int64(len(batch))}
 	for _, m := range batch {
-		c.BytesOut += int64(len(m.Body))
-		for k, v := range m.Attributes {
-			c.BytesOut += int64(len(k) + len(v))
-		}
+		c.BytesOut += engine.PayloadBytes(m.Body, m.Attributes)
 	}
 	p.cfg.Usage.Add(project, c)
 }

@@ -97,6 +97,7 @@ go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 50000x ./pkg/auth/
 go test -run '^$' -fuzz '^FuzzParseDefaults$' -fuzztime 20000x ./pkg/tenancy/
 go test -run '^$' -fuzz '^FuzzLimitsPatch$' -fuzztime 20000x ./pkg/api/
 go test -count=1 -race -timeout 5m ./pkg/tenancy/
+go test -run '^$' -fuzz '^FuzzValidTraceparent$' -fuzztime 20000x ./pkg/telemetry/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/

@@ -88,6 +88,10 @@ func appendReceiveAnswer(b []byte, out []receivedJSON) []byte {
 			b = appendJSONString(b, d.At)
 			b = append(b, '}')
 		}
+		if m.Traceparent != "" {
+			b = append(b, `,"traceparent":`...)
+			b = appendJSONString(b, m.Traceparent)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)

@@ -55,7 +55,7 @@ func (s *Server) limit(ctx context.Context, q meta.Queue, op string) error {
 // validated: raw was split out of a body already checked whole (see parseObjectIn).
 func parseMessage(raw json.RawMessage, validated bool, prefix string, fifo bool) (engine.Message, *apierr.Error) {
 	var m engine.Message
-	o, err := parseObjectIn(raw, validated, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId")
+	o, err := parseObjectIn(raw, validated, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId", "traceparent")
 	if err != nil {
 		return m, err
 	}
@@ -91,6 +91,9 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, fifo bool)
 	}
 	if size > engine.MaxMessageBytes {
 		return m, apierr.Field(apierr.PayloadTooLarge, prefix, "the message is %d bytes (body and attributes); the limit is %d", size, engine.MaxMessageBytes)
+	}
+	if err := parseTraceparentField(o, &m); err != nil {
+		return m, err
 	}
 	if d, ok, err := o.integer("delaySeconds", 0, maxDelay); err != nil {
 		return m, err
@@ -164,6 +167,7 @@ func (s *Server) send(c echo.Context) error {
 		}
 		msgs, index = append(msgs, m), append(index, i)
 	}
+	applyTraceparent(c, msgs)
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
 	if len(msgs) == 0 {
@@ -243,6 +247,7 @@ type receivedJSON struct {
 	GroupID            string            `json:"groupId,omitempty"`
 	SequenceNumber     string            `json:"sequenceNumber,omitempty"`
 	DeadLetter         *deadLetterJSON   `json:"deadLetter,omitempty"`
+	Traceparent        string            `json:"traceparent,omitempty"`
 }
 
 func attrsOut(a map[string]string) map[string]string {
@@ -300,8 +305,9 @@ func (s *Server) receive(c echo.Context) error {
 	fifo := q.Type == string(engine.FIFO)
 	out := make([]receivedJSON, len(msgs))
 	for i, m := range msgs {
+		attrs, tp := engine.SplitTraceparent(m.Attributes)
 		out[i] = receivedJSON{
-			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(m.Attributes),
+			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(attrs), Traceparent: tp,
 			ReceiptHandle: s.cfg.Receipts.Sign(m.Delivery), ReceiveCount: m.ReceiveCount,
 			SentAt: formatTime(m.SentAt), VisibilityDeadline: formatTime(m.VisibilityDeadline),
 			GroupID: m.GroupID, SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
@@ -401,6 +407,7 @@ type browsedJSON struct {
 	GroupID        string            `json:"groupId,omitempty"`
 	SequenceNumber string            `json:"sequenceNumber,omitempty"`
 	DeadLetter     *deadLetterJSON   `json:"deadLetter,omitempty"`
+	Traceparent    string            `json:"traceparent,omitempty"`
 }
 
 func (s *Server) browse(c echo.Context) error {
@@ -429,8 +436,9 @@ func (s *Server) browse(c echo.Context) error {
 	fifo := q.Type == string(engine.FIFO)
 	out := make([]browsedJSON, len(res.Messages))
 	for i, m := range res.Messages {
+		attrs, tp := engine.SplitTraceparent(m.Attributes)
 		out[i] = browsedJSON{
-			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(m.Attributes),
+			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(attrs), Traceparent: tp,
 			ReceiveCount: m.ReceiveCount, SentAt: formatTime(m.SentAt), State: m.State,
 			VisibleAt: formatTime(m.VisibleAt), GroupID: m.GroupID,
 			SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),

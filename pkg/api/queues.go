@@ -103,6 +103,9 @@ func (s *Server) queue(c echo.Context) (meta.Queue, error) {
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
 	q, err := s.lookupQueue(ctx, principal(c).ProjectID, c.Param("queue"))
+	if err == nil {
+		traceQueue(c, q.ID)
+	}
 	if apierr.CodeOf(err) == apierr.NotFound {
 		return q, apierr.New(apierr.NotFound, "no queue %q in this project", c.Param("queue"))
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
@@ -147,6 +148,9 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
+	if telemetry.Enabled() {
+		e.Use(s.traceRequests) // outside logRequests, which turns errors into answers
+	}
 	e.Use(s.recoverer, s.logRequests)
 	s.routes()
 	return s

@@ -163,11 +163,7 @@ func (s *Server) park(ctx context.Context, project ids.ID, wait time.Duration) (
 
 // payloadSize is a message's size as the 256 KiB limit measures it.
 func payloadSize(body string, attrs map[string]string) int64 {
-	n := len(body)
-	for k, v := range attrs {
-		n += len(k) + len(v)
-	}
-	return int64(n)
+	return engine.PayloadBytes(body, attrs) // without the stored traceparent
 }
 
 func (s *Server) meterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult) {

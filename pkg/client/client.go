@@ -232,6 +232,7 @@ func (c *Client) once(ctx context.Context, method, u, contentType string, data [
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	injectTraceparent(ctx, req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, 0, fmt.Errorf("queues: %s %s: %w", method, req.URL.Path, err)

@@ -490,12 +490,14 @@ func (co *consumer) handle() {
 }
 
 func (co *consumer) call(m *Message) (err error) {
+	ctx, span := startProcessSpan(co.hctx, co.queue, m)
+	defer func() { endProcessSpan(m, span, err) }() // after the recover below sets err
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return co.h(co.hctx, m)
+	return co.h(ctx, m)
 }
 
 // settle applies a handler's result to m.

@@ -80,6 +80,9 @@ func decodeMessage(b []byte, i int, m *Message) (int, bool) {
 		case bytes.EqualFold(k, []byte("sequenceNumber")):
 			bit = 16
 			m.SequenceNumber, end, ok = strAt(b, i)
+		case bytes.EqualFold(k, []byte("traceparent")):
+			bit = 1024
+			m.Traceparent, end, ok = strAt(b, i)
 		default:
 			if end = jsonscan.Value(b, i); end < 0 {
 				return 0, false

@@ -24,6 +24,9 @@ type SendMessage struct {
 	DelaySeconds int               `json:"delaySeconds,omitempty"`
 	GroupID      string            `json:"groupId,omitempty"`
 	DedupID      string            `json:"dedupId,omitempty"`
+	// Traceparent is the message's W3C trace context; empty, the send's context (ctx's span,
+	// when the program uses OpenTelemetry) is stored with it.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // SentMessage is a stored message of a send, by its index in the request.
@@ -120,6 +123,8 @@ type Message struct {
 	GroupID            string            `json:"groupId,omitempty"`
 	SequenceNumber     string            `json:"sequenceNumber,omitempty"`
 	DeadLetter         *DeadLetterInfo   `json:"deadLetter,omitempty"`
+	// Traceparent is the W3C trace context stored with the message at its send, if any.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Receive claims up to in.MaxMessages messages (scope messages:receive), waiting for them as
@@ -166,6 +171,7 @@ type BrowsedMessage struct {
 	GroupID        string            `json:"groupId,omitempty"`
 	SequenceNumber string            `json:"sequenceNumber,omitempty"`
 	DeadLetter     *DeadLetterInfo   `json:"deadLetter,omitempty"`
+	Traceparent    string            `json:"traceparent,omitempty"`
 }
 
 // BrowsePage is one page of browsed messages.

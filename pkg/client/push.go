@@ -258,7 +258,7 @@ func (p *PushReceiver) run(ctx context.Context, b *PushBatch) []PushResult {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			for _, i := range lane {
-				results[i] = p.one(ctx, &b.Messages[i])
+				results[i] = p.one(ctx, b.Queue.Name, &b.Messages[i])
 			}
 		})
 	}
@@ -266,7 +266,8 @@ func (p *PushReceiver) run(ctx context.Context, b *PushBatch) []PushResult {
 	return results
 }
 
-func (p *PushReceiver) one(ctx context.Context, m *Message) PushResult {
+func (p *PushReceiver) one(ctx context.Context, queue string, m *Message) PushResult {
+	ctx, span := startProcessSpan(ctx, queue, m)
 	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -275,6 +276,7 @@ func (p *PushReceiver) one(ctx context.Context, m *Message) PushResult {
 		}()
 		return p.Handler(ctx, m)
 	}()
+	endProcessSpan(m, span, err)
 	o := OutcomeOf(err)
 	if o.Err != nil {
 		p.report(&ConsumerError{Op: "handler", MessageID: m.MessageID, Err: o.Err})

@@ -286,11 +286,14 @@ type Engine interface {
 }
 
 // PayloadBytes is a message's size as the 256 KiB limit measures it and as stored bytes are
-// counted (SPEC §10): the UTF-8 bytes of its body and of every attribute name and value.
+// counted (SPEC §10): the UTF-8 bytes of its body and of every attribute name and value (the
+// reserved TraceparentAttribute excepted).
 func PayloadBytes(body string, attrs map[string]string) int64 {
 	n := int64(len(body))
 	for k, v := range attrs {
-		n += int64(len(k) + len(v))
+		if k != TraceparentAttribute {
+			n += int64(len(k) + len(v))
+		}
 	}
 	return n
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/queueshq/queues/pkg/engine"
 )
 
 // How SQS message attributes are stored. A message has string attributes only (SPEC §4), so
@@ -169,7 +171,7 @@ func decodeAttributes(stored map[string]string) decodedAttrs {
 		case name == traceAttr:
 			d.trace = v
 			continue
-		case strings.HasPrefix(name, reservedPrefix):
+		case strings.HasPrefix(name, reservedPrefix), name == engine.TraceparentAttribute:
 			continue
 		}
 		if d.user == nil {

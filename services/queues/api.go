@@ -33,6 +33,11 @@ func runAPI(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, "queues-api")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if _, err := redisengine.ParseSendLimit(*sendLim); err != nil {
 		return fmt.Errorf("-redis-send-limit: %w", err)
 	}

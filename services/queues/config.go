@@ -21,6 +21,7 @@ import (
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -82,6 +83,9 @@ func (s *storeFlags) client(ctx context.Context) (*dynamodb.Client, error) {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if s.endpoint != "" {
 			o.BaseEndpoint = aws.String(s.endpoint)
+		}
+		if tp := telemetry.AWSTracerProvider(); tp != nil {
+			o.TracerProvider = tp
 		}
 	}), nil
 }

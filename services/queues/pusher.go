@@ -35,6 +35,11 @@ func runPusher(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, "queues-pusher")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	b, err := be.connect(ctx)
 	if err != nil {
 		return err

@@ -49,6 +49,11 @@ func runServe(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, "queues-serve")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	defaults, err := limits()
 	if err != nil {
 		return err

@@ -182,6 +182,7 @@ func New(rdb redis.UniversalClient, clk clock.Clock, opts Options) (*Engine, err
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
 	rdb, own := withoutRetries(rdb)
+	traceScripts(rdb)
 	fail := func(err error) (*Engine, error) {
 		if own {
 			_ = rdb.Close()

@@ -80,7 +80,9 @@ func load(shebang, name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(shebang + string(prelude) + "\n" + string(body))
+	sc := redis.NewScript(shebang + string(prelude) + "\n" + string(body))
+	scriptNames[sc.Hash()] = name // for tracing (tracing.go)
+	return sc
 }
 
 // scriptCall is one script invocation.

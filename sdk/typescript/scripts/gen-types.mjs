@@ -23,6 +23,7 @@ const OVERRIDES = {
   'SendMessageEntry.delaySeconds': ['number', false],
   'SendMessageEntry.groupId': ['string', false],
   'SendMessageEntry.dedupId': ['string', false],
+  'SendMessageEntry.traceparent': ['string', false],
   'AckBatch.receiptHandles[]': ['string', true],
   'VisibilityBatch.entries[].receiptHandle': ['string', true],
   'VisibilityBatch.entries[].visibilityTimeoutSeconds': ['number', true],
