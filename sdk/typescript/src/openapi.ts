@@ -262,6 +262,14 @@ export type GroupId = string;
 /** A decimal number, increasing in send order within the queue (fifo). */
 export type SequenceNumber = string;
 
+/**
+ * A W3C Trace Context traceparent (`00-<32 hex trace id>-<16 hex parent id>-<2 hex
+ * flags>`, lowercase), stored with the message at its send and handed to its consumers
+ * and push endpoints, so that a trace continues across the queue. It is not an
+ * attribute: it does not count toward the 10 attributes, the 256 KiB or stored bytes.
+ */
+export type Traceparent = string;
+
 /** Present on a message that was moved to this queue as its dead-letter queue. */
 export interface DeadLetterInfo {
   sourceQueue: Uuid;
@@ -291,6 +299,8 @@ export interface SendMessageEntry {
   groupId?: string;
   /** string, fifo only, optional: the deduplication id, 1–128 characters from `!` to `~`. */
   dedupId?: string;
+  /** string, optional: the message's W3C traceparent (see `Traceparent`); overrides the request's `traceparent` header for this message. Not one fails the message with `invalid_argument`, `details.field` `messages[i].traceparent`. */
+  traceparent?: string;
 }
 
 export interface SendMessagesRequest {
@@ -334,6 +344,7 @@ export interface ReceivedMessage {
   groupId?: GroupId;
   sequenceNumber?: SequenceNumber;
   deadLetter?: DeadLetterInfo;
+  traceparent?: Traceparent;
 }
 
 export interface ReceiveResult {
@@ -353,6 +364,7 @@ export interface BrowsedMessage {
   groupId?: GroupId;
   sequenceNumber?: SequenceNumber;
   deadLetter?: DeadLetterInfo;
+  traceparent?: Traceparent;
 }
 
 export interface BrowseResult {
@@ -545,6 +557,7 @@ export interface PushedMessage {
   sequenceNumber?: SequenceNumber;
   receiptHandle: ReceiptHandle;
   visibilityDeadline: Timestamp;
+  traceparent?: Traceparent;
 }
 
 export interface PushBatch {
