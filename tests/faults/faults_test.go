@@ -151,7 +151,13 @@ func TestF10Failover(t *testing.T) {
 			f := w.finish()
 			t.Logf("F10 %s (SyncReplicas %d), %d failovers: %s; send errors %v", name, sync, rounds(), f, f.SendErrors)
 			if sync > 0 {
-				wantClean(t, f)
+				// Only sends wait for the replica: an ack the primary took but the replica had
+				// not yet is undone by the failover, and the message comes again — a
+				// redelivery, which at-least-once allows, never a loss (docs/durability.md).
+				want(t, "acknowledged sends lost", f.Lost, 0)
+				if f.SentOK == 0 {
+					t.Error("no send was acknowledged: the load did not run")
+				}
 			}
 			want(t, "fifo order violations", f.FIFOViolations, f.Lost) // only a lost message may leave a gap
 		})
