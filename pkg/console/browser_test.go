@@ -173,8 +173,23 @@ func TestConsoleInBrowser(t *testing.T) {
 // newBrowser starts headless Chromium; any script exception, console error, CSP violation or
 // failed asset load on the page is recorded for pageErrors.
 func newBrowser(t *testing.T, exe, shots string) *browser {
+	// Chromium's helper processes may still write to the profile just after the browser has
+	// exited, so the profile is not a t.TempDir (whose removal fails the test on a late write):
+	// it is removed once the browser is gone, retried briefly, at worst left in $TMPDIR.
+	profile, err := os.MkdirTemp("", "console-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1280, 860), chromedp.UserDataDir(t.TempDir()))
+		chromedp.DisableGPU, chromedp.WindowSize(1280, 860), chromedp.UserDataDir(profile))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancelCtx := chromedp.NewContext(actx)
