@@ -39,6 +39,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/project/usage"): "get_own_usage",
     ("POST", "/v1/projects/{project}/tokens"): "create_token",
     ("DELETE", "/v1/projects/{project}/tokens/{token}"): "revoke_token",
+    ("GET", "/v1/projects/{project}/tokens/{token}/sqs-credentials"): "get_sqs_credentials",
     ("POST", "/v1/queues"): "create_queue",
     ("GET", "/v1/queues"): "list_queues",
     ("GET", "/v1/queues/{queue}"): "get_queue",
@@ -166,6 +167,11 @@ class Client:
 
     def revoke_token(self, project: str, token: str) -> None:
         self.call("DELETE", "/v1/projects/" + _seg(project) + "/tokens/" + _seg(token))
+
+    def get_sqs_credentials(self, project: str, token: str) -> dict[str, str]:
+        """The token's key pair for the SQS door (operator credential):
+        ``{"accessKeyId": <token slug>, "secretAccessKey": …}``."""
+        return self.call("GET", "/v1/projects/" + _seg(project) + "/tokens/" + _seg(token) + "/sqs-credentials")
 
     # Queues.
 

@@ -131,6 +131,7 @@ class TokenCreated(Model):
     scopes: list[str] = field(default_factory=list)
     created_at: str = ""
     expires_at: str | None = None
+    sqs_secret_access_key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -56,6 +56,9 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(QueuesError) as cm:
             self.c.list_projects()  # a project token on an operator route
         self.assertEqual(cm.exception.code, "permission_denied")
+        creds = self.op.get_sqs_credentials(p.id, tok.id)
+        self.assertEqual(creds["accessKeyId"], tok.slug)
+        self.assertTrue(creds["secretAccessKey"] and creds["secretAccessKey"] == tok.sqs_secret_access_key)
         self.op.revoke_token(p.id, tok.id)
         deadline = time.monotonic() + 6  # revocation takes effect within 5 s
         while True:
