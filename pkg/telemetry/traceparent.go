@@ -24,6 +24,11 @@ func ValidTraceparent(s string) bool {
 			return false
 		}
 	}
+	// Version 00 defines flags up to 02 only; OTel's propagator refuses the rest, so they are
+	// not accepted here either (found by FuzzValidTraceparent).
+	if s[:2] == "00" && s[53:55] > "02" {
+		return false
+	}
 	return s[:2] != "ff" && !zeros(s[3:35]) && !zeros(s[36:52])
 }
 
