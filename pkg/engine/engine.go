@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -40,6 +41,12 @@ const (
 	RedriveReason     = "maxReceiveCount" // reason recorded for redrive at receive time
 	PurgeInterval     = 60 * time.Second  // at most one purge per queue per interval
 	MaxReceiveCountHi = 1000
+	MaxPriority       = 9 // highest message priority (SPEC §12)
+	// DefaultMaxCancels and MaxCancelsHi bound a queue's maxCancels (SPEC §12).
+	DefaultMaxCancels = 10
+	MaxCancelsHi      = 1000
+	// CancelReason is the dead-letter reason of the cancel beyond a queue's maxCancels.
+	CancelReason = "max_cancels"
 )
 
 // Queue carries the settings of a queue that the engine needs for an operation. The caller
@@ -57,6 +64,15 @@ type Queue struct {
 	Retention         time.Duration
 	Delay             time.Duration
 	ContentBasedDedup bool
+	// AtMostOnce is an at-most-once queue (standard only, SPEC §12): a receive removes every
+	// message it returns in the same atomic step as the hand-out, so nothing is ever in flight
+	// or delivered twice, and the deliveries it returns name no live message (their handles
+	// are stale from the start).
+	AtMostOnce bool
+	// MaxCancels is how many cancels a message may take (SPEC §12): the one beyond it
+	// dead-letters the message with CancelReason. The caller sets it (meta gives the
+	// default, DefaultMaxCancels); 0 means the first cancel dead-letters.
+	MaxCancels int
 	// Redrive is nil when the queue has no redrive policy.
 	Redrive *Redrive
 }
@@ -77,7 +93,33 @@ type Message struct {
 	Delay   *time.Duration
 	GroupID string // fifo only, required there
 	DedupID string // fifo only, optional
+	// Key conflates the message (standard queues only, SPEC §13): when a message sent with
+	// the same key waits in the queue never delivered, this send changes that one (Merge says
+	// how) instead of storing another. "" stores a new message as usual.
+	Key string
+	// Merge is how a keyed send changes the waiting message; ignored without Key.
+	Merge MergeMode
+	// Barrier marks a barrier message (standard queues, SPEC §12): it is delivered only once
+	// every message the queue accepted before it has left the queue, and no message accepted
+	// after it is delivered until it has left. Ignored on fifo queues (the API refuses it).
+	Barrier bool
+	// Priority is 0 to MaxPriority (standard queues, SPEC §12): a receive takes the visible
+	// messages of the highest priority first, oldest first within one. Ignored on fifo
+	// queues (the API refuses it). A dead-lettered or moved message arrives at priority 0.
+	Priority int
 }
+
+// MergeMode is how a keyed send changes the waiting message of its key.
+type MergeMode uint8
+
+// Merge modes.
+const (
+	// MergeReplace replaces the waiting message's body and attributes (the default).
+	MergeReplace MergeMode = iota
+	// MergePatch applies the new body as an RFC 7396 JSON Merge Patch to the waiting body
+	// (both must be JSON objects) and merges attributes, the new values winning.
+	MergePatch
+)
 
 // SendResult is the outcome of one sent message, in request order.
 //
@@ -89,6 +131,9 @@ type SendResult struct {
 	// Duplicate is true when a fifo send matched an earlier send within the dedup window; the
 	// message was not stored again and MessageID is the original's.
 	Duplicate bool
+	// Merged is true when a keyed send changed the waiting message of its key instead of
+	// storing one; MessageID is that message's.
+	Merged bool
 	// Partition the message was stored in (informational; -1 for duplicates and failures).
 	Partition int
 	// Err is nil when the message was stored (or answered as a duplicate). Non-nil, the
@@ -103,6 +148,15 @@ type SendResult struct {
 type ReceiveRequest struct {
 	Max        int
 	Visibility time.Duration
+	// Consumer, when set, names the receiving consumer (SPEC §12, consumers.go): the receive
+	// takes no more than the room left in its backlog, and its deliveries carry its tag.
+	Consumer *ConsumerOf
+	// Filter, when not empty, selects the messages to take by their attributes (SPEC §12):
+	// the receive examines at most filter.MaxCandidates candidates in its normal delivery
+	// order (fifo: each available group's next message; a group ends its batch at its first
+	// message that does not match) and takes the matching ones. A message that does not match
+	// is left as it was: not claimed, not dead-lettered, its receiveCount unchanged.
+	Filter *filter.Filter
 }
 
 // DeadLetterInfo describes how a message came to a dead-letter queue.
@@ -120,6 +174,9 @@ type Delivery struct {
 	// Attempt is the message's receiveCount at this delivery; a later receive raises it, which
 	// is what makes older handles stale.
 	Attempt uint32
+	// Consumer is the tag of the consumer that received it (0: none named), so that settling
+	// it updates that consumer's holdings.
+	Consumer ConsumerTag
 }
 
 // Received is a message handed to a consumer.
@@ -129,10 +186,11 @@ type Received struct {
 	Attributes         map[string]string
 	ReceiveCount       int
 	SentAt             time.Time
-	VisibilityDeadline time.Time
+	VisibilityDeadline time.Time // zero on an at-most-once queue: removed, never in flight
 	GroupID            string
 	SequenceNumber     uint64 // fifo only; increasing in send order within the queue
 	DeadLetter         *DeadLetterInfo
+	Priority           int // 0 to MaxPriority; always 0 on fifo queues
 }
 
 // ReceiveResult is the answer to a receive.
@@ -141,6 +199,9 @@ type ReceiveResult struct {
 	// NextVisibleAt, when not zero and Messages is empty, is the earliest time at which a
 	// delayed or in-flight message becomes visible: a long poll can sleep until then.
 	NextVisibleAt time.Time
+	// BacklogFull is true when the receive's consumer had no room in its backlog: it took
+	// nothing and left the queue untouched.
+	BacklogFull bool
 }
 
 // VisibilityChange sets a delivery's visibility timeout: 0 releases it, d>0 keeps it in flight
@@ -189,6 +250,10 @@ type BrowseRequest struct {
 	State  State
 	Limit  int
 	Cursor string // opaque, from a previous page; "" for the first
+	// Filter, when not empty, leaves out the messages it does not select (SPEC §12). A page
+	// then examines at most filter.MaxCandidates messages, so it may hold fewer than Limit
+	// (none, even) and still name a next cursor; it names none once no message follows.
+	Filter *filter.Filter
 }
 
 // BrowsedMessage is a message seen by browsing: no receipt handle.
@@ -203,6 +268,7 @@ type BrowsedMessage struct {
 	GroupID        string
 	SequenceNumber uint64
 	DeadLetter     *DeadLetterInfo
+	Priority       int // 0 to MaxPriority; always 0 on fifo queues
 }
 
 // BrowsePage is one page of browsed messages.
@@ -241,16 +307,27 @@ type Engine interface {
 	Send(ctx context.Context, q Queue, msgs []Message) ([]SendResult, error)
 	// Receive claims up to req.Max visible messages. Messages found received MaxReceiveCount
 	// times are moved to the dead-letter queue instead of being returned; expired ones are
-	// dropped.
+	// dropped. On an at-most-once queue the messages returned are removed by the same step
+	// (their stored bytes with them).
 	Receive(ctx context.Context, q Queue, req ReceiveRequest) (ReceiveResult, error)
 
 	// Ack deletes the deliveries' messages.
 	Ack(ctx context.Context, q Queue, ds []Delivery) ([]error, error)
 	// ChangeVisibility extends, releases or delays deliveries (12 h cap from the receive).
 	ChangeVisibility(ctx context.Context, q Queue, cs []VisibilityChange) ([]error, error)
+	// Cancel makes deliveries' messages visible again at once without counting the delivery
+	// (SPEC §12): receiveCount goes back by one. A message cancelled more than q.MaxCancels
+	// times goes to the dead-letter queue with CancelReason instead (deleted without a
+	// redrive policy). Cancelling a cancelled delivery again succeeds and counts nothing.
+	Cancel(ctx context.Context, q Queue, ds []Delivery) ([]error, error)
 	// DeadLetter moves deliveries to the queue's dead-letter queue now (or drops them when the
 	// queue has no redrive policy).
 	DeadLetter(ctx context.Context, q Queue, rs []DeadLetterRequest) ([]error, error)
+
+	// DeleteMessage removes one visible or delayed message by id (SPEC §13): nil when it was
+	// removed, apierr.MessageInFlight while a consumer holds it, apierr.NotFound when the
+	// queue holds no such message.
+	DeleteMessage(ctx context.Context, q Queue, id ids.ID) error
 
 	// Purge removes every message sent before it; later sends are kept.
 	Purge(ctx context.Context, q Queue) error
@@ -283,6 +360,11 @@ type Engine interface {
 	// Sweep does one round of background work for the queues given: deletes expired messages,
 	// finishes dead-letter moves interrupted by a crash. Safe to run on every replica at once.
 	Sweep(ctx context.Context, qs []Queue) error
+
+	// Mover moves visible messages to other queues (move tasks, move.go).
+	Mover
+	// Consumers lists consumers and follows their settlements (consumers.go).
+	Consumers
 }
 
 // PayloadBytes is a message's size as the 256 KiB limit measures it and as stored bytes are

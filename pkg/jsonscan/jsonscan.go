@@ -1,7 +1,8 @@
 // Package jsonscan finds the ends of JSON values without decoding them: the one-pass splitters
 // of the API's request decoder and of the load generator's answer reader walk bytes with it.
 // It checks only what it needs to find an end; callers that need validity check it first
-// (json.Valid) or fall back to encoding/json when a walk gives up.
+// (json.Valid) or fall back to encoding/json when a walk gives up. Unquote is the one strict
+// decoder of a string's inside, shared by the API's decoder and the attribute filter.
 package jsonscan
 
 // Space returns the index of the first byte at or after i that is not JSON whitespace.

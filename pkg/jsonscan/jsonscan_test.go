@@ -6,6 +6,7 @@ import (
 )
 
 func TestValue(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in  string
 		end int

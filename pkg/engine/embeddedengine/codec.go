@@ -14,7 +14,9 @@ import (
 //	state   (bucket "s", key queue id ‖ message id):
 //	        uvarint seq, varint sentAt, varint expiresAt, varint at, varint receivedAt,
 //	        uvarint attempt, string group id, [uvarint stored bytes (engine.PayloadBytes);
-//	        absent in records written before: computed from the payload at start-up]
+//	        absent in records written before: computed from the payload at start-up],
+//	        [string conflation key: only while the message waits in the key index],
+//	        [uvarint priority], [uvarint cancels × 2 + 1 when this attempt is cancelled]
 //	payload (bucket "p", same key): byte flags (bit 0: dead-letter info), string body,
 //	        uvarint attribute count, per attribute (sorted): string name, string value,
 //	        [dead-letter] 16 bytes source queue, string reason, varint at
@@ -41,7 +43,7 @@ func dedupKey(q ids.ID, k string) []byte {
 	return append(b, k...)
 }
 
-func encodeState(m *msg) []byte {
+func encodeState(m *msg, ckey string) []byte {
 	b := make([]byte, 0, 48)
 	b = append(b, recVersion)
 	b = binary.AppendUvarint(b, m.seq)
@@ -55,13 +57,30 @@ func encodeState(m *msg) []byte {
 		g = m.g.id
 	}
 	b = wire.AppendString(b, g)
-	return binary.AppendUvarint(b, uint64(m.size))
+	b = binary.AppendUvarint(b, uint64(m.size))
+	// The key and the priority are optional tails (records before them end earlier); a
+	// priority needs the key's place, empty when the message has none.
+	// The cancels need the priority's place in turn.
+	if ckey != "" || m.prio > 0 || m.cancels > 0 {
+		b = wire.AppendString(b, ckey)
+	}
+	if m.prio > 0 || m.cancels > 0 {
+		b = binary.AppendUvarint(b, uint64(m.prio))
+	}
+	if m.cancels > 0 {
+		c := uint64(m.cancels) * 2
+		if m.cut {
+			c++
+		}
+		b = binary.AppendUvarint(b, c)
+	}
+	return b
 }
 
-func decodeState(b []byte, m *msg) (group string, err error) {
+func decodeState(b []byte, m *msg) (group, ckey string, err error) {
 	r := wire.NewReader(b)
 	if r.Byte() != recVersion {
-		return "", errBadRecord
+		return "", "", errBadRecord
 	}
 	m.seq = r.Uvarint()
 	m.sentAt = r.Varint()
@@ -74,15 +93,29 @@ func decodeState(b []byte, m *msg) (group string, err error) {
 	if r.OK() && !r.Done() {
 		sz := r.Uvarint()
 		if sz >= sizeUnknown {
-			return "", errBadRecord
+			return "", "", errBadRecord
 		}
 		m.size = uint32(sz)
+		if r.OK() && !r.Done() {
+			ckey = r.String()
+		}
+		if r.OK() && !r.Done() {
+			p := r.Uvarint()
+			if p > engine.MaxPriority {
+				return "", "", errBadRecord
+			}
+			m.prio = uint8(p)
+		}
+		if r.OK() && !r.Done() {
+			c := r.Uvarint()
+			m.cancels, m.cut = uint32(min(c/2, uint64(^uint32(0)))), c%2 == 1
+		}
 	}
-	if !r.Done() || a > uint64(^uint32(0)) {
-		return "", errBadRecord
+	if !r.Done() || a > uint64(^uint32(0)) || uint64(m.cancels) > a {
+		return "", "", errBadRecord
 	}
 	m.attempt = uint32(a)
-	return group, nil
+	return group, ckey, nil
 }
 
 // payload is a message's immutable part.

@@ -41,3 +41,18 @@ func BenchmarkEmbedded(b *testing.B) {
 		return open(b, filepath.Join(b.TempDir(), "messages.db"), clock.Real{}), clock.Real{}
 	}})
 }
+
+// BenchmarkDelayScale: receives beside 10^4..10^6 messages delayed over 14 days.
+// BenchmarkPriorityScale: receives from 10^3..10^5 visible messages spread over ten
+// priorities (QUEUES_BENCH_BACKLOGS sets the sizes).
+func BenchmarkPriorityScale(b *testing.B) {
+	enginetest.BenchPriorityScale(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
+		return open(b, filepath.Join(b.TempDir(), "messages.db"), clock.Real{}), clock.Real{}
+	}}, enginetest.BenchSizes(b, 1000, 10_000, 100_000)...)
+}
+
+func BenchmarkDelayScale(b *testing.B) {
+	enginetest.BenchDelayScale(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
+		return open(b, filepath.Join(b.TempDir(), "messages.db"), clock.Real{}), clock.Real{}
+	}}, 10_000, 100_000, 1_000_000)
+}

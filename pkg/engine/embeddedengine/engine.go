@@ -49,6 +49,9 @@ var (
 	bucketPayload = []byte("p")
 	bucketQueue   = []byte("q")
 	bucketDedup   = []byte("d")
+	// bucketBarrier marks barrier messages (barrier.go): key queue id ‖ message id.
+	bucketBarrier = []byte("b")
+	bucketMoved   = []byte("mv") // move-task counters (move.go)
 )
 
 const (
@@ -96,6 +99,9 @@ type Engine struct {
 
 	watch watch.Hub // waiting receives of this process
 
+	// cons holds each queue's consumers (consumers.go); guarded by mu.
+	cons map[ids.ID]map[string]*consumerRec
+
 	closeOnce sync.Once
 	bg        sync.WaitGroup
 	bgStop    chan struct{}
@@ -123,7 +129,12 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      2 * time.Second, // another process holds the file
 		FreelistType: bolt.FreelistMapType,
-		NoSync:       opts.NoSync,
+		// The free list is not written with each commit (etcd's setting): every commit of
+		// the group committer wrote its page and grew it, for a list that Open rebuilds
+		// from the pages themselves after a crash anyway. Data and meta pages are still
+		// fdatasynced before a commit answers.
+		NoFreelistSync: true,
+		NoSync:         opts.NoSync,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embeddedengine: opening %s: %w", path, err)
@@ -138,7 +149,7 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		bgStop:   make(chan struct{}),
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketPayload, bucketQueue, bucketDedup} {
+		for _, b := range [][]byte{bucketState, bucketPayload, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -255,7 +266,7 @@ func (e *Engine) committer() {
 		})
 		if err != nil {
 			e.log.Error("embeddedengine: commit failed; the engine refuses work until reopened", "error", err)
-			err = &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("embedded store write failed: %v", err)}
+			err = engine.StoreUnavailable("embedded store write", err)
 			e.cmu.Lock()
 			e.broken = err
 			rest := e.pending
@@ -294,7 +305,7 @@ func (e *Engine) load() ([]ids.ID, error) {
 			rec, err := decodeQueue(v)
 			if !ok || err != nil {
 				e.log.Error("embeddedengine: skipping a malformed queue record", "key", fmt.Sprintf("%x", k))
-				return nil
+				return nil //nolint:nilerr // one bad record must not stop the others from loading
 			}
 			q := newQueue(qid, rec.fifo, e.projectBytes(rec.project))
 			q.project = rec.project
@@ -311,7 +322,7 @@ func (e *Engine) load() ([]ids.ID, error) {
 			qid, ok1 := ids.FromBytes(k[:min(16, len(k))])
 			mid, ok2 := ids.FromBytes(k[min(16, len(k)):])
 			m := &msg{id: mid, hidx: -1, xidx: -1}
-			g, err := decodeState(v, m)
+			g, ckey, err := decodeState(v, m)
 			if !ok1 || !ok2 || err != nil {
 				e.log.Error("embeddedengine: skipping a malformed message record", "key", fmt.Sprintf("%x", k))
 				continue
@@ -337,6 +348,11 @@ func (e *Engine) load() ([]ids.ID, error) {
 				continue
 			}
 			q.add(m, "", now)
+			if ckey != "" && m.attempt == 0 {
+				if pl, err := decodePayload(tx.Bucket(bucketPayload).Get(k)); err == nil {
+					q.index(m, ckey, pl.Body, pl.Attributes)
+				}
+			}
 		}
 		for q, gs := range groups {
 			for g, ms := range gs {
@@ -349,6 +365,7 @@ func (e *Engine) load() ([]ids.ID, error) {
 		for qid := range isDirty {
 			dirty = append(dirty, qid)
 		}
+		loadBarriers(tx, e.queues, now)
 		dc := tx.Bucket(bucketDedup).Cursor()
 		for k, v := dc.First(); k != nil; k, v = dc.Next() {
 			qid, ok := ids.FromBytes(k[:min(16, len(k))])
@@ -437,7 +454,7 @@ func (e *Engine) cleanChunk(qid ids.ID) (more bool, err error) {
 					break
 				}
 				var m msg
-				if _, derr := decodeState(v, &m); derr != nil || m.seq < purgeSeq {
+				if _, _, derr := decodeState(v, &m); derr != nil || m.seq < purgeSeq {
 					doomed = append(doomed, slices.Clone(k))
 				}
 			}
@@ -455,6 +472,9 @@ func (e *Engine) cleanChunk(qid ids.ID) (more bool, err error) {
 				return err
 			}
 			if err := p.Delete(k); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketBarrier).Delete(k); err != nil {
 				return err
 			}
 		}

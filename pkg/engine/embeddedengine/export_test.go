@@ -33,7 +33,7 @@ func Recount(t *testing.T, eng engine.Engine, project ids.ID, _ []ids.ID) int64 
 			qid, _ := ids.FromBytes(k[:16])
 			watermark, ok := owned[qid]
 			var m msg
-			if _, err := decodeState(v, &m); !ok || err != nil || m.seq < watermark {
+			if _, _, err := decodeState(v, &m); !ok || err != nil || m.seq < watermark {
 				return err
 			}
 			pl, err := decodePayload(pb.Get(k))

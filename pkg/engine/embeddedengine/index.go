@@ -15,6 +15,7 @@ const (
 	stDelayed        // never received, visible at at
 	stInFlight       // received, visible again at at (its visibility deadline)
 	stTaking         // being claimed by a receive in progress (counts as in flight for its group)
+	stHeld           // waiting for a barrier (barrier.go): in no heap, counted as delayed
 )
 
 // msg is one message's state. Times are unix milliseconds of the engine clock.
@@ -26,8 +27,12 @@ type msg struct {
 	at         int64 // never received: visible-from time; received: visibility deadline
 	receivedAt int64 // time of the latest receive (0: never received)
 	attempt    uint32
+	cancels    uint32 // cancelled deliveries (SPEC §12): receiveCount is attempt - cancels
+	cut        bool   // the delivery of this attempt was cancelled (a repeat counts nothing)
 	size       uint32 // stored bytes (engine.PayloadBytes); sizeUnknown only while loading
 	st         uint8
+	barrier    bool  // a barrier message (standard queues, barrier.go)
+	prio       uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
 	hidx       int32 // index in the heap of its state
 	xidx       int32 // index in the expiry heap
 	g          *group
@@ -47,10 +52,12 @@ type group struct {
 	ridx       int32 // index in the queue's ready heap, -1 when not there
 }
 
-// msgHeap is a min-heap of messages by (at, seq), or by (expiresAt, seq) for the expiry heap.
+// msgHeap is a min-heap of messages by (at, seq), or by (expiresAt, seq) for the expiry heap;
+// the visible heap puts a higher priority first (byPriority), so a receive takes its top.
 type msgHeap struct {
-	a      []*msg
-	expiry bool
+	a          []*msg
+	expiry     bool
+	byPriority bool
 }
 
 // eachExpired calls fn for every message of the expiry heap whose retention ended by now. The
@@ -70,6 +77,9 @@ func (h *msgHeap) eachExpired(now int64, fn func(*msg)) {
 
 func (h *msgHeap) less(i, j int) bool {
 	a, b := h.a[i], h.a[j]
+	if h.byPriority && a.prio != b.prio {
+		return a.prio > b.prio
+	}
 	ka, kb := a.at, b.at
 	if h.expiry {
 		ka, kb = a.expiresAt, b.expiresAt
@@ -277,6 +287,17 @@ type queue struct {
 	project ids.ID
 	bytes   int64
 	pb      *int64
+	// keys and keyOf are the key index of waiting keyed messages (conflate.go); nil until a
+	// keyed send.
+	keys  map[string]*keyed
+	keyOf map[*msg]*keyed
+	// Barriers (barrier.go): the barrier messages present in seq order, how many other
+	// messages older than the first are present, how many messages are held, and the time of
+	// the latest placement (releasing held messages places them).
+	bars    []*msg
+	before  int
+	held    int
+	lastNow int64
 }
 
 func newQueue(id ids.ID, fifo bool, pb *int64) *queue {
@@ -284,6 +305,7 @@ func newQueue(id ids.ID, fifo bool, pb *int64) *queue {
 		pb: pb,
 		id: id, fifo: fifo,
 		msgs:    map[ids.ID]*msg{},
+		visible: msgHeap{byPriority: true},
 		expiry:  msgHeap{expiry: true},
 		groups:  map[string]*group{},
 		dedup:   map[string]dedupEntry{},
@@ -305,6 +327,9 @@ func (q *queue) heapOf(st uint8) *msgHeap {
 
 // unplace takes m out of its state heap (its state becomes stNone).
 func (q *queue) unplace(m *msg) {
+	if m.st == stHeld {
+		q.held--
+	}
 	if h := q.heapOf(m.st); h != nil {
 		h.remove(m)
 	}
@@ -317,6 +342,12 @@ func (q *queue) unplace(m *msg) {
 // place puts m into the heap its state calls for at time now, then refreshes its group.
 func (q *queue) place(m *msg, now int64) {
 	q.unplace(m)
+	q.lastNow = now
+	if len(q.bars) > 0 && q.holds(m) {
+		m.st = stHeld
+		q.held++
+		return
+	}
 	switch {
 	case m.at <= now:
 		m.st = stVisible
@@ -336,6 +367,7 @@ func (q *queue) place(m *msg, now int64) {
 
 // markTaking moves a visible message out of the visible heap while a receive claims it.
 func (q *queue) markTaking(m *msg) {
+	q.unkey(m)
 	q.unplace(m)
 	m.st = stTaking
 	if m.g != nil {
@@ -381,11 +413,15 @@ func (q *queue) add(m *msg, groupID string, now int64) {
 		g.tail = m
 		g.count++
 	}
+	if m.barrier {
+		q.addBarrier(m)
+	}
 	q.place(m, now)
 }
 
 // remove forgets a message entirely.
 func (q *queue) remove(m *msg) {
+	q.unkey(m)
 	q.unplace(m)
 	q.expiry.remove(m)
 	delete(q.msgs, m.id)
@@ -414,10 +450,14 @@ func (q *queue) remove(m *msg) {
 		}
 		m.g = nil
 	}
+	if len(q.bars) > 0 {
+		q.removed(m)
+	}
 }
 
 // advance moves messages whose time has come into the visible heap.
 func (q *queue) advance(now int64) {
+	q.lastNow = now
 	for q.delayed.len() > 0 && q.delayed.top().at <= now {
 		q.place(q.delayed.top(), now)
 	}
@@ -431,10 +471,12 @@ func (q *queue) clear() {
 	*q.pb -= q.bytes
 	q.bytes = 0
 	q.msgs = map[ids.ID]*msg{}
-	q.visible, q.delayed, q.inflight = msgHeap{}, msgHeap{}, msgHeap{}
+	q.visible, q.delayed, q.inflight = msgHeap{byPriority: true}, msgHeap{}, msgHeap{}
 	q.expiry = msgHeap{expiry: true}
 	q.groups = map[string]*group{}
 	q.ready = groupHeap{}
+	q.keys, q.keyOf = nil, nil
+	q.bars, q.before, q.held = nil, 0, 0
 }
 
 // nextAt is the earliest time a delayed or in-flight message becomes visible (0: none).
@@ -448,3 +490,6 @@ func (q *queue) nextAt() int64 {
 	}
 	return at
 }
+
+// receiveCount is the message's receives that count: cancelled deliveries do not (SPEC §12).
+func (m *msg) receiveCount() int { return int(m.attempt) - int(m.cancels) }

@@ -272,3 +272,62 @@ func TestStoredBytesRestart(t *testing.T) {
 		t.Fatalf("StoredBytes = %d, want 20", n)
 	}
 }
+
+// TestPriorityRestart: priorities are in the records: after a restart the highest still goes
+// first, a keyed one included (its record carries both the key and the priority).
+func TestPriorityRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "messages.db")
+	clk := enginetest.NewClock()
+	e := open(t, path, clk)
+	q := engine.Queue{ID: ids.New(), Type: engine.Standard, Retention: time.Hour}
+	must(e.Send(ctx, q, []engine.Message{{Body: "low"}, {Body: "keyed", Key: "k", Priority: 3}, {Body: "high", Priority: 9}}))
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = open(t, path, clk)
+	res := must(e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute}))
+	var got []string
+	for _, m := range res.Messages {
+		got = append(got, fmt.Sprintf("%s/%d", m.Body, m.Priority))
+	}
+	if fmt.Sprint(got) != "[high/9 keyed/3 low/0]" {
+		t.Fatalf("after restart received %v, want [high/9 keyed/3 low/0]", got)
+	}
+}
+
+// TestCancelRestart: a message's cancels survive a restart (the record's optional tail), with
+// and without a priority before them.
+func TestCancelRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "messages.db")
+	clk := enginetest.NewClock()
+	e := open(t, path, clk)
+	q := engine.Queue{ID: ids.New(), Type: engine.Standard, Retention: time.Hour, MaxCancels: 1}
+	must(e.Send(ctx, q, []engine.Message{{Body: "plain"}, {Body: "high", Priority: 5}}))
+	res := must(e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute}))
+	var ds []engine.Delivery
+	for _, m := range res.Messages {
+		ds = append(ds, m.Delivery)
+	}
+	noErrs(t, "cancel", must2(e.Cancel(ctx, q, ds)))
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = open(t, path, clk)
+	res = must(e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute}))
+	if len(res.Messages) != 2 {
+		t.Fatalf("after restart received %d, want 2", len(res.Messages))
+	}
+	for _, m := range res.Messages {
+		if m.ReceiveCount != 1 {
+			t.Fatalf("%s: receiveCount %d after a cancel and a restart, want 1", m.Body, m.ReceiveCount)
+		}
+		noErrs(t, "the cancel beyond maxCancels", must2(e.Cancel(ctx, q, []engine.Delivery{m.Delivery})))
+	}
+	if st := must(e.Stats(ctx, q)); st.Visible+st.InFlight != 0 {
+		t.Fatalf("after the second cancels: %+v", st)
+	}
+}

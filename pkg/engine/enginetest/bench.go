@@ -26,12 +26,29 @@ type BenchHarness struct {
 }
 
 // BacklogsEnv names the backlogs (messages queued) the op=receive-ack/backlog=… benchmarks
-// run with, comma-separated (default "1000,100000"; the README's scale curve adds 1000000).
+// run with, comma-separated (default "1000,100000"; docs/performance.md's scale curve adds 1000000).
 const BacklogsEnv = "QUEUES_BENCH_BACKLOGS"
 
 // QueuesEnv is how many queues the op=send/queues=… benchmark spreads its sends over (default
-// 1000; the README's scale curve uses 10000).
+// 1000; docs/performance.md's scale curve uses 10000).
 const QueuesEnv = "QUEUES_BENCH_QUEUES"
+
+// BenchSizes is the backlogs named by BacklogsEnv, or def when it is not set.
+func BenchSizes(b *testing.B, def ...int) []int {
+	v := os.Getenv(BacklogsEnv)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("%s: %q is not a count", BacklogsEnv, f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // benchBody is the body size the benchmarks send.
 const benchBody = 1024
@@ -46,17 +63,7 @@ func Bench(b *testing.B, h BenchHarness) {
 	b.Run(fmt.Sprintf("op=send/batch=%d/conc=8", engine.MaxBatch), func(b *testing.B) { benchSend(b, h, engine.MaxBatch, 8) })
 	// Scale: receive latency against the backlog, throughput against partitions, sends spread
 	// over many queues.
-	backlogs := []int{1000, 100_000}
-	if v := os.Getenv(BacklogsEnv); v != "" {
-		backlogs = backlogs[:0]
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				b.Fatalf("%s: %q is not a count", BacklogsEnv, f)
-			}
-			backlogs = append(backlogs, n)
-		}
-	}
+	backlogs := BenchSizes(b, 1000, 100_000)
 	for _, n := range backlogs {
 		b.Run(fmt.Sprintf("op=receive-ack/batch=%d/backlog=%d", engine.MaxBatch, n), func(b *testing.B) { benchBacklog(b, h, n) })
 	}
@@ -230,7 +237,7 @@ func benchReceiveAck(b *testing.B, h BenchHarness, batch int) {
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
 }
 
-// smallBody is the body size of the scale benchmarks (the README's 64-byte workload), so large
+// smallBody is the body size of the scale benchmarks (docs/performance.md's 64-byte workload), so large
 // backlogs fit in memory.
 const smallBody = 64
 

@@ -85,6 +85,15 @@ func Run(t *testing.T, h Harness) {
 		{"StoredBytesLimit", func(t *testing.T, s *suite) { testStoredBytesLimit(t, s, h) }},
 	}
 	tests = append(tests, fifoTests(h)...)
+	tests = append(tests, moveTests(h)...)
+	tests = append(tests, lifecycleTests(h)...)
+	tests = append(tests, barrierTests(h)...)
+	tests = append(tests, barrierPathTests()...)
+	tests = append(tests, consumerTests(h)...)
+	tests = append(tests, priorityTests(h)...)
+	tests = append(tests, atMostOnceTests(h)...)
+	tests = append(tests, cancelTests()...)
+	tests = append(tests, filterTests(h)...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -249,6 +258,14 @@ func wantCode(t *testing.T, what string, err error, code apierr.Code) {
 	}
 	if got := apierr.CodeOf(err); got != code {
 		t.Fatalf("%s: error %v (code %s), want %s", what, err, got, code)
+	}
+}
+
+// wantRefusal: err is the engine's refusal sentinel (the API gives it its code and field).
+func wantRefusal(t *testing.T, what string, err, sentinel error) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("%s: error %v, want %v", what, err, sentinel)
 	}
 }
 
@@ -854,11 +871,15 @@ func testBrowse(t *testing.T, s *suite) {
 	s.wantCounts(q, 6, 3, 4)
 
 	_, err := s.e.Browse(s.ctx, q, engine.BrowseRequest{State: engine.StateVisible, Limit: 2, Cursor: "not a cursor"})
-	wantCode(t, "browse with a bad cursor", err, apierr.InvalidArgument)
+	wantRefusal(t, "browse with a bad cursor", err, engine.ErrBadCursor)
 	page, err := s.e.Browse(s.ctx, q, engine.BrowseRequest{State: engine.StateVisible, Limit: 1})
 	wantNil(t, "browse", err)
 	_, err = s.e.Browse(s.ctx, q, engine.BrowseRequest{State: engine.StateDelayed, Limit: 1, Cursor: page.NextCursor})
-	wantCode(t, "browse with another state's cursor", err, apierr.InvalidArgument)
+	wantRefusal(t, "browse with another state's cursor", err, engine.ErrBadCursor)
+	// An unknown state is the engine's sentinel (the API names the parameter, not the engine).
+	if _, err = s.e.Browse(s.ctx, q, engine.BrowseRequest{State: "gone", Limit: 1}); !errors.Is(err, engine.ErrInvalidState) {
+		t.Fatalf("browse of an unknown state: %v, want engine.ErrInvalidState", err)
+	}
 }
 
 // browseAll pages through one state from cursor with the given page size.
@@ -1077,8 +1098,8 @@ func testNextVisibleAt(t *testing.T, s *suite) {
 func testGroupsOnStandard(t *testing.T, s *suite) {
 	q := s.queue()
 	_, err := s.e.Groups(s.ctx, q, 10, "")
-	wantCode(t, "groups of a standard queue", err, apierr.InvalidArgument)
-	wantCode(t, "purge group of a standard queue", s.e.PurgeGroup(s.ctx, q, "g"), apierr.InvalidArgument)
+	wantRefusal(t, "groups of a standard queue", err, engine.ErrNoGroups)
+	wantRefusal(t, "purge group of a standard queue", s.e.PurgeGroup(s.ctx, q, "g"), engine.ErrNoGroups)
 }
 
 func testPartitionGrowth(t *testing.T, h Harness) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -567,7 +566,7 @@ func testFIFOGroups(t *testing.T, s *suite) {
 		}
 	}
 	_, err = s.e.Groups(s.ctx, q, 10, "not a cursor")
-	wantCode(t, "groups with a bad cursor", err, apierr.InvalidArgument)
+	wantRefusal(t, "groups with a bad cursor", err, engine.ErrBadCursor)
 	// A retried-after message keeps its group in flight; a delayed one is not in flight.
 	dq := s.queue(fifo, withDelay(time.Minute))
 	s.sendG(dq, "later", "l1")

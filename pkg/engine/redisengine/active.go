@@ -76,9 +76,9 @@ func (e *Engine) retire(ctx context.Context, q engine.Queue, n int) error {
 	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			k := keysOf(q.ID, i)
-			cmds = append(cmds, p.LLen(ctx, k.l), p.HLen(ctx, k.m), p.HLen(ctx, k.o), p.ZCard(ctx, k.dd))
+			cmds = append(cmds, p.LLen(ctx, k.l), p.HLen(ctx, k.m), p.HLen(ctx, k.o), p.HLen(ctx, k.mo), p.ZCard(ctx, k.dd))
 		}
-		cmds = append(cmds, p.HLen(ctx, groupMapKey(q.ID)))
+		cmds = append(cmds, p.HLen(ctx, groupMapKey(q.ID)), p.LLen(ctx, holdKey(q.ID)))
 		return nil
 	}); err != nil {
 		return e.wrap(ctx, "sweep", err)

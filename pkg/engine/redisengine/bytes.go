@@ -29,6 +29,9 @@ const reservationTTL = 30 * time.Second
 // errOverQuota is a partition script's refusal of a send for the project's maxStoredBytes.
 var errOverQuota = errors.New("over maxStoredBytes")
 
+// errFenced is send.lua's refusal of a partition fenced for a pending barrier (barrier.go).
+var errFenced = errors.New("partition fenced for a barrier")
+
 // byteKeys are the stored-bytes keys a partition script takes after its own: the partition's
 // byte hash and, on a single server, the project's.
 func (e *Engine) byteKeys(q engine.Queue, k partKeys) []string {

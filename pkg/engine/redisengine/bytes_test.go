@@ -78,7 +78,7 @@ func TestLimitConcurrentReplicas(t *testing.T) {
 			first := client()
 			engines := []*redisengine.Engine{newEngine(t, first, enginetest.NewClock(), redisengine.Options{})}
 			for range 2 {
-				c := first
+				var c redis.UniversalClient
 				if cc, ok := first.(*redis.ClusterClient); ok {
 					c = redis.NewClusterClient(cc.Options())
 				} else {

@@ -33,6 +33,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Defaults of Options.
@@ -41,7 +42,7 @@ const (
 	// DefaultSingleNodePartitionSendRate replaces it on a single Redis server, where more
 	// partitions spread nothing: one partition's scripts take about that much on one core.
 	DefaultSingleNodePartitionSendRate = 100_000
-	DefaultChannel                     = "queues:wake"
+	DefaultChannel                     = rediskeys.WakeChannel
 	DefaultStartTimeout                = 10 * time.Second
 )
 
@@ -144,6 +145,14 @@ var _ engine.Engine = (*Engine)(nil)
 type partCount struct {
 	n  int
 	at time.Time
+	// barrier is whether a barrier was pending when the count was read (field bon of the
+	// same hash, read in the same command): receives that fall short then run the barrier
+	// step (barrier.go). Other replicas' barrier sends set it at once by a wake-up.
+	barrier bool
+	// prio is whether the queue has had a message of priority above 0 (field pr of the same
+	// hash, read in the same command): receives over several partitions then probe them all
+	// for the highest band first (priority.go).
+	prio bool
 }
 
 // New returns an engine on rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring; the
@@ -313,15 +322,15 @@ func (e *Engine) wrap(ctx context.Context, op string, err error) error {
 		return ctxErr
 	}
 	var ae *apierr.Error
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) || engine.IsRefusal(err) {
 		return err
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) && !transient(err) {
 		e.log.Error("redisengine: "+op, "error", err)
-		return &apierr.Error{Code: apierr.Internal, Message: fmt.Sprintf("%s: storage error: %v", op, err)}
+		return engine.StoreFault(op, err)
 	}
-	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("%s: redis unavailable: %v", op, err)}
+	return engine.StoreUnavailable(op, err)
 }
 
 // transient lists the Redis error replies that mean "not now" rather than "never".
@@ -349,21 +358,21 @@ func (e *Engine) partitions(ctx context.Context, q ids.ID) (int, error) {
 // partitionsFresh reads the partition count from Redis and refreshes the cache.
 func (e *Engine) partitionsFresh(ctx context.Context, q ids.ID) (int, error) {
 	n := 1
-	s, err := e.rdb.HGet(ctx, partitionsKey(q), "n").Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-	case err != nil:
+	vals, err := e.rdb.HMGet(ctx, partitionsKey(q), "n", "bon", "pr").Result()
+	if err != nil {
 		return 0, e.wrap(ctx, "partitions", err)
-	default:
+	}
+	if s, ok := vals[0].(string); ok {
 		if v, perr := strconv.Atoi(s); perr == nil && v >= 1 {
 			n = min(v, engine.MaxPartitions)
 		}
 	}
-	e.setPartitions(q, n)
+	e.setPartitions(q, n, len(vals) > 1 && vals[1] != nil)
+	e.markPriority(q, len(vals) > 2 && vals[2] != nil)
 	return n, nil
 }
 
-func (e *Engine) setPartitions(q ids.ID, n int) {
+func (e *Engine) setPartitions(q ids.ID, n int, barrier bool) {
 	now := time.Now()
 	e.pmu.Lock()
 	defer e.pmu.Unlock()
@@ -374,7 +383,7 @@ func (e *Engine) setPartitions(q ids.ID, n int) {
 			}
 		}
 	}
-	e.parts[q] = partCount{n: n, at: now}
+	e.parts[q] = partCount{n: n, at: now, barrier: barrier, prio: e.parts[q].prio}
 }
 
 // emptyHint is how long (engine clock) a receive that found a partition short, or a probe
@@ -439,7 +448,7 @@ func (e *Engine) grow(ctx context.Context, q ids.ID, seen int, now int64) {
 		e.log.Warn("redisengine: adding a partition", "queue", q.String(), "error", err)
 		return
 	}
-	e.setPartitions(q, n)
+	e.setPartitions(q, n, e.barrierPending(q))
 }
 
 // Watch registers a watcher of the queue's wake-ups (sends, releases, purge, delete), from
@@ -450,9 +459,13 @@ func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) { return e.watch.Watc
 func (e *Engine) listen(ch <-chan *redis.Message) {
 	defer close(e.listened)
 	for msg := range ch {
-		q, err := ids.ParseUUID(msg.Payload)
+		pl, barrier := strings.CutPrefix(msg.Payload, barrierPrefix)
+		q, err := ids.ParseUUID(pl)
 		if err != nil {
 			continue
+		}
+		if barrier {
+			e.markBarrier(q, true)
 		}
 		e.notify(q)
 	}

@@ -130,7 +130,7 @@ func (e *Engine) sendFIFO(ctx context.Context, q engine.Queue, msgs []engine.Mes
 	items := make([]*fitem, len(msgs))
 	for i, m := range msgs {
 		if m.GroupID == "" {
-			return nil, apierr.Invalid(fmt.Sprintf("messages[%d].groupId", i), "is required on a fifo queue")
+			return nil, &engine.Refusal{Err: engine.ErrGroupRequired, Index: i}
 		}
 		items[i] = &fitem{
 			idx: i, id: ids.New(), dedup: dedupIDOf(q, m), visible: visible, expires: expires, sent: now, mode: "n",
@@ -146,154 +146,190 @@ func (e *Engine) sendFIFO(ctx context.Context, q engine.Queue, msgs []engine.Mes
 // reported on the items it concerns (SendResult.Err) and the others keep their results; only
 // when none was stored does the send fail as a whole.
 func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, now int64) ([]engine.SendResult, error) {
-	res := make([]engine.SendResult, len(items))
-	stored := false
-	var firstErr error
-	failItem := func(it *fitem, err error) {
-		res[it.idx] = engine.SendResult{Partition: -1, Err: err}
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	rates := map[int]int64{}
+	s := &fifoSend{e: e, q: q, now: now, res: make([]engine.SendResult, len(items)), rates: map[int]int64{}}
 	todo := items
 	for round := 0; len(todo) > 0; round++ {
 		if round == maxSendRounds {
 			err := &apierr.Error{Code: apierr.Unavailable,
 				Message: "send: too many concurrent sends to the same message group or dedup id; retry"}
 			for _, it := range todo {
-				failItem(it, err)
+				s.fail(it, err)
 			}
 			break
 		}
-		writes, verify, err := e.reserve(ctx, q, todo, now)
-		if err != nil {
-			for _, it := range todo {
-				failItem(it, err)
-			}
-			break
-		}
-		var next []*fitem
-		byPart := map[int][]*fitem{}
-		for _, it := range writes {
-			byPart[it.p] = append(byPart[it.p], it)
-		}
-		parts := make([]int, 0, len(byPart))
-		for p := range byPart {
-			parts = append(parts, p)
-		}
-		slices.Sort(parts)
-		var bytes int64
-		for _, it := range writes {
-			bytes += engine.PayloadBytes(it.pl.Body, it.pl.Attributes)
-		}
-		held, err := e.reserveBytes(ctx, q, bytes)
-		if err != nil {
-			for _, it := range writes {
-				failItem(it, e.sendErr(ctx, q, err))
-			}
-			parts = nil
-		}
-		calls := make([]scriptCall, len(parts))
-		trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
-		touched := make([]partKeys, len(parts))
-		for i, p := range parts {
-			k := keysOf(q.ID, p)
-			touched[i] = k
-			args := []any{now, e.opts.Channel, q.ID.String(), trim, max(q.MaxStoredBytes, 0), q.Project.String()}
-			for _, it := range byPart[p] {
-				it.pl.Sequence = it.seq
-				resv := "0"
-				if it.dedup != "" {
-					resv = "1"
-				}
-				args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
-					groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
-			}
-			script := fSendScript
-			if byPart[p][0].move {
-				script = fSendMoveScript
-			}
-			calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd), args}
-		}
-		cmds := e.run(ctx, calls)
-		if held != "" {
-			e.fold(ctx, q.Project, touched, held)
-		} else {
-			e.fold(ctx, q.Project, touched)
-		}
-		for i, p := range parts {
-			vals, err := cmds[i].Slice()
-			var codes []any
-			if err == nil && len(vals) == 1 {
-				err = errOverQuota
-				for _, it := range byPart[p] {
-					failItem(it, e.sendErr(ctx, q, err))
-				}
-				continue
-			}
-			if err == nil {
-				if len(vals) == 2 {
-					codes, _ = vals[1].([]any)
-				}
-				if len(codes) != len(byPart[p]) {
-					err = errBadReply
-				}
-			}
-			if err != nil {
-				// This partition's messages are not known to be stored; other partitions may
-				// have stored theirs. A retry with the same dedup ids answers a message that
-				// was stored after all as a duplicate.
-				err = e.wrap(ctx, "send", err)
-				for _, it := range byPart[p] {
-					failItem(it, err)
-				}
-				continue
-			}
-			rate, _ := vals[0].(int64)
-			rates[p] = max(rates[p], rate)
-			for j, it := range byPart[p] {
-				switch c, _ := codes[j].(int64); c {
-				case 1:
-					res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p}
-					stored = true
-				case 2: // fenced: never stored, never answered; go again as a new message
-					it.id, it.mode = ids.New(), "n"
-					next = append(next, it)
-				case 3: // a later sequence number of its group landed first
-					it.mode = "r"
-					next = append(next, it)
-				default:
-					failItem(it, e.wrap(ctx, "send", errBadReply))
-				}
-			}
-		}
-		for _, it := range verify {
-			ok, err := e.verifyReservation(ctx, q.ID, it.holderP, it.holder)
-			if err != nil {
-				failItem(it, err)
-				continue
-			}
-			if ok {
-				res[it.idx] = engine.SendResult{MessageID: it.holder, Duplicate: true, Partition: -1}
-				continue
-			}
-			it.mode = "t" + string(it.holder[:]) // fenced: take the reservation over
-			next = append(next, it)
-		}
-		todo = next
+		todo = s.round(ctx, todo)
 	}
-	if firstErr != nil && !stored {
-		return nil, firstErr
+	if s.firstErr != nil && !s.stored {
+		return nil, s.firstErr
 	}
 	n, _ := e.partitions(ctx, q.ID)
-	for _, rate := range rates {
+	for _, rate := range s.rates {
 		if rate > int64(e.opts.PartitionSendRate) && n > 0 && n < engine.MaxPartitions {
 			e.grow(ctx, q.ID, n, now)
 			break
 		}
 	}
-	return res, nil
+	return s.res, nil
+}
+
+// fifoSend is one storeFIFO call: the answers so far and the send rates the partitions
+// reported (which may grow the queue).
+type fifoSend struct {
+	e        *Engine
+	q        engine.Queue
+	now      int64
+	res      []engine.SendResult
+	stored   bool
+	firstErr error
+	rates    map[int]int64
+}
+
+func (s *fifoSend) fail(it *fitem, err error) {
+	s.res[it.idx] = engine.SendResult{Partition: -1, Err: err}
+	if s.firstErr == nil {
+		s.firstErr = err
+	}
+}
+
+// round reserves the items' sequence numbers and dedup ids, stores the writes partition by
+// partition and checks the reservations others hold; it returns the items to go again.
+func (s *fifoSend) round(ctx context.Context, todo []*fitem) []*fitem {
+	e, q := s.e, s.q
+	writes, verify, err := e.reserve(ctx, q, todo, s.now)
+	if err != nil {
+		for _, it := range todo {
+			s.fail(it, err)
+		}
+		return nil
+	}
+	byPart := map[int][]*fitem{}
+	for _, it := range writes {
+		byPart[it.p] = append(byPart[it.p], it)
+	}
+	parts := make([]int, 0, len(byPart))
+	for p := range byPart {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	var bytes int64
+	for _, it := range writes {
+		bytes += engine.PayloadBytes(it.pl.Body, it.pl.Attributes)
+	}
+	held, err := e.reserveBytes(ctx, q, bytes)
+	if err != nil {
+		for _, it := range writes {
+			s.fail(it, e.sendErr(ctx, q, err))
+		}
+		parts = nil
+	}
+	calls, touched := s.calls(parts, byPart)
+	cmds := e.run(ctx, calls)
+	if held != "" {
+		e.fold(ctx, q.Project, touched, held)
+	} else {
+		e.fold(ctx, q.Project, touched)
+	}
+	var next []*fitem
+	for i, p := range parts {
+		next = s.settle(ctx, p, byPart[p], cmds[i], next)
+	}
+	return s.verify(ctx, verify, next)
+}
+
+// calls are the fifo send scripts of the partitions' writes.
+func (s *fifoSend) calls(parts []int, byPart map[int][]*fitem) ([]scriptCall, []partKeys) {
+	e, q, now := s.e, s.q, s.now
+	calls := make([]scriptCall, len(parts))
+	trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
+	touched := make([]partKeys, len(parts))
+	for i, p := range parts {
+		k := keysOf(q.ID, p)
+		touched[i] = k
+		args := []any{now, e.opts.Channel, q.ID.String(), trim, max(q.MaxStoredBytes, 0), q.Project.String()}
+		for _, it := range byPart[p] {
+			it.pl.Sequence = it.seq
+			resv := "0"
+			if it.dedup != "" {
+				resv = "1"
+			}
+			args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
+				groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
+		}
+		script := fSendScript
+		if byPart[p][0].move {
+			script = fSendMoveScript
+		}
+		calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd), args}
+	}
+	return calls, touched
+}
+
+// settle reads partition p's answer for its items and appends those to go again to next.
+func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis.Cmd, next []*fitem) []*fitem {
+	e, q := s.e, s.q
+	vals, err := cmd.Slice()
+	var codes []any
+	if err == nil && len(vals) == 1 {
+		for _, it := range items {
+			s.fail(it, e.sendErr(ctx, q, errOverQuota))
+		}
+		return next
+	}
+	if err == nil {
+		if len(vals) == 2 {
+			codes, _ = vals[1].([]any)
+		}
+		if len(codes) != len(items) {
+			err = errBadReply
+		}
+	}
+	if err != nil {
+		// This partition's messages are not known to be stored; other partitions may
+		// have stored theirs. A retry with the same dedup ids answers a message that
+		// was stored after all as a duplicate.
+		err = e.wrap(ctx, "send", err)
+		for _, it := range items {
+			s.fail(it, err)
+		}
+		return next
+	}
+	rate, _ := vals[0].(int64)
+	s.rates[p] = max(s.rates[p], rate)
+	for j, it := range items {
+		switch c, _ := codes[j].(int64); c {
+		case 1:
+			s.res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p}
+			s.stored = true
+		case 2: // fenced: never stored, never answered; go again as a new message
+			it.id, it.mode = ids.New(), "n"
+			next = append(next, it)
+		case 3: // a later sequence number of its group landed first
+			it.mode = "r"
+			next = append(next, it)
+		default:
+			s.fail(it, e.wrap(ctx, "send", errBadReply))
+		}
+	}
+	return next
+}
+
+// verify answers the items whose dedup id another send holds: a duplicate of the holder when
+// it was stored, else they go again taking the reservation over.
+func (s *fifoSend) verify(ctx context.Context, verify, next []*fitem) []*fitem {
+	for _, it := range verify {
+		ok, err := s.e.verifyReservation(ctx, s.q.ID, it.holderP, it.holder)
+		if err != nil {
+			s.fail(it, err)
+			continue
+		}
+		if ok {
+			s.res[it.idx] = engine.SendResult{MessageID: it.holder, Duplicate: true, Partition: -1}
+			continue
+		}
+		it.mode = "t" + string(it.holder[:]) // fenced: take the reservation over
+		next = append(next, it)
+	}
+	return next
 }
 
 // reserve runs freserve for the items: those it reserved get a partition and a sequence
@@ -407,7 +443,7 @@ func (e *Engine) insertFIFO(ctx context.Context, dlq engine.Queue, moved []*fite
 // and the rest to the partition with the oldest head.
 func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, want, n int, now int64) (engine.ReceiveResult, error) {
 	if n == 1 {
-		return e.claim(ctx, q, req, now, []claim{{0, want}})
+		return e.claim(ctx, q, req, now, []claim{{p: 0, n: want}})
 	}
 	calls := make([]scriptCall, n)
 	for p := range n {
@@ -458,7 +494,7 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 	var claims []claim
 	for i, a := range asks {
 		if a > 0 {
-			claims = append(claims, claim{have[i].p, min(a, engine.MaxBatch)})
+			claims = append(claims, claim{p: have[i].p, n: min(a, engine.MaxBatch)})
 		}
 	}
 	return e.claim(ctx, q, req, now, claims)
@@ -525,7 +561,7 @@ func encodeGroupCursor(p int, g string) string {
 }
 
 func decodeGroupCursor(v string) (int, string, error) {
-	bad := apierr.Invalid("cursor", "malformed cursor")
+	bad := engine.ErrBadCursor
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
 		return 0, "", bad
@@ -565,7 +601,7 @@ func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string)
 		return errNoGroups
 	}
 	if !validGroupID(groupID) {
-		return apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)")
+		return engine.ErrBadGroupID
 	}
 	var seq uint64
 	var parts []int

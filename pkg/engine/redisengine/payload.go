@@ -84,18 +84,32 @@ func decodePayload(s string) (*payload, error) {
 	return p, nil
 }
 
-// state is a message's mutable state, stored as "attempt|receivedAtMs|expiresAtMs|sentAtMs".
+// state is a message's mutable state, stored as "attempt|receivedAtMs|expiresAtMs|sentAtMs",
+// the attempt field "attempt:cancels" (and a trailing '*' while that attempt stands
+// cancelled) once a delivery was cancelled (scripts/prelude.lua).
 type state struct {
 	Attempt    uint32
+	Cancels    uint32
 	ReceivedAt int64
 	ExpiresAt  int64
 	SentAt     int64
 }
 
+// ReceiveCount is the receives that count: cancelled deliveries do not (SPEC §12).
+func (s state) ReceiveCount() int { return int(s.Attempt) - int(s.Cancels) }
+
 func parseState(s string) (state, error) {
 	parts := strings.Split(s, "|")
 	if len(parts) != 4 {
 		return state{}, fmt.Errorf("malformed message state %q", s)
+	}
+	var cancels int64
+	if a, c, ok := strings.Cut(parts[0], ":"); ok {
+		n, err := strconv.ParseInt(strings.TrimSuffix(c, "*"), 10, 32)
+		if err != nil || n < 0 {
+			return state{}, fmt.Errorf("malformed message state %q", s)
+		}
+		parts[0], cancels = a, n
 	}
 	var v [4]int64
 	for i, p := range parts {
@@ -105,10 +119,10 @@ func parseState(s string) (state, error) {
 		}
 		v[i] = n
 	}
-	if v[0] > int64(^uint32(0)) {
+	if v[0] > int64(^uint32(0)) || cancels > v[0] {
 		return state{}, fmt.Errorf("malformed message state %q", s)
 	}
-	return state{Attempt: uint32(v[0]), ReceivedAt: v[1], ExpiresAt: v[2], SentAt: v[3]}, nil
+	return state{Attempt: uint32(v[0]), Cancels: uint32(cancels), ReceivedAt: v[1], ExpiresAt: v[2], SentAt: v[3]}, nil
 }
 
 // splitValue splits an m value ("attempt|receivedAtMs|expiresAtMs|sentAtMs|" + payload) into

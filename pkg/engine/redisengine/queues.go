@@ -13,6 +13,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -56,6 +57,14 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 			return e.wrap(ctx, "purge", err)
 		}
 	}
+	if q.Type == engine.Standard {
+		if err := e.purgeHold(ctx, q, false); err != nil {
+			return err
+		}
+	}
+	if err := e.clearHoldings(ctx, q.ID); err != nil {
+		return err
+	}
 	e.publish(ctx, q.ID)
 	return nil
 }
@@ -67,11 +76,17 @@ func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 	if err := e.deleteCounted(ctx, q); err != nil {
 		return err
 	}
+	if err := e.deleteHold(ctx, q); err != nil {
+		return err
+	}
+	if err := e.deleteConsumers(ctx, q); err != nil {
+		return err
+	}
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range engine.MaxPartitions {
 			pipe.Unlink(ctx, keysOf(q, p).all()...)
 		}
-		pipe.Unlink(ctx, partitionsKey(q), purgeKey(q), seqKey(q), groupMapKey(q))
+		pipe.Unlink(ctx, partitionsKey(q), purgeKey(q), seqKey(q), groupMapKey(q), holdKey(q))
 		return nil
 	}); err != nil {
 		return e.wrap(ctx, "delete queue", err)
@@ -97,6 +112,7 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 	if err := e.clockOK(); err != nil {
 		return engine.Stats{}, err
 	}
+	e.stepBarrier(ctx, q)
 	return idempotent(ctx, func() (engine.Stats, error) { return e.statsSwept(ctx, q) })
 }
 
@@ -142,6 +158,13 @@ func (e *Engine) stats(ctx context.Context, q engine.Queue) (engine.Stats, bool,
 		}
 		more = more || v[4] == 1
 	}
+	if q.Type == engine.Standard {
+		held, err := e.heldCount(ctx, q.ID)
+		if err != nil {
+			return engine.Stats{}, false, err
+		}
+		st.Delayed += held // accepted, not deliverable before their barrier
+	}
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
 	st.OldestSentAt = timeOrZero(oldest)
 	return st, more, nil
@@ -153,13 +176,28 @@ const (
 	MaxBrowseLimit     = 1000
 )
 
-// scoreInf stands for +inf as an inclusive maximum score: beyond every time in ms.
-const scoreInf = "9007199254740992"
+// priorityBand is the score offset of one priority level in the zsets r and f (keys.go,
+// prelude.lua: BAND): a message of priority b is scored at its time plus b bands.
+const priorityBand = int64(1) << 43
 
-// segment is one structure of one partition, in browse order: its list l, or its zset r or f.
+// visibleOffset is what a send adds to its time for a message's r score: its delay and its
+// priority band. A message of priority above 0 so always scores past now and never goes to
+// the list l (send.lua), whose elements are all of priority 0.
+func visibleOffset(delay time.Duration, priority int) int64 {
+	return max(delay, 0).Milliseconds() + int64(max(priority, 0))*priorityBand
+}
+
+// bandOf splits a zset score into its time (ms) and its message's priority.
+func bandOf(score int64) (ms int64, priority int) {
+	b := score / priorityBand
+	return score - b*priorityBand, int(b)
+}
+
+// segment is one structure of one partition, in browse order: its list l, or its zset r or
+// f; or (kind 'h', p -1) the queue's barrier hold, browsed as delayed after the partitions.
 type segment struct {
 	p    int
-	kind byte // 'l', 'r' or 'f'
+	kind byte // 'l', 'r', 'f' or 'h'
 }
 
 // segsPerPartition bounds the segments a state has per partition (visible: l, r and f).
@@ -176,6 +214,9 @@ func segments(s engine.State, n int) []segment {
 		case engine.StateDelayed:
 			out = append(out, segment{p, 'r'})
 		}
+	}
+	if s == engine.StateDelayed {
+		out = append(out, segment{-1, 'h'})
 	}
 	return out
 }
@@ -194,7 +235,7 @@ func (c browseCursor) encode(s engine.State) string {
 }
 
 func decodeCursor(s engine.State, v string) (browseCursor, error) {
-	bad := apierr.Invalid("cursor", "malformed cursor")
+	bad := engine.ErrBadCursor
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
 		return browseCursor{}, bad
@@ -218,12 +259,20 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	if err := e.clockOK(); err != nil {
 		return engine.BrowsePage{}, err
 	}
+	e.stepBarrier(ctx, q)
 	return idempotent(ctx, func() (engine.BrowsePage, error) { return e.browse(ctx, q, req) })
 }
 
 func (e *Engine) browse(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, error) {
-	if req.State != engine.StateVisible && req.State != engine.StateInFlight && req.State != engine.StateDelayed {
-		return engine.BrowsePage{}, apierr.Invalid("state", "must be visible, inFlight or delayed")
+	page, _, _, err := e.browseAt(ctx, q, req)
+	return page, err
+}
+
+// browseAt is browse that also answers where each message of the page was found (its
+// cursor: segment and score or list position) and the segments it read.
+func (e *Engine) browseAt(ctx context.Context, q engine.Queue, req engine.BrowseRequest) (engine.BrowsePage, []browseCursor, []segment, error) {
+	if !req.State.Valid() {
+		return engine.BrowsePage{}, nil, nil, engine.ErrInvalidState
 	}
 	limit := req.Limit
 	if limit <= 0 {
@@ -235,96 +284,164 @@ func (e *Engine) browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	if hasCur {
 		var err error
 		if cur, err = decodeCursor(req.State, req.Cursor); err != nil {
-			return engine.BrowsePage{}, err
+			return engine.BrowsePage{}, nil, nil, err
 		}
 	}
 	n, err := e.partitions(ctx, q.ID)
 	if err != nil {
-		return engine.BrowsePage{}, err
+		return engine.BrowsePage{}, nil, nil, err
 	}
 	now := e.nowMs()
-	nowS := strconv.FormatInt(now, 10)
-	minS, maxS := "-inf", nowS
+	// The time range of the state in each priority band: (lo, hi].
+	lo, hi := int64(-1), now
 	if req.State != engine.StateVisible {
-		minS, maxS = "("+nowS, scoreInf
+		lo, hi = now, priorityBand-1
 	}
 	segs := segments(req.State, n)
-	var page engine.BrowsePage
+	// A filter leaves unmatched messages out and bounds the page to what it examines.
+	flt := req.Filter
+	if flt.Empty() {
+		flt = nil
+	}
+	w := &browseWalk{e: e, q: q, state: req.State, flt: flt, now: now, lo: lo, hi: hi, cur: cur, hasCur: hasCur}
 	// One message beyond the page is looked for, so that a full last page ends the list
 	// (no cursor); at[i] is where the page after message i starts.
 	want := limit + 1
-	var at []browseCursor
+	left, last, cut := filter.MaxCandidates, browseCursor{}, false
 	si := 0
 	if hasCur {
 		si = cur.seg
 	}
-	for si < len(segs) && len(page.Messages) < want {
-		sg := segs[si]
-		k := keysOf(q.ID, sg.p)
-		ask := want - len(page.Messages)
-		got := 0
-		if sg.kind == 'l' {
-			from := int64(0)
-			if hasCur {
-				from = cur.score + 1
-			}
-			vals, err := browseListScript.Run(ctx, e.rdb, []string{k.l, k.lh}, from, ask).Slice()
-			if err != nil || len(vals) == 0 {
-				return engine.BrowsePage{}, e.wrap(ctx, "browse", orBad(err))
-			}
-			first, _ := vals[0].(int64)
-			for i, v := range vals[1:] {
-				got++
-				l, err := parseListed(str(v))
-				cur, hasCur = browseCursor{seg: si, score: first + int64(i), id: string(l.ID[:])}, true
-				if err != nil {
-					e.log.Error("redisengine: undecodable message in browse", "queue", q.ID.String(), "error", err)
-					continue
-				}
-				if m, ok := e.browsed(req.State, l.ID, l.SentAt, state{ExpiresAt: l.ExpiresAt, SentAt: l.SentAt}, l.Payload, now); ok {
-					page.Messages, at = append(page.Messages, m), append(at, cur)
-				}
-			}
-		} else {
-			z := k.r
-			if sg.kind == 'f' {
-				z = k.f
-			}
-			curScore, curID := "0", ""
-			if hasCur {
-				curScore, curID = strconv.FormatInt(cur.score, 10), cur.id
-			}
-			vals, err := browseScript.Run(ctx, e.rdb, []string{z, k.m, k.s}, minS, maxS, ask, curScore, curID).Slice()
-			if err != nil {
-				return engine.BrowsePage{}, e.wrap(ctx, "browse", err)
-			}
-			for i := 0; i+3 < len(vals); i += 4 {
-				got++
-				score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
-				cur, hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
-				id, ok := ids.FromBytes([]byte(str(vals[i])))
-				if !ok {
-					continue
-				}
-				st, err := parseState(str(vals[i+2]))
-				if err != nil {
-					continue // gone meanwhile (state false) or corrupt
-				}
-				if m, ok := e.browsed(req.State, id, score, st, str(vals[i+3]), now); ok {
-					page.Messages, at = append(page.Messages, m), append(at, cur)
-				}
-			}
+	for si < len(segs) && len(w.page.Messages) < want {
+		if flt != nil && left <= 0 {
+			cut = true
+			break
 		}
+		ask := want - len(w.page.Messages)
+		if flt != nil {
+			ask = min(max(ask, filterBrowseAsk), left)
+		}
+		got, err := w.segment(ctx, si, segs[si], ask)
+		if err != nil {
+			return engine.BrowsePage{}, nil, nil, err
+		}
+		left, last = left-got, w.cur
 		if got < ask { // this segment is done
 			si++
-			hasCur = false
+			w.hasCur = false
 		}
 	}
+	page, at := w.page, w.at
 	if len(page.Messages) > limit {
 		page.Messages = page.Messages[:limit]
 		page.NextCursor = at[limit-1].encode(req.State)
+	} else if cut {
+		page.NextCursor = last.encode(req.State) // the bound ended the page, not the list
 	}
-	return page, nil
+	return page, at[:len(page.Messages)], segs, nil
+}
+
+// browseWalk is one browse page being gathered, segment after segment: the messages kept,
+// where the page after each starts, and the position reached.
+type browseWalk struct {
+	e           *Engine
+	q           engine.Queue
+	state       engine.State
+	flt         *filter.Filter
+	now, lo, hi int64 // the state's time range in each priority band: (lo, hi]
+	page        engine.BrowsePage
+	at          []browseCursor
+	cur         browseCursor
+	hasCur      bool
+}
+
+// keep adds a browsed message that matches the filter, with the cursor after it.
+func (w *browseWalk) keep(m engine.BrowsedMessage, ok bool, after browseCursor) {
+	if ok && w.flt.Match(m.Attributes) {
+		w.page.Messages, w.at = append(w.page.Messages, m), append(w.at, after)
+	}
+}
+
+// segment reads up to ask entries of segment si from the position reached and answers how
+// many it examined (fewer than ask: the segment is done).
+func (w *browseWalk) segment(ctx context.Context, si int, sg segment, ask int) (int, error) {
+	switch sg.kind {
+	case 'h':
+		ms, cs, err := w.e.browseHold(ctx, w.q, si, w.cur, w.hasCur, ask, w.now)
+		if err != nil {
+			return 0, err
+		}
+		if len(cs) > 0 {
+			w.cur, w.hasCur = cs[len(cs)-1], true
+		}
+		for i, m := range ms {
+			w.keep(m, m.State != "", cs[i]) // no state: not one of this browse's
+		}
+		return len(cs), nil
+	case 'l':
+		return w.list(ctx, si, keysOf(w.q.ID, sg.p), ask)
+	default:
+		return w.zset(ctx, si, sg, keysOf(w.q.ID, sg.p), ask)
+	}
+}
+
+// list reads the partition's never-received list from the position reached.
+func (w *browseWalk) list(ctx context.Context, si int, k partKeys, ask int) (int, error) {
+	from := int64(0)
+	if w.hasCur {
+		from = w.cur.score + 1
+	}
+	vals, err := browseListScript.Run(ctx, w.e.rdb, []string{k.l, k.lh}, from, ask).Slice()
+	if err != nil || len(vals) == 0 {
+		return 0, w.e.wrap(ctx, "browse", orBad(err))
+	}
+	first, _ := vals[0].(int64)
+	got := 0
+	for i, v := range vals[1:] {
+		got++
+		l, err := parseListed(str(v))
+		w.cur, w.hasCur = browseCursor{seg: si, score: first + int64(i), id: string(l.ID[:])}, true
+		if err != nil {
+			w.e.log.Error("redisengine: undecodable message in browse", "queue", w.q.ID.String(), "error", err)
+			continue
+		}
+		m, ok := w.e.browsed(w.state, l.ID, l.SentAt, state{ExpiresAt: l.ExpiresAt, SentAt: l.SentAt}, l.Payload, w.now)
+		w.keep(m, ok, w.cur)
+	}
+	return got, nil
+}
+
+// zset reads the partition's r or f sorted set from the position reached.
+func (w *browseWalk) zset(ctx context.Context, si int, sg segment, k partKeys, ask int) (int, error) {
+	z := k.r
+	if sg.kind == 'f' {
+		z = k.f
+	}
+	curScore, curID := "0", ""
+	if w.hasCur {
+		curScore, curID = strconv.FormatInt(w.cur.score, 10), w.cur.id
+	}
+	vals, err := browseScript.Run(ctx, w.e.rdb, []string{z, k.m, k.s}, w.lo, w.hi, ask, curScore, curID).Slice()
+	if err != nil {
+		return 0, w.e.wrap(ctx, "browse", err)
+	}
+	got := 0
+	for i := 0; i+3 < len(vals); i += 4 {
+		got++
+		score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
+		w.cur, w.hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
+		id, ok := ids.FromBytes([]byte(str(vals[i])))
+		if !ok {
+			continue
+		}
+		st, err := parseState(str(vals[i+2]))
+		if err != nil {
+			continue // gone meanwhile (state false) or corrupt
+		}
+		m, ok := w.e.browsed(w.state, id, score, st, str(vals[i+3]), w.now)
+		w.keep(m, ok, w.cur)
+	}
+	return got, nil
 }
 
 // browsed decodes one browsed message; ok is false for one that is expired or corrupt.
@@ -337,13 +454,15 @@ func (e *Engine) browsed(s engine.State, id ids.ID, score int64, st state, rawPa
 		e.log.Error("redisengine: undecodable message in browse", "message", id.String(), "error", err)
 		return engine.BrowsedMessage{}, false
 	}
+	at, prio := bandOf(score)
 	return engine.BrowsedMessage{
 		MessageID:      id,
 		Body:           pl.Body,
 		Attributes:     pl.Attributes,
-		ReceiveCount:   int(st.Attempt),
+		ReceiveCount:   st.ReceiveCount(),
 		SentAt:         fromMs(st.SentAt),
-		VisibleAt:      fromMs(score),
+		VisibleAt:      fromMs(at),
+		Priority:       prio,
 		State:          s,
 		GroupID:        pl.GroupID,
 		SequenceNumber: pl.Sequence,
@@ -352,7 +471,7 @@ func (e *Engine) browsed(s engine.State, id ids.ID, score int64, st state, rawPa
 }
 
 // errNoGroups answers Groups and PurgeGroup on a standard queue (fifo.go implements them).
-var errNoGroups = apierr.Invalid("", "groups exist only on fifo queues")
+var errNoGroups = engine.ErrNoGroups
 
 // Sweep deletes expired messages (in bounded chunks) and finishes dead-letter moves that were
 // interrupted, for every partition of the queues given. Every step is idempotent, so replicas
@@ -385,6 +504,9 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 		}
 	}
 	defer e.foldQueue(ctx, q, n)
+	if q.Type == engine.Standard && e.barrierPending(q.ID) {
+		e.barrierStep(ctx, q)
+	}
 	for p := range n {
 		k := keysOf(q.ID, p)
 		if q.Type == engine.FIFO {
@@ -393,7 +515,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			}
 		} else {
 			for range sweepChunks {
-				deleted, err := expireScript.Run(ctx, e.rdb, e.withBytes(q, k, append(k.messages(), k.l, k.lh)...), now, sweepChunk).Int()
+				deleted, err := expireScript.Run(ctx, e.rdb, e.withBytes(q, k, append(k.messages(), k.l, k.lh, k.k, k.ki)...), now, sweepChunk).Int()
 				if err != nil {
 					return e.wrap(ctx, "sweep", err)
 				}
@@ -401,6 +523,9 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 					break
 				}
 			}
+		}
+		if err := e.sweepTransfers(ctx, q, p, now); err != nil {
+			return err
 		}
 		if q.Redrive == nil || q.Redrive.DeadLetter == nil {
 			continue

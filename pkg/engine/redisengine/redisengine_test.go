@@ -110,3 +110,20 @@ func BenchmarkRedisCluster(b *testing.B) {
 		return newEngine(b, redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}), clock.Real{}, benchOpts), clock.Real{}
 	}, SetPartitions: setPartitions(admin)})
 }
+
+// BenchmarkPriorityScale: receives from 10^3..10^5 visible messages spread over ten
+// priorities (QUEUES_BENCH_BACKLOGS sets the sizes, e.g. 1000,100000,1000000).
+func BenchmarkPriorityScale(b *testing.B) {
+	addr := testenv.Redis(b)
+	enginetest.BenchPriorityScale(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
+		return newEngine(b, redis.NewClient(&redis.Options{Addr: addr}), clock.Real{}, benchOpts), clock.Real{}
+	}}, enginetest.BenchSizes(b, 1000, 10_000, 100_000)...)
+}
+
+// BenchmarkDelayScale: receives beside 10^4..10^6 messages delayed over 14 days.
+func BenchmarkDelayScale(b *testing.B) {
+	addr := testenv.Redis(b)
+	enginetest.BenchDelayScale(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
+		return newEngine(b, redis.NewClient(&redis.Options{Addr: addr}), clock.Real{}, benchOpts), clock.Real{}
+	}}, 10_000, 100_000, 1_000_000)
+}

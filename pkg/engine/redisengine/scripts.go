@@ -11,7 +11,8 @@ import (
 // The Lua scripts live in scripts/*.lua, each with a contract header (KEYS, ARGV, returns).
 // Every script touches only the keys passed in KEYS, all in one partition's hash tag, does its
 // reads and checks before its first write, and is O(batch), never O(queue length). Time comes
-// in ARGV (the engine's clock); no script calls TIME.
+// in ARGV (the engine's clock); no engine script calls TIME (the pusher's heartbeat does, on
+// purpose: pusher/scripts/heartbeat.lua).
 //
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
@@ -22,10 +23,13 @@ var (
 	ackScript        = loadDrainScript("ack")
 	visibilityScript = loadDrainScript("visibility")
 	deadLetterScript = loadDrainScript("deadletter")
+	cancelScript     = loadDrainScript("cancel")  // cancel.go
+	fCancelScript    = loadDrainScript("fcancel") // cancel.go
 	dlqInsertScript  = loadDrainScript("dlqinsert")
 	expireScript     = loadDrainScript("expire")
 	countsScript     = loadDrainScript("counts")
 	peekScript       = loadDrainScript("peek")
+	pPeekScript      = loadDrainScript("ppeek") // priority.go
 	browseScript     = loadDrainScript("browse")
 	browseListScript = loadDrainScript("browselist")
 	purgePartScript  = loadDrainScript("purgepart")
@@ -37,6 +41,31 @@ var (
 	bReserveScript   = loadScript("breserve")
 	touchScript      = loadDrainScript("touch")
 	retireScript     = loadDrainScript("retire")
+	moveTakeScript   = loadDrainScript("movetake")  // move.go
+	fMoveTakeScript  = loadDrainScript("fmovetake") // move.go
+
+	// Conflation and delete by id (conflate.go).
+	kReadScript   = loadDrainScript("kread")
+	kSendScript   = loadScript("ksend")
+	mDeleteScript = loadDrainScript("mdelete")
+	fDeleteScript = loadDrainScript("fdelete")
+	// Barrier messages (barrier.go). The hold takes sends, so it is refused at full memory
+	// like them; the step and purge move or remove messages and run at full memory.
+	bHoldScript    = loadScript("bhold")
+	bFenceScript   = loadDrainScript("bfence")
+	bUnfenceScript = loadDrainScript("bunfence")
+	bStepScript    = loadDrainScript("bstep")
+	bPurgeScript   = loadDrainScript("bpurge")
+	bBrowseScript  = loadDrainScript("bbrowse")
+
+	// Consumer backlogs (consumers.go): they take no memory a drain would not free, except
+	// the reservation, which a receive at full memory must still make.
+	cReserveScript = loadDrainScript("creserve")
+	cCommitScript  = loadDrainScript("ccommit")
+	cSettleScript  = loadDrainScript("csettle")
+	cListScript    = loadDrainScript("clist")
+	cForgetScript  = loadDrainScript("cforget")
+	cCountScript   = loadDrainScript("ccount")
 
 	// Fifo queues (fifo.go).
 	fReserveScript    = loadScript("freserve")

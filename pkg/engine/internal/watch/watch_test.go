@@ -7,6 +7,7 @@ import (
 )
 
 func TestNotifyCoalescesAndCancels(t *testing.T) {
+	t.Parallel()
 	var h Hub
 	q, other := ids.New(), ids.New()
 	ch, cancel := h.Watch(q)

@@ -40,6 +40,7 @@ func decode[S string | []byte](s S) (record, bool) {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	recs := []record{
 		{dl: &engine.DeadLetterInfo{At: time.UnixMilli(0).UTC()}},
 		{s: "héllo", n: 1 << 63, i: -1 << 62, attrs: map[string]string{"b": "2", "a": "", "c": "33"},
@@ -70,6 +71,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestAttributesSortedAndBounded(t *testing.T) {
+	t.Parallel()
 	a := AppendAttributes(nil, map[string]string{"z": "1", "a": "2"})
 	if want := []byte{2, 1, 'a', 1, '2', 1, 'z', 1, '1'}; !bytes.Equal(a, want) {
 		t.Fatalf("AppendAttributes = %v, want %v", a, want)

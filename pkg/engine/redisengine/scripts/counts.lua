@@ -24,10 +24,11 @@ if llen > 0 and lexpired(0) then
   end
   lexp = hi
 end
-local visible = llen - lexp + redis.call('ZCOUNT', KEYS[1], '-inf', now) +
-  redis.call('ZCOUNT', KEYS[2], '-inf', now)
-local inflight = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
-local delayed = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+-- r and f hold a band of scores per priority (prelude.lua: BAND).
+local rdue, fdue = zdue(KEYS[1], nown), zdue(KEYS[2], nown)
+local visible = llen - lexp + rdue + fdue
+local inflight = redis.call('ZCARD', KEYS[2]) - fdue
+local delayed = redis.call('ZCARD', KEYS[1]) - rdue
 -- The expired messages of m (x is by expiry): the sweep removes them every few seconds, so
 -- there are few; each is taken out of the count of its state.
 local more = 0
@@ -37,11 +38,11 @@ else
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now)) do
     local s = redis.call('ZSCORE', KEYS[1], id)
     if s then
-      if tonumber(s) <= nown then visible = visible - 1 else delayed = delayed - 1 end
+      if ptime(tonumber(s)) <= nown then visible = visible - 1 else delayed = delayed - 1 end
     else
       s = redis.call('ZSCORE', KEYS[2], id)
       if s then
-        if tonumber(s) <= nown then visible = visible - 1 else inflight = inflight - 1 end
+        if ptime(tonumber(s)) <= nown then visible = visible - 1 else inflight = inflight - 1 end
       end
     end
   end

@@ -24,13 +24,4 @@ for i = 3, #ARGV, 3 do
     res[#res + 1] = 0
   end
 end
-local out = {}
-for _, e in ipairs(ok) do
-  if redrive then
-    redis.call('HSET', KEYS[6], e[1], e[2])
-    out[#out + 1] = e[1]; out[#out + 1] = e[2]
-  end
-  del(K, e[1])
-end
-if redrive then bchg(-moved, moved) else bchg(-moved, 0) end
-return {res, out}
+return {res, dead_letter(K, KEYS[6], ok, redrive, moved)}

@@ -2,14 +2,19 @@
 -- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 o (dead-letter outbox), 11 B,
 --       [12 P] (stored bytes)
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
---       5 groups looked at at most, 6 messages looked at at most, 7 redrive reason
+--       5 groups looked at at most, 6 messages looked at at most, 7 redrive reason,
+--       8 attribute filter (prelude.lua: fparse; "": none)
 -- Returns: like receive.lua {nextVisibleAt ms, {id, state, payload, ...}, {id, outbox value, ...},
---          1 when stored bytes changed else 0}
+--          1 when stored bytes changed else 0, {} (no priorities), messages examined}
 -- Available groups (gs, and gl entries whose time has come) are served oldest head (lowest
 -- sequence number) first; from each, consecutive messages are taken from its head while they
 -- are visible, up to what is still wanted. Expired heads are deleted and heads received
 -- maxReceiveCount times move to the outbox, and the group goes on with its next message. A
 -- taken batch locks its group until its deadline (gl). All reads come first.
+-- With a filter (SPEC §12) a group's batch ends at its first message that does not match,
+-- which stays as it is (before the dead-letter decision): a group whose head does not match
+-- gives nothing, and no group's order is broken. Unmatched heads are not a reason to look
+-- again at once.
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local vis = tonumber(ARGV[3])
@@ -17,6 +22,8 @@ local maxrc = tonumber(ARGV[4])
 local glimit = tonumber(ARGV[5])
 local budget = tonumber(ARGV[6])
 local K, G = fkeys()
+local flt, fn = false, 0
+if ARGV[8] ~= '' then flt, fn = fparse(ARGV[8]) end
 local deadline = now + vis
 bkeys(11)
 local gone, moved = 0, 0
@@ -49,7 +56,7 @@ for c, cand in ipairs(cands) do
     if budget <= 0 then again = true; break end
     budget = budget - 1
     local w = win[i]
-    local a, ra, ea, sa, p, old = mread(KEYS[3], KEYS[4], w.id)
+    local a, ra, ea, sa, p, old, cn = mread(KEYS[3], KEYS[4], w.id)
     local payload = false
     if a and ea > now then payload = p end
     if not payload then
@@ -58,11 +65,12 @@ for c, cand in ipairs(cands) do
     else
       local at = w.fs or w.rs or 0
       if at > now then break end -- in flight (retried after d) or delayed: the group waits
-      if maxrc > 0 and a >= maxrc then
+      if flt and not fmatch(flt, fn, payload, 1) then break end -- the group waits for another receive
+      if maxrc > 0 and a - cn >= maxrc then -- cancelled deliveries do not count
         dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload)}; skip[w.id] = true
         moved = moved + psize(payload)
       else
-        take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa), payload, old}
+        take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa, cn), payload, old}
         over[w.id] = deadline
         took = took + 1
       end
@@ -73,13 +81,13 @@ end
 
 local next_at = 0
 if #take == 0 then
-  if again or full then
+  if not flt and (again or full) then
     next_at = now -- unexamined candidates remain: look again at once
   else
     local nx = redis.call('ZRANGEBYSCORE', G.gl, '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if #nx > 0 then next_at = tonumber(nx[2]) end
     for _, pl in pairs(sched) do
-      if pl then
+      if pl and not (flt and pl[1] <= now) then -- a group passed over is no reason either
         local at = math.max(pl[1], now)
         if next_at == 0 or at < next_at then next_at = at end
       end
@@ -108,4 +116,4 @@ for g, pl in pairs(sched) do gset(G, g, pl, now) end
 bchg(-gone - moved, moved)
 local changed = 0
 if gone + moved > 0 then changed = 1 end
-return {next_at, outt, outd, changed}
+return {next_at, outt, outd, changed, {}, tonumber(ARGV[6]) - budget}

@@ -1,17 +1,34 @@
 -- Helpers prepended to every script (see scripts.go). Message state is the string
--- "attempt|receivedAtMs|expiresAtMs|sentAtMs"; attempt is the receiveCount.
+-- "attempt|receivedAtMs|expiresAtMs|sentAtMs"; attempt counts every receive (handles name it,
+-- so it only ever grows). A cancelled message's attempt field is "attempt:cancels", with a
+-- trailing '*' while the delivery of that attempt stands cancelled (cancel.lua); its
+-- receiveCount is attempt - cancels.
 local function parse_state(st)
   if not st then return nil end
   local a, ra, ea, sa = string.match(st, '^(%d+)|(%d+)|(%d+)|(%d+)$')
   if not a then return nil end
   return tonumber(a), tonumber(ra), tonumber(ea), tonumber(sa)
 end
-local function fmt_state(a, ra, ea, sa)
+local function fmt_state(a, ra, ea, sa, c, cut)
+  if c and c > 0 then
+    local mark = ''
+    if cut then mark = '*' end
+    return string.format('%d:%d%s|%d|%d|%d', a, c, mark, ra, ea, sa)
+  end
   return string.format('%d|%d|%d|%d', a, ra, ea, sa)
+end
+-- attempt_field reads the attempt field: attempt, cancels, whether this attempt is cancelled.
+local function attempt_field(f)
+  local a = tonumber(f)
+  if a then return a, 0, false end
+  local x, y, mark = string.match(f, '^(%d+):(%d+)(%*?)$')
+  if not x then return nil end
+  return tonumber(x), tonumber(y), mark == '*'
 end
 -- A message is one field of m: its state, '|', then its payload. Messages stored before
 -- (payload alone in m, starting with the format version byte 1, never a digit; the state in s)
 -- are still read: mread's sixth result is then true, and rewriting one removes its s field.
+-- The seventh and eighth results are the cancels and whether this attempt is cancelled.
 local function mstate(m, s, id)
   local v = redis.call('HGET', m, id)
   if not v then return nil end
@@ -21,20 +38,21 @@ local function mstate(m, s, id)
   local i3 = i2 and string.find(v, '|', i2 + 1, true)
   local i4 = i3 and string.find(v, '|', i3 + 1, true)
   if i4 then
-    local a, ra = tonumber(string.sub(v, 1, i1 - 1)), tonumber(string.sub(v, i1 + 1, i2 - 1))
+    local a, c, cut = attempt_field(string.sub(v, 1, i1 - 1))
+    local ra = tonumber(string.sub(v, i1 + 1, i2 - 1))
     local ea, sa = tonumber(string.sub(v, i2 + 1, i3 - 1)), tonumber(string.sub(v, i3 + 1, i4 - 1))
-    if a and ra and ea and sa then return a, ra, ea, sa, v, i4 + 1 end
+    if a and ra and ea and sa then return a, ra, ea, sa, v, i4 + 1, c, cut end
   end
   local oa, ora, oea, osa = parse_state(redis.call('HGET', s, id))
   if not oa then return nil end
-  return oa, ora, oea, osa, v, nil
+  return oa, ora, oea, osa, v, nil, 0, false
 end
--- mread is mstate with the payload: a, ra, ea, sa, payload, old.
+-- mread is mstate with the payload: a, ra, ea, sa, payload, old, cancels, cancelled.
 local function mread(m, s, id)
-  local a, ra, ea, sa, v, at = mstate(m, s, id)
+  local a, ra, ea, sa, v, at, c, cut = mstate(m, s, id)
   if not a then return nil end
-  if at then return a, ra, ea, sa, string.sub(v, at), false end
-  return a, ra, ea, sa, v, true
+  if at then return a, ra, ea, sa, string.sub(v, at), false, c, cut end
+  return a, ra, ea, sa, v, true, c, cut
 end
 local function mvalue(state, payload) return state .. '|' .. payload end
 -- A never-received message sent without delay is one element of the partition's list l:
@@ -201,6 +219,58 @@ local function psize(v, at)
   end
   return s
 end
+-- Attribute filters (SPEC §12; filter.go encodes them): per attribute, in name order,
+-- "<len>:<name><count>:" and then "<len>:<value>" for each of its values, so any UTF-8
+-- value fits. fparse reads one into name -> {value -> true} and the number of names.
+local function fparse(s)
+  local f, n, i = {}, 0, 1
+  local function num()
+    local c = string.find(s, ':', i, true)
+    local x = tonumber(string.sub(s, i, c - 1))
+    i = c + 1
+    return x
+  end
+  local function tok()
+    local l = num()
+    local t = string.sub(s, i, i + l - 1)
+    i = i + l
+    return t
+  end
+  while i <= #s do
+    local name = tok()
+    local set = {}
+    for _ = 1, num() do set[tok()] = true end
+    f[name] = set
+    n = n + 1
+  end
+  return f, n
+end
+-- fmatch tells whether the payload (payload.go) starting at position at of v has each of
+-- filter f's n attributes with one of its values. It walks the attribute pairs as psize does,
+-- copying only the names and the values of named attributes.
+local function fmatch(f, n, v, at)
+  local i = (at or 1) + 2
+  local bl, na
+  bl, i = uvar(v, i)
+  if not bl then return false end
+  na, i = uvar(v, i + bl)
+  if not na then return false end
+  local hit = 0
+  for _ = 1, na do
+    local l
+    l, i = uvar(v, i)
+    if not l then return false end
+    local set = f[string.sub(v, i, i + l - 1)]
+    l, i = uvar(v, i + l)
+    if not l then return false end
+    if set then
+      if not set[string.sub(v, i, i + l - 1)] then return false end
+      hit = hit + 1
+    end
+    i = i + l
+  end
+  return hit == n
+end
 -- osize is the stored bytes of an outbox value ("1|at|sa|len(reason)|" .. reason .. payload).
 local function osize(v)
   local a, b, rl, rest = string.match(v, '^1|(%d+)|(%d+)|(%d+)|()')
@@ -237,5 +307,75 @@ local function bchg(dn, dob)
   local ver = redis.call('HINCRBY', BK, 'v', 1)
   if PK then bfold(PK, BK, ver, n + o) end
 end
+-- dead_letter settles dead-lettered messages {id, outbox value} of moved payload bytes: each
+-- goes to the outbox o when the queue has a redrive policy and is deleted either way (K as
+-- del's); returns {id, outbox value, ...} of what went to o.
+local function dead_letter(K, o, dead, redrive, moved)
+  local out = {}
+  for _, e in ipairs(dead) do
+    if redrive then
+      redis.call('HSET', o, e[1], e[2])
+      out[#out + 1] = e[1]; out[#out + 1] = e[2]
+    end
+    del(K, e[1])
+  end
+  if redrive then bchg(-moved, moved) else bchg(-moved, 0) end
+  return out
+end
 -- ptotal is the project's stored bytes (single server: read in the storing script).
 local function ptotal() return tonumber(redis.call('HGET', PK, 't') or '0') end
+
+-- Conflation (keys.go: k, ki; ksend.lua). unkey frees message id's key, if it has one: called
+-- wherever a never-received message leaves the waiting state (receive, delete, expiry).
+local function unkey(k, ki, id)
+  local key = redis.call('HGET', ki, id)
+  if not key then return end
+  redis.call('HDEL', ki, id)
+  local v = redis.call('HGET', k, key)
+  if v and string.sub(v, 1, 16) == id then redis.call('HDEL', k, key) end
+end
+-- kwaiting finds the message of key that waits never delivered (in m, attempt 0, not
+-- expired, not in f): its id, version, m value and where the payload starts; nil when none.
+-- An index entry naming a message that no longer waits is ignored (its cleanup may still be
+-- under way in another script of the same partition: none is, scripts are atomic, but an
+-- entry written before a crash of a multi-step path is tolerated).
+local function kwaiting(k, m, s, f, key, now)
+  local v = redis.call('HGET', k, key)
+  if not v then return nil end
+  local id = string.sub(v, 1, 16)
+  local a, _, ea, _, mv, at = mstate(m, s, id)
+  if not a or a ~= 0 or ea <= now or not at or redis.call('ZSCORE', f, id) then return nil end
+  return id, tonumber(string.sub(v, 17)) or 0, mv, at
+end
+
+-- Priority (SPEC §12; keys.go): a message of priority b > 0 never goes to l, and its r and f
+-- scores are its time plus b * BAND, so each zset holds up to ten bands of scores, band 0
+-- (priority 0, every message stored before priorities existed) unchanged. A band's due
+-- members are one score range, so a script reads them from the highest band down.
+local BAND = 8796093022208 -- 2^43 ms (about 278 years): every time fits below it
+local function pband(s) return math.floor(s / BAND) end
+local function ptime(s) return s - pband(s) * BAND end
+-- ztop is the highest band zset z holds (0: empty or priority 0 only); O(log n).
+local function ztop(z)
+  local t = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
+  if #t == 0 then return 0 end
+  return pband(tonumber(t[2]))
+end
+-- zdue counts the members of z whose time is <= now, in every band.
+local function zdue(z, now)
+  local n = redis.call('ZCOUNT', z, '-inf', ms(now))
+  for b = 1, ztop(z) do n = n + redis.call('ZCOUNT', z, ms(b * BAND), ms(b * BAND + now)) end
+  return n
+end
+-- znext is the earliest time after now of a member of z in any band (0: none).
+local function znext(z, now)
+  local best = 0
+  for b = 0, ztop(z) do
+    local t = redis.call('ZRANGEBYSCORE', z, '(' .. ms(b * BAND + now), '(' .. ms((b + 1) * BAND), 'WITHSCORES', 'LIMIT', 0, 1)
+    if #t > 0 then
+      local at = ptime(tonumber(t[2]))
+      if best == 0 or at < best then best = at end
+    end
+  end
+  return best
+end

@@ -1,6 +1,8 @@
 -- qdelete: remove every key of one partition of a deleted queue (UNLINK: freed in the
 -- background) and take its bytes off the project's count.
 -- KEYS: 1 B, then every key of the partition, then P when ARGV 1 is "1" (single server)
+-- ARGV: 1 "1" when P is passed (the project's bytes are folded here: single server)
+-- Returns: the bytes taken off the count (messages' and outbox's).
 -- B stays, zeroed with a new version and expiring after a day, so the engine's fold on
 -- Redis Cluster sees the delete (see bfold).
 local last = #KEYS

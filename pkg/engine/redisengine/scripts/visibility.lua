@@ -16,7 +16,9 @@ for i = 5, #ARGV, 3 do
   elseif now + d > ra + limit then
     res[#res + 1] = 2
   else
-    res[#res + 1] = 1; ok[#ok + 1] = {ARGV[i], ms(now + d)}
+    -- The new deadline stays in the message's priority band (prelude.lua: BAND).
+    local b = pband(tonumber(redis.call('ZSCORE', KEYS[1], ARGV[i]) or '0'))
+    res[#res + 1] = 1; ok[#ok + 1] = {ARGV[i], ms(b * BAND + now + d)}
     if d == 0 then released = true end
   end
 end

@@ -1,0 +1,109 @@
+package redisengine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/queueshq/queues/pkg/engine"
+)
+
+// Cancel returns valid deliveries without counting them (SPEC §12; scripts/cancel.lua): the
+// message is visible again now with one more cancel recorded in its state, or, past
+// q.MaxCancels, leaves for the dead-letter queue through the outbox like DeadLetter.
+func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
+	if err := e.clockOK(); err != nil {
+		return nil, err
+	}
+	if q.Type == engine.FIFO {
+		return e.fifoCancel(ctx, q, ds)
+	}
+	now := e.nowMs()
+	redrive := "0"
+	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
+		redrive = "1"
+	}
+	return e.settleBatch(ctx, q, "cancel", ds, nil,
+		func(k partKeys, idx []int) scriptCall {
+			args := []any{now, q.MaxCancels, redrive, engine.CancelReason, e.opts.Channel, q.ID.String()}
+			for _, j := range idx {
+				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
+			}
+			return scriptCall{cancelScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
+		},
+		func(p int, idx []int, val any, errs []error) error {
+			return e.cancelled(ctx, q, p, idx, val, errs, redrive == "1")
+		})
+}
+
+// cancelled reads cancel.lua's answer for partition p and finishes its dead-letter moves.
+func (e *Engine) cancelled(ctx context.Context, q engine.Queue, p int, idx []int, val any, errs []error, redrive bool) error {
+	vals, _ := val.([]any)
+	if len(vals) != 2 {
+		return errBadReply
+	}
+	if err := codes(vals[0], idx, errs, func(int64) error { return errBadReply }); err != nil {
+		return err
+	}
+	if !redrive {
+		e.fold(ctx, q.Project, []partKeys{keysOf(q.ID, p)})
+	}
+	if moved, _ := vals[1].([]any); len(moved) > 0 {
+		e.finishMoves(ctx, q, p, outboxPairs(moved))
+	}
+	return nil
+}
+
+// fifoCancel is Cancel on a fifo queue (scripts/fcancel.lua); the deliveries it finds beyond
+// q.MaxCancels, left unchanged, are dead-lettered next with CancelReason.
+func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
+	now := e.nowMs()
+	var over []int
+	errs, err := e.settleBatch(ctx, q, "cancel", ds, nil,
+		func(k partKeys, idx []int) scriptCall {
+			args := []any{now, q.MaxCancels, e.opts.Channel, q.ID.String()}
+			for _, j := range idx {
+				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
+			}
+			return scriptCall{fCancelScript, k.fifo(), args}
+		},
+		func(_ int, idx []int, val any, errs []error) error {
+			return codes(val, idx, errs, func(c int64) error {
+				if c == 3 {
+					return errOverCancels
+				}
+				return errBadReply
+			})
+		})
+	if err != nil {
+		return nil, err
+	}
+	for i, err := range errs {
+		if err == errOverCancels {
+			over = append(over, i)
+		}
+	}
+	return e.cancelOver(ctx, q, ds, errs, over)
+}
+
+// errOverCancels marks, inside fifoCancel, a delivery whose cancel is beyond maxCancels.
+var errOverCancels = errors.New("beyond maxCancels")
+
+// cancelOver dead-letters the deliveries ds[over] with CancelReason, their answers in errs.
+func (e *Engine) cancelOver(ctx context.Context, q engine.Queue, ds []engine.Delivery, errs []error, over []int) ([]error, error) {
+	if len(over) == 0 {
+		return errs, nil
+	}
+	rs := make([]engine.DeadLetterRequest, len(over))
+	for n, i := range over {
+		rs[n] = engine.DeadLetterRequest{Delivery: ds[i], Reason: engine.CancelReason}
+	}
+	derrs, err := e.DeadLetter(ctx, q, rs)
+	for n, i := range over {
+		if err != nil {
+			errs[i] = err
+		} else {
+			errs[i] = derrs[n]
+		}
+	}
+	return errs, nil
+}

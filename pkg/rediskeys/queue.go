@@ -1,0 +1,220 @@
+package rediskeys
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// Queue engine (pkg/engine/redisengine). Every key of one queue partition shares the hash tag {q:<queue id>:<p>}, so in
+// Redis Cluster a partition lives in one slot and each script touches one slot only; the few
+// queue-level keys share {q:<queue id>}. Keys are built from ids only, except a fifo dedup
+// marker's, which ends in the dedup id after the hash tag.
+//
+//	{q:<id>:<p>}:l      LIST  never-received messages sent without delay, in send order: each
+//	                          element is id (16 raw bytes) + "sentAtMs|expiresAtMs|" + payload,
+//	                          so such a message costs one list element and nothing else; their
+//	                          expiry times never decrease along the list (send.lua), so expired
+//	                          ones are a prefix. Standard queues only.
+//	{q:<id>:<p>}:lh     STRING elements ever removed from the head of l (browse positions)
+//	{q:<id>:<p>}:r      ZSET  other never-received messages (delayed ones, dead-letter
+//	                          arrivals; fifo queues: all), score = visible-from time (ms)
+//	{q:<id>:<p>}:f      ZSET  received messages, score = visibility deadline (ms)
+//	{q:<id>:<p>}:m      HASH  message id (16 raw bytes) -> "attempt|receivedAtMs|expiresAtMs|sentAtMs|"
+//	                          followed by the payload (see payload.go): state and payload in one
+//	                          field, so a message costs one hash entry; a cancelled message's
+//	                          attempt field is "attempt:cancels" ('*' appended while the current
+//	                          delivery stands cancelled; SPEC §12, scripts/cancel.lua)
+//	{q:<id>:<p>}:s      HASH  message id -> state, of messages stored before state moved into m
+//	                          (their m field is the payload alone, which starts with byte 1): still
+//	                          read, removed when such a message is received or deleted
+//	{q:<id>:<p>}:x      ZSET  message id -> expiresAt (ms) of the messages in m, for retention
+//	{q:<id>:<p>}:o      HASH  dead-letter outbox: message id -> moved message (payload + state)
+//	{q:<id>:<p>}:mo     HASH  move-task outbox: message id -> moved message, as in o, with its
+//	                          destination queue in the reason's place (move.go)
+//	{q:<id>:<p>}:mt     HASH  move task id -> messages it took out of the partition
+//	{q:<id>:<p>}:k      HASH  conflation key -> id (16 raw bytes) + version (decimal, raised by
+//	                          every merge) of the keyed message that waits never delivered
+//	                          (SPEC §13; ksend.lua). Keyed messages never go to l.
+//	{q:<id>:<p>}:ki     HASH  message id -> its conflation key, while it waits: the scripts
+//	                          that take a message out of the waiting state free its key
+//	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
+//	{q:<id>:<p>}:b      HASH  stored bytes (engine.PayloadBytes) of the partition: n of its
+//	                          messages, o of its outbox, v a version raised by every change,
+//	                          pj the owning project; moved by every script that stores or
+//	                          removes payload, in the same step (prelude.lua: bchg)
+//	{q:<id>:<p>}:w      STRING written before WAIT when sends wait for replicas (replicas.go;
+//	                          expires after a minute)
+//	{q:<id>}:p          HASH  n = partition count (absent: 1), at = last growth (ms)
+//	{q:<id>}:purge      STRING time of the last purge (ms; expires after the purge interval)
+//
+// Priority (standard queues, SPEC §12) adds no key: a message of priority b > 0 never goes
+// to l, and its r and f scores are its time plus b * 2^43 ms (redisengine priorityBand;
+// prelude.lua: BAND), so r and f each hold ten bands, band 0 being priority 0 as before. A
+// receive reads the due members of each band present from the highest down, one range read
+// each (the highest band present is one ZRANGE -1 -1), so it stays within its scan bound.
+// Field pr of the queue's partitions hash {q:<id>}:p is set by the first send of a priority
+// above 0; a receive on such a queue of several partitions probes them all first
+// (redisengine priority.go, ppeek.lua).
+//
+// Barrier messages (standard queues, barrier.go; SPEC §12) add, per queue:
+//
+//	{q:<id>}:p          fields of the partitions hash: bon = generation of the pending
+//	                          barrier mode (absent: no barrier pending, the default path),
+//	                          bg = last generation, bout = "<partition>|<id>" of the barrier
+//	                          moved to a partition and not yet left, blk = "<owner>|<until ms>"
+//	                          lease of the barrier step (one caller at a time), bh = elements
+//	                          ever taken off the head of hl (browse positions, bbrowse.lua)
+//	{q:<id>}:hl         LIST  the hold: from the first pending barrier on, every accepted
+//	                          message in acceptance order: kind ("b" barrier, "m" other) + id
+//	                          (16 raw bytes) + "sentAtMs|expiresAtMs|visibleAtMs|" + payload
+//	{q:<id>}:hb         HASH  stored bytes of the hold (same fields as a partition's b)
+//
+// and per partition:
+//
+//	{q:<id>:<p>}:bf     STRING barrier fence: the generation that fenced it; while present,
+//	                          send.lua (-2), ksend.lua (-3) and dlqinsert.lua (-2: dead-letter
+//	                          moves and move tasks) refuse, and the message goes to the hold
+//
+// Consumer backlogs (SPEC §12, redisengine consumers.go) add, per queue:
+//
+//	{q:<id>}:cr         HASH  consumerId -> "<maxBacklog>|<last seen ms>" of the consumers that
+//	                          named themselves on a receive
+//	{q:<id>}:cs         ZSET  the same consumerIds, all scores 0 (the list's lexicographic order)
+//	{q:<id>}:ch:<tag>   ZSET  what the consumer with that tag (engine.TagOf, 16 hex digits)
+//	                          holds: message id (16 raw bytes) + attempt (decimal) -> when it
+//	                          lapses (ms: its visibility deadline, or its expiry if sooner);
+//	                          "r<token>:<i>" placeholders reserve room for a receive under way
+//
+// Fifo queues use the same per-message keys (so counts, browse, retention and the outbox work
+// unchanged) and add, per partition:
+//
+//	{q:<id>:<p>}:gm     ZSET  every message by group, all scores 0, member
+//	                          group id + "\x00" + 16 hex digits of the sequence number + message id
+//	                          (16 raw bytes): a group's messages are one lexicographic range
+//	                          ["<g>\x00", "<g>\x01"), in send order (group ids are "!".."~")
+//	{q:<id>:<p>}:gi     HASH  message id -> its gm member without the id ("<g>\x00<seq hex>")
+//	{q:<id>:<p>}:gs     ZSET  available groups -> their head's sequence number (oldest first)
+//	{q:<id>:<p>}:gl     ZSET  locked or delayed groups -> when they become available (ms): the
+//	                          latest visibility deadline of their received messages (a batch in
+//	                          flight locks its group until then), or their head's visible-from
+//	                          time; every non-empty group is in exactly one of gs and gl
+//	{q:<id>:<p>}:gt     HASH  group id -> highest sequence number stored here (refuses a late,
+//	                          lower one, so a group's order is its sequence order)
+//	{q:<id>:<p>}:dd     ZSET  dedup reservation outcomes: "S"+id stored, "A"+id fenced (aborted),
+//	                          score = time (ms), trimmed after the dedup window
+//
+// and, per queue:
+//
+//	{q:<id>}:seq        STRING the queue's last sequence number
+//	{q:<id>}:groups     HASH  group id -> "<partition>|<last seq allocated>|<at ms>": where the
+//	                          group lives while it has messages (removed by Sweep once empty)
+//	{q:<id>}:d:<dedup>  STRING dedup marker: message id (16 bytes) + "<partition>|<accepted at ms>",
+//	                          PX = dedup window + a minute; passed in KEYS like every key. The
+//	                          dedup id (printable ASCII) follows the hash tag, so braces in it
+//	                          cannot move the key to another slot.
+//
+// and, per project (its own hash tag: on Redis Cluster no partition script can reach it):
+//
+//	{t:<project>}:b     HASH  t = the project's stored bytes; per partition (field: its b key)
+//	                          "<version>|<bytes>" last folded in; rs = bytes reserved by sends
+//	                          in progress (Cluster only)
+//	{t:<project>}:r     ZSET  send reservations "<token>|<bytes>" by expiry (ms; Cluster only)
+//
+// On a single server the partition scripts fold their change into {t:<project>}:b themselves;
+// on Cluster the engine folds it right after (bfold.lua, idempotent by version) and Sweep
+// folds every partition it visits, which finishes what a crash interrupted.
+//
+// and one for the whole deployment (its own hash tag):
+//
+//	{active}:queues     ZSET  queues that may hold messages -> when a send or dead-letter move
+//	                          last named them (ms); Sweep removes a queue it finds empty and not
+//	                          named for a while (ActiveQueues)
+//
+// No key name is built inside a script: group ids live in members and fields, never in key
+// names, so purge and delete remove a fixed set of keys.
+
+// Partition are the keys of one queue partition (the layout above).
+type Partition struct {
+	Tag              string
+	L, LH            string
+	R, F, M, S, X, O string
+	MO, MT           string // move tasks
+	K, KI            string // conflation keys
+	GM, GI, GS, GL   string // fifo
+	GT               string
+	DD               string // fifo dedup reservation outcomes
+	B                string // stored bytes
+	W                string // the write WAIT follows
+	BF               string // barrier fence
+}
+
+// PartitionOf returns the keys of partition p of queue q.
+func PartitionOf(q ids.ID, p int) Partition {
+	tag := "{q:" + q.String() + ":" + strconv.Itoa(p) + "}"
+	return Partition{
+		Tag: tag,
+		L:   tag + ":l", LH: tag + ":lh",
+		R: tag + ":r", F: tag + ":f", M: tag + ":m", S: tag + ":s", X: tag + ":x", O: tag + ":o",
+		MO: tag + ":mo", MT: tag + ":mt",
+		K: tag + ":k", KI: tag + ":ki",
+		GM: tag + ":gm", GI: tag + ":gi", GS: tag + ":gs", GL: tag + ":gl",
+		GT: tag + ":gt",
+		DD: tag + ":dd",
+		B:  tag + ":b",
+		W:  tag + ":w",
+		BF: tag + ":bf",
+	}
+}
+
+// Rate is the partition's send counter of second sec (unix seconds of the engine's clock).
+func (k Partition) Rate(sec int64) string { return k.Tag + ":c:" + strconv.FormatInt(sec, 10) }
+
+// QueueTag is the hash tag of a queue's queue-level keys.
+func QueueTag(q ids.ID) string { return "{q:" + q.String() + "}" }
+
+// Partitions is the queue's partitions hash (n, at, and the barrier fields).
+func Partitions(q ids.ID) string { return QueueTag(q) + ":p" }
+
+// Purge is the time of the queue's last purge.
+func Purge(q ids.ID) string { return QueueTag(q) + ":purge" }
+
+// Hold is the barrier hold of a queue.
+func Hold(q ids.ID) string { return QueueTag(q) + ":hl" }
+
+// HoldBytes is the stored bytes of the queue's hold.
+func HoldBytes(q ids.ID) string { return QueueTag(q) + ":hb" }
+
+// ConsumerRegistry is the queue's hash of consumers seen (see the layout above).
+func ConsumerRegistry(q ids.ID) string { return QueueTag(q) + ":cr" }
+
+// ConsumerNames is the queue's set of consumer ids, in list order.
+func ConsumerNames(q ids.ID) string { return QueueTag(q) + ":cs" }
+
+// ConsumerHold is what the consumer with tag holds of the queue (tag: 16 hex digits).
+func ConsumerHold(q ids.ID, tag uint64) string {
+	return QueueTag(q) + ":ch:" + fmt.Sprintf("%016x", tag)
+}
+
+// Seq is a fifo queue's last sequence number.
+func Seq(q ids.ID) string { return QueueTag(q) + ":seq" }
+
+// GroupMap maps a fifo queue's groups to their partitions.
+func GroupMap(q ids.ID) string { return QueueTag(q) + ":groups" }
+
+// Dedup is a fifo queue's dedup marker of one dedup id.
+func Dedup(q ids.ID, dedup string) string { return QueueTag(q) + ":d:" + dedup }
+
+// ProjectBytes is a project's stored bytes.
+func ProjectBytes(p ids.ID) string { return "{t:" + p.String() + "}:b" }
+
+// ProjectReservations is a project's send reservations (Cluster).
+func ProjectReservations(p ids.ID) string { return "{t:" + p.String() + "}:r" }
+
+// ActiveQueues is the set of queues with background work.
+const ActiveQueues = "{active}:queues"
+
+// WakeChannel is the engine's default pub/sub channel of wake-ups (a send names its queue, so
+// a long poll parked on another replica returns at once).
+const WakeChannel = "queues:wake"
