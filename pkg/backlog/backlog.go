@@ -25,7 +25,6 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pusher"
 )
 
 // Defaults.
@@ -57,8 +56,8 @@ type Stats interface {
 // Config wires a Sampler.
 type Config struct {
 	Meta          Metadata
-	Subscriptions Subscriptions     // nil: no push health
-	Attempts      pusher.AttemptLog // nil: no push health
+	Subscriptions Subscriptions   // nil: no push health
+	Attempts      meta.AttemptLog // nil: no push health
 	Engine        Stats
 	Clock         clock.Clock
 	Logger        *slog.Logger
@@ -291,7 +290,7 @@ func (s *Sampler) health(ctx context.Context, sub meta.Subscription, now time.Ti
 	h.attempts = len(recent)
 	failed := 0
 	for i, a := range recent { // newest first
-		bad := a.Outcome == pusher.AttemptFailed || a.Outcome == pusher.AttemptThrottled
+		bad := a.Outcome == meta.AttemptFailed || a.Outcome == meta.AttemptThrottled
 		if bad {
 			failed++
 		} else if h.sinceSuccess < 0 {

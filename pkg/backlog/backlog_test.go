@@ -17,21 +17,21 @@ import (
 	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pusher"
+	"github.com/queueshq/queues/pkg/meta"
 )
 
 type fixture struct {
 	t        *testing.T
 	n        *embedded.Node
 	url      string
-	attempts chan pusher.Attempt
+	attempts chan meta.Attempt
 }
 
 func open(t *testing.T) *fixture {
-	attempts := make(chan pusher.Attempt, 100)
+	attempts := make(chan meta.Attempt, 100)
 	n, err := embedded.Open(context.Background(), embedded.Options{DataDir: t.TempDir(), SweepEvery: -1, BacklogTopN: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Push:   embedded.PushOptions{AllowPrivate: true, Grace: time.Second, OnAttempt: func(_ ids.ID, a pusher.Attempt) { attempts <- a }}})
+		Push:   embedded.PushOptions{AllowPrivate: true, Grace: time.Second, OnAttempt: func(_ ids.ID, a meta.Attempt) { attempts <- a }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestSampler(t *testing.T) {
 	f.do("POST", "/v1/queues/c/subscription", map[string]any{"endpoint": hook.URL, "paused": true})
 	select {
 	case a := <-f.attempts:
-		if a.Outcome != pusher.AttemptFailed {
+		if a.Outcome != meta.AttemptFailed {
 			t.Fatalf("attempt %+v", a)
 		}
 	case <-time.After(20 * time.Second):

@@ -14,7 +14,16 @@ func CloneQueue(q Queue) Queue {
 		q.Redrive = &r
 	}
 	q.Tags, q.SQSAttributes = cloneMap(q.Tags), cloneMap(q.SQSAttributes)
+	q.MaxCancels = cloneInt(q.MaxCancels)
 	return q
+}
+
+func cloneInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 func cloneMap(m map[string]string) map[string]string {
@@ -54,6 +63,8 @@ func ApplyUpdate(cur, q Queue) Queue {
 	cur.DelaySeconds = q.DelaySeconds
 	cur.ReceiveWaitSeconds = q.ReceiveWaitSeconds
 	cur.ContentBasedDedup = q.ContentBasedDedup
+	cur.Fairness = q.Fairness
+	cur.MaxCancels = cloneInt(q.MaxCancels)
 	cur.Tags, cur.SQSAttributes = cloneMap(q.Tags), cloneMap(q.SQSAttributes)
 	cur.Redrive = nil
 	if q.Redrive != nil {

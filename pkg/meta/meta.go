@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -54,6 +55,16 @@ type Queue struct {
 	ReceiveWaitSeconds       int
 	Redrive                  *Redrive
 	ContentBasedDedup        bool
+	// Fairness decides between receives waiting on the queue (SPEC §12): "fast" (also ""),
+	// "roundRobin" or "proportional".
+	Fairness string
+	// Delivery is DeliveryAtLeastOnce or DeliveryAtMostOnce (SPEC §12), fixed at creation; ""
+	// (queues stored before the setting existed) reads as DeliveryAtLeastOnce.
+	Delivery string
+	// MaxCancels is how many cancels a message of the queue may take (SPEC §12); nil (queues
+	// stored before the setting existed, or created without it) reads as
+	// engine.DefaultMaxCancels.
+	MaxCancels *int
 	// Tags are the queue's cost-allocation tags (SQS TagQueue), nil when none.
 	Tags map[string]string
 	// SQSAttributes keeps the SQS queue attributes that have no /v1 setting (such as
@@ -62,6 +73,23 @@ type Queue struct {
 	// Version increases with every update (optimistic concurrency for UpdateQueue).
 	Version int64
 }
+
+// Delivery modes of a queue (SPEC §12).
+const (
+	DeliveryAtLeastOnce = "atLeastOnce"
+	DeliveryAtMostOnce  = "atMostOnce"
+)
+
+// DeliveryMode is q's delivery mode, DeliveryAtLeastOnce when unset.
+func (q Queue) DeliveryMode() string {
+	if q.Delivery == "" {
+		return DeliveryAtLeastOnce
+	}
+	return q.Delivery
+}
+
+// AtMostOnce tells whether a receive removes what it returns.
+func (q Queue) AtMostOnce() bool { return q.Delivery == DeliveryAtMostOnce }
 
 // Page is a page of a listing. Cursor is opaque; "" asks for the first page. NextCursor is ""
 // on the last page.
@@ -132,6 +160,31 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// QueueByID is what EngineQueue reads: a store, the metadata cache, or a map of queues.
+type QueueByID interface {
+	GetQueueByID(ctx context.Context, queueID ids.ID) (Queue, error)
+}
+
+// EngineQueue is the one resolution of a queue plus its dead-letter queue into what the
+// engine needs (the API, the pusher and the sweeper all use it). A dead-letter queue that is
+// not found drops the policy rather than failing every receive (named dead-letter queues
+// cannot be deleted, so this only happens to data left inconsistent); any other error is
+// returned.
+func EngineQueue(ctx context.Context, store QueueByID, q Queue) (engine.Queue, error) {
+	if q.Redrive == nil {
+		return q.Engine(nil), nil
+	}
+	dlq, err := store.GetQueueByID(ctx, q.Redrive.DeadLetterQueue)
+	switch {
+	case err == nil:
+		return q.Engine(&dlq), nil
+	case apierr.CodeOf(err) == apierr.NotFound:
+		return q.Engine(nil), nil
+	default:
+		return engine.Queue{}, err
+	}
+}
+
 // Engine returns the settings the queue engine needs for q, with dlq's when q has a redrive
 // policy and dlq is not nil (a dead-letter queue's own redrive is never followed).
 func (q Queue) Engine(dlq *Queue) engine.Queue {
@@ -141,10 +194,20 @@ func (q Queue) Engine(dlq *Queue) engine.Queue {
 		Retention:         time.Duration(q.RetentionSeconds) * time.Second,
 		Delay:             time.Duration(q.DelaySeconds) * time.Second,
 		ContentBasedDedup: q.ContentBasedDedup,
+		AtMostOnce:        q.AtMostOnce(),
+		MaxCancels:        q.MaxCancelsOrDefault(),
 	}
 	if q.Redrive != nil && dlq != nil {
 		d := dlq.Engine(nil)
 		eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
 	}
 	return eq
+}
+
+// MaxCancelsOrDefault is the queue's maxCancels, engine.DefaultMaxCancels when unset.
+func (q Queue) MaxCancelsOrDefault() int {
+	if q.MaxCancels == nil {
+		return engine.DefaultMaxCancels
+	}
+	return *q.MaxCancels
 }

@@ -15,10 +15,11 @@ const (
 	LimitMaxStoredBytes     = "maxStoredBytes"
 	LimitRequestsPerSecond  = "requestsPerSecond"
 	LimitMaxWaitingReceives = "maxWaitingReceives"
+	LimitSendBytesPerSecond = "sendBytesPerSecond"
 )
 
 // LimitNames lists every project limit in the order the API shows them.
-var LimitNames = []string{LimitMaxQueues, LimitMaxSubscriptions, LimitMaxStoredBytes, LimitRequestsPerSecond, LimitMaxWaitingReceives}
+var LimitNames = []string{LimitMaxQueues, LimitMaxSubscriptions, LimitMaxStoredBytes, LimitRequestsPerSecond, LimitMaxWaitingReceives, LimitSendBytesPerSecond}
 
 // Limits are the limit values a project has of its own, by name; an absent name takes the
 // operator's default.

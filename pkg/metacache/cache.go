@@ -1,5 +1,5 @@
 // Package metacache keeps the API tier's copy of metadata so that a send or receive never reads
-// the metadata store. Entries live for at most TTL (the staleness bound written in the README);
+// the metadata store. Entries live for at most TTL (the staleness bound written in docs/architecture.md);
 // writes made through any replica are announced on a Bus and drop the entry everywhere at once,
 // so the TTL only matters when an announcement is lost.
 package metacache

@@ -23,9 +23,15 @@ import (
 // FullEvery is how often a process sweeps every queue rather than the active ones.
 const FullEvery = time.Hour
 
-// Run sweeps every interval until ctx ends: every queue first and each FullEvery, else the
-// active ones.
+// DefaultEvery is the sweep period of a process that names none (api and serve alike).
+const DefaultEvery = 10 * time.Second
+
+// Run sweeps every interval (0: DefaultEvery) until ctx ends: every queue first and each
+// FullEvery, else the active ones.
 func Run(ctx context.Context, store meta.Store, eng engine.Engine, every time.Duration, log *slog.Logger) {
+	if every == 0 {
+		every = DefaultEvery
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var lastFull time.Time
@@ -68,13 +74,12 @@ func Once(ctx context.Context, store meta.Store, eng engine.Engine) error {
 			errs = append(errs, err)
 			continue
 		}
-		var dlq *meta.Queue
-		if q.Redrive != nil {
-			if d, err := store.GetQueue(ctx, q.ProjectID, q.Redrive.DeadLetterQueue); err == nil {
-				dlq = &d
-			}
+		eq, err := meta.EngineQueue(ctx, store, q)
+		if err != nil { // the next round sweeps it
+			errs = append(errs, err)
+			continue
 		}
-		qs = append(qs, q.Engine(dlq))
+		qs = append(qs, eq)
 	}
 	return errors.Join(append(errs, sweep(ctx, eng, qs))...)
 }
@@ -85,21 +90,27 @@ func Full(ctx context.Context, store meta.Store, eng engine.Engine) error {
 	if err != nil {
 		return err
 	}
-	byID := make(map[ids.ID]meta.Queue, len(all))
+	byID := make(queueMap, len(all))
 	for _, q := range all {
 		byID[q.ID] = q
 	}
 	qs := make([]engine.Queue, 0, len(all))
 	for _, q := range all {
-		var dlq *meta.Queue
-		if q.Redrive != nil {
-			if d, ok := byID[q.Redrive.DeadLetterQueue]; ok {
-				dlq = &d
-			}
-		}
-		qs = append(qs, q.Engine(dlq))
+		eq, _ := meta.EngineQueue(ctx, byID, q) // a map answers found or not found only
+		qs = append(qs, eq)
 	}
 	return sweep(ctx, eng, qs)
+}
+
+// queueMap is every queue by id, read once, for EngineQueue.
+type queueMap map[ids.ID]meta.Queue
+
+func (m queueMap) GetQueueByID(_ context.Context, id ids.ID) (meta.Queue, error) {
+	q, ok := m[id]
+	if !ok {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "no such queue")
+	}
+	return q, nil
 }
 
 // sweep runs the engine's Sweep over qs, 100 at a time.

@@ -59,7 +59,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("embeddedmeta: opening %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts}, tenancyBuckets...) {
+		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bMoves, bMoveRun}, tenancyBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -81,7 +81,8 @@ func storageErr(err error) error {
 		return nil
 	}
 	var ae *apierr.Error
-	if errors.As(err, &ae) || errors.Is(err, meta.ErrVersionConflict) || errors.Is(err, meta.ErrSubscriptionConflict) {
+	if errors.As(err, &ae) || errors.Is(err, meta.ErrVersionConflict) || errors.Is(err, meta.ErrSubscriptionConflict) ||
+		errors.Is(err, meta.ErrMoveTaskConflict) {
 		return err
 	}
 	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("metadata store: %v", err)}

@@ -161,3 +161,10 @@ func TestConcurrentAttempts(t *testing.T) {
 		seen[string(r)] = true
 	}
 }
+
+func TestMoveTaskConformance(t *testing.T) {
+	t.Parallel()
+	metatest.RunMoveTasks(t, func(t *testing.T) meta.MoveTaskStore {
+		return open(t, filepath.Join(t.TempDir(), "meta.db"))
+	})
+}

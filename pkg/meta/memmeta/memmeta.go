@@ -39,6 +39,7 @@ type Store struct {
 	names    map[nameKey]ids.ID
 	subs     map[ids.ID]meta.Subscription // by queue id (subscriptions.go)
 	tenancy  tenancy                      // tenancy.go
+	moves    map[ids.ID]meta.MoveTask     // by task id (movetasks.go)
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -52,6 +53,7 @@ func New() *Store {
 		names:    map[nameKey]ids.ID{},
 		subs:     map[ids.ID]meta.Subscription{},
 		tenancy:  newTenancy(),
+		moves:    map[ids.ID]meta.MoveTask{},
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	metatest.Run(t, func(*testing.T) meta.Store { return memmeta.New() })
 }
 
 func TestTenancyConformance(t *testing.T) {
+	t.Parallel()
 	metatest.RunTenancy(t, func(*testing.T) metatest.TenancyStore { return memmeta.New() })
 }

@@ -163,8 +163,10 @@ func diffQueue(got, want meta.Queue) error {
 		return fmt.Errorf("times %s/%s, want %s/%s", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
 	case got.VisibilityTimeoutSeconds != want.VisibilityTimeoutSeconds, got.RetentionSeconds != want.RetentionSeconds,
 		got.DelaySeconds != want.DelaySeconds, got.ReceiveWaitSeconds != want.ReceiveWaitSeconds,
-		got.ContentBasedDedup != want.ContentBasedDedup:
+		got.ContentBasedDedup != want.ContentBasedDedup, got.Delivery != want.Delivery:
 		return errors.New("settings differ")
+	case (got.MaxCancels == nil) != (want.MaxCancels == nil), got.MaxCancels != nil && *got.MaxCancels != *want.MaxCancels:
+		return fmt.Errorf("maxCancels %v, want %v", got.MaxCancels, want.MaxCancels)
 	case (got.Redrive == nil) != (want.Redrive == nil):
 		return errors.New("redrive presence differs")
 	case got.Redrive != nil && *got.Redrive != *want.Redrive:
@@ -452,7 +454,10 @@ func testQueueCreateGet(t *testing.T, s meta.Store) {
 		VisibilityTimeoutSeconds: 43200, RetentionSeconds: 60, DelaySeconds: 900, ReceiveWaitSeconds: 20,
 		Redrive:           &meta.Redrive{DeadLetterQueue: dlq.ID, MaxReceiveCount: 5},
 		ContentBasedDedup: true,
-		Version:           42, // ignored: a new queue has Version 1
+		MaxCancels:        new(int), // 0 kept apart from unset
+		// The store keeps what it is given; the API decides which combinations are valid.
+		Delivery: meta.DeliveryAtMostOnce,
+		Version:  42, // ignored: a new queue has Version 1
 	}
 	must(t, s.CreateQueue(ctxOf(t), q), "CreateQueue")
 	want := q
@@ -761,10 +766,12 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	upd.DelaySeconds = 5
 	upd.ReceiveWaitSeconds = 10
 	upd.ContentBasedDedup = true
+	upd.MaxCancels = &[]int{7}[0]
 	upd.UpdatedAt = base.Add(time.Minute)
 	// Fields that never change: the store keeps the stored ones.
 	upd.Name = "renamed"
 	upd.Type = "fifo"
+	upd.Delivery = meta.DeliveryAtMostOnce
 	upd.CreatedAt = base.Add(time.Hour)
 
 	got, err := s.UpdateQueue(ctxOf(t), upd)
@@ -772,6 +779,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	want := q
 	want.VisibilityTimeoutSeconds, want.RetentionSeconds, want.DelaySeconds, want.ReceiveWaitSeconds = 60, 120, 5, 10
 	want.ContentBasedDedup = true
+	want.MaxCancels = &[]int{7}[0]
 	want.UpdatedAt = base.Add(time.Minute)
 	want.Version = 2
 	sameQueue(t, "UpdateQueue's answer", got, want)

@@ -1,0 +1,88 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// ErrMoveTaskConflict is returned by UpdateMoveTask when the task changed since it was read.
+var ErrMoveTaskConflict = errors.New("meta: move task changed concurrently")
+
+// Move task statuses (SPEC §13).
+const (
+	MoveRunning   = "running"
+	MoveCompleted = "completed"
+	MoveCancelled = "cancelled"
+	MoveFailed    = "failed"
+)
+
+// MoveTask is a move task (redrive and replay) as stored: its request, its progress, and the
+// lease of the replica running it. The store keeps it durably, so a task outlives the replica
+// running it: another replica takes the lease once it expires and resumes from Cursor.
+type MoveTask struct {
+	ID        ids.ID
+	ProjectID ids.ID
+	QueueID   ids.ID // the source
+	// Destination is the queue moved to; zero: each message back to its dead-letter source.
+	Destination ids.ID
+	// Filter is the task's filter as the API accepted it (JSON; "" for none).
+	Filter       string
+	MaxPerSecond int
+	Status       string
+	Moved        int64
+	ToMove       int64
+	Failed       int64
+	// Error says why a failed task failed ("" otherwise).
+	Error      string
+	Cursor     string // where the scan of the source continues
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while running
+	// Owner is the replica holding the lease, until LeaseUntil.
+	Owner      string
+	LeaseUntil time.Time
+	// Version increases with every update (optimistic concurrency for UpdateMoveTask).
+	Version int64
+}
+
+// MoveTaskStore keeps move tasks, by source queue. Errors are *apierr.Error values:
+// NotFound, MoveTaskRunning when the source already has a running task, InvalidArgument
+// (field "cursor") for a bad cursor, Unavailable when the backend cannot be reached.
+type MoveTaskStore interface {
+	// CreateMoveTask stores a new running task with Version 1, unless its source queue has a
+	// running task already (MoveTaskRunning; checked atomically with the store).
+	CreateMoveTask(ctx context.Context, t MoveTask) error
+	// GetMoveTask reads one task of a queue.
+	GetMoveTask(ctx context.Context, queueID, taskID ids.ID) (MoveTask, error)
+	// ListMoveTasks lists a queue's tasks, newest first.
+	ListMoveTasks(ctx context.Context, queueID ids.ID, page Page) (ts []MoveTask, nextCursor string, err error)
+	// RunningMoveTasks lists every running task of every project (the runners' work list).
+	RunningMoveTasks(ctx context.Context) ([]MoveTask, error)
+	// UpdateMoveTask replaces t if its stored Version equals t.Version (else
+	// ErrMoveTaskConflict) and returns it with the new Version; a task that leaves "running"
+	// frees its queue for another task in the same step. ID, ProjectID, QueueID and StartedAt
+	// never change. A finished task never runs again (ErrMoveTaskConflict).
+	UpdateMoveTask(ctx context.Context, t MoveTask) (MoveTask, error)
+}
+
+// Clone returns t with its times in UTC (stores return what they keep in one shape).
+func (t MoveTask) Clone() MoveTask {
+	t.StartedAt, t.LeaseUntil = t.StartedAt.UTC(), t.LeaseUntil.UTC()
+	if !t.FinishedAt.IsZero() {
+		t.FinishedAt = t.FinishedAt.UTC()
+	}
+	return t
+}
+
+// MoveTaskKey orders a queue's tasks newest first: the task id (UUIDv7, so in creation order)
+// in hex with every digit inverted, so ascending keys are descending ids.
+func MoveTaskKey(id ids.ID) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 32)
+	for i, c := range id {
+		b[2*i], b[2*i+1] = hex[15-c>>4], hex[15-c&15]
+	}
+	return string(b)
+}

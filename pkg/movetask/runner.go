@@ -1,0 +1,308 @@
+package movetask
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+// Defaults of a Runner.
+const (
+	DefaultLease = 15 * time.Second
+	DefaultPoll  = time.Second
+	// maxErrors is how many batches in a row may fail on storage before the task fails.
+	maxErrors = 30
+)
+
+// Runner runs the move tasks of the deployment: every replica runs one. It takes the lease of
+// a running task whose lease is free or expired (compare-and-set on the task's Version, so
+// one replica wins), then moves batch by batch at the task's rate, recording the scan's
+// cursor, the counts and a renewed lease after every batch. A replica that dies loses its
+// lease within Lease; another resumes from the last cursor, after finishing the moves the
+// dead one left half done (engine.Mover.FinishMoves). The moved count is the engine's, kept
+// with each take-out, so it is exact across a crash.
+type Runner struct {
+	Store  meta.MoveTaskStore
+	Queues Queues
+	Engine engine.Engine
+	Clock  clock.Clock
+	// Owner names this replica in leases (unique per process).
+	Owner string
+	Log   *slog.Logger
+	Lease time.Duration // default DefaultLease
+	Poll  time.Duration // how often the work list is read (default DefaultPoll)
+
+	mu      sync.Mutex
+	running map[ids.ID]bool
+	kick    chan struct{}
+	once    sync.Once
+}
+
+func (r *Runner) init() {
+	r.once.Do(func() {
+		r.running = map[ids.ID]bool{}
+		r.kick = make(chan struct{}, 1)
+		if r.Lease <= 0 {
+			r.Lease = DefaultLease
+		}
+		if r.Poll <= 0 {
+			r.Poll = DefaultPoll
+		}
+		if r.Clock == nil {
+			r.Clock = clock.Real{}
+		}
+		if r.Log == nil {
+			r.Log = slog.Default()
+		}
+		if r.Owner == "" {
+			r.Owner = ids.New().String()
+		}
+	})
+}
+
+// Kick makes the runner read its work list now (a task was just created here).
+func (r *Runner) Kick() {
+	r.init()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs tasks until ctx ends; the tasks it runs stop with it, leaving their leases to
+// expire.
+func (r *Runner) Run(ctx context.Context) {
+	r.init()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(r.Poll)
+	defer t.Stop()
+	for {
+		r.scan(ctx, &wg)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.kick:
+		}
+	}
+}
+
+func (r *Runner) scan(ctx context.Context, wg *sync.WaitGroup) {
+	tasks, err := r.Store.RunningMoveTasks(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Log.Warn("movetask: reading the running tasks failed", "error", err)
+		}
+		return
+	}
+	now := r.Clock.Now()
+	for _, t := range tasks {
+		r.mu.Lock()
+		mine := r.running[t.ID]
+		r.mu.Unlock()
+		if mine || (t.Owner != "" && t.Owner != r.Owner && t.LeaseUntil.After(now)) {
+			continue
+		}
+		t.Owner, t.LeaseUntil = r.Owner, now.Add(r.Lease)
+		up, err := r.Store.UpdateMoveTask(ctx, t)
+		if err != nil {
+			continue // another replica took it, or it ended
+		}
+		r.mu.Lock()
+		r.running[t.ID] = true
+		r.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				r.mu.Lock()
+				delete(r.running, up.ID)
+				r.mu.Unlock()
+			}()
+			r.run(ctx, up)
+		}()
+	}
+}
+
+// errLost ends a run whose task this replica no longer holds (cancelled, or taken over).
+var errLost = errors.New("movetask: the task is no longer this replica's")
+
+// run moves a task to its end, or until ctx ends or the task is lost.
+func (r *Runner) run(ctx context.Context, t meta.MoveTask) {
+	src, err := r.Queues.GetQueueByID(ctx, t.QueueID)
+	if apierr.CodeOf(err) == apierr.NotFound {
+		r.finish(ctx, t, meta.MoveFailed, "the source queue was deleted")
+		return
+	}
+	var ch *Chooser
+	if err == nil {
+		ch, err = NewChooser(ctx, t, src, r.Queues)
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) && ae.Code != apierr.Unavailable {
+		r.finish(ctx, t, meta.MoveFailed, ae.Message)
+		return
+	}
+	if err != nil {
+		return // the lease lapses; a later scan retries
+	}
+	sq := src.Engine(nil)
+	if err := r.Engine.FinishMoves(ctx, sq); err != nil {
+		return
+	}
+	pace := newPacer(r.Clock.Now(), t.MaxPerSecond)
+	errs := 0
+	for ctx.Err() == nil {
+		limit := min(engine.MaxMoveBatch, max(1, t.MaxPerSecond/10))
+		ch.err = nil
+		res, err := r.Engine.MoveBatch(ctx, sq, engine.MoveRequest{Tag: t.ID.String(), Cursor: t.Cursor, Limit: limit, Choose: ch.Choose(ctx)})
+		if err == nil {
+			err = ch.err
+		}
+		if err != nil {
+			if errors.Is(err, engine.ErrBadCursor) { // the stored cursor: not one the engine reads
+				r.finish(ctx, t, meta.MoveFailed, "the task's position in the source is no longer valid")
+				return
+			}
+			if errs++; errs >= maxErrors {
+				r.finish(ctx, t, meta.MoveFailed, "storage kept failing")
+				return
+			}
+			if !sleep(ctx, time.Duration(errs)*100*time.Millisecond) {
+				return
+			}
+			if t, err = r.checkpoint(ctx, t); err != nil {
+				return
+			}
+			continue
+		}
+		errs = 0
+		t.Failed += int64(res.Failed)
+		t.Cursor = res.NextCursor
+		if t.Cursor == "" {
+			if err := r.Engine.FinishMoves(ctx, sq); err != nil {
+				return
+			}
+			r.finish(ctx, t, meta.MoveCompleted, "")
+			return
+		}
+		if t, err = r.checkpoint(ctx, t); err != nil {
+			return
+		}
+		if d := pace.wait(r.Clock.Now(), res.Moved); d > 0 {
+			if !sleep(ctx, d) || r.stopped(ctx, t) {
+				return
+			}
+		}
+	}
+}
+
+// stopped reads t after the runner waited out its pace: a cancel that came meanwhile stops the
+// task before another batch moves (otherwise the next checkpoint would find it, one batch
+// after the cancel's answer). Running at full speed the runner does not wait, and the
+// checkpoint after each batch is the check.
+func (r *Runner) stopped(ctx context.Context, t meta.MoveTask) bool {
+	cur, err := r.Store.GetMoveTask(ctx, t.QueueID, t.ID)
+	return err == nil && (cur.Status != meta.MoveRunning || cur.Owner != r.Owner)
+}
+
+// checkpoint records the cursor, the failed count, the engine's moved count and a renewed
+// lease. errLost: the task was cancelled or taken over (the moved count of a cancelled task
+// is still brought up to date).
+func (r *Runner) checkpoint(ctx context.Context, t meta.MoveTask) (meta.MoveTask, error) {
+	if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n > t.Moved {
+		t.Moved = n
+	}
+	t.LeaseUntil = r.Clock.Now().Add(r.Lease)
+	up, err := r.Store.UpdateMoveTask(ctx, t)
+	if err == nil {
+		return up, nil
+	}
+	if !errors.Is(err, meta.ErrMoveTaskConflict) {
+		return t, err
+	}
+	cur, gerr := r.Store.GetMoveTask(ctx, t.QueueID, t.ID)
+	if gerr != nil {
+		return t, gerr
+	}
+	if cur.Status != meta.MoveRunning && cur.Moved != t.Moved {
+		cur.Moved = t.Moved
+		_, _ = r.Store.UpdateMoveTask(ctx, cur)
+	}
+	if cur.Status != meta.MoveRunning || cur.Owner != r.Owner {
+		return t, errLost
+	}
+	return t, err
+}
+
+// finish ends a task with status (completed or failed) and its final counts.
+func (r *Runner) finish(ctx context.Context, t meta.MoveTask, status, why string) {
+	for range 5 {
+		if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n > t.Moved {
+			t.Moved = n
+		}
+		t.Status, t.Error, t.FinishedAt = status, why, r.Clock.Now()
+		_, err := r.Store.UpdateMoveTask(ctx, t)
+		if err == nil {
+			_ = r.Engine.ForgetMoved(ctx, engineQueueOf(t), t.ID.String())
+			return
+		}
+		if !errors.Is(err, meta.ErrMoveTaskConflict) {
+			if !sleep(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		cur, err := r.Store.GetMoveTask(ctx, t.QueueID, t.ID)
+		if err != nil || cur.Status != meta.MoveRunning || cur.Owner != r.Owner {
+			return
+		}
+		cur.Cursor, cur.Failed = t.Cursor, t.Failed
+		t = cur
+	}
+}
+
+// engineQueueOf names a task's source for the engine's counters (id and project are all they
+// read).
+func engineQueueOf(t meta.MoveTask) engine.Queue {
+	return engine.Queue{ID: t.QueueID, Project: t.ProjectID}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// pacer holds a task to its rate: after n messages moved since start, the next batch may go
+// at start + n/rate.
+type pacer struct {
+	start time.Time
+	rate  int
+	n     int64
+}
+
+func newPacer(now time.Time, rate int) *pacer { return &pacer{start: now, rate: max(rate, 1)} }
+
+func (p *pacer) wait(now time.Time, moved int) time.Duration {
+	p.n += int64(moved)
+	due := p.start.Add(time.Duration(p.n * int64(time.Second) / int64(p.rate)))
+	return due.Sub(now)
+}
