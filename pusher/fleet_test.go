@@ -92,7 +92,7 @@ func TestFleetSharesAndSurvivesAKill(t *testing.T) {
 	acked := map[ids.ID]bool{}
 	for len(acked) < len(all) {
 		ev := e.next(func(ev event) bool { return ev.attempt != nil })
-		if ev.attempt.Outcome != pusher.AttemptAcknowledged {
+		if ev.attempt.Outcome != meta.AttemptAcknowledged {
 			continue
 		}
 		for _, id := range ev.attempt.MessageIDs {

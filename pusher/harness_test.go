@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
@@ -24,8 +25,10 @@ import (
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
+	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/webhook"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -41,6 +44,11 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stop()
 	testenv.StopAll()
+	// Every worker, lease renewer and subscription watcher stops with its pusher.
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goroutines left running:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -53,7 +61,7 @@ type env struct {
 	eng      *redisengine.Engine
 	store    *memmeta.Store
 	signer   *receipt.Signer
-	attempts *pusher.RedisAttempts
+	attempts *redismeta.Attempts
 	project  meta.Project
 	prefix   string
 
@@ -65,7 +73,7 @@ type env struct {
 type event struct {
 	queue    ids.ID
 	member   string
-	attempt  *pusher.Attempt
+	attempt  *meta.Attempt
 	gaveBack int
 	applied  *meta.Subscription
 }
@@ -85,7 +93,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, rdb: rdb, clk: clk, eng: eng, store: memmeta.New(), signer: receipt.NewSigner(ring),
-		attempts: pusher.NewRedisAttempts(rdb), prefix: "t:" + ids.New().String(), events: make(chan event, 1024)}
+		attempts: redismeta.NewAttempts(rdb), prefix: "t:" + ids.New().String(), events: make(chan event, 1024)}
 	e.project = meta.Project{ID: ids.New(), Name: "p", CreatedAt: clk.Now()}
 	if err := e.store.CreateProject(t.Context(), e.project); err != nil {
 		t.Fatal(err)
@@ -127,7 +135,7 @@ func (e *env) engineQueue(q meta.Queue) engine.Queue {
 func (e *env) subscribe(q meta.Queue, endpoint string, mod func(*meta.Subscription)) meta.Subscription {
 	e.t.Helper()
 	s := meta.Subscription{ID: ids.New(), QueueID: q.ID, ProjectID: q.ProjectID, Endpoint: endpoint,
-		BatchSize: 10, MaxInFlight: 10, TimeoutSeconds: 5, Secret: pusher.NewSecret(), CreatedAt: e.clk.Now(), UpdatedAt: e.clk.Now()}
+		BatchSize: 10, MaxInFlight: 10, TimeoutSeconds: 5, Secret: webhook.NewSecret(), CreatedAt: e.clk.Now(), UpdatedAt: e.clk.Now()}
 	if mod != nil {
 		mod(&s)
 	}
@@ -197,7 +205,7 @@ func (e *env) pusher(mod func(*pusher.Config)) *pusher.Pusher {
 		mod(&cfg)
 	}
 	var p *pusher.Pusher
-	cfg.OnAttempt = func(q ids.ID, a pusher.Attempt) { e.events <- event{queue: q, member: p.Member(), attempt: &a} }
+	cfg.OnAttempt = func(q ids.ID, a meta.Attempt) { e.events <- event{queue: q, member: p.Member(), attempt: &a} }
 	cfg.OnGiveBack = func(q ids.ID, n int) { e.events <- event{queue: q, member: p.Member(), gaveBack: n} }
 	p, err := pusher.New(cfg)
 	if err != nil {
@@ -237,7 +245,7 @@ func (e *env) next(match func(event) bool) event {
 }
 
 // attempt waits for the next attempt on queue q.
-func (e *env) attempt(q meta.Queue) pusher.Attempt {
+func (e *env) attempt(q meta.Queue) meta.Attempt {
 	e.t.Helper()
 	return *e.next(func(ev event) bool { return ev.attempt != nil && ev.queue == q.ID }).attempt
 }

@@ -2,6 +2,7 @@ package pusher
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"strconv"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Coordinator shares subscriptions among pusher replicas: a replica pushes for a subscription
@@ -40,48 +42,38 @@ type RedisCoordinator struct {
 }
 
 // NewRedisCoordinator returns a coordinator on rdb; prefix namespaces the keys (default
-// "queues:push").
+// rediskeys.PushPrefix).
 func NewRedisCoordinator(rdb redis.UniversalClient, prefix string) *RedisCoordinator {
 	if prefix == "" {
-		prefix = "queues:push"
+		prefix = rediskeys.PushPrefix
 	}
 	return &RedisCoordinator{rdb: rdb, prefix: prefix}
 }
 
-func (c *RedisCoordinator) membersKey() string { return c.prefix + ":members" }
+func (c *RedisCoordinator) membersKey() string { return rediskeys.PushMembers(c.prefix) }
 func (c *RedisCoordinator) leaseKeys(sub ids.ID) []string {
-	tag := "{" + sub.String() + "}"
-	return []string{c.prefix + ":lease:" + tag, c.prefix + ":fence:" + tag}
+	return []string{rediskeys.PushLease(c.prefix, sub), rediskeys.PushFence(c.prefix, sub)}
 }
 
-var heartbeatScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 10)
-return redis.call('ZCARD', KEYS[1])
-`)
+// The coordinator's scripts, each with its contract header (KEYS, ARGV, Returns).
+//
+//go:embed scripts/*.lua
+var scriptFiles embed.FS
 
-var acquireScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local tok = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. '|' .. tok, 'PX', ARGV[2])
-return tok
-`)
+func loadScript(name string) *redis.Script {
+	src, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(string(src))
+}
 
-var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`)
-
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
+var (
+	heartbeatScript = loadScript("heartbeat")
+	acquireScript   = loadScript("acquire")
+	renewScript     = loadScript("renew")
+	releaseScript   = loadScript("release")
+)
 
 // Heartbeat records member as alive.
 func (c *RedisCoordinator) Heartbeat(ctx context.Context, member string, ttl time.Duration) (int, error) {
@@ -164,18 +156,18 @@ func (s *Solo) Release(_ context.Context, sub ids.ID, _ string, token int64) err
 
 // ChangesChannel is the Redis pub/sub channel on which the API announces subscription changes
 // (the payload is the queue id), so pushers apply a pause or a new endpoint at once.
-const ChangesChannel = "queues:push:changed"
+const ChangesChannel = rediskeys.PushChanges
 
-// GenerationKeyPrefix prefixes the per-queue counter the API bumps on every subscription change
-// (before it answers). A pusher reads it just before each push: a push never starts under a
-// subscription state older than a change already answered, whatever the announcement's delay.
-const GenerationKeyPrefix = "queues:push:gen:"
+// The API bumps a per-queue generation counter (rediskeys.PushGeneration) on every
+// subscription change, before it answers. A pusher reads it just before each push: a push never
+// starts under a subscription state older than a change already answered, whatever the
+// announcement's delay.
 
 // RedisNotifier returns the API's side of change announcements: the queue's generation is
 // bumped, then the change is announced (which wakes paused workers and starts new ones).
 func RedisNotifier(rdb redis.UniversalClient) func(ctx context.Context, queue ids.ID) {
 	return func(ctx context.Context, queue ids.ID) {
-		_ = rdb.Incr(ctx, GenerationKeyPrefix+queue.String()).Err()
+		_ = rdb.Incr(ctx, rediskeys.PushGeneration(queue)).Err()
 		_ = rdb.Publish(ctx, ChangesChannel, queue.String()).Err()
 	}
 }
@@ -183,7 +175,7 @@ func RedisNotifier(rdb redis.UniversalClient) func(ctx context.Context, queue id
 // RedisGenerations returns the pusher's reader of the generations RedisNotifier bumps.
 func RedisGenerations(rdb redis.UniversalClient) func(ctx context.Context, queue ids.ID) (int64, error) {
 	return func(ctx context.Context, queue ids.ID) (int64, error) {
-		n, err := rdb.Get(ctx, GenerationKeyPrefix+queue.String()).Int64()
+		n, err := rdb.Get(ctx, rediskeys.PushGeneration(queue)).Int64()
 		if errors.Is(err, redis.Nil) {
 			return 0, nil
 		}

@@ -19,6 +19,7 @@ const (
 	mRetried      = "retried"
 	mDeadLettered = "dead_lettered"
 	mDeferred     = "deferred"
+	mCancelled    = "cancelled"
 	mReleased     = "released" // received but given back before sending (too little time left, paused, lease lost)
 )
 
@@ -46,7 +47,7 @@ func newMetrics(r prometheus.Registerer) *metrics {
 			Help: "Subscriptions whose lease this replica holds.",
 		}),
 	}
-	for _, o := range []string{mPushed, mAcknowledged, mRetried, mDeadLettered, mDeferred, mReleased} {
+	for _, o := range []string{mPushed, mAcknowledged, mRetried, mDeadLettered, mDeferred, mReleased, mCancelled} {
 		m.messages.WithLabelValues(o)
 	}
 	for _, c := range []string{ErrHTTPStatus, ErrInvalidResponse, ErrTimeout, ErrConnection, ErrTLS, ErrBlocked} {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/webhook"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -52,7 +54,7 @@ func TestPushShapeAndSignature(t *testing.T) {
 	if err := wh.Verify(got.raw, got.header); err != nil {
 		t.Fatalf("reference verifier: %v", err)
 	}
-	if a := e.attempt(q); a.Outcome != pusher.AttemptAcknowledged || a.StatusCode != 204 || a.AttemptID != got.header.Get("webhook-id") {
+	if a := e.attempt(q); a.Outcome != meta.AttemptAcknowledged || a.StatusCode != 204 || a.AttemptID != got.header.Get("webhook-id") {
 		t.Fatalf("attempt %+v", a)
 	}
 	if st := e.stats(q); st.Visible+st.InFlight != 0 {
@@ -62,7 +64,7 @@ func TestPushShapeAndSignature(t *testing.T) {
 	// Rotation: the new and the previous secret both sign, for 24 h.
 	old := sub.Secret
 	rotated := e.update(p, sub, func(s *meta.Subscription) {
-		s.PreviousSecret, s.Secret, s.PreviousExpiresAt = s.Secret, pusher.NewSecret(), e.clk.Now().Add(24*time.Hour)
+		s.PreviousSecret, s.Secret, s.PreviousExpiresAt = s.Secret, webhook.NewSecret(), e.clk.Now().Add(24*time.Hour)
 	})
 	e.applied(q, func(s meta.Subscription) bool { return s.Version == rotated.Version })
 	e.send(q, "after rotation")
@@ -118,7 +120,7 @@ func TestAckAll(t *testing.T) {
 			e.pusher(nil)
 		}
 		e.send(q, "a", "b", "c")
-		if a := e.attempt(q); a.Outcome != pusher.AttemptAcknowledged || len(a.MessageIDs) != 3 {
+		if a := e.attempt(q); a.Outcome != meta.AttemptAcknowledged || len(a.MessageIDs) != 3 {
 			t.Fatalf("case %d: attempt %+v", i, a)
 		}
 		if st := e.stats(q); st.Visible+st.InFlight+st.Delayed != 0 {
@@ -137,7 +139,7 @@ func TestDeferAll(t *testing.T) {
 	e.pusher(nil)
 	ids2 := e.send(q, "settled later", "left to time out")
 	got := ep.next(t)
-	if a := e.attempt(q); a.Outcome != pusher.AttemptDeferred {
+	if a := e.attempt(q); a.Outcome != meta.AttemptDeferred {
 		t.Fatalf("attempt %+v", a)
 	}
 	// The deadline is the push timeout plus 5 s (longer than the queue's 2 s).
@@ -196,15 +198,15 @@ func TestPerMessageResults(t *testing.T) {
 	// Two attempts: the batch, and the released message pushed again (their events may come
 	// in either order).
 	a1, a2 := e.attempt(q), e.attempt(q)
-	if a1.Outcome != pusher.AttemptSettled {
+	if a1.Outcome != meta.AttemptSettled {
 		a1, a2 = a2, a1
 	}
-	if a1.Outcome != pusher.AttemptSettled || a1.StatusCode != 200 || len(a1.MessageIDs) != 7 || a2.Outcome != pusher.AttemptAcknowledged {
+	if a1.Outcome != meta.AttemptSettled || a1.StatusCode != 200 || len(a1.MessageIDs) != 7 || a2.Outcome != meta.AttemptAcknowledged {
 		t.Fatalf("attempts %+v %+v", a1, a2)
 	}
 	// The plain retry is visible again at once, so it is pushed again (and acknowledged).
+	ep.next(t)
 	again := ep.next(t)
-	again = ep.next(t)
 	if len(again.body.Messages) != 1 || again.body.Messages[0].MessageID != sent[1].String() || again.body.Messages[0].ReceiveCount != 2 {
 		t.Fatalf("released message pushed again: %s", again.raw)
 	}
@@ -258,7 +260,7 @@ func TestFailuresBackOffThenDeadLetter(t *testing.T) {
 			t.Fatalf("attempt %d: receiveCount %d", i+1, got.body.Messages[0].ReceiveCount)
 		}
 		a := e.attempt(q)
-		if a.Outcome != pusher.AttemptFailed || a.Error != classes[i] {
+		if a.Outcome != meta.AttemptFailed || a.Error != classes[i] {
 			t.Fatalf("attempt %d: %+v, want error %s", i+1, a, classes[i])
 		}
 		base := time.Second << i
@@ -319,7 +321,7 @@ func TestThrottleAndFlowControl(t *testing.T) {
 	p := e.pusher(nil)
 	msg := e.send(q, "throttled")[0]
 	a := e.attempt(q)
-	if a.Outcome != pusher.AttemptThrottled || a.StatusCode != 503 {
+	if a.Outcome != meta.AttemptThrottled || a.StatusCode != 503 {
 		t.Fatalf("attempt %+v", a)
 	}
 	if m := e.browse(q, engine.StateInFlight)[msg]; !m.VisibleAt.Equal(e.clk.Now().Add(7 * time.Second)) {
@@ -375,7 +377,7 @@ func TestTransportFailures(t *testing.T) {
 		e.subscribe(q, c.url, func(s *meta.Subscription) { s.TimeoutSeconds = c.timeout })
 		e.send(q, "x")
 		a := e.attempt(q)
-		if a.Outcome != pusher.AttemptFailed || a.Error != c.class || a.StatusCode != 0 {
+		if a.Outcome != meta.AttemptFailed || a.Error != c.class || a.StatusCode != 0 {
 			t.Fatalf("%s: attempt %+v, want %s", c.url, a, c.class)
 		}
 		if limit, _, _ := p.InFlightLimit(q.ID); limit != c.limit {
@@ -555,5 +557,97 @@ func TestFIFOThroughPush(t *testing.T) {
 		if !slices.Equal(seen[g], want) {
 			t.Fatalf("group %s arrived as %v, want %v", g, seen[g], want)
 		}
+	}
+}
+
+// TestPriorityThroughPush: push takes the highest priority first, the oldest first within
+// one, as a receive does (SPEC §12).
+func TestPriorityThroughPush(t *testing.T) {
+	e := newEnv(t)
+	ep := newEndpoint(t, false, status(200))
+	q := e.queue("standard", nil)
+	sub := e.subscribe(q, ep.URL, func(s *meta.Subscription) { s.BatchSize = 10; s.Paused = true })
+	p := e.pusher(nil)
+	e.applied(q, func(meta.Subscription) bool { return true })
+	e.sendMsgs(q, []engine.Message{{Body: "low1"}, {Body: "high1", Priority: 9}, {Body: "mid", Priority: 5},
+		{Body: "low2"}, {Body: "high2", Priority: 9}})
+	e.update(p, sub, func(s *meta.Subscription) { s.Paused = false })
+	var got []string
+	for len(got) < 5 {
+		for _, m := range ep.next(t).body.Messages {
+			got = append(got, m.Body)
+		}
+	}
+	if want := []string{"high1", "high2", "mid", "low1", "low2"}; !slices.Equal(got, want) {
+		t.Fatalf("pushed in the order %v, want %v", got, want)
+	}
+}
+
+// TestAtMostOncePush: a push from an at-most-once queue carries no receipt handle or deadline,
+// and the batch is gone once sent, whatever the answer: a failure, a deferral or a retry
+// result pushes nothing again, and nothing is ever in flight.
+func TestAtMostOncePush(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue("standard", func(q *meta.Queue) { q.Delivery = meta.DeliveryAtMostOnce })
+	ep := newEndpoint(t, false, status(500))
+	e.subscribe(q, ep.URL, nil)
+	e.pusher(func(c *pusher.Config) { c.RandN = func(n int64) int64 { return n } })
+	answers := []func(http.ResponseWriter, pushed){
+		status(500),
+		status(202),
+		func(w http.ResponseWriter, p pushed) {
+			jsonAnswer(200, map[string]any{"results": []map[string]any{{"messageId": p.body.Messages[0].MessageID, "outcome": "retry"}}})(w, p)
+		},
+	}
+	for i, respond := range answers {
+		ep.setRespond(respond)
+		body := fmt.Sprint("m", i)
+		e.send(q, body)
+		got := ep.next(t)
+		m := got.body.Messages
+		if len(m) != 1 || m[0].Body != body || m[0].ReceiveCount != 1 {
+			t.Fatalf("answer %d: pushed %s, want only %s (an earlier batch is never pushed again)", i, got.raw, body)
+		}
+		if strings.Contains(string(got.raw), "receiptHandle") || strings.Contains(string(got.raw), "visibilityDeadline") {
+			t.Fatalf("answer %d: an at-most-once push carries a handle or deadline: %s", i, got.raw)
+		}
+		e.attempt(q)
+		if st := e.stats(q); st.Visible+st.InFlight+st.Delayed != 0 {
+			t.Fatalf("answer %d: left %+v, want the batch gone once sent", i, st)
+		}
+		e.clk.Advance(time.Hour) // past any backoff or deadline: nothing returns
+	}
+}
+
+// TestCancelOutcome: the outcome "cancel" returns the message at once without counting the
+// delivery (SPEC §12): it is pushed again with the same receiveCount.
+func TestCancelOutcome(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue("standard", nil)
+	ep := newEndpoint(t, false, nil)
+	var pushes atomic.Int32
+	ep.setRespond(func(w http.ResponseWriter, p pushed) {
+		if pushes.Add(1) > 1 {
+			w.WriteHeader(200)
+			return
+		}
+		jsonAnswer(200, map[string]any{"results": []map[string]any{
+			{"messageId": p.body.Messages[0].MessageID, "outcome": "cancel"},
+		}})(w, p)
+	})
+	e.subscribe(q, ep.URL, nil)
+	e.pusher(nil)
+	sent := e.send(q, "m")
+	first := ep.next(t)
+	again := ep.next(t)
+	for _, got := range []pushed{first, again} {
+		if len(got.body.Messages) != 1 || got.body.Messages[0].MessageID != sent[0].String() || got.body.Messages[0].ReceiveCount != 1 {
+			t.Fatalf("pushed %s, want %s with receiveCount 1 both times", got.raw, sent[0])
+		}
+	}
+	e.attempt(q)
+	e.attempt(q)
+	if st := e.stats(q); st.Visible+st.InFlight != 0 {
+		t.Fatalf("at the end: %+v", st)
 	}
 }

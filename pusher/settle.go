@@ -2,6 +2,7 @@ package pusher
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/queueshq/queues/pkg/engine"
 )
 
 // MaxResponseBytes is how much of a response the pusher reads (SPEC §6).
@@ -22,6 +25,8 @@ const (
 	OutcomeRetry      = "retry"
 	OutcomeDeadLetter = "dead-letter"
 	OutcomeDefer      = "defer"
+	// OutcomeCancel returns the message without counting the delivery (SPEC §12).
+	OutcomeCancel = "cancel"
 )
 
 // Error classes of a failed attempt (the attempts log and the endpoint-error metric).
@@ -153,9 +158,9 @@ func parseResults(body []byte, batch map[string]bool) (map[string]MessageResult,
 			return nil, fmt.Errorf("results[%d].messageId %q is listed twice", i, r.MessageID)
 		}
 		switch r.Outcome {
-		case OutcomeAck, OutcomeRetry, OutcomeDeadLetter, OutcomeDefer:
+		case OutcomeAck, OutcomeRetry, OutcomeDeadLetter, OutcomeDefer, OutcomeCancel:
 		default:
-			return nil, fmt.Errorf("results[%d].outcome %q is not ack, retry, dead-letter or defer", i, truncate(r.Outcome, 32))
+			return nil, fmt.Errorf("results[%d].outcome %q is not ack, retry, dead-letter, defer or cancel", i, truncate(r.Outcome, 32))
 		}
 		if r.RetryAfterSeconds != nil {
 			if r.Outcome != OutcomeRetry {
@@ -183,4 +188,86 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// settle applies a verdict to the batch through the engine. A batch of an at-most-once queue
+// left the queue when it was received: whatever the answer, there is nothing to settle.
+func (w *worker) settle(q queueInfo, batch []engine.Received, v verdict, receivedAt time.Time) {
+	if q.eq.AtMostOnce {
+		return
+	}
+	p := w.p
+	now := p.cfg.Clock.Now()
+	// A message stays in flight at most engine.MaxInFlight from its receive.
+	limit := receivedAt.Add(engine.MaxInFlight).Sub(now) - time.Second
+	delay := func(d time.Duration) time.Duration { return max(min(d, limit, engine.MaxVisibility), 0) }
+	var acks []engine.Delivery
+	var changes []engine.VisibilityChange
+	var dls []engine.DeadLetterRequest
+	var cancels []engine.Delivery
+	deferred := 0
+	for _, m := range batch {
+		switch v.kind {
+		case ackAll:
+			acks = append(acks, m.Delivery)
+		case deferAll:
+			deferred++
+		case throttled:
+			changes = append(changes, engine.VisibilityChange{Delivery: m.Delivery, Visibility: delay(v.retryAfter)})
+		case failed:
+			changes = append(changes, engine.VisibilityChange{Delivery: m.Delivery, Visibility: delay(Backoff(m.ReceiveCount, p.cfg.RandN))})
+		case perMessage:
+			r, listed := v.results[m.MessageID.String()]
+			switch {
+			case !listed || r.Outcome == OutcomeAck:
+				acks = append(acks, m.Delivery)
+			case r.Outcome == OutcomeDefer:
+				deferred++
+			case r.Outcome == OutcomeCancel:
+				cancels = append(cancels, m.Delivery)
+			case r.Outcome == OutcomeDeadLetter:
+				dls = append(dls, engine.DeadLetterRequest{Delivery: m.Delivery, Reason: r.Reason})
+			default: // retry
+				d := time.Duration(0)
+				if r.RetryAfterSeconds != nil {
+					d = delay(time.Duration(*r.RetryAfterSeconds) * time.Second)
+				}
+				changes = append(changes, engine.VisibilityChange{Delivery: m.Delivery, Visibility: d})
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(p.ioCtx, 10*time.Second)
+	defer cancel()
+	report := func(op string, errs []error, err error) int {
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("settling pushed messages failed; they return at their deadline", "op", op, "queue", w.qid.String(), "err", err)
+			}
+			return 0
+		}
+		ok := 0
+		for _, e := range errs {
+			if e == nil {
+				ok++
+			}
+		}
+		return ok
+	}
+	if len(acks) > 0 {
+		errs, err := p.cfg.Engine.Ack(ctx, q.eq, acks)
+		p.m.messages.WithLabelValues(mAcknowledged).Add(float64(report("ack", errs, err)))
+	}
+	if len(changes) > 0 {
+		errs, err := p.cfg.Engine.ChangeVisibility(ctx, q.eq, changes)
+		p.m.messages.WithLabelValues(mRetried).Add(float64(report("retry", errs, err)))
+	}
+	if len(dls) > 0 {
+		errs, err := p.cfg.Engine.DeadLetter(ctx, q.eq, dls)
+		p.m.messages.WithLabelValues(mDeadLettered).Add(float64(report("dead-letter", errs, err)))
+	}
+	if len(cancels) > 0 {
+		errs, err := p.cfg.Engine.Cancel(ctx, q.eq, cancels)
+		p.m.messages.WithLabelValues(mCancelled).Add(float64(report("cancel", errs, err)))
+	}
+	p.m.messages.WithLabelValues(mDeferred).Add(float64(deferred))
 }

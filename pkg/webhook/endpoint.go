@@ -1,4 +1,4 @@
-package pusher
+package webhook
 
 import (
 	"errors"
@@ -48,9 +48,9 @@ func CheckAddr(ip netip.Addr) error {
 	return nil
 }
 
-// dialControl is the net.Dialer Control hook: it runs for every connection attempt on the
+// DialControl is the net.Dialer Control hook: it runs for every connection attempt on the
 // address actually dialled, after DNS resolution, so DNS rebinding cannot route around it.
-func dialControl(network, address string, c syscall.RawConn) error {
+func DialControl(network, address string, c syscall.RawConn) error {
 	if err := guardian.Safe(network, address, c); err != nil {
 		return fmt.Errorf("%w: %v", ErrBlockedAddress, err)
 	}
