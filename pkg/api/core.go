@@ -37,7 +37,7 @@ const FIFOSuffix = ".fifo"
 // not starting with the queue slug prefix, so a reference is never ambiguous.
 func ValidateQueueName(name string, fifo bool) *apierr.Error {
 	switch {
-	case !queueNamePattern.MatchString(name):
+	case !looksLikeQueueName(name):
 		return apierr.Invalid("name", "must be 1 to 80 of A-Z, a-z, 0-9, _ and - (a fifo queue's may end in %q)", FIFOSuffix)
 	case strings.HasSuffix(name, FIFOSuffix) && !fifo:
 		return apierr.Invalid("name", "only a fifo queue's name may end in %q", FIFOSuffix)
@@ -236,8 +236,23 @@ func (s *Server) Ack(ctx context.Context, ds []engine.Delivery) ([]error, error)
 			sub[j] = ds[i]
 		}
 		errs, err := s.cfg.Engine.Ack(ctx, q, sub)
+		s.heldSettled(ctx, q, sub, errs, nil)
 		s.count("acked", errs, err)
 		s.meterAcked(q.Project, errs, err)
+		return errs, err
+	})
+}
+
+// Cancel returns deliveries without counting them (SPEC §12), as Ack does.
+func (s *Server) Cancel(ctx context.Context, ds []engine.Delivery) ([]error, error) {
+	return s.byQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
+		sub := make([]engine.Delivery, len(idx))
+		for j, i := range idx {
+			sub[j] = ds[i]
+		}
+		errs, err := s.cfg.Engine.Cancel(ctx, q, sub)
+		s.heldSettled(ctx, q, sub, errs, nil)
+		s.count("cancelled", errs, err)
 		return errs, err
 	})
 }
@@ -253,7 +268,9 @@ func (s *Server) ChangeVisibility(ctx context.Context, cs []engine.VisibilityCha
 		for j, i := range idx {
 			sub[j] = cs[i]
 		}
-		return s.cfg.Engine.ChangeVisibility(ctx, q, sub)
+		errs, err := s.cfg.Engine.ChangeVisibility(ctx, q, sub)
+		s.heldSettled(ctx, q, visDeliveries(sub), errs, func(j int) time.Duration { return sub[j].Visibility })
+		return errs, err
 	})
 }
 

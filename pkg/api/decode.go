@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/jsonscan"
 )
 
 // jsonSpace is JSON's whitespace (narrower than unicode.IsSpace).
@@ -167,115 +167,11 @@ func parseString(raw json.RawMessage, path string) (string, *apierr.Error) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", apierr.Invalid(path, "must be a string")
 	}
-	s, why := unquote(raw[1 : len(raw)-1])
+	s, why := jsonscan.Unquote(raw[1 : len(raw)-1])
 	if why != "" {
 		return "", apierr.Invalid(path, "%s", why)
 	}
 	return s, nil
-}
-
-// unquote decodes the inside of a JSON string literal, rejecting what encoding/json would
-// have replaced with U+FFFD (invalid UTF-8, unpaired surrogate escapes) and anything that is
-// not a JSON string at all.
-func unquote(b []byte) (string, string) {
-	if !utf8.Valid(b) {
-		return "", "is not valid UTF-8"
-	}
-	// Runs of plain bytes are copied whole: a 256 KiB body is one copy, not 256 Ki byte
-	// writes (a fifth of the server's CPU while one tenant sent maximal payloads at its
-	// rate limit; about 2.5x the CPU of this).
-	n := plainRun(b)
-	if n == len(b) {
-		return string(b), ""
-	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for i := 0; i < len(b); {
-		run := plainRun(b[i:])
-		sb.Write(b[i : i+run])
-		if i += run; i >= len(b) {
-			break
-		}
-		if c := b[i]; c == '"' || c < 0x20 {
-			return "", "is not a valid JSON string"
-		}
-		if i+1 >= len(b) {
-			return "", "has a broken escape"
-		}
-		switch b[i+1] {
-		case '"', '\\', '/':
-			sb.WriteByte(b[i+1])
-		case 'b':
-			sb.WriteByte('\b')
-		case 'f':
-			sb.WriteByte('\f')
-		case 'n':
-			sb.WriteByte('\n')
-		case 'r':
-			sb.WriteByte('\r')
-		case 't':
-			sb.WriteByte('\t')
-		case 'u':
-			r, ok := hex4(b[i+2:])
-			if !ok {
-				return "", "has a broken \\u escape"
-			}
-			i += 6
-			switch {
-			case r >= 0xD800 && r < 0xDC00:
-				lo, ok := rune(0), false
-				if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
-					lo, ok = hex4(b[i+2:])
-				}
-				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return "", "has an unpaired surrogate escape"
-				}
-				i += 6
-				sb.WriteRune(0x10000 + (r-0xD800)<<10 + (lo - 0xDC00))
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return "", "has an unpaired surrogate escape"
-			default:
-				sb.WriteRune(r)
-			}
-			continue
-		default:
-			return "", "has a broken escape"
-		}
-		i += 2
-	}
-	return sb.String(), ""
-}
-
-// plainRun is the length of b's prefix that a JSON string holds as is: no escape, quote or
-// control character.
-func plainRun(b []byte) int {
-	for i, c := range b {
-		if c == '\\' || c == '"' || c < 0x20 {
-			return i
-		}
-	}
-	return len(b)
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // array reads an optional JSON array field into raw elements with 1..max items.
@@ -300,11 +196,30 @@ func (o *object) child(name string, allowed ...string) (*object, *apierr.Error) 
 	return parseObjectIn(o.fields[name], o.valid, o.path(name), false, allowed...)
 }
 
+// looksLikeQueueName reports whether s has a queue name's shape,
+// ^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$: a name, which only a fifo queue may end
+// in ".fifo" (ValidateQueueName checks that part). Every request naming a queue checks it, so
+// it is a loop rather than a regexp.
+func looksLikeQueueName(s string) bool {
+	if base, ok := strings.CutSuffix(s, FIFOSuffix); ok && len(base) >= 1 && len(base) <= 75 && nameChars(base) {
+		return true
+	}
+	return len(s) >= 1 && len(s) <= 80 && nameChars(s)
+}
+
+// nameChars reports whether every byte of s is one of A-Z, a-z, 0-9, _ and -.
+func nameChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 var (
-	// queueNamePattern is a queue reference's shape: a name, which only a fifo queue may end
-	// in ".fifo" (ValidateQueueName checks that part).
-	queueNamePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$`)
-	prefixPattern    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
-	attrNamePattern  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)
-	groupIDPattern   = regexp.MustCompile(`^[!-~]{1,128}$`)
+	prefixPattern   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
+	attrNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)
+	groupIDPattern  = regexp.MustCompile(`^[!-~]{1,128}$`)
 )

@@ -44,11 +44,14 @@ func TestParseMessageFields(t *testing.T) {
 		{`{"body":""}`, false, "m.body", apierr.InvalidArgument},
 		{`{}`, false, "m.body", apierr.InvalidArgument},
 		{`{"body":"x","extra":1}`, false, "m.extra", apierr.InvalidArgument},
-		{`{"body":"x","delaySeconds":901}`, false, "m.delaySeconds", apierr.InvalidArgument},
+		{`{"body":"x","delaySeconds":345601}`, false, "m.delaySeconds", apierr.InvalidArgument},
 		{`{"body":"x","delaySeconds":1.5}`, false, "m.delaySeconds", apierr.InvalidArgument},
 		{`{"body":"x","delaySeconds":"1"}`, false, "m.delaySeconds", apierr.InvalidArgument},
 		{`{"body":"x","groupId":"g"}`, false, "m.groupId", apierr.InvalidArgument},
 		{`{"body":"x","dedupId":"d"}`, false, "m.dedupId", apierr.InvalidArgument},
+		{`{"body":"x","barrier":1}`, false, "m.barrier", apierr.InvalidArgument},
+		{`{"body":"x","barrier":null}`, false, "m.barrier", apierr.InvalidArgument},
+		{`{"body":"x","groupId":"g","barrier":true}`, true, "m.barrier", apierr.InvalidArgument},
 		{`{"body":"x"}`, true, "m.groupId", apierr.InvalidArgument},
 		{`{"body":"x","groupId":"a b"}`, true, "m.groupId", apierr.InvalidArgument},
 		{`{"body":"x","groupId":"g","delaySeconds":3}`, true, "m.delaySeconds", apierr.InvalidArgument},
@@ -60,7 +63,7 @@ func TestParseMessageFields(t *testing.T) {
 		{`{"body":"` + strings.Repeat("a", 256*1024-2) + `","attributes":{"k":"vv"}}`, false, "m", apierr.PayloadTooLarge},
 	}
 	for _, c := range cases {
-		_, err := parseMessage(json.RawMessage(c.in), false, "m", c.fifo)
+		_, err := parseMessage(json.RawMessage(c.in), false, "m", testRules(c.fifo))
 		if err == nil || err.Field != c.field || err.Code != c.code {
 			in := c.in
 			if len(in) > 80 {
@@ -69,13 +72,22 @@ func TestParseMessageFields(t *testing.T) {
 			t.Errorf("parseMessage(%s, fifo=%v) = %v; want %s on %q", in, c.fifo, err, c.code, c.field)
 		}
 	}
-	m, err := parseMessage(json.RawMessage(`{"body":"`+strings.Repeat("a", 256*1024-2)+`","attributes":{"k":"v"}}`), false, "m", false)
+	m, err := parseMessage(json.RawMessage(`{"body":"`+strings.Repeat("a", 256*1024-2)+`","attributes":{"k":"v"}}`), false, "m", testRules(false))
 	if err != nil || len(m.Body) != 256*1024-2 {
 		t.Fatalf("a message of exactly 256 KiB failed: %v", err)
 	}
-	m, err = parseMessage(json.RawMessage(`{"body":"x","groupId":"g!~","dedupId":"d","delaySeconds":0}`), false, "m", true)
+	m, err = parseMessage(json.RawMessage(`{"body":"x","groupId":"g!~","dedupId":"d","delaySeconds":0}`), false, "m", testRules(true))
 	if err != nil || m.GroupID != "g!~" || m.DedupID != "d" {
 		t.Fatalf("valid fifo message: %+v, %v", m, err)
+	}
+	for in, want := range map[string]bool{`{"body":"x","barrier":true}`: true, `{"body":"x","barrier":false}`: false} {
+		m, err = parseMessage(json.RawMessage(in), false, "m", testRules(false))
+		if err != nil || m.Barrier != want {
+			t.Fatalf("%s: %+v, %v", in, m, err)
+		}
+	}
+	if m, err = parseMessage(json.RawMessage(`{"body":"x","groupId":"g","barrier":false}`), false, "m", testRules(true)); err != nil || m.Barrier {
+		t.Fatalf("barrier false on fifo: %+v, %v", m, err)
 	}
 }
 
@@ -123,7 +135,7 @@ func FuzzSendRequest(f *testing.F) {
 			return
 		}
 		for _, raw := range items {
-			m, err := parseMessage(raw, false, "messages[0]", fifo)
+			m, err := parseMessage(raw, false, "messages[0]", testRules(fifo))
 			if err != nil {
 				if err.Code != apierr.InvalidArgument && err.Code != apierr.PayloadTooLarge {
 					t.Fatalf("bad error %v", err)

@@ -44,6 +44,8 @@ func appendSendAnswer(b []byte, sent []sendOK) []byte {
 		b = appendJSONString(b, m.MessageID)
 		b = append(b, `,"duplicate":`...)
 		b = strconv.AppendBool(b, m.Duplicate)
+		b = append(b, `,"merged":`...)
+		b = strconv.AppendBool(b, m.Merged)
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)
@@ -63,14 +65,18 @@ func appendReceiveAnswer(b []byte, out []receivedJSON) []byte {
 		b = appendJSONString(b, m.Body)
 		b = append(b, `,"attributes":`...)
 		b = appendStringMap(b, m.Attributes)
-		b = append(b, `,"receiptHandle":`...)
-		b = appendJSONString(b, m.ReceiptHandle)
+		if m.ReceiptHandle != "" { // absent on at-most-once queues
+			b = append(b, `,"receiptHandle":`...)
+			b = appendJSONString(b, m.ReceiptHandle)
+		}
 		b = append(b, `,"receiveCount":`...)
 		b = strconv.AppendInt(b, int64(m.ReceiveCount), 10)
 		b = append(b, `,"sentAt":`...)
 		b = appendJSONString(b, m.SentAt)
-		b = append(b, `,"visibilityDeadline":`...)
-		b = appendJSONString(b, m.VisibilityDeadline)
+		if m.VisibilityDeadline != "" {
+			b = append(b, `,"visibilityDeadline":`...)
+			b = appendJSONString(b, m.VisibilityDeadline)
+		}
 		if m.GroupID != "" {
 			b = append(b, `,"groupId":`...)
 			b = appendJSONString(b, m.GroupID)
@@ -91,6 +97,10 @@ func appendReceiveAnswer(b []byte, out []receivedJSON) []byte {
 		if m.Traceparent != "" {
 			b = append(b, `,"traceparent":`...)
 			b = appendJSONString(b, m.Traceparent)
+		}
+		if m.Priority != nil {
+			b = append(b, `,"priority":`...)
+			b = strconv.AppendInt(b, int64(*m.Priority), 10)
 		}
 		b = append(b, '}')
 	}

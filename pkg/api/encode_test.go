@@ -54,6 +54,8 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 			}
 			if r.IntN(2) == 0 {
 				m.GroupID, m.SequenceNumber = randString(r), randString(r)
+			} else {
+				m.Priority = prioOut(false, r.IntN(10))
 			}
 			if r.IntN(3) == 0 {
 				m.DeadLetter = &deadLetterJSON{SourceQueue: randString(r), Reason: randString(r), At: randString(r)}

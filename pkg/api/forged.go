@@ -129,20 +129,20 @@ func source(c echo.Context) netip.Addr {
 }
 
 // checkSource refuses a receipt call from a source over its forged-handle limit.
-func (s *Server) checkSource(c echo.Context) error {
-	if d := s.forged.wait(source(c)); d > 0 {
+func (s *Server) checkSource(src netip.Addr) error {
+	if d := s.forged.wait(src); d > 0 {
 		return apierr.New(apierr.RateLimited, "too many invalid receipt handles from this address; retry later").WithRetryAfter(d)
 	}
 	return nil
 }
 
 // chargeSource counts the invalid handles of a receipt call against its source.
-func (s *Server) chargeSource(c echo.Context, errs ...*apierr.Error) {
+func (s *Server) chargeSource(src netip.Addr, errs ...*apierr.Error) {
 	n := 0
 	for _, e := range errs {
 		if e != nil && e.Code == apierr.ReceiptHandleInvalid {
 			n++
 		}
 	}
-	s.forged.charge(source(c), n)
+	s.forged.charge(src, n)
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
-	"github.com/queueshq/queues/pusher"
+	"github.com/queueshq/queues/pkg/webhook"
 )
 
 // FuzzReceiptRequest drives the receipt routes' decoder (single and batch forms of ack,
@@ -131,4 +131,4 @@ func FuzzSubscriptionRequest(f *testing.F) {
 	})
 }
 
-var pusherValidate = pusher.ValidateEndpoint
+var pusherValidate = webhook.ValidateEndpoint

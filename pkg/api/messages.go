@@ -16,12 +16,14 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 type sendOK struct {
 	Index     int    `json:"index"`
 	MessageID string `json:"messageId"`
 	Duplicate bool   `json:"duplicate"`
+	Merged    bool   `json:"merged"`
 }
 
 type sendFailed struct {
@@ -41,7 +43,7 @@ func (s *Server) limit(ctx context.Context, q meta.Queue, op string) error {
 	if rate <= 0 {
 		return nil
 	}
-	wait, err := s.cfg.Limiter.Allow(ctx, q.ID.String()+":"+op, rate)
+	wait, err := s.cfg.Limiter.Allow(ctx, rediskeys.QueueRate(q.ID, op), rate)
 	if err != nil {
 		return err
 	}
@@ -53,9 +55,11 @@ func (s *Server) limit(ctx context.Context, q meta.Queue, op string) error {
 
 // parseMessage validates one message of a send; errors name fields under prefix.
 // validated: raw was split out of a body already checked whole (see parseObjectIn).
-func parseMessage(raw json.RawMessage, validated bool, prefix string, fifo bool) (engine.Message, *apierr.Error) {
+func parseMessage(raw json.RawMessage, validated bool, prefix string, r sendRules) (engine.Message, *apierr.Error) {
 	var m engine.Message
-	o, err := parseObjectIn(raw, validated, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId", "traceparent")
+	fifo := r.fifo
+	o, err := parseObjectIn(raw, validated, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId", "traceparent",
+		"key", "merge", "deliverAt", "barrier", "priority")
 	if err != nil {
 		return m, err
 	}
@@ -95,14 +99,11 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, fifo bool)
 	if err := parseTraceparentField(o, &m); err != nil {
 		return m, err
 	}
-	if d, ok, err := o.integer("delaySeconds", 0, maxDelay); err != nil {
+	if err := parseSchedule(o, &m, r); err != nil {
 		return m, err
-	} else if ok {
-		if fifo && d != 0 {
-			return m, apierr.Invalid(o.path("delaySeconds"), "fifo queues take only the queue's delay; send 0 or leave it out")
-		}
-		dd := time.Duration(d) * time.Second
-		m.Delay = &dd
+	}
+	if err := parseConflation(o, &m, fifo); err != nil {
+		return m, err
 	}
 	for _, f := range []struct {
 		name string
@@ -126,7 +127,32 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, fifo bool)
 	if fifo && m.GroupID == "" {
 		return m, apierr.Invalid(o.path("groupId"), "is required on a fifo queue")
 	}
+	if v, ok, err := o.boolean("barrier"); err != nil {
+		return m, err
+	} else if ok && v {
+		if fifo {
+			return m, apierr.Invalid(o.path("barrier"), "barrier messages exist only on standard queues")
+		}
+		m.Barrier = true
+	}
+	if err := parsePriority(o, &m, fifo); err != nil {
+		return m, err
+	}
 	return m, nil
+}
+
+// parsePriority reads a message's priority (SPEC §12): 0 to 9 on standard queues; a fifo
+// queue takes only 0, its order being the group's.
+func parsePriority(o *object, m *engine.Message, fifo bool) *apierr.Error {
+	p, ok, err := o.integer("priority", 0, engine.MaxPriority)
+	if err != nil || !ok {
+		return err
+	}
+	if fifo && p != 0 {
+		return apierr.Invalid(o.path("priority"), "priority exists only on standard queues")
+	}
+	m.Priority = int(p)
+	return nil
 }
 
 // anyKey makes parseObject accept every key; the caller checks names itself.
@@ -137,12 +163,26 @@ func (s *Server) send(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the body: a send over the project's byte rate costs the service no read.
+	announced := c.Request().ContentLength
+	if err := s.admitSendBytes(c, q.ProjectID, announced); err != nil {
+		return err
+	}
+	// Before the body too: a project at its maxStoredBytes can store no send, whatever the
+	// body says, so its refusal costs no read (net/http drops the unread body, closing the
+	// connection when it is large).
+	if err := s.refuseFullProject(c, q); err != nil {
+		return err
+	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	if err := s.refuseFullProject(c, q); err != nil {
-		return err
+	if announced < 0 {
+		// No Content-Length (chunked): the bytes are charged once read.
+		if err := s.admitSendBytes(c, q.ProjectID, int64(len(data))); err != nil {
+			return err
+		}
 	}
 	o, aerr := parseObject(data, "", false, "messages")
 	if aerr != nil {
@@ -155,12 +195,12 @@ func (s *Server) send(c echo.Context) error {
 	if !ok {
 		return apierr.Invalid("messages", "is required: 1 to %d messages", engine.MaxBatch)
 	}
-	fifo := q.Type == string(engine.FIFO)
+	rules := s.sendRules(q)
 	var msgs []engine.Message
 	var index []int
 	failed := []sendFailed{}
 	for i, raw := range items {
-		m, err := parseMessage(raw, o.valid, "messages["+strconv.Itoa(i)+"]", fifo)
+		m, err := parseMessage(raw, o.valid, "messages["+strconv.Itoa(i)+"]", rules)
 		if err != nil {
 			failed = append(failed, sendFailed{Index: i, Error: bodyOf(err)})
 			continue
@@ -190,11 +230,11 @@ func (s *Server) send(c echo.Context) error {
 		for i, r := range res {
 			if r.Err != nil {
 				// Others of the request were stored: this one is reported, not the whole request.
-				failed = append(failed, sendFailed{Index: index[i], Error: bodyOf(sendErr(r.Err))})
+				failed = append(failed, sendFailed{Index: index[i], Error: bodyOf(sendErr(r.Err).WithPrefix("messages[" + strconv.Itoa(index[i]) + "]"))})
 				storeFailed = true
 				continue
 			}
-			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate})
+			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate, Merged: r.Merged})
 		}
 		if storeFailed {
 			slices.SortFunc(failed, func(a, b sendFailed) int { return a.Index - b.Index })
@@ -209,6 +249,9 @@ func (s *Server) send(c echo.Context) error {
 // sendErr is the error reported in `failed` for a message the engine could not store while
 // it stored others: a storage failure, which a retry may get past, is `unavailable`.
 func sendErr(err error) *apierr.Error {
+	if ae := refusal(err); ae != nil {
+		err = ae
+	}
 	var ae *apierr.Error
 	if errors.As(err, &ae) && ae.Code != apierr.Internal && ae.Code != apierr.Unavailable {
 		return ae
@@ -240,14 +283,15 @@ type receivedJSON struct {
 	MessageID          string            `json:"messageId"`
 	Body               string            `json:"body"`
 	Attributes         map[string]string `json:"attributes"`
-	ReceiptHandle      string            `json:"receiptHandle"`
+	ReceiptHandle      string            `json:"receiptHandle,omitempty"` // absent on at-most-once queues
 	ReceiveCount       int               `json:"receiveCount"`
 	SentAt             string            `json:"sentAt"`
-	VisibilityDeadline string            `json:"visibilityDeadline"`
+	VisibilityDeadline string            `json:"visibilityDeadline,omitempty"` // likewise
 	GroupID            string            `json:"groupId,omitempty"`
 	SequenceNumber     string            `json:"sequenceNumber,omitempty"`
 	DeadLetter         *deadLetterJSON   `json:"deadLetter,omitempty"`
 	Traceparent        string            `json:"traceparent,omitempty"`
+	Priority           *int              `json:"priority,omitempty"` // standard queues only
 }
 
 func attrsOut(a map[string]string) map[string]string {
@@ -255,6 +299,14 @@ func attrsOut(a map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return a
+}
+
+// prioOut is a message's priority as answered: on standard queues only (SPEC §12).
+func prioOut(fifo bool, p int) *int {
+	if fifo {
+		return nil
+	}
+	return &p
 }
 
 func seqOut(fifo bool, n uint64) string {
@@ -273,7 +325,7 @@ func (s *Server) receive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, aerr := parseObject(data, "", true, "maxMessages", "visibilityTimeoutSeconds", "waitSeconds")
+	o, aerr := parseObject(data, "", true, "maxMessages", "visibilityTimeoutSeconds", "waitSeconds", "consumerId", "maxBacklog", "filter")
 	if aerr != nil {
 		return aerr
 	}
@@ -298,23 +350,45 @@ func (s *Server) receive(c echo.Context) error {
 	if !ok {
 		wait = int64(q.ReceiveWaitSeconds)
 	}
-	msgs, err := s.Receive(c.Request().Context(), q, engine.ReceiveRequest{Max: int(maxN), Visibility: time.Duration(vis) * time.Second}, time.Duration(wait)*time.Second)
+	consumer, err := consumerOf(o)
 	if err != nil {
 		return err
 	}
+	flt, err := filterOfBody(o) // filter.go
+	if err != nil {
+		return err
+	}
+	msgs, err := s.Receive(c.Request().Context(), q, engine.ReceiveRequest{Max: int(maxN), Visibility: time.Duration(vis) * time.Second,
+		Consumer: consumer, Filter: flt}, time.Duration(wait)*time.Second)
+	if err != nil {
+		return err
+	}
+	out := s.receivedOut(q, msgs)
+	defer s.meterDelivered(q.ProjectID, msgs)
+	return blob(c, http.StatusOK, func(b []byte) []byte { return appendReceiveAnswer(b, out) })
+}
+
+// receivedOut is the answer's form of received messages, receipt handles signed. A message of
+// an at-most-once queue was removed by its receive: it has neither a handle nor a deadline,
+// and the fields are left out (SPEC §12: no receiptHandle).
+func (s *Server) receivedOut(q meta.Queue, msgs []engine.Received) []receivedJSON {
 	fifo := q.Type == string(engine.FIFO)
+	amo := q.AtMostOnce()
 	out := make([]receivedJSON, len(msgs))
 	for i, m := range msgs {
 		attrs, tp := engine.SplitTraceparent(m.Attributes)
 		out[i] = receivedJSON{
 			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(attrs), Traceparent: tp,
-			ReceiptHandle: s.cfg.Receipts.Sign(m.Delivery), ReceiveCount: m.ReceiveCount,
-			SentAt: formatTime(m.SentAt), VisibilityDeadline: formatTime(m.VisibilityDeadline),
+			ReceiveCount: m.ReceiveCount, SentAt: formatTime(m.SentAt),
 			GroupID: m.GroupID, SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
+			Priority: prioOut(fifo, m.Priority),
+		}
+		if !amo {
+			out[i].ReceiptHandle = s.cfg.Receipts.Sign(m.Delivery)
+			out[i].VisibilityDeadline = formatTime(m.VisibilityDeadline)
 		}
 	}
-	defer s.meterDelivered(q.ProjectID, msgs)
-	return blob(c, http.StatusOK, func(b []byte) []byte { return appendReceiveAnswer(b, out) })
+	return out
 }
 
 // goneCheck is how often a waiting receive checks whether its queue was deleted.
@@ -344,6 +418,9 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 		left := time.Until(deadline)
 		if len(res.Messages) > 0 || left <= 0 {
 			return res.Messages, nil
+		}
+		if wake == nil && fairnessOf(q) != FairnessFast {
+			return s.fairPoll(ctx, q, req, deadline, wait) // fairness.go
 		}
 		if wake == nil {
 			// A receive that would park takes one of the project's waiting slots; with all
@@ -408,6 +485,7 @@ type browsedJSON struct {
 	SequenceNumber string            `json:"sequenceNumber,omitempty"`
 	DeadLetter     *deadLetterJSON   `json:"deadLetter,omitempty"`
 	Traceparent    string            `json:"traceparent,omitempty"`
+	Priority       *int              `json:"priority,omitempty"` // standard queues only
 }
 
 func (s *Server) browse(c echo.Context) error {
@@ -420,16 +498,19 @@ func (s *Server) browse(c echo.Context) error {
 		return err
 	}
 	state := engine.State(c.QueryParam("state"))
-	switch state {
-	case "":
+	if state == "" {
 		state = engine.StateVisible
-	case engine.StateVisible, engine.StateInFlight, engine.StateDelayed:
-	default:
-		return apierr.Invalid("state", "must be visible, inFlight or delayed")
+	}
+	if !state.Valid() {
+		return errInvalidState
+	}
+	flt, err := filterOfQuery(c.QueryParams()) // filter.go
+	if err != nil {
+		return err
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	res, err := s.cfg.Engine.Browse(ctx, eq, engine.BrowseRequest{State: state, Limit: page.Limit, Cursor: page.Cursor})
+	res, err := s.cfg.Engine.Browse(ctx, eq, engine.BrowseRequest{State: state, Limit: page.Limit, Cursor: page.Cursor, Filter: flt})
 	if err != nil {
 		return err
 	}
@@ -442,6 +523,7 @@ func (s *Server) browse(c echo.Context) error {
 			ReceiveCount: m.ReceiveCount, SentAt: formatTime(m.SentAt), State: m.State,
 			VisibleAt: formatTime(m.VisibleAt), GroupID: m.GroupID,
 			SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
+			Priority: prioOut(fifo, m.Priority),
 		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"messages": out, "nextCursor": cursorOut(res.NextCursor)})

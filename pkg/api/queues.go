@@ -56,6 +56,9 @@ type queueJSON struct {
 	ReceiveWaitSeconds       int          `json:"receiveWaitSeconds"`
 	Redrive                  *redriveJSON `json:"redrive"`
 	ContentBasedDedup        bool         `json:"contentBasedDedup"`
+	Fairness                 string       `json:"fairness"`
+	MaxCancels               int          `json:"maxCancels"`
+	Delivery                 string       `json:"delivery"`
 	Partitions               int          `json:"partitions"`
 	Counts                   countsJSON   `json:"counts"`
 }
@@ -66,8 +69,9 @@ func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
 		CreatedAt: formatTime(q.CreatedAt), UpdatedAt: formatTime(q.UpdatedAt),
 		VisibilityTimeoutSeconds: q.VisibilityTimeoutSeconds, RetentionSeconds: q.RetentionSeconds,
 		DelaySeconds: q.DelaySeconds, ReceiveWaitSeconds: q.ReceiveWaitSeconds,
-		ContentBasedDedup: q.ContentBasedDedup, Partitions: max(st.Partitions, 1),
-		Counts: countsJSON{Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed, Truncated: st.Truncated},
+		ContentBasedDedup: q.ContentBasedDedup, Delivery: q.DeliveryMode(), Partitions: max(st.Partitions, 1), Fairness: fairnessOf(q),
+		MaxCancels: q.MaxCancelsOrDefault(),
+		Counts:     countsJSON{Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed, Truncated: st.Truncated},
 	}
 	if q.Redrive != nil {
 		out.Redrive = &redriveJSON{DeadLetterQueue: q.Redrive.DeadLetterQueue.String(), MaxReceiveCount: q.Redrive.MaxReceiveCount}
@@ -92,7 +96,7 @@ func (s *Server) lookupQueue(ctx context.Context, project ids.ID, ref string) (m
 			return meta.Queue{}, apierr.Invalid("queue", "malformed queue slug %q", ref)
 		}
 		return s.cfg.Meta.GetQueue(ctx, project, id)
-	case !queueNamePattern.MatchString(ref):
+	case !looksLikeQueueName(ref):
 		return meta.Queue{}, apierr.New(apierr.NotFound, "no queue %q", ref)
 	default:
 		return s.cfg.Meta.GetQueueByName(ctx, project, ref)
@@ -126,20 +130,7 @@ func (s *Server) target(c echo.Context) (meta.Queue, engine.Queue, error) {
 
 // engineQueue turns stored settings into what the engine needs, with the dead-letter queue's.
 func (s *Server) engineQueue(ctx context.Context, q meta.Queue) (engine.Queue, error) {
-	if q.Redrive == nil {
-		return q.Engine(nil), nil
-	}
-	dlq, err := s.cfg.Meta.GetQueueByID(ctx, q.Redrive.DeadLetterQueue)
-	switch {
-	case err == nil:
-		return q.Engine(&dlq), nil
-	case apierr.CodeOf(err) == apierr.NotFound:
-		// Named dead-letter queues cannot be deleted; should one vanish, drop the policy
-		// rather than fail every receive.
-		return q.Engine(nil), nil
-	default:
-		return engine.Queue{}, err
-	}
+	return meta.EngineQueue(ctx, s.cfg.Meta, q)
 }
 
 func (s *Server) stats(ctx context.Context, q meta.Queue) (engine.Stats, error) {
@@ -179,6 +170,14 @@ func (s *Server) applySettings(ctx context.Context, o *object, q *meta.Queue) er
 			return apierr.Invalid("contentBasedDedup", "content-based deduplication exists only on fifo queues")
 		}
 		q.ContentBasedDedup = v
+	}
+	if err := applyFairness(o, q); err != nil {
+		return err
+	}
+	if v, ok, err := o.integer("maxCancels", 0, engine.MaxCancelsHi); err != nil {
+		return err
+	} else if ok {
+		q.MaxCancels = ptr(int(v))
 	}
 	if !o.has("redrive") {
 		return nil
@@ -231,14 +230,14 @@ func (s *Server) setRedrive(ctx context.Context, q *meta.Queue, dlqID ids.ID, re
 	return nil
 }
 
-var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup"}
+var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup", "fairness", "maxCancels"}
 
 func (s *Server) createQueue(c echo.Context) error {
 	data, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	o, aerr := parseObject(data, "", false, append([]string{"name", "type"}, settingFields...)...)
+	o, aerr := parseObject(data, "", false, append([]string{"name", "type", "delivery"}, settingFields...)...)
 	if aerr != nil {
 		return aerr
 	}
@@ -263,6 +262,9 @@ func (s *Server) createQueue(c echo.Context) error {
 		return err
 	}
 	q := s.NewQueue(principal(c).ProjectID, name, typ)
+	if q.Delivery, aerr = delivery(o, typ); aerr != nil {
+		return aerr
+	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
 	if err := s.applySettings(ctx, o, &q); err != nil {
@@ -272,6 +274,23 @@ func (s *Server) createQueue(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, s.queueOut(q, engine.Stats{Partitions: 1}))
+}
+
+// delivery reads a new queue's delivery mode (SPEC §12): atLeastOnce (the default) or
+// atMostOnce, which only a standard queue may have.
+func delivery(o *object, typ string) (string, *apierr.Error) {
+	v, ok, err := o.str("delivery")
+	switch {
+	case err != nil:
+		return "", err
+	case !ok || v == meta.DeliveryAtLeastOnce:
+		return meta.DeliveryAtLeastOnce, nil
+	case v != meta.DeliveryAtMostOnce:
+		return "", apierr.Invalid("delivery", "must be %q or %q", meta.DeliveryAtLeastOnce, meta.DeliveryAtMostOnce)
+	case typ != string(engine.Standard):
+		return "", apierr.Invalid("delivery", "at-most-once delivery exists only on standard queues")
+	}
+	return v, nil
 }
 
 func (s *Server) getQueue(c echo.Context) error {
@@ -337,11 +356,11 @@ func (s *Server) updateQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, aerr := parseObject(data, "", false, append([]string{"name", "type"}, settingFields...)...)
+	o, aerr := parseObject(data, "", false, append([]string{"name", "type", "delivery"}, settingFields...)...)
 	if aerr != nil {
 		return aerr
 	}
-	for _, f := range []string{"name", "type"} {
+	for _, f := range []string{"name", "type", "delivery"} {
 		if o.has(f) {
 			return apierr.Invalid(f, "a queue's %s is fixed at creation", f)
 		}

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -30,69 +32,121 @@ type resultJSON struct {
 	Error *errorBody `json:"error,omitempty"`
 }
 
-// receiptCall decodes the single or batch form of a receipt route and runs op on the valid
-// entries grouped by queue. parseEntry reads one entry's extra fields.
-func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields []string,
-	parseEntry func(o *object, e *receiptEntry) *apierr.Error,
-	op func(ctx context.Context, es []*receiptEntry) ([]error, error)) error {
-	if err := s.checkSource(c); err != nil {
+// receiptOp is one receipt route: the single form's field, the batch form's array, the
+// single form's fields, how one entry's extra fields are read, and the operation run on the
+// valid entries.
+type receiptOp struct {
+	single, batch string
+	form          entryForm
+	singleFields  []string
+	parseEntry    func(o *object, e *receiptEntry) *apierr.Error
+	op            func(ctx context.Context, es []*receiptEntry) ([]error, error)
+}
+
+// entryForm is how a batch form's entries are written.
+type entryForm int
+
+const (
+	// objectEntries: each entry is an object of the single form's fields.
+	objectEntries entryForm = iota
+	// handleEntries: each entry is a bare receipt handle (a string).
+	handleEntries
+)
+
+// receiptCall decodes the single or batch form of a receipt route and runs its operation on
+// the valid entries grouped by queue.
+func (s *Server) receiptCall(c echo.Context, r receiptOp) error {
+	src := source(c)
+	if err := s.checkSource(src); err != nil {
 		return err
 	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	o, aerr := parseObject(data, "", false, append(append([]string{}, singleFields...), batch)...)
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	entries, isBatch, err := s.runReceipts(ctx, src, data, r)
+	if err != nil {
+		return err
+	}
+	if !isBatch {
+		if e := entries[0].err; e != nil {
+			return e
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
+	allOK := true
+	for _, e := range entries {
+		allOK = allOK && e.err == nil
+	}
+	if allOK { // the usual answer, without reflection: {"results":[{"index":0},…]}
+		return blob(c, http.StatusOK, func(b []byte) []byte { return appendResults(b, entries) })
+	}
+	return c.JSON(http.StatusOK, map[string]any{"results": resultsOf(entries)})
+}
+
+// appendResults writes {"results":[…]} for entries, without reflection when all succeeded.
+func appendResults(b []byte, entries []*receiptEntry) []byte {
+	b = append(b, `{"results":[`...)
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if e.err != nil {
+			enc, _ := json.Marshal(resultJSON{Index: i, Error: ptr(bodyOf(e.err))})
+			b = append(b, enc...)
+			continue
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func resultsOf(entries []*receiptEntry) []resultJSON {
+	results := make([]resultJSON, len(entries))
+	for i, e := range entries {
+		results[i].Index = i
+		if e.err != nil {
+			b := bodyOf(e.err)
+			results[i].Error = &b
+		}
+	}
+	return results
+}
+
+// runReceipts decodes a receipt call's body (from src) and runs r's operation on its valid
+// entries. It answers every entry with its error (nil: done) and whether the body was the
+// batch form; an error is the whole call's.
+func (s *Server) runReceipts(ctx context.Context, src netip.Addr, data []byte, r receiptOp) ([]*receiptEntry, bool, error) {
+	batch := r.batch
+	o, aerr := parseObject(data, "", false, append(append([]string{}, r.singleFields...), batch)...)
 	if aerr != nil {
-		return aerr
+		return nil, false, aerr
 	}
 	var entries []*receiptEntry
 	isBatch := o.has(batch)
 	if isBatch {
-		for _, f := range singleFields {
-			if o.has(f) {
-				return apierr.Invalid(f, "send either %q or %q, not both", single, batch)
-			}
-		}
-		items, _, aerr := o.array(batch, 1, maxReceiptBatch)
-		if aerr != nil {
-			return aerr
-		}
-		for i, raw := range items {
-			e := &receiptEntry{}
-			prefix := batch + "[" + strconv.Itoa(i) + "]"
-			if batch == "receiptHandles" {
-				h, perr := parseString(raw, prefix)
-				if perr != nil {
-					e.err = perr
-				} else {
-					var verr error
-					e.delivery, verr = s.verify(h, prefix)
-					e.err = apiErr(verr)
-				}
-			} else {
-				eo, err := parseObject(raw, prefix, false, singleFields...)
-				if err == nil {
-					err = s.parseSingle(eo, e, parseEntry)
-				}
-				e.err = err
-			}
-			entries = append(entries, e)
+		var err error
+		if entries, err = s.receiptEntries(o, r); err != nil {
+			return nil, true, err
 		}
 		for _, e := range entries {
-			s.chargeSource(c, e.err)
+			s.chargeSource(src, e.err)
 		}
 	} else {
 		e := &receiptEntry{}
-		if err := s.parseSingle(o, e, parseEntry); err != nil {
-			s.chargeSource(c, err)
-			return err
+		if err := s.parseSingle(o, e, r.parseEntry); err != nil {
+			s.chargeSource(src, err)
+			return nil, false, err
 		}
 		entries = append(entries, e)
 	}
 
-	ctx, cancel := s.storageCtx(c)
-	defer cancel()
 	// One delivery twice in a batch has no single meaning (ack it twice? which timeout
 	// wins?): later copies are refused without touching storage.
 	var live []*receiptEntry
@@ -116,12 +170,12 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 		}
 	}
 	if err := s.admitReceipts(ctx, queues); err != nil {
-		return err
+		return nil, isBatch, err
 	}
 	if len(live) > 0 {
-		errs, err := op(ctx, live)
+		errs, err := r.op(ctx, live)
 		if err != nil {
-			return err
+			return nil, isBatch, err
 		}
 		for j, i := range at {
 			e := apiErr(errs[j])
@@ -132,39 +186,47 @@ func (s *Server) receiptCall(c echo.Context, single, batch string, singleFields 
 			entries[i].err = e
 		}
 	}
-	if !isBatch {
-		if e := entries[0].err; e != nil {
+	return entries, isBatch, nil
+}
+
+// receiptEntries reads the entries of a batch form.
+func (s *Server) receiptEntries(o *object, r receiptOp) ([]*receiptEntry, error) {
+	for _, f := range r.singleFields {
+		if o.has(f) {
+			return nil, apierr.Invalid(f, "send either %q or %q, not both", r.single, r.batch)
+		}
+	}
+	items, _, aerr := o.array(r.batch, 1, maxReceiptBatch)
+	if aerr != nil {
+		return nil, aerr
+	}
+	entries := make([]*receiptEntry, 0, len(items))
+	for i, raw := range items {
+		entries = append(entries, s.batchEntry(raw, r.batch+"["+strconv.Itoa(i)+"]", r))
+	}
+	return entries, nil
+}
+
+// batchEntry reads one entry of a batch form (at prefix), in r's entry form.
+func (s *Server) batchEntry(raw []byte, prefix string, r receiptOp) *receiptEntry {
+	e := &receiptEntry{}
+	if r.form == handleEntries {
+		h, perr := parseString(raw, prefix)
+		if perr != nil {
+			e.err = perr
 			return e
 		}
-		return c.NoContent(http.StatusNoContent)
+		var verr error
+		e.delivery, verr = s.verify(h, prefix)
+		e.err = apiErr(verr)
+		return e
 	}
-	allOK := true
-	for _, e := range entries {
-		allOK = allOK && e.err == nil
+	eo, err := parseObject(raw, prefix, false, r.singleFields...)
+	if err == nil {
+		err = s.parseSingle(eo, e, r.parseEntry)
 	}
-	if allOK { // the usual answer, without reflection: {"results":[{"index":0},…]}
-		return blob(c, http.StatusOK, func(b []byte) []byte {
-			b = append(b, `{"results":[`...)
-			for i := range entries {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, `{"index":`...)
-				b = strconv.AppendInt(b, int64(i), 10)
-				b = append(b, '}')
-			}
-			return append(b, "]}"...)
-		})
-	}
-	results := make([]resultJSON, len(entries))
-	for i, e := range entries {
-		results[i].Index = i
-		if e.err != nil {
-			b := bodyOf(e.err)
-			results[i].Error = &b
-		}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"results": results})
+	e.err = err
+	return e
 }
 
 func (s *Server) parseSingle(o *object, e *receiptEntry, parseEntry func(*object, *receiptEntry) *apierr.Error) *apierr.Error {
@@ -194,23 +256,41 @@ func apiErr(err error) *apierr.Error {
 	if err == nil {
 		return nil
 	}
-	return apierr.As(err)
+	return asAPI(err)
 }
 
-func (s *Server) ack(c echo.Context) error {
-	return s.receiptCall(c, "receiptHandle", "receiptHandles", []string{"receiptHandle"}, nil,
-		func(ctx context.Context, es []*receiptEntry) ([]error, error) {
+func (s *Server) ack(c echo.Context) error { return s.receiptCall(c, s.ackOp()) }
+
+func (s *Server) ackOp() receiptOp {
+	return receiptOp{single: "receiptHandle", batch: "receiptHandles", form: handleEntries, singleFields: []string{"receiptHandle"},
+		op: func(ctx context.Context, es []*receiptEntry) ([]error, error) {
 			ds := make([]engine.Delivery, len(es))
 			for i, e := range es {
 				ds[i] = e.delivery
 			}
 			return s.Ack(ctx, ds)
-		})
+		}}
 }
 
-func (s *Server) changeVisibility(c echo.Context) error {
-	return s.receiptCall(c, "receiptHandle", "entries", []string{"receiptHandle", "visibilityTimeoutSeconds"},
-		func(o *object, e *receiptEntry) *apierr.Error {
+func (s *Server) cancel(c echo.Context) error { return s.receiptCall(c, s.cancelOp()) }
+
+// cancelOp is ackOp's shape: a handle, or an array of bare handles.
+func (s *Server) cancelOp() receiptOp {
+	return receiptOp{single: "receiptHandle", batch: "receiptHandles", form: handleEntries, singleFields: []string{"receiptHandle"},
+		op: func(ctx context.Context, es []*receiptEntry) ([]error, error) {
+			ds := make([]engine.Delivery, len(es))
+			for i, e := range es {
+				ds[i] = e.delivery
+			}
+			return s.Cancel(ctx, ds)
+		}}
+}
+
+func (s *Server) changeVisibility(c echo.Context) error { return s.receiptCall(c, s.visibilityOp()) }
+
+func (s *Server) visibilityOp() receiptOp {
+	return receiptOp{single: "receiptHandle", batch: "entries", form: objectEntries, singleFields: []string{"receiptHandle", "visibilityTimeoutSeconds"},
+		parseEntry: func(o *object, e *receiptEntry) *apierr.Error {
 			v, ok, err := o.integer("visibilityTimeoutSeconds", 0, maxVisibility)
 			if err != nil {
 				return err
@@ -221,7 +301,7 @@ func (s *Server) changeVisibility(c echo.Context) error {
 			e.visibility = v
 			return nil
 		},
-		func(ctx context.Context, es []*receiptEntry) ([]error, error) {
+		op: func(ctx context.Context, es []*receiptEntry) ([]error, error) {
 			cs := make([]engine.VisibilityChange, len(es))
 			for i, e := range es {
 				cs[i] = engine.VisibilityChange{Delivery: e.delivery, Visibility: secs(e.visibility)}
@@ -234,12 +314,14 @@ func (s *Server) changeVisibility(c echo.Context) error {
 				}
 			}
 			return errs, err
-		})
+		}}
 }
 
-func (s *Server) deadLetter(c echo.Context) error {
-	return s.receiptCall(c, "receiptHandle", "entries", []string{"receiptHandle", "reason"},
-		func(o *object, e *receiptEntry) *apierr.Error {
+func (s *Server) deadLetter(c echo.Context) error { return s.receiptCall(c, s.deadLetterOp()) }
+
+func (s *Server) deadLetterOp() receiptOp {
+	return receiptOp{single: "receiptHandle", batch: "entries", form: objectEntries, singleFields: []string{"receiptHandle", "reason"},
+		parseEntry: func(o *object, e *receiptEntry) *apierr.Error {
 			r, ok, err := o.str("reason")
 			if err != nil {
 				return err
@@ -250,7 +332,7 @@ func (s *Server) deadLetter(c echo.Context) error {
 			e.reason = r
 			return nil
 		},
-		func(ctx context.Context, es []*receiptEntry) ([]error, error) {
+		op: func(ctx context.Context, es []*receiptEntry) ([]error, error) {
 			ds := make([]engine.Delivery, len(es))
 			for i, e := range es {
 				ds[i] = e.delivery
@@ -261,10 +343,11 @@ func (s *Server) deadLetter(c echo.Context) error {
 					rs[j] = engine.DeadLetterRequest{Delivery: es[i].delivery, Reason: es[i].reason}
 				}
 				errs, err := s.cfg.Engine.DeadLetter(ctx, q, rs)
+				s.heldSettled(ctx, q, deliveriesOf(rs), errs, nil)
 				s.count("dead_lettered", errs, err)
 				return errs, err
 			})
-		})
+		}}
 }
 
 func (s *Server) count(op string, errs []error, err error) {

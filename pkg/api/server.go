@@ -29,7 +29,6 @@ import (
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/tenancy"
-	"github.com/queueshq/queues/pusher"
 )
 
 // MaxRequestBytes bounds a request body (SPEC §4: 3 MiB per request).
@@ -81,7 +80,7 @@ type Config struct {
 	// Subscriptions keeps push subscriptions; nil: the subscription routes are not served.
 	Subscriptions meta.SubscriptionStore
 	// Attempts is the pusher fleet's attempts log (nil: always empty).
-	Attempts pusher.AttemptLog
+	Attempts meta.AttemptLog
 	// PushAllowPrivate accepts plain http and private or loopback push endpoints
 	// (QUEUES_PUSH_ALLOW_PRIVATE; development and tests).
 	PushAllowPrivate bool
@@ -101,6 +100,11 @@ type Config struct {
 	Meter *tenancy.Meter
 	// StoredBytes reads a project's stored bytes for its usage (nil: 0).
 	StoredBytes StoredBytesReader
+
+	// MoveTasks keeps move tasks (movetasks.go); nil: the move-task routes are not served.
+	MoveTasks meta.MoveTaskStore
+	// MoveRunner, when set, is told of a task created here.
+	MoveRunner MoveTaskRunner
 }
 
 // Dependency is a backend the API needs, checked by /readyz. Name is all a caller learns of a
@@ -119,6 +123,7 @@ type Server struct {
 	forged  *sourceBuckets
 	limits  limitsCache
 	full    fullProjects
+	arb     arbiters // fairness between waiting receives (fairness.go)
 	// limiterWarned is when a failing project limiter was last logged (unix ns).
 	limiterWarned atomic.Int64
 }
@@ -188,10 +193,19 @@ func (s *Server) routes() {
 	v1.DELETE("/queues/:queue", s.deleteQueue, admin)
 	v1.POST("/queues/:queue/purge", s.purgeQueue, admin)
 	v1.POST("/queues/:queue/messages", s.send, s.require(auth.ScopeMessagesSend))
+	v1.DELETE("/queues/:queue/messages/:message", s.deleteMessage, s.require(auth.ScopeMessagesSend))
 	v1.POST("/queues/:queue/receive", s.receive, s.require(auth.ScopeMessagesReceive))
+	v1.GET("/queues/:queue/stream", s.receiveStream, s.require(auth.ScopeMessagesReceive))
 	v1.GET("/queues/:queue/messages", s.browse, read)
 	v1.GET("/queues/:queue/groups", s.listGroups, read)
+	v1.GET("/queues/:queue/consumers", s.listConsumers, read)
 	v1.DELETE("/queues/:queue/groups/:group", s.purgeGroup, admin)
+	if s.cfg.MoveTasks != nil {
+		v1.POST("/queues/:queue/move-tasks", s.startMoveTask, admin)
+		v1.GET("/queues/:queue/move-tasks", s.listMoveTasks, read)
+		v1.GET("/queues/:queue/move-tasks/:task", s.getMoveTask, read)
+		v1.POST("/queues/:queue/move-tasks/:task/cancel", s.cancelMoveTask, admin)
+	}
 	if s.cfg.Subscriptions != nil {
 		v1.POST("/queues/:queue/subscription", s.createSubscription, admin)
 		v1.GET("/queues/:queue/subscription", s.getSubscription, read)
@@ -204,6 +218,7 @@ func (s *Server) routes() {
 	v1.POST("/receipts/ack", s.ack)
 	v1.POST("/receipts/visibility", s.changeVisibility)
 	v1.POST("/receipts/dead-letter", s.deadLetter)
+	v1.POST("/receipts/cancel", s.cancel)
 }
 
 func (s *Server) readyz(c echo.Context) error {
@@ -263,6 +278,10 @@ func bodyOf(e *apierr.Error) errorBody {
 	return b
 }
 
+// errInvalidState answers a browse of an unknown state (the query parameter "state"): the one
+// place that names it, whether the API's check or an engine's (engine.ErrInvalidState) caught it.
+var errInvalidState = apierr.Invalid("state", "must be visible, inFlight or delayed")
+
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -270,6 +289,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var ae *apierr.Error
 	var he *echo.HTTPError
 	switch {
+	case engine.IsRefusal(err):
+		ae = refusal(err)
 	case errors.As(err, &ae):
 	case errors.As(err, &he):
 		ae = fromEcho(he)
@@ -382,9 +403,7 @@ func (s *Server) storageCtx(c echo.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(c.Request().Context(), s.cfg.StorageTimeout)
 }
 
-const timeFormat = "2006-01-02T15:04:05.000Z"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+func formatTime(t time.Time) string { return clock.Wire(t) }
 
 func formatTimePtr(t *time.Time) *string {
 	if t == nil {

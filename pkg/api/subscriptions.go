@@ -15,7 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pusher"
+	"github.com/queueshq/queues/pkg/webhook"
 )
 
 // Push subscription settings (SPEC §6).
@@ -71,7 +71,7 @@ func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
 		if err != nil {
 			return err
 		}
-		if verr := pusher.ValidateEndpoint(ep, s.cfg.PushAllowPrivate); verr != nil {
+		if verr := webhook.ValidateEndpoint(ep, s.cfg.PushAllowPrivate); verr != nil {
 			return apierr.Invalid("endpoint", "%s", verr.Error())
 		}
 		sub.Endpoint = ep
@@ -134,7 +134,7 @@ func (s *Server) createSubscription(c echo.Context) error {
 	sub := meta.Subscription{
 		ID: ids.New(), QueueID: q.ID, ProjectID: q.ProjectID,
 		BatchSize: defaultBatchSize, MaxInFlight: defaultMaxInFlight, TimeoutSeconds: defaultPushTimeout,
-		Secret: pusher.NewSecret(), CreatedAt: now, UpdatedAt: now,
+		Secret: webhook.NewSecret(), CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.applySubscription(o, &sub); err != nil {
 		return err
@@ -234,7 +234,7 @@ func (s *Server) rotateSecret(c echo.Context) error {
 		return apierr.Invalid(k, "unknown field %q: rotate-secret takes no settings", k)
 	}
 	out, err := s.changeSubscription(c, func(sub *meta.Subscription) error {
-		sub.PreviousSecret, sub.Secret = sub.Secret, pusher.NewSecret()
+		sub.PreviousSecret, sub.Secret = sub.Secret, webhook.NewSecret()
 		sub.PreviousExpiresAt = s.cfg.Clock.Now().UTC().Truncate(time.Millisecond).Add(secretOverlap)
 		return nil
 	})
@@ -291,8 +291,8 @@ func (s *Server) listAttempts(c echo.Context) error {
 	limit := defaultAttempts
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > pusher.AttemptsKept {
-			return apierr.Invalid("limit", "must be an integer from 1 to %d", pusher.AttemptsKept)
+		if err != nil || n < 1 || n > meta.AttemptsKept {
+			return apierr.Invalid("limit", "must be an integer from 1 to %d", meta.AttemptsKept)
 		}
 		limit = n
 	}
@@ -304,12 +304,12 @@ func (s *Server) listAttempts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var as []pusher.Attempt
+	var as []meta.Attempt
 	if s.cfg.Attempts != nil {
 		ctx, cancel := s.storageCtx(c)
 		defer cancel()
 		// The whole log (it is short) is read, so a page knows whether another follows it.
-		if as, err = s.cfg.Attempts.Recent(ctx, sub.ID, pusher.AttemptsKept); err != nil {
+		if as, err = s.cfg.Attempts.Recent(ctx, sub.ID, meta.AttemptsKept); err != nil {
 			return err
 		}
 	}
@@ -339,9 +339,9 @@ func (s *Server) listAttempts(c echo.Context) error {
 // pageAttempts returns the page of the log (newest first) after the attempt named after, and
 // the cursor of the page that follows ("" when none). An attempt no longer in the log (it
 // was trimmed, being the oldest) ends the listing: everything older went with it.
-func pageAttempts(as []pusher.Attempt, after string, limit int) ([]pusher.Attempt, string) {
+func pageAttempts(as []meta.Attempt, after string, limit int) ([]meta.Attempt, string) {
 	if after != "" {
-		i := slices.IndexFunc(as, func(a pusher.Attempt) bool { return a.AttemptID == after })
+		i := slices.IndexFunc(as, func(a meta.Attempt) bool { return a.AttemptID == after })
 		if i < 0 {
 			return nil, ""
 		}

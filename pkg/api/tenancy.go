@@ -466,3 +466,35 @@ func (s *Server) queueQuotaFull(ctx context.Context, project ids.ID) error {
 	}
 	return nil
 }
+
+// ByteLimiter is a Limiter that also takes n units at once (pkg/ratelimit's limiters): the
+// project's sendBytesPerSecond.
+type ByteLimiter interface {
+	AllowN(ctx context.Context, key string, perSecond, n int) (retryAfter time.Duration, err error)
+}
+
+// admitSendBytes charges n request bytes of a send to the project's sendBytesPerSecond
+// (n < 0: not known yet, charged by the caller once read). Over the limit it answers 429
+// with Retry-After and closes the connection, so the unread body is not read either.
+func (s *Server) admitSendBytes(c echo.Context, project ids.ID, n int64) error {
+	bl, ok := s.cfg.Limiter.(ByteLimiter)
+	if !ok || s.cfg.Tenancy == nil || n <= 0 {
+		return nil
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	rate := s.effectiveLimits(ctx, project).SendBytesPerSecond
+	if rate <= 0 {
+		return nil
+	}
+	wait, err := bl.AllowN(ctx, tenancy.ByteRateKey(project), int(rate), int(min(n, MaxRequestBytes)))
+	if err != nil {
+		s.warnLimiter(err) // fails open, as the request rate does
+		return nil
+	}
+	if wait > 0 {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		return apierr.New(apierr.RateLimited, "over the project's limit of %d send bytes a second", rate).WithRetryAfter(wait)
+	}
+	return nil
+}

@@ -25,6 +25,7 @@ const (
 	QueueExists             Code = "queue_exists"
 	QueueInUse              Code = "queue_in_use"
 	SubscriptionExists      Code = "subscription_exists"
+	MoveTaskRunning         Code = "move_task_running"
 	ReceiptHandleInvalid    Code = "receipt_handle_invalid"
 	ReceiptHandleStale      Code = "receipt_handle_stale"
 	VisibilityLimitExceeded Code = "visibility_limit_exceeded"
@@ -33,6 +34,9 @@ const (
 	RateLimited             Code = "rate_limited"
 	Unavailable             Code = "unavailable"
 	Internal                Code = "internal"
+	// MessageInFlight refuses deleting a message by id while a consumer holds it (SPEC §13):
+	// settle it with its receipt handle instead.
+	MessageInFlight Code = "message_in_flight"
 )
 
 var statuses = map[Code]int{
@@ -46,6 +50,7 @@ var statuses = map[Code]int{
 	QueueExists:             http.StatusConflict,
 	QueueInUse:              http.StatusConflict,
 	SubscriptionExists:      http.StatusConflict,
+	MoveTaskRunning:         http.StatusConflict,
 	ReceiptHandleInvalid:    http.StatusBadRequest,
 	ReceiptHandleStale:      http.StatusGone,
 	VisibilityLimitExceeded: http.StatusBadRequest,
@@ -54,6 +59,7 @@ var statuses = map[Code]int{
 	RateLimited:             http.StatusTooManyRequests,
 	Unavailable:             http.StatusServiceUnavailable,
 	Internal:                http.StatusInternalServerError,
+	MessageInFlight:         http.StatusConflict,
 }
 
 // Codes lists every code, for documentation checks.
@@ -81,14 +87,24 @@ type Error struct {
 	Field      string
 	RetryAfter time.Duration
 	Details    map[string]any
+	// Cause is the failure behind the error (a store's own error): it is in Error() and
+	// reachable by errors.As for logs and retries, never in Message, which clients may see.
+	Cause error
 }
 
 func (e *Error) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Field)
+	msg := e.Message
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
 	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Code, msg, e.Field)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, msg)
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Is makes errors.Is(err, &Error{Code: X}) match any error with code X.
 func (e *Error) Is(target error) bool {

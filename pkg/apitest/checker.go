@@ -150,6 +150,14 @@ func (c *Checker) roundTrip(req *http.Request, next http.RoundTripper) (*http.Re
 	if req.Method == http.MethodHead {
 		return resp, nil
 	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body is the upgraded connection (the receive stream's WebSocket): the status
+		// and the request are checked; the frames are the protocol's, not the document's.
+		for _, problem := range c.check(req, reqBody, resp, nil) {
+			c.tb.Errorf("apitest: %s %s -> %d: %s", req.Method, req.URL.RequestURI(), resp.StatusCode, problem)
+		}
+		return resp, nil
+	}
 	respBody, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
@@ -196,7 +204,11 @@ func (c *Checker) check(req *http.Request, reqBody []byte, resp *http.Response, 
 		Body:                   io.NopCloser(bytes.NewReader(respBody)),
 		Options:                opts,
 	}
-	if err := openapi3filter.ValidateResponse(ctx, respInput); err != nil {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		if route.Operation.Responses.Status(resp.StatusCode) == nil {
+			problems = append(problems, fmt.Sprintf("%s documents no 101 for operation %s", SpecFile, route.Operation.OperationID))
+		}
+	} else if err := openapi3filter.ValidateResponse(ctx, respInput); err != nil {
 		problems = append(problems, fmt.Sprintf("response violates %s (operation %s): %v",
 			SpecFile, route.Operation.OperationID, err))
 	} else if doc := route.Operation.Responses.Status(resp.StatusCode); doc != nil && doc.Value != nil &&
@@ -208,7 +220,7 @@ func (c *Checker) check(req *http.Request, reqBody []byte, resp *http.Response, 
 	// A success for a request the spec does not allow means the spec is wrong (or the server
 	// accepts what it should reject). Failures are left alone: negative tests send bad
 	// requests on purpose.
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 || resp.StatusCode == http.StatusSwitchingProtocols {
 		reqInput.Request = withBody(req, reqBody)
 		if err := openapi3filter.ValidateRequest(ctx, reqInput); err != nil {
 			problems = append(problems, fmt.Sprintf("the server answered %d to a request that %s does not allow (operation %s): %v",

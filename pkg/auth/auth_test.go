@@ -21,6 +21,7 @@ func authority(t testing.TB, now time.Time) (*Authority, *keys.Ring) {
 }
 
 func TestIssueVerify(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a, _ := authority(t, now)
 	p, tok := ids.New(), ids.New()
@@ -45,6 +46,7 @@ func TestIssueVerify(t *testing.T) {
 func mustRingFrom(t *testing.T, a *Authority) *keys.Ring { return a.ring }
 
 func TestOperator(t *testing.T) {
+	t.Parallel()
 	a, _ := authority(t, time.Now())
 	p, err := a.Verify("operator-secret")
 	if err != nil || !p.Operator || p.Has(ScopeQueuesRead) {
@@ -56,6 +58,7 @@ func TestOperator(t *testing.T) {
 }
 
 func TestRejectsForeignAndNone(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	a, _ := authority(t, now)
 	b, _ := authority(t, now)
@@ -77,6 +80,7 @@ func TestRejectsForeignAndNone(t *testing.T) {
 }
 
 func TestSQSSecret(t *testing.T) {
+	t.Parallel()
 	k1, _ := keys.Generate("k1")
 	k2, _ := keys.Generate("k2")
 	both, _ := keys.New(append(k2.All(), k1.All()...)...)

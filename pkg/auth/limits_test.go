@@ -14,6 +14,7 @@ import (
 // A correctly signed token longer than MaxTokenBytes is refused: the length is checked before
 // any decoding, so a megabyte of claims costs nothing to turn away.
 func TestLongTokenRefusedBeforeDecoding(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	a, r := authority(t, now)
 	sign := func(pad int) string {

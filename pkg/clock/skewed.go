@@ -24,3 +24,9 @@ func (s *Skewed) Now() time.Time { return s.base.Now().Add(time.Duration(s.off.L
 
 // Set changes the offset (a clock jump).
 func (s *Skewed) Set(off time.Duration) { s.off.Store(int64(off)) }
+
+// WireFormat is how times go on the wire — API answers, push bodies: UTC, milliseconds, a Z.
+const WireFormat = "2006-01-02T15:04:05.000Z"
+
+// Wire formats t for the wire (WireFormat, in UTC).
+func Wire(t time.Time) string { return t.UTC().Format(WireFormat) }

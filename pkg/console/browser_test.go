@@ -24,7 +24,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pusher"
+	"github.com/queueshq/queues/pkg/meta"
 )
 
 // browserPath finds a Chromium to drive. scripts/test.sh installs Debian's chromium and sets
@@ -59,15 +59,16 @@ func artifacts(t *testing.T) string {
 // runs it, with an attempts hook to wait on.
 type node struct {
 	url, token string
-	attempts   chan pusher.Attempt
+	deadID     string // the message seed dead-letters
+	attempts   chan meta.Attempt
 }
 
 func startServe(t *testing.T) *node {
-	attempts := make(chan pusher.Attempt, 100)
+	attempts := make(chan meta.Attempt, 100)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n, err := embedded.Open(context.Background(), embedded.Options{DataDir: t.TempDir(), SweepEvery: -1, Logger: quiet,
 		Push: embedded.PushOptions{AllowPrivate: true, Grace: time.Second,
-			OnAttempt: func(_ ids.ID, a pusher.Attempt) { attempts <- a }}})
+			OnAttempt: func(_ ids.ID, a meta.Attempt) { attempts <- a }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +130,7 @@ func (n *node) seed(t *testing.T) {
 		t.Fatalf("receive: %v", got)
 	}
 	handle := msgs[0].(map[string]any)["receiptHandle"]
+	n.deadID = msgs[0].(map[string]any)["messageId"].(string)
 	req, _ := http.NewRequest("POST", n.url+"/v1/receipts/dead-letter", strings.NewReader(fmt.Sprintf(`{"receiptHandle":%q,"reason":"schema-mismatch"}`, handle)))
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
@@ -161,6 +163,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	sent := b.queuesAndSend(n)
 	b.browse(n, sent)
 	b.deadLetters()
+	b.redrive(n)
 	b.subscription(n, hook)
 	b.pushAttempts(n, hook)
 	b.settingsAndSignOut()
@@ -265,6 +268,17 @@ func (b *browser) browse(n *node, sent string) {
 	b.waitTextContains(row, "hello from the console")
 	b.waitTextContains(row, "kind=test")
 	b.shot("05-browse")
+	// The filter box: attribute name=value pairs, sent as attribute.<name>=<value>.
+	filter := func(v string) {
+		b.run(chromedp.SetValue("#browse-filter", v, chromedp.ByID),
+			chromedp.Evaluate(`document.getElementById("browse-filter").dispatchEvent(new Event("change"))`, nil))
+	}
+	filter("kind=nope")
+	b.waitVisible("#browse-empty")
+	b.waitTextContains("#browse-empty", "No matching messages")
+	filter("kind=nope kind=test")
+	b.waitTextContains(row, "hello from the console")
+	b.shot("05b-browse-filtered")
 	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="bulk"]`),
 		chromedp.WaitVisible("#pane-messages", chromedp.ByID))
 	b.waitCount("#browse-body tr", 20)
@@ -292,6 +306,75 @@ func (b *browser) deadLetters() {
 	b.waitText("#dlq-body tr td.source", "orders")
 	b.waitTextContains("#dlq-body tr td.body", `{"order":"A-17"}`)
 	b.shot("06-deadletters")
+}
+
+// deadLetterAll dead-letters every message orders holds, after sending it n more, and
+// answers how many orders-dlq holds then.
+func (n *node) deadLetterAll(t *testing.T, more int) int {
+	var batch []any
+	for i := range more {
+		batch = append(batch, map[string]any{"body": fmt.Sprintf("retry me %d", i)})
+	}
+	n.do(t, "POST", "/v1/queues/orders/messages", map[string]any{"messages": batch})
+	got := n.do(t, "POST", "/v1/queues/orders/receive", map[string]any{"maxMessages": 10, "waitSeconds": 1})
+	var entries []any
+	for _, m := range got["messages"].([]any) {
+		entries = append(entries, map[string]any{"receiptHandle": m.(map[string]any)["receiptHandle"], "reason": "timeout"})
+	}
+	n.do(t, "POST", "/v1/receipts/dead-letter", map[string]any{"entries": entries})
+	return int(n.do(t, "GET", "/v1/queues/orders-dlq", nil)["counts"].(map[string]any)["visible"].(float64))
+}
+
+// latestTask is orders-dlq's newest move task, as the API answers it.
+func (n *node) latestTask(t *testing.T) map[string]any {
+	tasks := n.do(t, "GET", "/v1/queues/orders-dlq/move-tasks?limit=1", nil)["moveTasks"].([]any)
+	if len(tasks) == 0 {
+		t.Fatal("orders-dlq has no move task")
+	}
+	return tasks[0].(map[string]any)
+}
+
+// redrive starts a redrive of orders-dlq from its dead-letter view at one message a second,
+// watches its progress, cancels it, then redrives the rest at 500/s to the end: the dead
+// letters leave the view and orders holds them all again, with their ids.
+func (b *browser) redrive(n *node) {
+	t := b.t
+	want := n.deadLetterAll(t, 9)
+	if want < 5 {
+		t.Fatalf("orders-dlq holds %d; the slow redrive needs a few seconds of work", want)
+	}
+	b.run(chromedp.Click("#dlq-refresh", chromedp.ByID))
+	b.waitCount("#dlq-body tr", want)
+	b.run(chromedp.SetValue("#redrive-rate", "1", chromedp.ByID), chromedp.Click("#redrive-start", chromedp.ByID))
+	b.waitText("#redrive-status", "running")
+	b.waitJS("the first message moved", `/^[1-9][0-9]* of `+fmt.Sprint(want)+` moved at 1\/s/.test(document.getElementById("redrive-progress").textContent)`)
+	b.waitVisible("#redrive-cancel")
+	if task := n.latestTask(t); task["status"] != "running" || task["toMove"] != float64(want) || task["destination"] != nil {
+		t.Fatalf("the page's redrive, as the API has it: %v", task)
+	}
+	b.shot("10-redrive-running")
+	b.run(chromedp.Click("#redrive-cancel", chromedp.ByID))
+	b.waitText("#redrive-status", "cancelled")
+	cancelled := n.latestTask(t)
+	if cancelled["status"] != "cancelled" || cancelled["moved"].(float64) >= float64(want) {
+		t.Fatalf("after Cancel the API says %v", cancelled)
+	}
+	b.waitJS("Cancel gone", `document.getElementById("redrive-cancel").hidden`)
+
+	rest := want - int(cancelled["moved"].(float64))
+	b.run(chromedp.SetValue("#redrive-rate", "500", chromedp.ByID), chromedp.Click("#redrive-start", chromedp.ByID))
+	b.waitText("#redrive-status", "completed")
+	b.waitTextContains("#redrive-progress", fmt.Sprintf("%d of %d moved at 500/s", rest, rest))
+	b.waitVisible("#dlq-empty")
+	orders := n.do(t, "GET", "/v1/queues/orders/messages?state=visible&limit=50", nil)["messages"].([]any)
+	back := map[string]bool{}
+	for _, m := range orders {
+		back[m.(map[string]any)["messageId"].(string)] = true
+	}
+	if len(orders) != want || !back[n.deadID] {
+		t.Fatalf("orders holds %d visible after the redrive, want %d, with %s among them", len(orders), want, n.deadID)
+	}
+	b.shot("11-redrive-completed")
 }
 
 // subscription creates one on webhooks (its secret shown once), pauses and resumes it
@@ -337,7 +420,7 @@ func (b *browser) pushAttempts(n *node, hook *endpoint) {
 	pushedID := b.waitAttr("#send-result", "data-message-id")
 	select {
 	case a := <-n.attempts:
-		if a.Outcome != pusher.AttemptAcknowledged {
+		if a.Outcome != meta.AttemptAcknowledged {
 			t.Fatalf("attempt %+v", a)
 		}
 	case <-b.ctx.Done():

@@ -8,7 +8,7 @@
 // The pusher is the fleet's pusher.Pusher with a pusher.Solo coordinator (one member, which
 // holds every lease). It receives through the same engine as the API, reads subscriptions
 // from the embedded store, and keeps its attempts log durably in meta.db (the newest
-// pusher.AttemptsKept per subscription). The API announces subscription changes to it by a
+// meta.AttemptsKept per subscription). The API announces subscription changes to it by a
 // direct call, so a pause or a new endpoint applies at once.
 //
 // The data directory holds:
@@ -47,6 +47,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/embeddedmeta"
 	"github.com/queueshq/queues/pkg/metacache"
+	"github.com/queueshq/queues/pkg/movetask"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/sqs"
@@ -76,7 +77,7 @@ type Options struct {
 	OperatorToken string
 	Rates         api.Rates
 	Logger        *slog.Logger
-	// SweepEvery is the sweeper's period (default 10 s; negative: no sweeper).
+	// SweepEvery is the sweeper's period (default sweeper.DefaultEvery; negative: no sweeper).
 	SweepEvery time.Duration
 	// CacheTTL bounds metadata staleness (default metacache.DefaultTTL).
 	CacheTTL time.Duration
@@ -93,6 +94,9 @@ type Options struct {
 	// BacklogTopN is how many of the busiest queues get labelled backlog and push-health
 	// metrics (package backlog; 0: backlog.DefaultTopN, negative: no backlog sampling).
 	BacklogTopN int
+	// Clock is the node's clock (nil: the wall clock). Tests inject one they can move, to see
+	// what hours or days of delay do without waiting for them.
+	Clock clock.Clock
 }
 
 // PushOptions configure the in-process pusher.
@@ -111,7 +115,7 @@ type PushOptions struct {
 	// OnApplied and OnAttempt are the pusher's hooks (tests wait on them instead of
 	// sleeping): a subscription version applied; an attempt settled and logged.
 	OnApplied func(meta.Subscription)
-	OnAttempt func(queue ids.ID, a pusher.Attempt)
+	OnAttempt func(queue ids.ID, a meta.Attempt)
 }
 
 // Node is one embedded-mode process's worth of state.
@@ -125,7 +129,7 @@ type Node struct {
 	Meter *tenancy.Meter
 	// Pusher pushes every subscription's messages; Attempts is its attempts log.
 	Pusher   *pusher.Pusher
-	Attempts pusher.AttemptLog
+	Attempts meta.AttemptLog
 	// Project is the default project; Token its all-scopes token (from <data-dir>/token).
 	Project meta.Project
 	Token   string
@@ -161,7 +165,10 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	clk := clock.Real{}
+	var clk clock.Clock = clock.Real{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
 	eng, err := embeddedengine.Open(filepath.Join(o.DataDir, MessagesFile), clk, embeddedengine.Options{Logger: o.Logger})
 	if err != nil {
 		return nil, err
@@ -173,7 +180,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	}
 	cache := metacache.New(store, &metacache.LocalBus{}, clk, o.CacheTTL)
 	authority := auth.New(ring, o.OperatorToken, clk.Now)
-	n = &Node{Engine: eng, Store: store, Meta: cache, Auth: authority, Attempts: NewAttemptLog(store),
+	n = &Node{Engine: eng, Store: store, Meta: cache, Auth: authority, Attempts: embeddedmeta.NewAttemptLog(store),
 		draining: make(chan struct{}), done: make(chan struct{}), pushDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
@@ -189,9 +196,22 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	mover, err := n.wire(o, clk, ring, reg)
+	if err != nil {
+		return nil, err
+	}
+	n.start(o, clk, mover, reg)
+	return n, nil
+}
+
+// wire builds the node's pusher, API (with the console and the SQS door) and move runner
+// over its engine and stores.
+func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus.Registry) (*movetask.Runner, error) {
+	eng, store, cache, authority := n.Engine, n.Store, n.Meta, n.Auth
 	signer := receipt.NewSigner(ring)
 	gens := &pusher.LocalGenerations{}
 	n.Meter = tenancy.NewMeter(clk, "")
+	var err error
 	n.Pusher, err = pusher.New(pusher.Config{
 		Usage:  n.Meter,
 		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get,
@@ -203,7 +223,9 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	}
 	n.Pusher.OnApplied = o.Push.OnApplied
 	stored := eng // the engine keeps each project's stored bytes
+	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask")}
 	n.API = api.New(api.Config{
+		MoveTasks: store, MoveRunner: mover,
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
 		Parking: tenancy.NewLocalParking(),
 		Engine:  eng, Meta: cache, Auth: authority, Receipts: signer,
@@ -217,7 +239,15 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		},
 	})
 	console.Mount(n.API.Echo())
-	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger}).Mount(n.API.Echo())
+	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger, MoveTasks: n.API}).Mount(n.API.Echo())
+	return mover, nil
+}
+
+// start runs the node's background work: move tasks, usage metering and sampling, the
+// backlog sampler, the sweeper and the pusher; Close stops them.
+func (n *Node) start(o Options, clk clock.Clock, mover *movetask.Runner, reg *prometheus.Registry) {
+	eng, store := n.Engine, n.Store
+	stored := eng
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	var sampler *backlog.Sampler
@@ -230,7 +260,8 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 		defer close(n.done)
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		wg.Add(2)
+		wg.Add(3)
+		go func() { defer wg.Done(); mover.Run(bg) }()
 		go func() { defer wg.Done(); n.Meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
 		if sampler != nil {
@@ -239,11 +270,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 			defer func() { <-sampled }()
 		}
 		if o.SweepEvery >= 0 {
-			every := o.SweepEvery
-			if every == 0 {
-				every = 10 * time.Second
-			}
-			sweeper.Run(bg, store, eng, every, o.Logger)
+			sweeper.Run(bg, store, eng, o.SweepEvery, o.Logger)
 		}
 	}()
 	pctx, stopPush := context.WithCancel(context.Background())
@@ -254,7 +281,6 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 			o.Logger.Error("the pusher stopped", "err", err)
 		}
 	}()
-	return n, nil
 }
 
 // loadOrCreateKeys reads the kept signing keys, or generates and keeps them (mode 0600).

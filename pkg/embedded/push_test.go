@@ -18,7 +18,6 @@ import (
 	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pusher"
 )
 
 // waitFor bounds every wait on the pusher: generous, since a wait that succeeds returns at
@@ -111,15 +110,15 @@ func (e *endpoint) quiet(d time.Duration) {
 
 // pushNode opens a node with its pusher allowed to reach the local endpoint, reporting
 // attempts and applied subscription versions on the returned channels.
-func pushNode(t *testing.T, dir string) (*embedded.Node, *httptest.Server, chan pusher.Attempt, chan meta.Subscription) {
+func pushNode(t *testing.T, dir string) (*embedded.Node, *httptest.Server, chan meta.Attempt, chan meta.Subscription) {
 	t.Helper()
-	attempts := make(chan pusher.Attempt, 100)
+	attempts := make(chan meta.Attempt, 100)
 	applied := make(chan meta.Subscription, 100)
 	n, err := embedded.Open(t.Context(), embedded.Options{
 		DataDir: dir, Logger: slog.New(slog.DiscardHandler), SweepEvery: -1,
 		Push: embedded.PushOptions{
 			AllowPrivate: true, Grace: 5 * time.Second,
-			OnAttempt: func(_ ids.ID, a pusher.Attempt) { attempts <- a },
+			OnAttempt: func(_ ids.ID, a meta.Attempt) { attempts <- a },
 			OnApplied: func(s meta.Subscription) { applied <- s },
 		},
 	})
@@ -137,14 +136,14 @@ func pushNode(t *testing.T, dir string) (*embedded.Node, *httptest.Server, chan 
 	return n, srv, attempts, applied
 }
 
-func nextAttempt(t *testing.T, ch chan pusher.Attempt) pusher.Attempt {
+func nextAttempt(t *testing.T, ch chan meta.Attempt) meta.Attempt {
 	t.Helper()
 	select {
 	case a := <-ch:
 		return a
 	case <-time.After(waitFor):
 		t.Fatalf("no push attempt within %v", waitFor)
-		return pusher.Attempt{}
+		return meta.Attempt{}
 	}
 }
 
@@ -248,7 +247,7 @@ func TestPush(t *testing.T) {
 		p.body.Messages[0].Attributes["n"] != "first" || p.body.Messages[0].ReceiveCount != 1 || p.body.Messages[0].ReceiptHandle == "" {
 		t.Fatalf("pushed %s", p.raw)
 	}
-	if a := nextAttempt(t, attempts); a.Outcome != pusher.AttemptAcknowledged || a.StatusCode != 200 || a.AttemptID != p.header.Get("webhook-id") {
+	if a := nextAttempt(t, attempts); a.Outcome != meta.AttemptAcknowledged || a.StatusCode != 200 || a.AttemptID != p.header.Get("webhook-id") {
 		t.Fatalf("attempt %+v", a)
 	}
 	if v, f := c.counts("hooked"); v != 0 || f != 0 {
@@ -284,7 +283,7 @@ func TestPush(t *testing.T) {
 				deferred = m.ReceiptHandle
 			}
 		}
-		if a := nextAttempt(t, attempts); a.Outcome != pusher.AttemptSettled {
+		if a := nextAttempt(t, attempts); a.Outcome != meta.AttemptSettled {
 			t.Fatalf("attempt %+v", a)
 		}
 	}
@@ -325,7 +324,7 @@ func TestPush(t *testing.T) {
 	p = ep.next()
 	verify(p)
 	firstHandle := p.body.Messages[0].ReceiptHandle
-	if a := nextAttempt(t, attempts); a.Outcome != pusher.AttemptDeferred || a.StatusCode != 202 {
+	if a := nextAttempt(t, attempts); a.Outcome != meta.AttemptDeferred || a.StatusCode != 202 {
 		t.Fatalf("attempt %+v", a)
 	}
 	if v, f := c.counts("hooked"); v != 0 || f != 1 {
@@ -338,7 +337,7 @@ func TestPush(t *testing.T) {
 	if p.body.Messages[0].Body != "later" || p.body.Messages[0].ReceiveCount != 2 {
 		t.Fatalf("pushed again: %s", p.raw)
 	}
-	if a := nextAttempt(t, attempts); a.Outcome != pusher.AttemptAcknowledged || a.StatusCode != 204 {
+	if a := nextAttempt(t, attempts); a.Outcome != meta.AttemptAcknowledged || a.StatusCode != 204 {
 		t.Fatalf("attempt %+v", a)
 	}
 	// Handles of settled deliveries are spent.

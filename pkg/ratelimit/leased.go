@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Leased is the Redis limiter without a Redis round trip on most requests: a replica takes
@@ -38,6 +39,28 @@ type lease struct {
 	rate   int
 	tokens int
 	until  time.Time
+	// refusedUntil is when Redis said the budget admits refusedN more units at the earliest.
+	// Nothing but admissions moves a GCRA budget, and they only make it later, so until then
+	// a call for refusedN or more is refused here, without a round trip: a tenant calling
+	// far over its limit costs a map lookup a call, not two Redis scripts
+	// (docs/tenancy-neighbours.md).
+	refusedUntil time.Time
+	refusedN     int
+}
+
+// refused answers from a remembered refusal of Redis's: the wait left, or 0 to ask Redis.
+func (ls *lease) refused(now time.Time, perSecond, n int) time.Duration {
+	if ls.rate == perSecond && n >= ls.refusedN && now.Before(ls.refusedUntil) {
+		return ls.refusedUntil.Sub(now)
+	}
+	return 0
+}
+
+// remember keeps Redis's refusal of n units (wait > 0) for calls until it ends.
+func (ls *lease) remember(now time.Time, n int, wait time.Duration) {
+	if wait > 0 {
+		ls.refusedUntil, ls.refusedN = now.Add(wait), n
+	}
 }
 
 // NewLeased returns a leasing limiter on rdb; it shares its budget (and its keys) with
@@ -72,7 +95,7 @@ func (l *Leased) get(key string) *lease {
 func (l *Leased) Allow(ctx context.Context, key string, perSecond int) (time.Duration, error) {
 	chunk := perSecond / LeaseDivisor
 	limit := redis_rate.PerSecond(perSecond)
-	rkey := "{q:" + key + "}"
+	rkey := rediskeys.Budget(key)
 	if chunk <= 1 {
 		return l.take(ctx, rkey, limit, 1)
 	}
@@ -84,7 +107,10 @@ func (l *Leased) Allow(ctx context.Context, key string, perSecond int) (time.Dur
 		ls.tokens--
 		return 0, nil
 	}
-	ls.tokens, ls.rate = 0, perSecond
+	if wait := ls.refused(now, perSecond, 1); wait > 0 {
+		return wait, nil
+	}
+	ls.tokens, ls.rate, ls.refusedUntil = 0, perSecond, time.Time{}
 	res, err := l.l.AllowN(ctx, rkey, limit, chunk)
 	if fullStore(err) {
 		return 0, nil
@@ -96,7 +122,9 @@ func (l *Leased) Allow(ctx context.Context, key string, perSecond int) (time.Dur
 		ls.tokens, ls.until = chunk-1, now.Add(LeaseTTL)
 		return 0, nil
 	}
-	return l.take(ctx, rkey, limit, 1)
+	wait, err := l.take(ctx, rkey, limit, 1)
+	ls.remember(now, 1, wait)
+	return wait, err
 }
 
 func (l *Leased) take(ctx context.Context, rkey string, limit redis_rate.Limit, n int) (time.Duration, error) {
@@ -124,4 +152,40 @@ func unavailable(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	return apierr.New(apierr.Unavailable, "rate limiter unavailable: %v", err)
+}
+
+// AllowN takes n units from key's shared budget of perSecond units a second (a byte rate).
+// Leases are a 50th of a second's budget or n, whichever is more, so a replica spends
+// locally what it took from Redis as Allow does.
+func (l *Leased) AllowN(ctx context.Context, key string, perSecond, n int) (time.Duration, error) {
+	n = min(n, perSecond)
+	limit := redis_rate.PerSecond(perSecond)
+	rkey := rediskeys.Budget(key)
+	ls := l.get(key)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	now := l.now()
+	if ls.rate == perSecond && ls.tokens >= n && now.Before(ls.until) {
+		ls.tokens -= n
+		return 0, nil
+	}
+	if wait := ls.refused(now, perSecond, n); wait > 0 {
+		return wait, nil
+	}
+	ls.tokens, ls.rate, ls.refusedUntil = 0, perSecond, time.Time{}
+	chunk := max(perSecond/LeaseDivisor, n)
+	res, err := l.l.AllowN(ctx, rkey, limit, chunk)
+	if fullStore(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable(ctx, err)
+	}
+	if res.Allowed >= chunk {
+		ls.tokens, ls.until = chunk-n, now.Add(LeaseTTL)
+		return 0, nil
+	}
+	wait, err := l.take(ctx, rkey, limit, n)
+	ls.remember(now, n, wait)
+	return wait, err
 }

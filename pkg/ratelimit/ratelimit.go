@@ -13,19 +13,20 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Redis is a limiter shared by all replicas through Redis.
 type Redis struct{ l *redis_rate.Limiter }
 
-// NewRedis returns a limiter on rdb. Its keys are "rate:{q:<queue>}:<op>", so in Redis Cluster
-// a queue's limiter lives in the same slot as the queue's other keys.
+// NewRedis returns a limiter on rdb. A budget named key is stored under "rate:" +
+// rediskeys.Budget(key), in a slot of its own (the limiter's script touches that one key).
 func NewRedis(rdb redis.UniversalClient) *Redis { return &Redis{l: redis_rate.NewLimiter(rdb)} }
 
 // Allow takes one request from key's budget of perSecond requests a second (burst of one
 // second's worth).
 func (r *Redis) Allow(ctx context.Context, key string, perSecond int) (time.Duration, error) {
-	res, err := r.l.Allow(ctx, "{q:"+key+"}", redis_rate.PerSecond(perSecond))
+	res, err := r.l.Allow(ctx, rediskeys.Budget(key), redis_rate.PerSecond(perSecond))
 	if fullStore(err) {
 		return 0, nil
 	}
@@ -60,6 +61,39 @@ func (l *Local) Allow(_ context.Context, key string, perSecond int) (time.Durati
 	}
 	l.mu.Unlock()
 	r := lim.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return d, nil
+	}
+	return 0, nil
+}
+
+// AllowN takes n units from key's budget of perSecond units a second (a byte rate): what
+// the project byte limits use. n above a second's budget is taken as a second's budget.
+func (r *Redis) AllowN(ctx context.Context, key string, perSecond, n int) (time.Duration, error) {
+	res, err := r.l.AllowN(ctx, rediskeys.Budget(key), redis_rate.PerSecond(perSecond), min(n, perSecond))
+	if fullStore(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable(ctx, err)
+	}
+	if res.Allowed > 0 {
+		return 0, nil
+	}
+	return max(res.RetryAfter, time.Millisecond), nil
+}
+
+// AllowN takes n units from key's budget of perSecond units a second.
+func (l *Local) AllowN(_ context.Context, key string, perSecond, n int) (time.Duration, error) {
+	l.mu.Lock()
+	lim, ok := l.m[key]
+	if !ok || int(lim.Limit()) != perSecond {
+		lim = rate.NewLimiter(rate.Limit(perSecond), perSecond)
+		l.m[key] = lim
+	}
+	l.mu.Unlock()
+	r := lim.ReserveN(time.Now(), min(n, perSecond))
 	if d := r.Delay(); d > 0 {
 		r.Cancel()
 		return d, nil

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,5 +105,71 @@ func TestLeased(t *testing.T) {
 	_ = rdb.Close()
 	if _, err := NewLeased(rdb).Allow(ctx, "q9", 5000); apierr.CodeOf(err) != apierr.Unavailable {
 		t.Fatalf("closed Redis: %v", err)
+	}
+}
+
+// countCalls counts the commands a client sends to Redis.
+type countCalls struct{ n atomic.Int64 }
+
+func (c *countCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *countCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+func (c *countCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLeasedRefusalRemembered: once Redis has refused a key's budget, calls over it are
+// refused locally, with the Retry-After still left, and without a round trip, until the
+// refusal's wait has passed; then Redis is asked again. Byte budgets alike, for a call as
+// large or larger than the refused one.
+func TestLeasedRefusalRemembered(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	defer rdb.Close()
+	calls := &countCalls{}
+	rdb.AddHook(calls)
+	ctx := context.Background()
+	now := time.Now()
+	l := NewLeased(rdb)
+	l.now = func() time.Time { return now }
+	var wait time.Duration
+	for i := 0; wait == 0 && i < 1000; i++ { // a budget of 100 a second: the burst, then a refusal
+		var err error
+		if wait, err = l.Allow(ctx, "over", 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wait == 0 {
+		t.Fatal("never refused")
+	}
+	before := calls.n.Load()
+	for range 50 {
+		d, err := l.Allow(ctx, "over", 100)
+		if err != nil || d <= 0 || d > wait {
+			t.Fatalf("over the budget: wait %v, err %v (first refusal's wait %v)", d, err, wait)
+		}
+	}
+	if got := calls.n.Load() - before; got != 0 {
+		t.Fatalf("50 refused calls made %d Redis calls, want none", got)
+	}
+	now = now.Add(wait) // the refusal's wait has passed: Redis decides again
+	_, _ = l.Allow(ctx, "over", 100)
+	if calls.n.Load() == before {
+		t.Fatal("Redis was not asked once the refusal's wait had passed")
+	}
+	// A byte budget: a refused 1,000-unit call refuses the next ones of 1,000 or more locally;
+	// a smaller one asks Redis.
+	for i := 0; i < 1000; i++ {
+		if d, _ := l.AllowN(ctx, "bytes", 10_000, 1000); d > 0 {
+			break
+		}
+	}
+	before = calls.n.Load()
+	if d, _ := l.AllowN(ctx, "bytes", 10_000, 2000); d <= 0 || calls.n.Load() != before {
+		t.Fatalf("a larger call after a refusal: wait %v, %d Redis calls", d, calls.n.Load()-before)
+	}
+	_, _ = l.AllowN(ctx, "bytes", 10_000, 10)
+	if calls.n.Load() == before {
+		t.Fatal("a smaller call than the refused one did not ask Redis")
 	}
 }

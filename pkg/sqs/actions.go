@@ -19,9 +19,8 @@ type action struct {
 	run   func(d *Door, c *call) (any, error)
 }
 
-// actions is the routing table. The message move tasks (StartMessageMoveTask,
-// ListMessageMoveTasks, CancelMessageMoveTask) are not in it until the service has move
-// tasks; every name not here answers InvalidAction.
+// actions is the routing table; every name not here answers InvalidAction. The message move
+// tasks (movetasks.go) are routed only when Config.MoveTasks is set.
 var actions map[string]action
 
 func init() {
@@ -44,6 +43,9 @@ func init() {
 		"DeleteMessageBatch":           {"", (*Door).deleteMessageBatch},
 		"ChangeMessageVisibility":      {"", (*Door).changeMessageVisibility},
 		"ChangeMessageVisibilityBatch": {"", (*Door).changeMessageVisibilityBatch},
+		"StartMessageMoveTask":         {auth.ScopeQueuesAdmin, (*Door).startMessageMoveTask},
+		"ListMessageMoveTasks":         {auth.ScopeQueuesRead, (*Door).listMessageMoveTasks},
+		"CancelMessageMoveTask":        {auth.ScopeQueuesAdmin, (*Door).cancelMessageMoveTask},
 	}
 }
 

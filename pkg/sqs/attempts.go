@@ -11,6 +11,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Attempts remembers the answers of fifo receives by ReceiveRequestAttemptId for a while, so
@@ -96,17 +97,13 @@ func (a *memAttempts) Put(_ context.Context, key string, val []byte, ttl time.Du
 	return nil
 }
 
-// attemptKeyPrefix starts every Redis key of remembered receive attempts (one string per
-// attempt, <prefix><queue id>/<attempt id>, expiring with the window).
-const attemptKeyPrefix = "queues:sqs:attempt:"
-
 type redisAttempts struct{ rdb redis.UniversalClient }
 
 // NewRedisAttempts keeps attempts in Redis, shared by every API replica.
 func NewRedisAttempts(rdb redis.UniversalClient) Attempts { return redisAttempts{rdb} }
 
 func (r redisAttempts) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	b, err := r.rdb.Get(ctx, attemptKeyPrefix+key).Bytes()
+	b, err := r.rdb.Get(ctx, rediskeys.SQSAttempt(key)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
@@ -114,5 +111,5 @@ func (r redisAttempts) Get(ctx context.Context, key string) ([]byte, bool, error
 }
 
 func (r redisAttempts) Put(ctx context.Context, key string, val []byte, ttl time.Duration) error {
-	return r.rdb.Set(ctx, attemptKeyPrefix+key, val, ttl).Err()
+	return r.rdb.Set(ctx, rediskeys.SQSAttempt(key), val, ttl).Err()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apierr"
 )
 
@@ -94,6 +95,7 @@ func missingParam(name string) *Error {
 
 // fromAPI maps the shared operations' errors to SQS's.
 func fromAPI(err error) *Error {
+	err = api.EngineError(err)
 	var se *Error
 	if errors.As(err, &se) {
 		return se

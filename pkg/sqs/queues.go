@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"strconv"
@@ -370,16 +371,43 @@ type listQueuesOutput struct {
 	NextToken string   `json:"NextToken,omitempty" xml:"NextToken,omitempty"`
 }
 
+// listPage is the MaxResults/NextToken pair of SQS's paged list actions (ListQueues,
+// ListDeadLetterSourceQueues): NextToken is the queue listing's cursor.
+type listPage struct {
+	NextToken  string `json:"NextToken"`
+	MaxResults optInt `json:"MaxResults"`
+}
+
+// limit is MaxResults: 1 to 1000, 1000 when absent.
+func (p listPage) limit() (int64, *Error) { return p.MaxResults.within("MaxResults", 1, 1000, 1000) }
+
+// token is the NextToken of the answer: SQS gives one only to a request that set MaxResults.
+func (p listPage) token(next string) string {
+	if p.MaxResults.Set {
+		return next
+	}
+	return ""
+}
+
+// queuesPage reads a page of the project's queues; a cursor the listing did not issue is
+// SQS's invalid NextToken.
+func (d *Door) queuesPage(ctx context.Context, c *call, prefix string, page meta.Page) ([]meta.Queue, string, error) {
+	qs, next, err := d.cfg.Backend.ListQueues(ctx, c.principal.ProjectID, prefix, page)
+	if apierr.CodeOf(err) == apierr.InvalidArgument {
+		return nil, "", invalidParam("NextToken", "Invalid NextToken value.")
+	}
+	return qs, next, err
+}
+
 func (d *Door) listQueues(c *call) (any, error) {
 	var in struct {
 		QueueNamePrefix string `json:"QueueNamePrefix"`
-		NextToken       string `json:"NextToken"`
-		MaxResults      optInt `json:"MaxResults"`
+		listPage
 	}
 	if err := c.inputInto(&in); err != nil {
 		return nil, err
 	}
-	limit, perr := in.MaxResults.within("MaxResults", 1, 1000, 1000)
+	limit, perr := in.limit()
 	if perr != nil {
 		return nil, perr
 	}
@@ -391,18 +419,13 @@ func (d *Door) listQueues(c *call) (any, error) {
 	}
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	qs, next, lerr := d.cfg.Backend.ListQueues(ctx, c.principal.ProjectID, in.QueueNamePrefix, meta.Page{Limit: int(limit), Cursor: in.NextToken})
-	if apierr.CodeOf(lerr) == apierr.InvalidArgument {
-		return nil, invalidParam("NextToken", "Invalid NextToken value.")
-	} else if lerr != nil {
-		return nil, lerr
+	qs, next, err := d.queuesPage(ctx, c, in.QueueNamePrefix, meta.Page{Limit: int(limit), Cursor: in.NextToken})
+	if err != nil {
+		return nil, err
 	}
-	out := listQueuesOutput{QueueUrls: make([]string, len(qs))}
+	out := listQueuesOutput{QueueUrls: make([]string, len(qs)), NextToken: in.token(next)}
 	for i, q := range qs {
 		out.QueueUrls[i] = c.queueURL(q.Name)
-	}
-	if in.MaxResults.Set {
-		out.NextToken = next
 	}
 	return out, nil
 }
@@ -607,14 +630,13 @@ type sourceQueuesOutput struct {
 
 func (d *Door) listDeadLetterSourceQueues(c *call) (any, error) {
 	var in struct {
-		QueueURL   string `json:"QueueUrl"`
-		NextToken  string `json:"NextToken"`
-		MaxResults optInt `json:"MaxResults"`
+		QueueURL string `json:"QueueUrl"`
+		listPage
 	}
 	if err := c.inputInto(&in); err != nil {
 		return nil, err
 	}
-	limit, perr := in.MaxResults.within("MaxResults", 1, 1000, 1000)
+	limit, perr := in.limit()
 	if perr != nil {
 		return nil, perr
 	}
@@ -631,11 +653,9 @@ func (d *Door) listDeadLetterSourceQueues(c *call) (any, error) {
 	for {
 		// A page no longer than the sources still wanted never overshoots the limit.
 		page := meta.Page{Limit: int(limit) - len(out.QueueUrls), Cursor: cursor}
-		qs, next, lerr := d.cfg.Backend.ListQueues(ctx, c.principal.ProjectID, "", page)
-		if apierr.CodeOf(lerr) == apierr.InvalidArgument {
-			return nil, invalidParam("NextToken", "Invalid NextToken value.")
-		} else if lerr != nil {
-			return nil, lerr
+		qs, next, err := d.queuesPage(ctx, c, "", page)
+		if err != nil {
+			return nil, err
 		}
 		for _, q := range qs {
 			if q.Redrive != nil && q.Redrive.DeadLetterQueue == dlq.ID {
@@ -643,9 +663,7 @@ func (d *Door) listDeadLetterSourceQueues(c *call) (any, error) {
 			}
 		}
 		if next == "" || int64(len(out.QueueUrls)) >= limit {
-			if in.MaxResults.Set {
-				out.NextToken = next
-			}
+			out.NextToken = in.token(next)
 			return out, nil
 		}
 		cursor = next

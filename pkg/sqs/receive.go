@@ -103,6 +103,10 @@ func (d *Door) receiveAnswer(c *call, q meta.Queue, msgs []engine.Received, sys 
 	out := receiveOutput{}
 	for _, m := range msgs {
 		attrs := decodeAttributes(m.Attributes)
+		// A message of an at-most-once queue keeps a ReceiptHandle here, unlike on /v1: SQS
+		// clients delete what they processed, and the handle names a delivery already gone,
+		// whose DeleteMessage succeeds as SQS's stale deletes do (ChangeMessageVisibility on it
+		// fails: nothing is in flight).
 		mo := messageOut{
 			MessageID: m.MessageID.String(), ReceiptHandle: d.cfg.Backend.Receipts().Sign(m.Delivery),
 			MD5OfBody: md5Hex(m.Body), Body: m.Body,

@@ -66,6 +66,8 @@ type Config struct {
 	StorageTimeout time.Duration
 	// Attempts remembers fifo receives by ReceiveRequestAttemptId (nil: in this process).
 	Attempts Attempts
+	// MoveTasks serves the message move task actions (nil: they answer InvalidAction).
+	MoveTasks MoveTasks
 }
 
 // Door serves the SQS protocols.
@@ -165,6 +167,9 @@ func (d *Door) serve(c *call) (any, error) {
 		return nil, err
 	}
 	act, ok := actions[c.action]
+	if ok && d.cfg.MoveTasks == nil && (strings.HasSuffix(c.action, "MessageMoveTask") || strings.HasSuffix(c.action, "MessageMoveTasks")) {
+		ok = false
+	}
 	if !ok {
 		return nil, newErr(errInvalidAction, "The action %s is not valid for this endpoint.", c.action)
 	}

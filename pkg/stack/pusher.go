@@ -14,6 +14,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
@@ -85,7 +86,7 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	p, err := pusher.New(pusher.Config{
 		Usage:  meter,
 		Engine: eng, Store: store, Receipts: receipt.NewSigner(o.Keys),
-		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: pusher.NewRedisAttempts(o.Redis),
+		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: redismeta.NewAttempts(o.Redis),
 		Changes: pusher.RedisChanges(o.Redis), Generation: pusher.RedisGenerations(o.Redis),
 		AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
 		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,

@@ -23,9 +23,12 @@ import (
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/metacache"
+	"github.com/queueshq/queues/pkg/movetask"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/rediskeys"
 	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
 	"github.com/queueshq/queues/pkg/tenancy"
@@ -41,7 +44,7 @@ type Options struct {
 	OperatorToken string
 	Rates         api.Rates
 	Logger        *slog.Logger
-	// SweepEvery is the sweeper's period (default 10 s; negative: no sweeper).
+	// SweepEvery is the sweeper's period (default sweeper.DefaultEvery; negative: no sweeper).
 	SweepEvery time.Duration
 	// CacheTTL bounds metadata staleness (default metacache.DefaultTTL).
 	CacheTTL time.Duration
@@ -66,6 +69,9 @@ type Options struct {
 	DefaultLimits tenancy.Limits
 	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
 	MeterEvery time.Duration
+	// MoveLease is how long a replica holds a move task between checkpoints; another replica
+	// resumes the task once it lapses (default movetask.DefaultLease; QUEUES_MOVE_LEASE).
+	MoveLease time.Duration
 }
 
 // Replica is one API tier process's worth of state.
@@ -101,19 +107,21 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		return nil, err
 	}
 	store := dynamometa.New(o.Dynamo, o.Table)
-	cache := metacache.New(store, metacache.NewRedisBus(o.Redis, "queues:meta"), clk, o.CacheTTL)
+	cache := metacache.New(store, metacache.NewRedisBus(o.Redis, rediskeys.MetaChannel), clk, o.CacheTTL)
 	authority := auth.New(o.Keys, o.OperatorToken, clk.Now)
 	meter := tenancy.NewMeter(clk, "")
 	stored := eng // the engine keeps each project's stored bytes
+	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask"), Lease: o.MoveLease}
 	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Draining: r.draining, Registry: o.Registry,
-		Subscriptions: store, Attempts: pusher.NewRedisAttempts(o.Redis),
+		Subscriptions: store, Attempts: redismeta.NewAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
-		Parking: tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
+		Parking:   tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
+		MoveTasks: store, MoveRunner: mover,
 		Dependencies: []api.Dependency{
 			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
 			{Name: "metadata", Check: store.Ping},
@@ -121,22 +129,19 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	console.Mount(r.API.Echo())
-	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis)}).Mount(r.API.Echo())
+	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	go func() {
 		defer close(r.done)
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		wg.Add(2)
+		wg.Add(3)
+		go func() { defer wg.Done(); mover.Run(bg) }()
 		go func() { defer wg.Done(); meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
 		if o.SweepEvery >= 0 {
-			every := o.SweepEvery
-			if every == 0 {
-				every = 10 * time.Second
-			}
-			sweeper.Run(bg, store, eng, every, o.Logger)
+			sweeper.Run(bg, store, eng, o.SweepEvery, o.Logger)
 		}
 	}()
 	return r, nil

@@ -222,3 +222,16 @@ func RedisCluster(tb testing.TB) []string {
 	tb.Cleanup(stop)
 	return addrs
 }
+
+// NoRedisURL is a Redis URL nothing answers (port 1 refuses at once).
+const NoRedisURL = "redis://127.0.0.1:1"
+
+// GuardDefaultRedis points QUEUES_REDIS_URL, unless a test set it, at NoRedisURL, for the test
+// binaries that run the service's commands in process: a command a test starts without naming
+// its Redis then fails at once instead of reaching the default redis://127.0.0.1:6379, which
+// on a shared machine is somebody else's data. Call it first in TestMain.
+func GuardDefaultRedis() {
+	if _, ok := os.LookupEnv("QUEUES_REDIS_URL"); !ok {
+		_ = os.Setenv("QUEUES_REDIS_URL", NoRedisURL)
+	}
+}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -73,5 +74,19 @@ func TestRedisCluster(t *testing.T) {
 	}
 	if len(slots) != 3 {
 		t.Fatalf("cluster has %d shards, want 3 masters", len(slots))
+	}
+}
+
+// TestGuardDefaultRedis: an unset QUEUES_REDIS_URL points at nothing; a test's own is kept.
+func TestGuardDefaultRedis(t *testing.T) {
+	t.Setenv("QUEUES_REDIS_URL", "redis://127.0.0.1:7000")
+	GuardDefaultRedis()
+	if got := os.Getenv("QUEUES_REDIS_URL"); got != "redis://127.0.0.1:7000" {
+		t.Fatalf("a set QUEUES_REDIS_URL became %q", got)
+	}
+	os.Unsetenv("QUEUES_REDIS_URL") // t.Setenv restores it at the end
+	GuardDefaultRedis()
+	if got := os.Getenv("QUEUES_REDIS_URL"); got != NoRedisURL {
+		t.Fatalf("an unset QUEUES_REDIS_URL became %q, want %q", got, NoRedisURL)
 	}
 }

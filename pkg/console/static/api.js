@@ -58,7 +58,15 @@ export async function listQueues(max = 1000) {
 
 export const getQueue = (id) => call('GET', q(id));
 export const createQueue = (body) => call('POST', '/v1/queues', body);
-export const browse = (id, state, cursor, limit = 20) => call('GET', q(id) + '/messages' + query({ state, cursor, limit }));
+// browse takes an optional filter: [name, value] pairs, sent as attribute.<name>=<value> (a name
+// given twice lists values any of which matches; SPEC §12).
+export function browse(id, state, cursor, limit = 20, filter = []) {
+  let s = query({ state, cursor, limit });
+  const f = new URLSearchParams();
+  for (const [k, v] of filter) f.append('attribute.' + k, v);
+  if (filter.length) s += (s ? '&' : '?') + f.toString();
+  return call('GET', q(id) + '/messages' + s);
+}
 export const send = (id, messages) => call('POST', q(id) + '/messages', { messages });
 export const getSubscription = (id) => call('GET', q(id) + '/subscription');
 export const createSubscription = (id, body) => call('POST', q(id) + '/subscription', body);
@@ -66,3 +74,7 @@ export const updateSubscription = (id, body) => call('PATCH', q(id) + '/subscrip
 export const deleteSubscription = (id) => call('DELETE', q(id) + '/subscription');
 export const rotateSecret = (id) => call('POST', q(id) + '/subscription/rotate-secret');
 export const attempts = (id, limit = 50) => call('GET', q(id) + '/subscription/attempts' + query({ limit }));
+export const startMoveTask = (id, body) => call('POST', q(id) + '/move-tasks', body);
+export const moveTasks = (id, limit = 1) => call('GET', q(id) + '/move-tasks' + query({ limit }));
+export const getMoveTask = (id, task) => call('GET', q(id) + '/move-tasks/' + encodeURIComponent(task));
+export const cancelMoveTask = (id, task) => call('POST', q(id) + '/move-tasks/' + encodeURIComponent(task) + '/cancel');

@@ -15,6 +15,7 @@ const state = {
   browseCursors: [null], browseNext: null,
   dlqCursors: [null], dlqNext: null,
   sub: null,
+  task: null,          // the open dead-letter queue's latest move task (redrive)
   timer: null,
 };
 
@@ -201,8 +202,10 @@ async function createQueue(ev) {
 function openQueue(id) {
   state.current = id;
   state.sub = null;
+  state.task = null;
   state.browseCursors = [null];
   state.dlqCursors = [null];
+  $('browse-filter').value = ''; // a filter is for one queue's view
   banner(null);
   show('queue');
   const q = state.byId.get(id);
@@ -211,8 +214,9 @@ function openQueue(id) {
   selectTab(isDLQ ? 'deadletters' : 'messages');
   schedule(async () => {
     renderQueueHeader(await api.getQueue(id));
-    // The attempts log is live while it is on screen.
+    // The attempts log is live while it is on screen, and so is a running redrive.
     if (state.tab === 'subscription' && state.sub && $('secret-box').hidden) await loadAttempts();
+    if (state.tab === 'deadletters' && state.task && state.task.status === 'running') await pollRedrive();
   });
   renderQueueHeader(q);
 }
@@ -250,16 +254,33 @@ function selectTab(tab) {
   for (const p of document.querySelectorAll('.pane')) p.hidden = p.id !== 'pane-' + tab;
   banner(null);
   if (tab === 'messages') loadBrowse().catch(showError);
-  if (tab === 'deadletters') loadDLQ().catch(showError);
+  if (tab === 'deadletters') { loadDLQ().catch(showError); loadRedrive().catch(showError); }
   if (tab === 'subscription') loadSubscription().catch(showError);
 }
 
 function attrsText(a) { return Object.entries(a || {}).map(([k, v]) => `${k}=${v}`).join(', '); }
 
+// browseFilter reads the filter box: name=value pairs separated by spaces or commas (a name
+// given twice lists values). null, with the error shown, when one is not name=value.
+function browseFilter() {
+  const out = [];
+  for (const part of $('browse-filter').value.split(/[\s,]+/).filter(Boolean)) {
+    const i = part.indexOf('=');
+    if (i <= 0) {
+      showError(new Error(`filter: "${part}" is not name=value`));
+      return null;
+    }
+    out.push([part.slice(0, i), part.slice(i + 1)]);
+  }
+  return out;
+}
+
 async function loadBrowse() {
   const id = state.current;
   const cursor = state.browseCursors[state.browseCursors.length - 1];
-  const page = await api.browse(id, $('browse-state').value, cursor);
+  const filter = browseFilter();
+  if (filter === null) return;
+  const page = await api.browse(id, $('browse-state').value, cursor, 20, filter);
   if (id !== state.current) return;
   state.browseNext = page.nextCursor;
   $('browse-next').disabled = !page.nextCursor;
@@ -270,6 +291,9 @@ async function loadBrowse() {
     el('td', { class: 'mono' }, attrsText(m.attributes)), el('td', { class: 'num' }, m.receiveCount),
     el('td', {}, shortTime(m.sentAt)), el('td', {}, shortTime(m.visibleAt)), el('td', {}, m.groupId || '—'))));
   $('browse-empty').hidden = page.messages.length > 0;
+  $('browse-empty').textContent = filter.length
+    ? (page.nextCursor ? 'No matching messages among those this page examined: try the next page.' : 'No matching messages.')
+    : 'No messages in this state.';
 }
 
 async function loadDLQ() {
@@ -288,6 +312,60 @@ async function loadDLQ() {
       el('td', {}, shortTime(dl.at)), el('td', { class: 'num' }, m.receiveCount));
   }));
   $('dlq-empty').hidden = page.messages.length > 0;
+}
+
+// ---- redrive (a move task back to the sources) ----
+
+// loadRedrive shows the queue's latest move task, if any.
+async function loadRedrive() {
+  const id = state.current;
+  const page = await api.moveTasks(id, 1);
+  if (id !== state.current) return;
+  renderRedrive(page.moveTasks[0] || null);
+}
+
+// pollRedrive follows a running task; when it ends, the dead letters it moved leave the list.
+async function pollRedrive() {
+  const id = state.current;
+  const t = await api.getMoveTask(id, state.task.id);
+  if (id !== state.current || !state.task || state.task.id !== t.id) return;
+  const moved = state.task.moved;
+  renderRedrive(t);
+  if (t.moved !== moved || t.status !== 'running') await loadDLQ();
+}
+
+function renderRedrive(t) {
+  state.task = t;
+  const running = !!t && t.status === 'running';
+  $('redrive-start').disabled = running;
+  $('redrive-cancel').hidden = !running;
+  $('redrive-status').hidden = !t;
+  $('redrive-progress').textContent = '';
+  if (!t) return;
+  $('redrive-status').textContent = t.status;
+  $('redrive-status').className = 'badge ' + t.status;
+  $('redrive-status').dataset.taskId = t.id;
+  const failed = t.failed ? `, ${t.failed} could not move` : '';
+  const when = t.finishedAt ? ` · finished ${shortTime(t.finishedAt)}` : ` · started ${shortTime(t.startedAt)}`;
+  $('redrive-progress').textContent = `${t.moved} of ${t.toMove} moved${failed} at ${t.maxMessagesPerSecond}/s${when}` + (t.error ? ` · ${t.error}` : '');
+}
+
+async function startRedrive() {
+  const id = state.current;
+  try {
+    const t = await api.startMoveTask(id, { maxMessagesPerSecond: intField('redrive-rate') });
+    if (id === state.current) renderRedrive(t);
+  } catch (err) { showError(err); }
+}
+
+async function cancelRedrive() {
+  const id = state.current;
+  try {
+    const t = await api.cancelMoveTask(id, state.task.id);
+    if (id !== state.current) return;
+    renderRedrive(t);
+    await loadDLQ();
+  } catch (err) { showError(err); }
 }
 
 // ---- subscription ----
@@ -413,12 +491,15 @@ function bind() {
   $('create-form').addEventListener('submit', createQueue);
   for (const b of document.querySelectorAll('.tabs button')) b.addEventListener('click', () => selectTab(b.dataset.tab));
   $('browse-state').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
+  $('browse-filter').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-refresh').addEventListener('click', () => loadBrowse().catch(showError));
   $('browse-first').addEventListener('click', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-next').addEventListener('click', () => { state.browseCursors.push(state.browseNext); loadBrowse().catch(showError); });
   $('dlq-refresh').addEventListener('click', () => { state.dlqCursors = [null]; loadDLQ().catch(showError); });
   $('dlq-next').addEventListener('click', () => { state.dlqCursors.push(state.dlqNext); loadDLQ().catch(showError); });
   $('send-form').addEventListener('submit', sendMessage);
+  $('redrive-start').addEventListener('click', startRedrive);
+  $('redrive-cancel').addEventListener('click', cancelRedrive);
   bindSubscription();
 }
 

@@ -1,0 +1,268 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/movetask"
+)
+
+// Move tasks (SPEC §13): the routes write and read tasks in the metadata store; the replicas'
+// movetask.Runner does the moving.
+const (
+	defaultMoveRate = 500
+	maxMoveRate     = 10_000
+	defaultMoveList = 20
+)
+
+var moveTaskFields = []string{"destination", "filter", "maxMessagesPerSecond", "dryRun"}
+
+// MoveTaskRunner is what the API needs of the replica's runner: a nudge when a task was just
+// created here, so it starts at once rather than at the next poll.
+type MoveTaskRunner interface{ Kick() }
+
+type moveTaskJSON struct {
+	ID                   string           `json:"id"`
+	Status               string           `json:"status"`
+	Source               string           `json:"source"`
+	Destination          *string          `json:"destination"`
+	Filter               *movetask.Filter `json:"filter"`
+	MaxMessagesPerSecond int              `json:"maxMessagesPerSecond"`
+	DryRun               bool             `json:"dryRun"`
+	Moved                int64            `json:"moved"`
+	ToMove               int64            `json:"toMove"`
+	Failed               int64            `json:"failed"`
+	Error                *string          `json:"error"`
+	StartedAt            string           `json:"startedAt"`
+	FinishedAt           *string          `json:"finishedAt"`
+}
+
+func moveTaskOut(t meta.MoveTask, dry bool) moveTaskJSON {
+	out := moveTaskJSON{
+		ID: t.ID.String(), Status: t.Status, Source: t.QueueID.String(), MaxMessagesPerSecond: t.MaxPerSecond,
+		DryRun: dry, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, StartedAt: formatTime(t.StartedAt),
+	}
+	if !t.Destination.IsZero() {
+		d := t.Destination.String()
+		out.Destination = &d
+	}
+	out.Filter, _ = movetask.DecodeFilter(t.Filter)
+	if t.Error != "" {
+		e := t.Error
+		out.Error = &e
+	}
+	if !t.FinishedAt.IsZero() {
+		f := formatTime(t.FinishedAt)
+		out.FinishedAt = &f
+	}
+	return out
+}
+
+// startMoveTask is POST /v1/queues/{queue}/move-tasks.
+func (s *Server) startMoveTask(c echo.Context) error {
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	o, aerr := parseObject(data, "", true, moveTaskFields...)
+	if aerr != nil {
+		return aerr
+	}
+	rate, ok, aerr := o.integer("maxMessagesPerSecond", 1, maxMoveRate)
+	if aerr != nil {
+		return aerr
+	}
+	if !ok {
+		rate = defaultMoveRate
+	}
+	dry, _, aerr := o.boolean("dryRun")
+	if aerr != nil {
+		return aerr
+	}
+	var f *movetask.Filter
+	if o.has("filter") && !o.isNull("filter") {
+		if f, aerr = movetask.ParseFilter(o.fields["filter"]); aerr != nil {
+			return aerr
+		}
+	}
+	src, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	var dst *meta.Queue
+	if o.has("destination") && !o.isNull("destination") {
+		ref, _, aerr := o.str("destination")
+		if aerr != nil {
+			return aerr
+		}
+		d, err := s.lookupQueue(ctx, src.ProjectID, ref)
+		if apierr.CodeOf(err) == apierr.NotFound {
+			return apierr.New(apierr.NotFound, "no queue %q in this project", ref).WithPrefix("destination")
+		}
+		if err != nil {
+			return err
+		}
+		dst = &d
+	}
+	t, err := s.StartMoveTask(ctx, src, dst, f, int(rate), dry)
+	if err != nil {
+		return err
+	}
+	if dry {
+		return c.JSON(http.StatusOK, moveTaskOut(t, true))
+	}
+	return c.JSON(http.StatusCreated, moveTaskOut(t, false))
+}
+
+// StartMoveTask starts a move task of src (SPEC §13) to dst (nil: each message back to its
+// dead-letter source) at rate messages a second, counting toMove first; dry only counts and
+// stores nothing. It is the /v1 route's and the SQS door's StartMessageMoveTask.
+func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, dst *meta.Queue, f *movetask.Filter, rate int, dry bool) (meta.MoveTask, error) {
+	if s.cfg.MoveTasks == nil {
+		return meta.MoveTask{}, apierr.New(apierr.Unavailable, "move tasks are not served here")
+	}
+	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
+	t := meta.MoveTask{ID: ids.New(), ProjectID: src.ProjectID, QueueID: src.ID, Filter: f.Encode(),
+		MaxPerSecond: rate, Status: meta.MoveRunning, StartedAt: now}
+	if dst != nil {
+		t.Destination = dst.ID
+	}
+	ch, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta)
+	if err != nil {
+		return t, err
+	}
+	if t.ToMove, t.Failed, err = ch.Count(ctx, s.cfg.Engine); err != nil {
+		return t, err
+	}
+	if dry {
+		t.Status, t.FinishedAt = meta.MoveCompleted, now
+		return t, nil
+	}
+	t.Failed = 0 // counted again as the task meets them
+	if err := s.cfg.MoveTasks.CreateMoveTask(ctx, t); err != nil {
+		if apierr.CodeOf(err) == apierr.MoveTaskRunning {
+			return t, apierr.New(apierr.MoveTaskRunning, "queue %q has a running move task; cancel it or wait for its end", src.Name)
+		}
+		return t, err
+	}
+	t.Version = 1
+	if s.cfg.MoveRunner != nil {
+		s.cfg.MoveRunner.Kick()
+	}
+	return t, nil
+}
+
+// ListMoveTasks lists src's move tasks, newest first.
+func (s *Server) ListMoveTasks(ctx context.Context, src meta.Queue, page meta.Page) ([]meta.MoveTask, string, error) {
+	if s.cfg.MoveTasks == nil {
+		return nil, "", apierr.New(apierr.Unavailable, "move tasks are not served here")
+	}
+	return s.cfg.MoveTasks.ListMoveTasks(ctx, src.ID, page)
+}
+
+// listMoveTasks is GET /v1/queues/{queue}/move-tasks, newest first.
+func (s *Server) listMoveTasks(c echo.Context) error {
+	page, err := pageParams(c, defaultMoveList, meta.MaxLimit)
+	if err != nil {
+		return err
+	}
+	q, err := s.queue(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	ts, next, err := s.ListMoveTasks(ctx, q, page)
+	if err != nil {
+		return err
+	}
+	out := make([]moveTaskJSON, len(ts))
+	for i, t := range ts {
+		out[i] = moveTaskOut(t, false)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"moveTasks": out, "nextCursor": cursorOut(next)})
+}
+
+// moveTask resolves {queue} and {task}.
+func (s *Server) moveTask(c echo.Context) (meta.MoveTask, error) {
+	q, err := s.queue(c)
+	if err != nil {
+		return meta.MoveTask{}, err
+	}
+	id, perr := ids.ParseUUID(c.Param("task"))
+	if perr != nil {
+		return meta.MoveTask{}, apierr.New(apierr.NotFound, "no move task %q on queue %q", c.Param("task"), q.Name)
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	t, err := s.cfg.MoveTasks.GetMoveTask(ctx, q.ID, id)
+	if apierr.CodeOf(err) == apierr.NotFound {
+		return t, apierr.New(apierr.NotFound, "no move task %q on queue %q", c.Param("task"), q.Name)
+	}
+	return t, err
+}
+
+// getMoveTask is GET /v1/queues/{queue}/move-tasks/{task}.
+func (s *Server) getMoveTask(c echo.Context) error {
+	t, err := s.moveTask(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, moveTaskOut(t, false))
+}
+
+// cancelMoveTask is POST /v1/queues/{queue}/move-tasks/{task}/cancel: a running task stops
+// (the runner sees it at its next batch; what it moved stays moved); cancelling a finished
+// task answers it unchanged.
+func (s *Server) cancelMoveTask(c echo.Context) error {
+	t, err := s.moveTask(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	up, err := s.CancelMoveTask(ctx, t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, moveTaskOut(up, false))
+}
+
+// CancelMoveTask stops a running task (the runner sees it at its next batch); a finished one
+// is answered as it is.
+func (s *Server) CancelMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveTask, error) {
+	for range 10 {
+		if t.Status != meta.MoveRunning {
+			return t, nil
+		}
+		t.Status, t.FinishedAt = meta.MoveCancelled, s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
+		up, err := s.cfg.MoveTasks.UpdateMoveTask(ctx, t)
+		if err == nil {
+			return up, nil
+		}
+		if !errors.Is(err, meta.ErrMoveTaskConflict) {
+			return t, err
+		}
+		if t, err = s.cfg.MoveTasks.GetMoveTask(ctx, t.QueueID, t.ID); err != nil {
+			return t, err
+		}
+	}
+	return t, apierr.New(apierr.Unavailable, "the move task keeps changing; retry")
+}
+
+// GetMoveTask reads one of src's tasks.
+func (s *Server) GetMoveTask(ctx context.Context, src meta.Queue, id ids.ID) (meta.MoveTask, error) {
+	if s.cfg.MoveTasks == nil {
+		return meta.MoveTask{}, apierr.New(apierr.Unavailable, "move tasks are not served here")
+	}
+	return s.cfg.MoveTasks.GetMoveTask(ctx, src.ID, id)
+}

@@ -1,0 +1,18 @@
+package embedded_test
+
+import (
+	"testing"
+
+	qclient "github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/pkg/stacktest"
+)
+
+// The receive stream's semantics on the embedded engine (the Redis engine's: pkg/client).
+func TestStreamSemantics(t *testing.T) {
+	n, srv := openNode(t, t.TempDir())
+	c, err := qclient.New(srv.URL, qclient.WithToken(n.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacktest.StreamSemantics(t, c)
+}
