@@ -18,6 +18,7 @@ import (
 	"github.com/queueshq/queues/pkg/apitest"
 	"github.com/queueshq/queues/pkg/client"
 	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
@@ -118,8 +119,8 @@ func TestEveryRoute(t *testing.T) {
 			t.Fatalf("get queue %s: %+v %v", ref, got, err)
 		}
 	}
-	q, err = c.UpdateQueue(ctx, "orders", client.UpdateQueueInput{VisibilityTimeoutSeconds: client.Int(60), RemoveRedrive: true})
-	if err != nil || q.VisibilityTimeoutSeconds != 60 || q.Redrive != nil || q.RetentionSeconds != 3600 {
+	q, err = c.UpdateQueue(ctx, "orders", client.UpdateQueueInput{VisibilityTimeoutSeconds: client.Int(60), RemoveRedrive: true, MaxCancels: client.Int(3)})
+	if err != nil || q.VisibilityTimeoutSeconds != 60 || q.Redrive != nil || q.RetentionSeconds != 3600 || q.MaxCancels != 3 {
 		t.Fatalf("update queue: %+v %v", q, err)
 	}
 	q, err = c.UpdateQueue(ctx, "orders", client.UpdateQueueInput{Redrive: &client.Redrive{DeadLetterQueue: dlq.Slug, MaxReceiveCount: 2}})
@@ -132,7 +133,7 @@ func TestEveryRoute(t *testing.T) {
 	if err != nil || sent.MessageID == "" || sent.Duplicate {
 		t.Fatalf("send: %+v %v", sent, err)
 	}
-	res, err := c.SendBatch(ctx, "orders", []client.SendMessage{{Body: "two"}, {Body: "late", DelaySeconds: 901}, {Body: "three"}, {Body: "delayed", DelaySeconds: 600}})
+	res, err := c.SendBatch(ctx, "orders", []client.SendMessage{{Body: "two"}, {Body: "late", DelaySeconds: 3601}, {Body: "three"}, {Body: "delayed", DelaySeconds: 600}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +146,26 @@ func TestEveryRoute(t *testing.T) {
 	}
 	if _, err := c.Send(ctx, "orders", client.SendMessage{Body: "x", GroupID: "g"}); !client.IsInvalid(err) {
 		t.Fatalf("send with a group to a standard queue: %v", err)
+	}
+	// Conflation, scheduling and delete by id (SPEC §13).
+	k1, err := c.Send(ctx, "orders", client.SendMessage{Body: `{"a":1}`, Key: "order-7", Merge: client.MergePatch, DeliverAt: time.Now().Add(time.Hour)})
+	if err != nil || k1.Merged {
+		t.Fatalf("keyed send: %+v %v", k1, err)
+	}
+	k2, err := c.Send(ctx, "orders", client.SendMessage{Body: `{"b":2}`, Key: "order-7", Merge: client.MergePatch})
+	if err != nil || !k2.Merged || k2.MessageID != k1.MessageID {
+		t.Fatalf("merged send: %+v %v, want merged into %s", k2, err, k1.MessageID)
+	}
+	if bp, err := c.Browse(ctx, "orders", client.BrowseInput{State: client.StateDelayed}); err != nil || len(bp.Messages) != 2 {
+		t.Fatalf("browse delayed with the keyed message: %+v %v", bp, err)
+	} else if got := map[string]string{bp.Messages[0].MessageID: bp.Messages[0].Body, bp.Messages[1].MessageID: bp.Messages[1].Body}; got[k1.MessageID] != `{"a":1,"b":2}` {
+		t.Fatalf("the merged message: %v", got)
+	}
+	if err := c.DeleteMessage(ctx, "orders", k1.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteMessage(ctx, "orders", k1.MessageID); !client.IsNotFound(err) {
+		t.Fatalf("delete a deleted message: %v", err)
 	}
 	bp, err := c.Browse(ctx, "orders", client.BrowseInput{State: client.StateVisible, Page: client.Page{Limit: 2}})
 	if err != nil || len(bp.Messages) != 2 || bp.NextCursor == nil || bp.Messages[0].State != client.StateVisible {
@@ -167,8 +188,18 @@ func TestEveryRoute(t *testing.T) {
 	if a := byBody[`{"orderId": 42}`].Attributes; a["contentType"] != "application/json" {
 		t.Fatalf("attributes: %v", a)
 	}
+	if err := c.DeleteMessage(ctx, "orders", byBody["two"].MessageID); client.CodeOf(err) != client.CodeMessageInFlight || !client.IsConflict(err) {
+		t.Fatalf("delete a message in flight: %v", err)
+	}
 	if got, err := c.Receive(ctx, "orders", client.ReceiveInput{WaitSeconds: client.Int(0)}); err != nil || len(got) != 0 {
 		t.Fatalf("receive from a drained queue: %v %v", got, err)
+	}
+
+	// The receive stream's upgrade (its frames: TestStreamSemantics).
+	if st, err := c.Stream(ctx, "orders", client.StreamOptions{MaxMessages: 10, VisibilityTimeoutSeconds: client.Int(30)}); err != nil {
+		t.Fatalf("stream: %v", err)
+	} else if err := st.Close(); err != nil {
+		t.Fatalf("closing the stream: %v", err)
 	}
 
 	// Receipts: single and batch forms.
@@ -194,6 +225,17 @@ func TestEveryRoute(t *testing.T) {
 	msgs, err = c.Receive(ctx, "orders", client.ReceiveInput{WaitSeconds: client.Int(1)})
 	if err != nil || len(msgs) != 1 || msgs[0].Body != "three" || msgs[0].ReceiveCount != 2 {
 		t.Fatalf("receive after release: %+v %v", msgs, err)
+	}
+	// A cancel returns it uncounted (SPEC §12).
+	if err := anon.Cancel(ctx, msgs[0].ReceiptHandle); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err = c.Receive(ctx, "orders", client.ReceiveInput{WaitSeconds: client.Int(1)})
+	if err != nil || len(msgs) != 1 || msgs[0].Body != "three" || msgs[0].ReceiveCount != 2 {
+		t.Fatalf("receive after cancel: %+v %v", msgs, err)
+	}
+	if be, err := anon.CancelBatch(ctx, []string{one.ReceiptHandle}); err != nil || !client.IsStale(be[0]) {
+		t.Fatalf("cancel batch: %v %v", be, err)
 	}
 	if err := anon.DeadLetter(ctx, msgs[0].ReceiptHandle, "bad order"); err != nil {
 		t.Fatal(err)
@@ -231,9 +273,50 @@ func TestEveryRoute(t *testing.T) {
 	if gp, err := c.ListGroups(ctx, "pay", client.Page{}); err != nil || len(gp.Groups) != 1 || gp.Groups[0].GroupID != "g2" {
 		t.Fatalf("groups after deleting one: %+v %v", gp, err)
 	}
+	// Consumers: a bounded consumer's receive stays within its backlog; it is listed.
+	if _, err := c.UpdateQueue(ctx, "pay", client.UpdateQueueInput{Fairness: client.FairnessRoundRobin}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := c.Receive(ctx, "pay", client.ReceiveInput{WaitSeconds: client.Int(0), MaxMessages: 10, ConsumerID: "w-1", MaxBacklog: 1})
+	if err != nil || len(cm) != 1 {
+		t.Fatalf("consumer receive: %+v %v", cm, err)
+	}
+	if err := c.ChangeVisibility(ctx, cm[0].ReceiptHandle, 0); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := c.ListConsumers(ctx, "pay", client.Page{Limit: 10}); err != nil || len(cp.Consumers) != 1 ||
+		cp.Consumers[0].ConsumerID != "w-1" || cp.Consumers[0].InFlight != 0 || *cp.Consumers[0].MaxBacklog != 1 || cp.NextCursor != nil {
+		t.Fatalf("consumers: %+v %v", cp, err)
+	}
 	fm, err := c.Receive(ctx, "pay", client.ReceiveInput{WaitSeconds: client.Int(0)})
 	if err != nil || len(fm) != 1 || fm[0].GroupID != "g2" || fm[0].SequenceNumber == "" {
 		t.Fatalf("fifo receive: %+v %v", fm, err)
+	}
+
+	// Move tasks: a dry run, a task moving orders-dlq's messages to orders, read, listed and
+	// cancelled (a finished one answers as it is).
+	if _, err := c.Send(ctx, "orders-dlq", client.SendMessage{Body: "replay me"}); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := c.StartMoveTask(ctx, "orders-dlq", client.StartMoveTaskInput{Destination: "orders", DryRun: true,
+		Filter: &client.MoveFilter{Attributes: map[string][]string{}}})
+	if err != nil || !dry.DryRun || dry.ToMove != 1 {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	mt, err := c.StartMoveTask(ctx, "orders-dlq", client.StartMoveTaskInput{Destination: "orders", MaxMessagesPerSecond: client.Int(10000)})
+	if err != nil || mt.Status != "running" || mt.ToMove != 1 {
+		t.Fatalf("start move task: %+v %v", mt, err)
+	}
+	for mt.Status == "running" {
+		if mt, err = c.GetMoveTask(ctx, "orders-dlq", mt.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mp, err := c.ListMoveTasks(ctx, "orders-dlq", client.Page{Limit: 5}); err != nil || len(mp.MoveTasks) != 1 || mp.MoveTasks[0].Moved != 1 || mp.NextCursor != nil {
+		t.Fatalf("list move tasks: %+v %v", mp, err)
+	}
+	if ct, err := c.CancelMoveTask(ctx, "orders-dlq", mt.ID); err != nil || ct.Status != "completed" {
+		t.Fatalf("cancel a finished move task: %+v %v", ct, err)
 	}
 
 	// Purge and delete.
@@ -410,6 +493,25 @@ func TestErrorCodes(t *testing.T) {
 	_, err = sc.UpdateSubscription(ctx, "s", client.SubscriptionInput{BatchSize: client.Int(101)})
 	mustCode(t, err, client.CodeInvalidArgument, 400, "batchSize")
 
+	// move_task_running: a second task on dlq while one moves its messages at one a second.
+	for _, b := range []string{"m1", "m2", "m3", "m4", "m5"} {
+		if _, err := c.Send(ctx, "dlq", client.SendMessage{Body: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running, err := c.StartMoveTask(ctx, "dlq", client.StartMoveTaskInput{Destination: "q", MaxMessagesPerSecond: client.Int(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.StartMoveTask(ctx, "dlq", client.StartMoveTaskInput{Destination: "q"})
+	mustCode(t, err, client.CodeMoveTaskRunning, 409, "")
+	if !errors.Is(err, client.ErrMoveTaskRunning) || !client.IsConflict(err) {
+		t.Fatal("move_task_running: errors.Is / IsConflict")
+	}
+	if _, err := c.CancelMoveTask(ctx, "dlq", running.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	// rate_limited: a replica allowing one request per second per queue. Without retries the
 	// second send fails with Retry-After; with them it waits and succeeds.
 	url, closeReplica, err := srv.Replica(ctx, stack.Options{Rates: api.Rates{StandardSend: 1, StandardReceive: 1, FIFOSend: 1, FIFOReceive: 1}})
@@ -562,4 +664,9 @@ func TestErrorDecoding(t *testing.T) {
 	}
 	err = c.Do(t.Context(), "GET", "/proxy", nil, nil, nil)
 	mustCode(t, err, client.CodeUnavailable, 502, "")
+}
+
+// The receive stream's semantics on the Redis engine (serve's: pkg/embedded).
+func TestStreamSemantics(t *testing.T) {
+	stacktest.StreamSemantics(t, newTenant(t).c)
 }

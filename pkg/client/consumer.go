@@ -16,6 +16,8 @@ import (
 //	Retry()             visible again now
 //	RetryAfter(d)       visible again after d (it stays in flight until then)
 //	DeadLetter(reason)  moved to the queue's dead-letter queue now, with reason
+//	Cancel()            visible again now, this delivery not counted (receiveCount one
+//	                    lower; past the queue's maxCancels: dead-lettered, max_cancels)
 //	Defer()             not settled: in flight until its deadline, for the application to
 //	                    settle by its receipt handle (a push receiver answers "defer")
 //	any other error     retried, like Retry() (see ConsumeOptions.ErrorRetryAfter)
@@ -32,6 +34,7 @@ const (
 	OutcomeRetry
 	OutcomeDeadLetter
 	OutcomeDefer
+	OutcomeCancel
 )
 
 func (k OutcomeKind) String() string {
@@ -44,12 +47,14 @@ func (k OutcomeKind) String() string {
 		return "dead-letter"
 	case OutcomeDefer:
 		return "defer"
+	case OutcomeCancel:
+		return "cancel"
 	}
 	return fmt.Sprintf("OutcomeKind(%d)", int(k))
 }
 
 // Outcome is a settlement decision. Handlers return one through Ack, Retry, RetryAfter,
-// DeadLetter and Defer; OutcomeOf reads it back from a handler's result.
+// DeadLetter, Cancel and Defer; OutcomeOf reads it back from a handler's result.
 type Outcome struct {
 	Kind OutcomeKind
 	// Delay is how long a retried message stays in flight (0: visible again now).
@@ -89,6 +94,10 @@ func DeadLetter(reason string) error { return &Outcome{Kind: OutcomeDeadLetter, 
 // Defer leaves the message in flight, unsettled, for the application to settle later by its
 // receipt handle (Client.Ack, ChangeVisibility, DeadLetter) before its deadline.
 func Defer() error { return &Outcome{Kind: OutcomeDefer} }
+
+// Cancel returns the message without counting this delivery (SPEC §12): visible again now,
+// its receiveCount one lower. The cancel beyond the queue's maxCancels dead-letters it.
+func Cancel() error { return &Outcome{Kind: OutcomeCancel} }
 
 // PanicError is a handler's panic, recovered.
 type PanicError struct {
@@ -134,6 +143,9 @@ type ConsumeOptions struct {
 	Pollers int
 	// WaitSeconds is each receive's long-polling wait (default 20).
 	WaitSeconds int
+	// Filter, when set, receives only the messages it selects (SPEC §12); the others stay
+	// for other consumers.
+	Filter *Filter
 	// VisibilityTimeout is each receive's visibility timeout, rounded up to seconds. Default:
 	// the queue's (read once with GetQueue), or 30 s when the token may not read the queue.
 	// While a message is held past half of it, the consumer extends the message's visibility
@@ -149,6 +161,9 @@ type ConsumeOptions struct {
 	// ErrorRetryAfter, when set, says how long a message whose handler failed (returned an
 	// error or panicked) stays in flight before it is retried; nil retries it at once.
 	ErrorRetryAfter func(m *Message, err error) time.Duration
+	// Polling receives with long polls (POST .../receive) even where the service offers the
+	// receive stream, which Consume otherwise uses (docs/streaming.md).
+	Polling bool
 	// OnError is told about the errors the consumer meets and carries on after: failed
 	// receives, settlements and heartbeats, handler errors and panics. Default: ignored.
 	OnError func(error)
@@ -176,7 +191,9 @@ func (e *ConsumerError) Unwrap() error { return e.Err }
 // held past half the visibility timeout, its visibility is extended. Acknowledgements are
 // sent in batches.
 //
-// Several receives are in flight at once (Pollers), each asking for up to 10 messages, and
+// Where the service offers it, messages come over one receive stream (a WebSocket, see
+// Client.Stream), which carries the acknowledgements too; otherwise several receives are in
+// flight at once (Pollers), each asking for up to 10 messages, and
 // up to Prefetch received messages wait for a free handler, so the handlers do not wait for
 // a receive's round trip.
 //
@@ -212,6 +229,8 @@ type consumer struct {
 	settling sync.WaitGroup // settlements under way (of deliveries not abandoned)
 	acks     chan string
 	ackDone  chan struct{}
+
+	stream atomic.Pointer[Stream] // the receive stream while one is open (acks go over it)
 
 	mu    sync.Mutex
 	held  map[*delivery]struct{} // received and not settled: waiting or running
@@ -308,11 +327,7 @@ func (co *consumer) run(ctx context.Context) error {
 	for range co.o.Concurrency {
 		co.handlers.Go(co.handle)
 	}
-	var pollers sync.WaitGroup
-	for range co.o.Pollers {
-		pollers.Go(func() { co.poll(pctx, stopPolling) })
-	}
-	pollers.Wait()
+	co.receiveLoop(pctx, stopPolling)
 
 	// Shutdown: no more receives, no more handlers started. The messages still waiting go
 	// back at once; the running handlers have until the deadline.
@@ -342,6 +357,15 @@ func (co *consumer) run(ctx context.Context) error {
 	return co.fatal
 }
 
+// pollers runs Pollers pollers until ctx ends.
+func (co *consumer) pollers(ctx context.Context, stop context.CancelFunc) {
+	var pollers sync.WaitGroup
+	for range co.o.Pollers {
+		pollers.Go(func() { co.poll(ctx, stop) })
+	}
+	pollers.Wait()
+}
+
 // poll receives as many messages as there is room for (up to 10 per receive) and hands them
 // to the handlers.
 func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
@@ -349,7 +373,7 @@ func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
 	// The receive bodies, one per batch size, written once.
 	var bodies [MaxReceiveBatch + 1][]byte
 	for n := 1; n <= MaxReceiveBatch; n++ {
-		bodies[n] = fmt.Appendf(nil, `{"maxMessages":%d,"visibilityTimeoutSeconds":%d,"waitSeconds":%d}`, n, int(co.vt/time.Second), co.o.WaitSeconds)
+		bodies[n] = fmt.Appendf(nil, `{"maxMessages":%d,"visibilityTimeoutSeconds":%d,"waitSeconds":%d%s}`, n, int(co.vt/time.Second), co.o.WaitSeconds, co.filterField())
 	}
 	for {
 		n := co.take(ctx)
@@ -454,7 +478,8 @@ func (co *consumer) hold(msgs []Message, leased time.Time) {
 	ds := make([]delivery, len(msgs))
 	co.mu.Lock()
 	for i := range msgs {
-		ds[i] = delivery{m: &msgs[i], extended: leased}
+		// A message of an at-most-once queue has no handle: nothing to extend or settle.
+		ds[i] = delivery{m: &msgs[i], extended: leased, noBeat: msgs[i].ReceiptHandle == ""}
 		co.held[&ds[i]] = struct{}{}
 	}
 	co.mu.Unlock()
@@ -500,7 +525,8 @@ func (co *consumer) call(m *Message) (err error) {
 	return co.h(ctx, m)
 }
 
-// settle applies a handler's result to m.
+// settle applies a handler's result to m. A message without a receipt handle (an
+// at-most-once queue's) left the queue when it was received: its result settles nothing.
 func (co *consumer) settle(m *Message, err error) {
 	o := OutcomeOf(err)
 	if o.Err != nil {
@@ -508,6 +534,9 @@ func (co *consumer) settle(m *Message, err error) {
 		if o.Kind == OutcomeRetry && co.o.ErrorRetryAfter != nil {
 			o.Delay = co.o.ErrorRetryAfter(m, o.Err)
 		}
+	}
+	if m.ReceiptHandle == "" {
+		return
 	}
 	switch o.Kind {
 	case OutcomeAck:
@@ -520,8 +549,10 @@ func (co *consumer) settle(m *Message, err error) {
 	defer cancel()
 	switch o.Kind {
 	case OutcomeRetry:
-		co.report("retry", m.MessageID, co.c.ChangeVisibility(ctx, m.ReceiptHandle, secondsUp(o.Delay)))
+		co.report("retry", m.MessageID, co.changeVisibility(ctx, m.ReceiptHandle, secondsUp(o.Delay)))
 	case OutcomeDeadLetter:
 		co.report("dead-letter", m.MessageID, co.c.DeadLetter(ctx, m.ReceiptHandle, o.Reason))
+	case OutcomeCancel:
+		co.report("cancel", m.MessageID, co.c.Cancel(ctx, m.ReceiptHandle))
 	}
 }

@@ -63,7 +63,7 @@ func (r *receiveAnswer) readMessages(b []byte) bool {
 func decodeMessage(b []byte, i int, m *Message) (int, bool) {
 	seen := 0 // the fields set, one bit each, so a repeated key gives up
 	return object(b, i, func(k []byte, b []byte, i int) (int, bool) {
-		bit, end, ok := 0, 0, true
+		bit, end, ok := 0, 0, false
 		switch {
 		case bytes.EqualFold(k, []byte("messageId")):
 			bit = 1

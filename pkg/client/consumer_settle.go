@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -66,13 +67,34 @@ func (co *consumer) sendAcks(handles []string) {
 		b = appendJSONString(b, h)
 	}
 	b = append(b, "]}"...)
-	res, err := co.c.batch(ctx, "/v1/receipts/ack", RawBody{ContentType: "application/json", Data: b}, len(handles))
+	var res BatchErrors
+	var err error
+	s := co.stream.Load()
+	if s != nil {
+		res, err = s.callRaw(ctx, "ack", b, len(handles))
+	}
+	if s == nil || err != nil {
+		// No stream, or it failed the call as a whole (closed, over a limit): the handles
+		// are as good over HTTP, with its retries.
+		res, err = co.c.batch(ctx, "/v1/receipts/ack", RawBody{ContentType: "application/json", Data: b}, len(handles))
+	}
 	if err != nil {
 		co.report("ack", "", err)
 	}
 	for _, e := range res {
 		co.report("ack", "", e)
 	}
+}
+
+// changeVisibility retries one message: over the stream when one is open, else over HTTP.
+func (co *consumer) changeVisibility(ctx context.Context, handle string, seconds int) error {
+	if s := co.stream.Load(); s != nil {
+		res, err := s.ChangeVisibility(ctx, []VisibilityEntry{{handle, seconds}})
+		if err == nil {
+			return res[0]
+		}
+	}
+	return co.c.ChangeVisibility(ctx, handle, seconds)
 }
 
 // heartbeats extends, in batches, the visibility of every held message (waiting for a
@@ -174,8 +196,10 @@ func (co *consumer) abandonAll() []*delivery {
 	return ds
 }
 
-// release makes ds' messages visible again at once.
+// release makes ds' messages visible again at once (those without a handle, of an
+// at-most-once queue, are gone already).
 func (co *consumer) release(ds []*delivery) {
+	ds = slices.DeleteFunc(ds, func(d *delivery) bool { return d.m.ReceiptHandle == "" })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for len(ds) > 0 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,7 +222,7 @@ func TestConsumeBatchesAcks(t *testing.T) {
 	stop := consume(t, c, "many", func(ctx context.Context, m *client.Message) error {
 		handled <- struct{}{}
 		return nil
-	}, client.ConsumeOptions{Concurrency: 32, AckBatchSize: 25, AckInterval: 200 * time.Millisecond})
+	}, client.ConsumeOptions{Concurrency: 32, AckBatchSize: 25, AckInterval: 200 * time.Millisecond, Polling: true})
 	for range n {
 		await(t, handled, 15*time.Second, "all messages handled")
 	}
@@ -302,7 +303,7 @@ func TestConsumeQueueGone(t *testing.T) {
 	done := make(chan error, 1)
 	polling := make(chan struct{}, 10)
 	c := observed(t, tn, func(path string, _ []byte) {
-		if path == "/v1/queues/doomed/receive" {
+		if path == "/v1/queues/doomed/receive" || path == "/v1/queues/doomed/stream" {
 			polling <- struct{}{}
 		}
 	})
@@ -367,7 +368,7 @@ func consumeRate(t testing.TB, n int) float64 {
 }
 
 // The consumer's throughput with 32 concurrent handlers on this machine (one API replica,
-// Redis and DynamoDB Local in the same box), logged for the README.
+// Redis and DynamoDB Local in the same box), logged for docs/performance-consumer.md.
 func TestConsumerThroughput(t *testing.T) {
 	n := 3000
 	if testing.Short() {
@@ -383,4 +384,190 @@ func BenchmarkConsume32(b *testing.B) {
 	b.ResetTimer()
 	rate := consumeRate(b, n)
 	b.ReportMetric(rate, "msgs/s")
+}
+
+// Where the service offers the receive stream, Consume receives and acknowledges over it: no
+// receive request goes over HTTP, every message is handled once and acknowledged.
+func TestConsumeOverStream(t *testing.T) {
+	tn := newTenant(t)
+	tn.queue(t, client.CreateQueueInput{Name: "streamed"})
+	const n = 50
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = fmt.Sprint("m", i)
+	}
+	tn.send(t, "streamed", bodies...)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	c := observed(t, tn, func(path string, _ []byte) {
+		mu.Lock()
+		calls[path]++
+		mu.Unlock()
+	})
+	handled := make(chan string, n)
+	stop := consume(t, c, "streamed", func(ctx context.Context, m *client.Message) error {
+		handled <- m.Body
+		return nil
+	}, client.ConsumeOptions{Concurrency: 8})
+	seen := map[string]bool{}
+	for range n {
+		seen[await(t, handled, 15*time.Second, "all messages handled")] = true
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != n {
+		t.Fatalf("handled %d distinct messages of %d", len(seen), n)
+	}
+	if cnt := tn.counts(t, "streamed"); cnt.Visible+cnt.InFlight != 0 {
+		t.Fatalf("counts after the consumer stopped: %+v", cnt)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The stream closes when ctx ends; acknowledgements still held then go over HTTP (the
+	// handles are as good there), in the one last flush.
+	if calls["/v1/queues/streamed/stream"] != 1 || calls["/v1/queues/streamed/receive"] != 0 || calls["/v1/receipts/ack"] > 1 {
+		t.Fatalf("HTTP calls %v; want one stream upgrade, no receive request and at most the last ack flush", calls)
+	}
+}
+
+// A service (or a proxy before it) without the receive stream: Consume polls instead.
+func TestConsumeStreamFallback(t *testing.T) {
+	tn := newTenant(t)
+	tn.queue(t, client.CreateQueueInput{Name: "polled"})
+	tn.send(t, "polled", "a", "b", "c")
+	polls := make(chan struct{}, 100)
+	c, err := client.New(srv.URL, client.WithToken(tn.token(t, client.ScopeAll)),
+		client.WithHTTPClient(&http.Client{Transport: noStream{polls}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := make(chan string, 3)
+	stop := consume(t, c, "polled", func(ctx context.Context, m *client.Message) error {
+		handled <- m.Body
+		return nil
+	}, client.ConsumeOptions{})
+	for range 3 {
+		await(t, handled, 15*time.Second, "the messages handled by polling")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(polls) == 0 {
+		t.Fatal("no receive request was made")
+	}
+}
+
+// noStream answers every receive stream upgrade as a service without the route does (404
+// not_found) and passes the rest on, noting receive requests.
+type noStream struct{ polls chan struct{} }
+
+func (n noStream) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/stream"):
+		body := `{"error":{"code":"not_found","message":"no such route"}}`
+		return &http.Response{StatusCode: http.StatusNotFound, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+	case strings.HasSuffix(r.URL.Path, "/receive"):
+		select {
+		case n.polls <- struct{}{}:
+		default:
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// On an at-most-once queue each message reaches a handler once, and whatever the handler
+// answers (ack, retry, dead-letter, an error) the consumer settles nothing: the message has no
+// handle and left the queue when it was received.
+func TestConsumeAtMostOnce(t *testing.T) {
+	tn := newTenant(t)
+	q := tn.queue(t, client.CreateQueueInput{Name: "once", Delivery: client.DeliveryAtMostOnce})
+	if q.Delivery != client.DeliveryAtMostOnce {
+		t.Fatalf("created %+v, want delivery atMostOnce", q)
+	}
+	var settles atomic.Int32
+	c := observed(t, tn, func(path string, _ []byte) {
+		if strings.HasPrefix(path, "/v1/receipts/") {
+			settles.Add(1)
+		}
+	})
+	tn.send(t, "once", "ack", "retry", "dead-letter", "error")
+	bodies := make(chan string, 100)
+	h := func(ctx context.Context, m *client.Message) error {
+		bodies <- m.Body
+		if m.ReceiptHandle != "" || m.ReceiveCount != 1 {
+			return fmt.Errorf("message %+v: want no handle and receiveCount 1", m)
+		}
+		switch m.Body {
+		case "retry":
+			return client.Retry()
+		case "dead-letter":
+			return client.DeadLetter("poison")
+		case "error":
+			return errors.New("boom")
+		}
+		return nil
+	}
+	var other atomic.Value
+	stop := consume(t, c, "once", h, client.ConsumeOptions{Concurrency: 4, OnError: func(err error) {
+		var ce *client.ConsumerError
+		if !errors.As(err, &ce) || ce.Op != "handler" || ce.Err.Error() != "boom" {
+			other.Store(err)
+		}
+	}})
+	seen := map[string]int{}
+	for range 4 {
+		seen[await(t, bodies, 15*time.Second, "deliveries")]++
+	}
+	tn.send(t, "once", "last") // sent after the retry: a redelivery would come first or beside it
+	for b := await(t, bodies, 15*time.Second, "the last message"); b != "last"; b = await(t, bodies, 15*time.Second, "the last message") {
+		seen[b]++
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	for b, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s delivered %d times, want once: %v", b, n, seen)
+		}
+	}
+	if n := settles.Load(); n != 0 {
+		t.Fatalf("the consumer made %d receipt calls, want none", n)
+	}
+	if err := other.Load(); err != nil {
+		t.Fatalf("OnError: %v", err)
+	}
+	if n := tn.counts(t, "once"); n.Visible+n.InFlight+n.Delayed != 0 {
+		t.Fatalf("queue not empty: %+v", n)
+	}
+}
+
+// TestConsumeCancel: a handler's Cancel() returns the message uncounted (SPEC §12): it comes
+// again with the same receiveCount.
+func TestConsumeCancel(t *testing.T) {
+	tn := newTenant(t)
+	tn.queue(t, client.CreateQueueInput{Name: "cancelled"})
+	tn.send(t, "cancelled", "m")
+	counts := make(chan int, 10)
+	var calls atomic.Int32
+	h := func(ctx context.Context, m *client.Message) error {
+		counts <- m.ReceiveCount
+		if calls.Add(1) == 1 {
+			return client.Cancel()
+		}
+		return nil
+	}
+	stop := consume(t, tn.c, "cancelled", h, client.ConsumeOptions{})
+	first := await(t, counts, 15*time.Second, "the first delivery")
+	second := await(t, counts, 15*time.Second, "the delivery after the cancel")
+	if err := stop(); err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	if first != 1 || second != 1 {
+		t.Fatalf("receiveCounts %d then %d, want 1 and 1", first, second)
+	}
+	if n := tn.counts(t, "cancelled"); n.Visible+n.InFlight+n.Delayed != 0 {
+		t.Fatalf("queue not empty: %+v", n)
+	}
 }

@@ -31,6 +31,8 @@ const (
 	CodeRateLimited             Code = "rate_limited"
 	CodeUnavailable             Code = "unavailable"
 	CodeInternal                Code = "internal"
+	CodeMessageInFlight         Code = "message_in_flight"
+	CodeMoveTaskRunning         Code = "move_task_running"
 )
 
 // codeStatus is the HTTP status of each code, for errors that arrive inside a 200 answer
@@ -38,7 +40,7 @@ const (
 var codeStatus = map[Code]int{
 	CodeInvalidArgument: 400, CodePayloadTooLarge: 413, CodeUnsupportedMediaType: 415,
 	CodeUnauthenticated: 401, CodePermissionDenied: 403, CodeNotFound: 404, CodeMethodNotAllowed: 405,
-	CodeQueueExists: 409, CodeQueueInUse: 409, CodeSubscriptionExists: 409,
+	CodeQueueExists: 409, CodeQueueInUse: 409, CodeSubscriptionExists: 409, CodeMessageInFlight: 409, CodeMoveTaskRunning: 409,
 	CodeReceiptHandleInvalid: 400, CodeReceiptHandleStale: 410, CodeVisibilityLimitExceeded: 400,
 	CodePurgeTooSoon: 429, CodeQuotaExceeded: 403, CodeRateLimited: 429, CodeUnavailable: 503, CodeInternal: 500,
 }
@@ -98,6 +100,8 @@ var (
 	ErrQueueExists        = &Error{Code: CodeQueueExists}
 	ErrQueueInUse         = &Error{Code: CodeQueueInUse}
 	ErrSubscriptionExists = &Error{Code: CodeSubscriptionExists}
+	ErrMessageInFlight    = &Error{Code: CodeMessageInFlight}
+	ErrMoveTaskRunning    = &Error{Code: CodeMoveTaskRunning}
 	ErrRateLimited        = &Error{Code: CodeRateLimited}
 	ErrPurgeTooSoon       = &Error{Code: CodePurgeTooSoon}
 	ErrQuotaExceeded      = &Error{Code: CodeQuotaExceeded}
@@ -133,10 +137,10 @@ func IsInvalid(err error) bool {
 }
 
 // IsConflict: the resource exists already or is in use (queue_exists, queue_in_use,
-// subscription_exists).
+// subscription_exists, message_in_flight, move_task_running).
 func IsConflict(err error) bool {
 	switch CodeOf(err) {
-	case CodeQueueExists, CodeQueueInUse, CodeSubscriptionExists:
+	case CodeQueueExists, CodeQueueInUse, CodeSubscriptionExists, CodeMessageInFlight, CodeMoveTaskRunning:
 		return true
 	}
 	return false

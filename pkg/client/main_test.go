@@ -11,14 +11,14 @@ import (
 
 	"github.com/queueshq/queues/pkg/apitest"
 	"github.com/queueshq/queues/pkg/client"
-	"github.com/queueshq/queues/pkg/client/clienttest"
+	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
 // srv is the real API every test in this package talks to: one replica (pkg/stack) on a
 // redis-server and DynamoDB Local started by TestMain. The examples find it through
 // QUEUES_URL and QUEUES_TOKEN (a project token with every scope), which TestMain sets.
-var srv *clienttest.Server
+var srv *stacktest.Server
 
 func TestMain(m *testing.M) {
 	code, err := run(m)
@@ -34,11 +34,11 @@ func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var err error
-	if srv, err = clienttest.Start(ctx); err != nil {
+	if srv, err = stacktest.Start(ctx); err != nil {
 		return 1, err
 	}
 	defer srv.Close()
-	op, err := client.New(srv.URL, client.WithToken(clienttest.Operator))
+	op, err := client.New(srv.URL, client.WithToken(stacktest.Operator))
 	if err != nil {
 		return 1, err
 	}
@@ -68,7 +68,7 @@ func checked(chk *apitest.Checker) client.Option {
 
 func newTenant(t testing.TB, opts ...client.Option) *tenant {
 	t.Helper()
-	op, err := client.New(srv.URL, append([]client.Option{client.WithToken(clienttest.Operator)}, opts...)...)
+	op, err := client.New(srv.URL, append([]client.Option{client.WithToken(stacktest.Operator)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

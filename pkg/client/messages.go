@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,14 +17,31 @@ const (
 	MaxReceiptBatch = 100
 )
 
-// SendMessage is one message to send. DelaySeconds is for standard queues; GroupID is
-// required on fifo queues and DedupID optional there.
+// SendMessage is one message to send. DelaySeconds (up to the queue's retention), DeliverAt,
+// Key and Merge are for standard queues; GroupID is required on fifo queues and DedupID
+// optional there.
 type SendMessage struct {
 	Body         string            `json:"body"`
 	Attributes   map[string]string `json:"attributes,omitempty"`
 	DelaySeconds int               `json:"delaySeconds,omitempty"`
-	GroupID      string            `json:"groupId,omitempty"`
-	DedupID      string            `json:"dedupId,omitempty"`
+	// DeliverAt, when not zero, is when the message becomes visible (instead of
+	// DelaySeconds); a time already past delivers at once.
+	DeliverAt time.Time `json:"-"`
+	GroupID   string    `json:"groupId,omitempty"`
+	DedupID   string    `json:"dedupId,omitempty"`
+	// Key conflates: while the key's earlier message waits never delivered, this send
+	// changes it (Merge says how) and answers its id with Merged.
+	Key string `json:"key,omitempty"`
+	// Merge is MergeReplace (default) or MergePatch (an RFC 7396 JSON Merge Patch of JSON
+	// object bodies); only with Key.
+	Merge MergeMode `json:"merge,omitempty"`
+	// Barrier makes it a barrier message (standard queues): delivered once every message
+	// sent before it has left the queue, and holding back every message sent after it until
+	// it has left.
+	Barrier bool `json:"barrier,omitempty"`
+	// Priority is 0 (default) to 9 (standard queues): receives and pushes take the highest
+	// priority first, the oldest first within one.
+	Priority int `json:"priority,omitempty"`
 	// Traceparent is the message's W3C trace context; empty, the send's context (ctx's span,
 	// when the program uses OpenTelemetry) is stored with it.
 	Traceparent string `json:"traceparent,omitempty"`
@@ -35,6 +53,37 @@ type SentMessage struct {
 	MessageID string `json:"messageId"`
 	// Duplicate (fifo): the send was a duplicate and MessageID is the original's.
 	Duplicate bool `json:"duplicate"`
+	// Merged: the send (with a Key) changed the key's waiting message, whose id MessageID is.
+	Merged bool `json:"merged"`
+}
+
+// MergeMode is how a keyed send changes the waiting message of its key.
+type MergeMode string
+
+// Merge modes.
+const (
+	MergeReplace MergeMode = "replace"
+	MergePatch   MergeMode = "patch"
+)
+
+// MarshalJSON writes the message with deliverAt as an RFC 3339 time when it is set.
+func (m SendMessage) MarshalJSON() ([]byte, error) {
+	type plain SendMessage
+	out := struct {
+		plain
+		DeliverAt string `json:"deliverAt,omitempty"`
+	}{plain: plain(m)}
+	if !m.DeliverAt.IsZero() {
+		out.DeliverAt = m.DeliverAt.UTC().Format(time.RFC3339Nano)
+	}
+	return json.Marshal(out)
+}
+
+// DeleteMessage removes one visible or delayed message by its id (scope messages:send): a
+// message in flight fails with message_in_flight (IsConflict), one the queue does not hold
+// with not_found (IsNotFound).
+func (c *Client) DeleteMessage(ctx context.Context, queue, messageID string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/queues/"+seg(queue)+"/messages/"+seg(messageID), nil, nil, nil)
 }
 
 // FailedMessage is a message of a send that was not stored, and why.
@@ -102,6 +151,14 @@ type ReceiveInput struct {
 	VisibilityTimeoutSeconds *int `json:"visibilityTimeoutSeconds,omitempty"`
 	// WaitSeconds is the long-polling wait (0–20; nil: the queue's receiveWaitSeconds).
 	WaitSeconds *int `json:"waitSeconds,omitempty"`
+	// ConsumerID names the receiving consumer (1–128 characters from '!' to '~'): its
+	// deliveries count as its holdings until settled or lapsed, and ListConsumers shows it.
+	ConsumerID string `json:"consumerId,omitempty"`
+	// MaxBacklog bounds what ConsumerID holds (1–10,000; 0: no bound): the receive returns
+	// fewer, or waits, to stay within it. It needs ConsumerID.
+	MaxBacklog int `json:"maxBacklog,omitempty"`
+	// Filter, when set, takes only the messages it selects (see Filter).
+	Filter *Filter `json:"filter,omitempty"`
 }
 
 // DeadLetterInfo is on a message that was moved to this queue as its dead-letter queue.
@@ -111,7 +168,8 @@ type DeadLetterInfo struct {
 	At          time.Time `json:"at"`
 }
 
-// Message is a received (or pushed) message. Its ReceiptHandle settles this delivery.
+// Message is a received (or pushed) message. Its ReceiptHandle settles this delivery; it and
+// VisibilityDeadline are empty on an at-most-once queue, whose receive removed the message.
 type Message struct {
 	MessageID          string            `json:"messageId"`
 	Body               string            `json:"body"`
@@ -125,6 +183,8 @@ type Message struct {
 	DeadLetter         *DeadLetterInfo   `json:"deadLetter,omitempty"`
 	// Traceparent is the W3C trace context stored with the message at its send, if any.
 	Traceparent string `json:"traceparent,omitempty"`
+	// Priority is the message's priority, 0 to 9 (always 0 on fifo queues).
+	Priority int `json:"priority,omitempty"`
 }
 
 // Receive claims up to in.MaxMessages messages (scope messages:receive), waiting for them as
@@ -157,6 +217,9 @@ const (
 type BrowseInput struct {
 	Page
 	State MessageState
+	// Filter, when set, lists only the messages it selects. A filtered page examines at
+	// most 1,000 messages, so it may hold fewer than the limit and still have a NextCursor.
+	Filter *Filter
 }
 
 // BrowsedMessage is a message seen without leasing it.
@@ -172,6 +235,7 @@ type BrowsedMessage struct {
 	SequenceNumber string            `json:"sequenceNumber,omitempty"`
 	DeadLetter     *DeadLetterInfo   `json:"deadLetter,omitempty"`
 	Traceparent    string            `json:"traceparent,omitempty"`
+	Priority       int               `json:"priority,omitempty"` // 0 to 9 (0 on fifo queues)
 }
 
 // BrowsePage is one page of browsed messages.
@@ -186,6 +250,7 @@ func (c *Client) Browse(ctx context.Context, queue string, in BrowseInput) (*Bro
 	if in.State != "" {
 		q.Set("state", string(in.State))
 	}
+	in.Filter.addQuery(q)
 	var p BrowsePage
 	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/messages", q, nil, &p); err != nil {
 		return nil, err
@@ -236,6 +301,18 @@ func (c *Client) Ack(ctx context.Context, receiptHandle string) error {
 // AckBatch acknowledges 1–100 deliveries; each gets its own result.
 func (c *Client) AckBatch(ctx context.Context, receiptHandles []string) (BatchErrors, error) {
 	return c.batch(ctx, "/v1/receipts/ack", map[string]any{"receiptHandles": receiptHandles}, len(receiptHandles))
+}
+
+// Cancel returns one delivery's message without counting the delivery (SPEC §12): visible
+// again at once, its receiveCount one lower; the cancel beyond the queue's maxCancels moves
+// it to the dead-letter queue with reason "max_cancels". A stale handle is ErrStale.
+func (c *Client) Cancel(ctx context.Context, receiptHandle string) error {
+	return c.Do(ctx, http.MethodPost, "/v1/receipts/cancel", nil, map[string]string{"receiptHandle": receiptHandle}, nil)
+}
+
+// CancelBatch cancels 1–100 deliveries; each gets its own result.
+func (c *Client) CancelBatch(ctx context.Context, receiptHandles []string) (BatchErrors, error) {
+	return c.batch(ctx, "/v1/receipts/cancel", map[string]any{"receiptHandles": receiptHandles}, len(receiptHandles))
 }
 
 // VisibilityEntry changes one delivery's visibility: its deadline becomes now +

@@ -2,71 +2,40 @@ package client
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/queueshq/queues/pkg/webhook"
 )
 
 // Standard Webhooks headers of a push (SPEC §6).
 const (
-	HeaderWebhookID        = "webhook-id"
-	HeaderWebhookTimestamp = "webhook-timestamp"
-	HeaderWebhookSignature = "webhook-signature"
+	HeaderWebhookID        = webhook.HeaderID
+	HeaderWebhookTimestamp = webhook.HeaderTimestamp
+	HeaderWebhookSignature = webhook.HeaderSignature
 )
 
 // DefaultTolerance is how far a push's webhook-timestamp may be from the receiver's clock.
-const DefaultTolerance = 5 * time.Minute
+const DefaultTolerance = webhook.DefaultTolerance
 
-// Signature verification failures (all answered 401 by a PushReceiver).
+// Signature verification failures (all answered 401 by a PushReceiver). They are package
+// webhook's, the one implementation the pusher signs with.
 var (
-	ErrMissingHeaders   = errors.New("queues: push: missing webhook-id, webhook-timestamp or webhook-signature")
-	ErrBadTimestamp     = errors.New("queues: push: webhook-timestamp is not unix seconds")
-	ErrStaleTimestamp   = errors.New("queues: push: webhook-timestamp is outside the tolerance")
-	ErrNoMatchingSecret = errors.New("queues: push: no signature matches a signing secret")
-	ErrBadSecret        = errors.New("queues: push: a signing secret is not whsec_<base64>")
+	ErrMissingHeaders   = webhook.ErrMissingHeaders
+	ErrBadTimestamp     = webhook.ErrBadTimestamp
+	ErrStaleTimestamp   = webhook.ErrStaleTimestamp
+	ErrNoMatchingSecret = webhook.ErrNoMatchingSecret
+	ErrBadSecret        = webhook.ErrBadSecret
 )
-
-// secretKey decodes a signing secret: "whsec_" followed by the base64 of the HMAC key (the
-// Standard Webhooks form).
-func secretKey(secret string) ([]byte, error) {
-	s, ok := strings.CutPrefix(secret, "whsec_")
-	if !ok {
-		return nil, ErrBadSecret
-	}
-	key, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || len(key) == 0 {
-		return nil, ErrBadSecret
-	}
-	return key, nil
-}
-
-func mac(key []byte, id, timestamp string, body []byte) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(id))
-	h.Write([]byte{'.'})
-	h.Write([]byte(timestamp))
-	h.Write([]byte{'.'})
-	h.Write(body)
-	return h.Sum(nil)
-}
 
 // Sign returns the webhook-signature value ("v1,<base64>") of a push signed with secret: an
 // HMAC-SHA256 of "id.timestamp.body". Tests of a receiver use it to play the pusher.
 func Sign(secret, id string, timestamp time.Time, body []byte) (string, error) {
-	key, err := secretKey(secret)
-	if err != nil {
-		return "", err
-	}
-	return "v1," + base64.StdEncoding.EncodeToString(mac(key, id, strconv.FormatInt(timestamp.Unix(), 10), body)), nil
+	return webhook.Sign(secret, id, timestamp.Unix(), body)
 }
 
 // Verify checks a push's Standard Webhooks signature: the headers are present, the timestamp
@@ -75,46 +44,7 @@ func Sign(secret, id string, timestamp time.Time, body []byte) (string, error) {
 // for 24 h after a rotation, the previous one; empty strings are skipped). Comparisons take
 // constant time.
 func Verify(secrets []string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	id, ts, sigs := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
-	if id == "" || ts == "" || sigs == "" {
-		return ErrMissingHeaders
-	}
-	secs, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return ErrBadTimestamp
-	}
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	if d := now.Sub(time.Unix(secs, 0)); d > tolerance || d < -tolerance {
-		return ErrStaleTimestamp
-	}
-	var given [][]byte
-	for _, s := range strings.Fields(sigs) {
-		v, b64, ok := strings.Cut(s, ",")
-		if !ok || v != "v1" {
-			continue
-		}
-		if sig, err := base64.StdEncoding.DecodeString(b64); err == nil {
-			given = append(given, sig)
-		}
-	}
-	for _, secret := range secrets {
-		if secret == "" { // an unset previous secret
-			continue
-		}
-		key, err := secretKey(secret)
-		if err != nil {
-			return err
-		}
-		want := mac(key, id, ts, body)
-		for _, sig := range given {
-			if hmac.Equal(sig, want) {
-				return nil
-			}
-		}
-	}
-	return ErrNoMatchingSecret
+	return webhook.Verify(secrets, h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature), body, now, tolerance)
 }
 
 // PushBatch is the body of a push.

@@ -170,6 +170,9 @@ type Queue struct {
 	ReceiveWaitSeconds       int         `json:"receiveWaitSeconds"`
 	Redrive                  *Redrive    `json:"redrive"`
 	ContentBasedDedup        bool        `json:"contentBasedDedup"`
+	Fairness                 Fairness    `json:"fairness"`
+	MaxCancels               int         `json:"maxCancels"`
+	Delivery                 Delivery    `json:"delivery"`
 	Partitions               int         `json:"partitions"`
 	Counts                   QueueCounts `json:"counts"`
 }
@@ -184,7 +187,31 @@ type CreateQueueInput struct {
 	ReceiveWaitSeconds       *int      `json:"receiveWaitSeconds,omitempty"`
 	Redrive                  *Redrive  `json:"redrive,omitempty"`
 	ContentBasedDedup        bool      `json:"contentBasedDedup,omitempty"`
+	Fairness                 Fairness  `json:"fairness,omitempty"`
+	MaxCancels               *int      `json:"maxCancels,omitempty"`
+	// Delivery is fixed at creation; "" takes the default, DeliveryAtLeastOnce.
+	Delivery Delivery `json:"delivery,omitempty"`
 }
+
+// Fairness decides between receives waiting on a queue at the same moment (SPEC §12).
+type Fairness string
+
+// Fairness settings.
+const (
+	FairnessFast         Fairness = "fast"         // whichever receive asks first (the default)
+	FairnessRoundRobin   Fairness = "roundRobin"   // consumers with room in their backlog take turns
+	FairnessProportional Fairness = "proportional" // the lowest share of its backlog in use first
+)
+
+// Delivery is a queue's delivery mode (SPEC §12).
+type Delivery string
+
+// Delivery modes. DeliveryAtMostOnce (standard queues only) removes every message a receive
+// or push hands out: it comes without a receipt handle and is never delivered again.
+const (
+	DeliveryAtLeastOnce Delivery = "atLeastOnce"
+	DeliveryAtMostOnce  Delivery = "atMostOnce"
+)
 
 // UpdateQueueInput changes the settings that are not nil. RemoveRedrive removes the redrive
 // policy (sends "redrive": null).
@@ -196,6 +223,8 @@ type UpdateQueueInput struct {
 	Redrive                  *Redrive
 	RemoveRedrive            bool
 	ContentBasedDedup        *bool
+	Fairness                 Fairness // "" leaves it unchanged
+	MaxCancels               *int
 }
 
 // MarshalJSON writes the PATCH body: only the fields being changed.
@@ -210,6 +239,7 @@ func (u UpdateQueueInput) MarshalJSON() ([]byte, error) {
 	put("retentionSeconds", u.RetentionSeconds)
 	put("delaySeconds", u.DelaySeconds)
 	put("receiveWaitSeconds", u.ReceiveWaitSeconds)
+	put("maxCancels", u.MaxCancels)
 	switch {
 	case u.RemoveRedrive:
 		m["redrive"] = nil
@@ -218,6 +248,9 @@ func (u UpdateQueueInput) MarshalJSON() ([]byte, error) {
 	}
 	if u.ContentBasedDedup != nil {
 		m["contentBasedDedup"] = *u.ContentBasedDedup
+	}
+	if u.Fairness != "" {
+		m["fairness"] = u.Fairness
 	}
 	return json.Marshal(m)
 }
@@ -333,6 +366,31 @@ type GroupPage struct {
 func (c *Client) ListGroups(ctx context.Context, queue string, page Page) (*GroupPage, error) {
 	var p GroupPage
 	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/groups", page.query(), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Consumer is a consumer of a queue seen in the last 5 minutes (SPEC §12).
+type Consumer struct {
+	ConsumerID string `json:"consumerId"`
+	// InFlight is what it holds now: received, not settled, visibility not lapsed.
+	InFlight int `json:"inFlight"`
+	// MaxBacklog is the bound its latest receive named (nil: none).
+	MaxBacklog *int      `json:"maxBacklog"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
+}
+
+// ConsumerPage is one page of consumers, by consumerId.
+type ConsumerPage struct {
+	Consumers  []Consumer `json:"consumers"`
+	NextCursor *string    `json:"nextCursor"`
+}
+
+// ListConsumers lists the queue's consumers seen in the last 5 minutes (scope queues:read).
+func (c *Client) ListConsumers(ctx context.Context, queue string, page Page) (*ConsumerPage, error) {
+	var p ConsumerPage
+	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/consumers", page.query(), nil, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil

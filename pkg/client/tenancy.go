@@ -14,6 +14,7 @@ type Limits struct {
 	MaxStoredBytes     int64 `json:"maxStoredBytes"`
 	RequestsPerSecond  int64 `json:"requestsPerSecond"`
 	MaxWaitingReceives int64 `json:"maxWaitingReceives"`
+	SendBytesPerSecond int64 `json:"sendBytesPerSecond"`
 }
 
 // ProjectUsage is what a project holds now.

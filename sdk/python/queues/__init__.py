@@ -3,16 +3,16 @@ and push receivers (``verify``, ``handle_push``). Standard library only."""
 
 from ._http import RetryPolicy
 from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, Client
-from .consumer import Ack, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
+from .consumer import Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
 from .errors import QueuesError, TransportError, WebhookVerificationError
-from .models import (BrowsedMessage, DeadLetterInfo, Group, Limits, Message, Page, Project, ProjectUsage,
+from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
                      PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, SendMessage, SendResult, SentMessage,
                      Subscription, TokenCreated, UsageHour)
 from .webhooks import PushBatch, handle_push, sign, verify
 
 __all__ = [
-    "Ack", "BrowsedMessage", "Client", "Consumer", "ConsumerError", "DeadLetter", "DeadLetterInfo", "Defer",
-    "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "Outcome", "Page",
+    "Ack", "BrowsedMessage", "Cancel", "Client", "Consumer", "ConsumerError", "DeadLetter", "DeadLetterInfo", "Defer",
+    "ConsumerInfo", "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "MoveFilter", "MoveTask", "Outcome", "Page",
     "Project", "ProjectUsage", "PurgeResult", "PushAttempt", "PushBatch", "Queue", "QueueCounts", "QueuesError",
     "ROUTES", "Redrive", "Retry", "RetryAfter", "RetryPolicy", "SCOPE_ALL", "SendMessage", "SendResult",
     "SentMessage", "Subscription", "TokenCreated", "TransportError", "UNSET", "UsageHour",

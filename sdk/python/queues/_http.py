@@ -14,6 +14,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import tracing
 from .errors import QueuesError, TransportError
 
 # Failures of a kept-alive connection that the server closed while it sat idle: the request
@@ -121,13 +122,14 @@ class Transport:
         if query:
             q = {k: v for k, v in query.items() if v is not None}
             if q:
-                url += "?" + urllib.parse.urlencode(q)
+                url += "?" + urllib.parse.urlencode(q, doseq=True)  # a list: the name once per value
         data = None if body is None else json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if data is not None:
             headers["Content-Type"] = "application/json"
         if auth and self.token:
             headers["Authorization"] = "Bearer " + self.token
+        tracing.inject(headers)
         attempt = 0
         while True:
             attempt += 1

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ._http import RetryPolicy, Transport
 from .errors import QueuesError
-from .models import (BrowsedMessage, FailedMessage, Group, Limits, Message, Page, Project, PurgeResult,
-                     PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
+from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
+                     PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
                      UsageHour)
 
 ENV_URL, ENV_TOKEN = "QUEUES_URL", "QUEUES_TOKEN"
@@ -48,8 +48,10 @@ ROUTES: dict[tuple[str, str], str] = {
     ("POST", "/v1/queues/{queue}/purge"): "purge_queue",
     ("POST", "/v1/queues/{queue}/messages"): "send_batch",
     ("GET", "/v1/queues/{queue}/messages"): "browse",
+    ("DELETE", "/v1/queues/{queue}/messages/{messageId}"): "delete_message",
     ("POST", "/v1/queues/{queue}/receive"): "receive",
     ("GET", "/v1/queues/{queue}/groups"): "list_groups",
+    ("GET", "/v1/queues/{queue}/consumers"): "list_consumers",
     ("DELETE", "/v1/queues/{queue}/groups/{groupId}"): "delete_group",
     ("POST", "/v1/queues/{queue}/subscription"): "create_subscription",
     ("GET", "/v1/queues/{queue}/subscription"): "get_subscription",
@@ -57,9 +59,14 @@ ROUTES: dict[tuple[str, str], str] = {
     ("DELETE", "/v1/queues/{queue}/subscription"): "delete_subscription",
     ("POST", "/v1/queues/{queue}/subscription/rotate-secret"): "rotate_subscription_secret",
     ("GET", "/v1/queues/{queue}/subscription/attempts"): "list_subscription_attempts",
+    ("POST", "/v1/queues/{queue}/move-tasks"): "start_move_task",
+    ("GET", "/v1/queues/{queue}/move-tasks"): "list_move_tasks",
+    ("GET", "/v1/queues/{queue}/move-tasks/{task}"): "get_move_task",
+    ("POST", "/v1/queues/{queue}/move-tasks/{task}/cancel"): "cancel_move_task",
     ("POST", "/v1/receipts/ack"): "ack_batch",
     ("POST", "/v1/receipts/visibility"): "change_visibility_batch",
     ("POST", "/v1/receipts/dead-letter"): "dead_letter_batch",
+    ("POST", "/v1/receipts/cancel"): "cancel_batch",
     ("GET", "/healthz"): "health",
     ("GET", "/readyz"): "ready",
 }
@@ -67,6 +74,11 @@ ROUTES: dict[tuple[str, str], str] = {
 
 def _seg(s: str) -> str:
     return urllib.parse.quote(str(s), safe="")
+
+
+def filter_body(f: Mapping[str, str | Sequence[str]]) -> dict[str, Any]:
+    """The receive body's form of a filter: {"attributes": {name: value or [values]}}."""
+    return {"attributes": {k: v if isinstance(v, str) else list(v) for k, v in f.items()}}
 
 
 def _q(queue: str) -> str:
@@ -177,11 +189,16 @@ class Client:
 
     def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET,
                      retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET,
-                     redrive: Any = UNSET, content_based_dedup: bool = UNSET) -> Queue:
+                     redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET,
+                     delivery: str = UNSET, max_cancels: int = UNSET) -> Queue:
+        """Creates a queue; ``fairness`` is "fast" (default), "roundRobin" or "proportional";
+        ``delivery="atMostOnce"`` (standard only, fixed) makes every receive remove what it
+        hands out; ``max_cancels`` (default 10) bounds how often a message may be cancelled."""
         body = {"name": name, **_settings(type=type, visibility_timeout_seconds=visibility_timeout_seconds,
                                           retention_seconds=retention_seconds, delay_seconds=delay_seconds,
                                           receive_wait_seconds=receive_wait_seconds, redrive=redrive,
-                                          content_based_dedup=content_based_dedup)}
+                                          content_based_dedup=content_based_dedup, fairness=fairness,
+                                          delivery=delivery, max_cancels=max_cancels)}
         return Queue.from_dict(self.call("POST", "/v1/queues", body=body))
 
     def list_queues(self, *, limit: int | None = None, cursor: str | None = None,
@@ -195,11 +212,12 @@ class Client:
 
     def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET,
                      delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET,
-                     content_based_dedup: bool = UNSET) -> Queue:
+                     content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET) -> Queue:
         """Changes the settings given (``redrive=None`` removes the policy)."""
         body = _settings(visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds,
                          delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds,
-                         redrive=redrive, content_based_dedup=content_based_dedup)
+                         redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness,
+                         max_cancels=max_cancels)
         return Queue.from_dict(self.call("PATCH", _q(queue), body=body))
 
     def delete_queue(self, queue: str) -> None:
@@ -225,17 +243,35 @@ class Client:
 
     def send(self, queue: str, body: str, *, attributes: dict[str, str] | None = None,
              delay_seconds: int | None = None, group_id: str | None = None,
-             dedup_id: str | None = None) -> SentMessage:
-        """Sends one message; a problem with it raises its QueuesError."""
-        r = self.send_batch(queue, [SendMessage(body, attributes, delay_seconds, group_id, dedup_id)])
+             dedup_id: str | None = None, deliver_at: Any = None, key: str | None = None,
+             merge: str | None = None, traceparent: str | None = None,
+             priority: int | None = None) -> SentMessage:
+        """Sends one message; a problem with it raises its QueuesError. With ``key`` the answer's
+        ``merged`` tells whether it changed the key's waiting message. ``traceparent`` (a W3C
+        traceparent) is stored with it instead of the current span's context; ``priority`` 0-9
+        (standard queues) puts it before lower ones."""
+        r = self.send_batch(queue, [SendMessage(body, attributes, delay_seconds, group_id, dedup_id,
+                                                deliver_at, key, merge, traceparent, priority=priority)])
         r.raise_for_failed()
         return r.messages[0]
 
     def receive(self, queue: str, *, max_messages: int | None = None, visibility_timeout_seconds: int | None = None,
-                wait_seconds: int | None = None) -> list[Message]:
+                wait_seconds: int | None = None, consumer_id: str | None = None,
+                max_backlog: int | None = None,
+                filter: Mapping[str, str | Sequence[str]] | None = None) -> list[Message]:  # noqa: A002 (the API's name)
         """Claims up to ``max_messages`` (1–10), long-polling ``wait_seconds`` (None: the
-        queue's receiveWaitSeconds); an empty list when the wait ends with none."""
+        queue's receiveWaitSeconds); an empty list when the wait ends with none. ``consumer_id``
+        names the consumer, whose unsettled messages ``max_backlog`` bounds (it needs
+        ``consumer_id``). ``filter`` (attribute name to a value or a list of values, any of
+        which matches; every name must match) takes only matching messages and leaves the
+        others untouched (SPEC §12)."""
         body: dict[str, Any] = {}
+        if filter:
+            body["filter"] = filter_body(filter)
+        if consumer_id is not None:
+            body["consumerId"] = consumer_id
+        if max_backlog is not None:
+            body["maxBacklog"] = max_backlog
         if max_messages is not None:
             body["maxMessages"] = max_messages
         if visibility_timeout_seconds is not None:
@@ -247,10 +283,28 @@ class Client:
         return [Message.from_dict(m) for m in a.get("messages", [])]
 
     def browse(self, queue: str, *, state: str | None = None, limit: int | None = None,
-               cursor: str | None = None) -> Page[BrowsedMessage]:
-        """Messages in one state (visible, inFlight, delayed) without leasing them."""
-        a = self.call("GET", _q(queue) + "/messages", {"state": state, "limit": limit, "cursor": cursor})
+               cursor: str | None = None,
+               filter: Mapping[str, str | Sequence[str]] | None = None) -> Page[BrowsedMessage]:  # noqa: A002
+        """Messages in one state (visible, inFlight, delayed) without leasing them; with
+        ``filter`` (as receive's) only matching ones, sent as ``attribute.<name>=<value>``. A
+        filtered page examines at most 1,000 messages, so it may be short and still have a
+        cursor."""
+        query: dict[str, Any] = {"state": state, "limit": limit, "cursor": cursor}
+        for name, values in (filter or {}).items():
+            query["attribute." + name] = [values] if isinstance(values, str) else list(values)
+        a = self.call("GET", _q(queue) + "/messages", query)
         return Page([BrowsedMessage.from_dict(m) for m in a["messages"]], a.get("nextCursor"))
+
+    def delete_message(self, queue: str, message_id: str) -> None:
+        """Deletes one visible or delayed message by the id its send answered; raises
+        QueuesError ``message_in_flight`` (409) while a consumer holds it, ``not_found`` (404)
+        when the queue does not hold it."""
+        self.call("DELETE", _q(queue) + "/messages/" + _seg(message_id))
+
+    def list_consumers(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[ConsumerInfo]:
+        """The consumers seen in the last 5 minutes, by consumer id."""
+        a = self.call("GET", _q(queue) + "/consumers", {"limit": limit, "cursor": cursor})
+        return Page([ConsumerInfo.from_dict(x) for x in a["consumers"]], a.get("nextCursor"))
 
     def list_groups(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Group]:
         a = self.call("GET", _q(queue) + "/groups", {"limit": limit, "cursor": cursor})
@@ -292,6 +346,41 @@ class Client:
         a = self.call("GET", _q(queue) + "/subscription/attempts", {"limit": limit})
         return [PushAttempt.from_dict(x) for x in a["attempts"]]
 
+    # Move tasks (redrive and replay, docs/redrive.md).
+
+    def start_move_task(self, queue: str, *, destination: str | None = None,
+                        filter: MoveFilter | dict[str, Any] | None = None,
+                        max_messages_per_second: int | None = None, dry_run: bool = False) -> MoveTask:
+        """Starts a move task of queue (scope queues:admin): its matching visible messages move
+        to ``destination`` (None: each back to its dead-letter source queue). ``dry_run`` only
+        counts (``to_move``, ``failed``) and stores nothing. A queue with a running task raises
+        ``move_task_running`` (409)."""
+        body: dict[str, Any] = {}
+        if destination is not None:
+            body["destination"] = destination
+        if filter is not None:
+            body["filter"] = filter.to_dict() if isinstance(filter, MoveFilter) else filter
+        if max_messages_per_second is not None:
+            body["maxMessagesPerSecond"] = max_messages_per_second
+        if dry_run:
+            body["dryRun"] = True
+        return MoveTask.from_dict(self.call("POST", _q(queue) + "/move-tasks", body=body))
+
+    def list_move_tasks(self, queue: str, *, limit: int | None = None,
+                        cursor: str | None = None) -> Page[MoveTask]:
+        """One page of queue's move tasks, newest first (scope queues:read)."""
+        a = self.call("GET", _q(queue) + "/move-tasks", {"limit": limit, "cursor": cursor})
+        return Page([MoveTask.from_dict(t) for t in a["moveTasks"]], a.get("nextCursor"))
+
+    def get_move_task(self, queue: str, task: str) -> MoveTask:
+        """One move task with its progress (scope queues:read)."""
+        return MoveTask.from_dict(self.call("GET", _q(queue) + "/move-tasks/" + _seg(task)))
+
+    def cancel_move_task(self, queue: str, task: str) -> MoveTask:
+        """Stops a running move task (scope queues:admin); what it moved stays moved. A
+        finished task is answered as it is."""
+        return MoveTask.from_dict(self.call("POST", _q(queue) + "/move-tasks/" + _seg(task) + "/cancel"))
+
     # Receipts: the handle is the credential.
 
     def ack(self, receipt_handle: str) -> None:
@@ -302,6 +391,17 @@ class Client:
     def ack_batch(self, receipt_handles: Sequence[str]) -> list[QueuesError | None]:
         """Acknowledges 1–100 deliveries: one error (or None) per handle, in order."""
         a = self.call("POST", "/v1/receipts/ack", body={"receiptHandles": list(receipt_handles)})
+        return _batch_errors(a, len(receipt_handles))
+
+    def cancel(self, receipt_handle: str) -> None:
+        """Returns the delivery's message without counting the delivery: visible again at
+        once, its receiveCount one lower; the cancel beyond the queue's maxCancels moves it to
+        the dead-letter queue with reason "max_cancels"."""
+        self.call("POST", "/v1/receipts/cancel", body={"receiptHandle": receipt_handle})
+
+    def cancel_batch(self, receipt_handles: Sequence[str]) -> list[QueuesError | None]:
+        """Cancels 1–100 deliveries: one error (or None) per handle, in order."""
+        a = self.call("POST", "/v1/receipts/cancel", body={"receiptHandles": list(receipt_handles)})
         return _batch_errors(a, len(receipt_handles))
 
     def change_visibility(self, receipt_handle: str, visibility_timeout_seconds: int) -> None:

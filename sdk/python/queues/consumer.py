@@ -11,10 +11,11 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping, Sequence
 
-from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, Client, _q
+from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, Client, _q, filter_body
 from .errors import QueuesError
+from . import tracing
 from .models import Message
 
 
@@ -61,6 +62,13 @@ class DeadLetter(Outcome):
 
 class Defer(Outcome):
     kind = "defer"
+
+
+class Cancel(Outcome):
+    """Visible again now without counting this delivery (its receiveCount one lower); the
+    cancel beyond the queue's maxCancels dead-letters it with reason "max_cancels"."""
+
+    kind = "cancel"
 
 
 def outcome_of(result: object) -> tuple[Outcome, BaseException | None]:
@@ -132,6 +140,9 @@ class Consumer:
     prefetch: int | None = None
     pollers: int | None = None
     wait_seconds: int = 20
+    #: Receive only messages whose attributes match (name to a value or a list of values;
+    #: SPEC §12); the others stay for other consumers.
+    filter: Mapping[str, str | Sequence[str]] | None = None  # noqa: A003 (the API's name)
     visibility_timeout: float | None = None
     shutdown_timeout: float = 30.0
     ack_batch_size: int = MAX_RECEIPT_BATCH
@@ -263,7 +274,9 @@ class Consumer:
             leased = time.monotonic()
             msgs: list[Message] = []
             try:
-                body = {"maxMessages": n, "visibilityTimeoutSeconds": self._vt, "waitSeconds": self.wait_seconds}
+                body: dict[str, Any] = {"maxMessages": n, "visibilityTimeoutSeconds": self._vt, "waitSeconds": self.wait_seconds}
+                if self.filter:
+                    body["filter"] = filter_body(self.filter)
                 a = self.client._t.request("POST", _q(self.queue) + "/receive", body=body,
                                            timeout=self.client._t.timeout + self.wait_seconds, hook=self._hook)[1]
                 msgs = [Message.from_dict(m) for m in a.get("messages", [])]
@@ -302,10 +315,7 @@ class Consumer:
             with self._mu:
                 if self._stopping or d.abandoned:
                     continue  # left held: released at shutdown
-            try:
-                result: object = self.handler(d.m)
-            except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
-                result = e
+            result, _ = tracing.run_handler(self.queue, d.m, self.handler, outcome_of)
             with self._mu:
                 if d.abandoned:
                     return  # released at the deadline; the consumer is gone
@@ -329,6 +339,8 @@ class Consumer:
             self._report("handler", err, m.message_id)
             if self.error_retry_after is not None:
                 o = RetryAfter(self.error_retry_after(m, err))
+        if not m.receipt_handle:
+            return  # an at-most-once queue's message left the queue when received: nothing to settle
         try:
             if o.kind == "ack":
                 self._acks.put(m.receipt_handle)
@@ -336,6 +348,8 @@ class Consumer:
                 self.client.change_visibility(m.receipt_handle, seconds_up(o.delay))
             elif o.kind == "dead-letter":
                 self.client.dead_letter(m.receipt_handle, o.reason)
+            elif o.kind == "cancel":
+                self.client.cancel(m.receipt_handle)
         except QueuesError as e:
             self._report(o.kind, e, m.message_id)
 
@@ -382,7 +396,8 @@ class Consumer:
         while not self.cancelled.wait(max(self._vt / 8, 0.1)):
             cutoff = time.monotonic() - half
             with self._mu:
-                due = [d for d in self._held if not d.no_beat and not d.abandoned and d.extended < cutoff]
+                due = [d for d in self._held
+                       if d.m.receipt_handle and not d.no_beat and not d.abandoned and d.extended < cutoff]
             for i in range(0, len(due), MAX_RECEIPT_BATCH):
                 chunk = due[i:i + MAX_RECEIPT_BATCH]
                 sent = time.monotonic()
@@ -417,6 +432,7 @@ class Consumer:
         return ds
 
     def _release(self, ds: list[_Delivery]) -> None:
+        ds = [d for d in ds if d.m.receipt_handle]  # at-most-once messages are gone already
         for i in range(0, len(ds), MAX_RECEIPT_BATCH):
             chunk = ds[i:i + MAX_RECEIPT_BATCH]
             try:

@@ -166,6 +166,11 @@ class Queue(Model):
     receive_wait_seconds: int = 0
     redrive: Redrive | None = None
     content_based_dedup: bool = False
+    fairness: str = "fast"
+    #: How many times a message may be cancelled; the cancel beyond it dead-letters it.
+    max_cancels: int = 10
+    #: ``"atLeastOnce"`` or ``"atMostOnce"`` (fixed at creation, standard queues only).
+    delivery: str = "atLeastOnce"
     partitions: int = 0
     counts: QueueCounts = field(default_factory=QueueCounts)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -188,7 +193,9 @@ class DeadLetterInfo(Model):
 
 @dataclass
 class Message(Model):
-    """A received (or pushed) message; ``receipt_handle`` settles this delivery."""
+    """A received (or pushed) message; ``receipt_handle`` settles this delivery. On an
+    at-most-once queue ``receipt_handle`` and ``visibility_deadline`` are empty: the receive
+    removed the message, so there is nothing to settle."""
 
     message_id: str = ""
     body: str = ""
@@ -200,6 +207,10 @@ class Message(Model):
     group_id: str | None = None
     sequence_number: str | None = None
     dead_letter: DeadLetterInfo | None = None
+    #: The W3C traceparent stored with the message (its producer's context), if any.
+    traceparent: str | None = None
+    #: The message's priority, 0 to 9 (standard queues; None on fifo queues).
+    priority: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo}
 
@@ -218,6 +229,10 @@ class BrowsedMessage(Model):
     group_id: str | None = None
     sequence_number: str | None = None
     dead_letter: DeadLetterInfo | None = None
+    #: The W3C traceparent stored with the message (its producer's context), if any.
+    traceparent: str | None = None
+    #: The message's priority, 0 to 9 (standard queues; None on fifo queues).
+    priority: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo}
 
@@ -227,6 +242,17 @@ class Group(Model):
     group_id: str = ""
     messages: int = 0
     in_flight: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ConsumerInfo(Model):
+    """A consumer that named itself on a receive in the last 5 minutes (SPEC §12)."""
+
+    consumer_id: str = ""
+    in_flight: int = 0
+    max_backlog: int | None = None
+    last_seen_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -263,10 +289,57 @@ class PushAttempt(Model):
 
 
 @dataclass
+class MoveFilter(Model):
+    """Which messages a move task moves; every field given must match. ``sent_after`` and
+    ``sent_before`` are RFC 3339 strings (or aware datetimes); an ``attributes`` value may be
+    a list, matching any of its values."""
+
+    reason: str | None = None
+    sent_after: Any = None
+    sent_before: Any = None
+    group_id: str | None = None
+    attributes: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object, without the fields left None."""
+        d: dict[str, Any] = {}
+        for k, v in super().to_dict().items():
+            if v is None:
+                continue
+            d[k] = v if isinstance(v, (str, dict, list)) or not hasattr(v, "isoformat") else v.isoformat()
+        return d
+
+
+@dataclass
+class MoveTask(Model):
+    """A move task (redrive and replay, docs/redrive.md) and its progress: ``status`` is
+    running, completed, cancelled or failed; ``destination`` None sends each message back to
+    its dead-letter source queue."""
+
+    id: str = ""
+    status: str = ""
+    source: str = ""
+    destination: str | None = None
+    filter: MoveFilter | None = None
+    max_messages_per_second: int = 0
+    dry_run: bool = False
+    moved: int = 0
+    to_move: int = 0
+    failed: int = 0
+    error: str | None = None
+    started_at: str = ""
+    finished_at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    _nested: ClassVar[dict[str, type[Model]]] = {"filter": MoveFilter}
+
+
+@dataclass
 class SentMessage(Model):
     index: int = 0
     message_id: str = ""
     duplicate: bool = False
+    merged: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -302,14 +375,27 @@ class Page(Generic[P]):
 
 @dataclass
 class SendMessage:
-    """One message to send: ``delay_seconds`` on standard queues; ``group_id`` required and
-    ``dedup_id`` optional on fifo queues."""
+    """One message to send: ``delay_seconds`` (up to the queue's retention) or ``deliver_at``
+    (an aware datetime or an RFC 3339 string), ``key`` and ``merge`` (``"replace"`` or
+    ``"patch"``) on standard queues; ``group_id`` required and ``dedup_id`` optional on fifo
+    queues."""
 
     body: str
     attributes: dict[str, str] | None = None
     delay_seconds: int | None = None
     group_id: str | None = None
     dedup_id: str | None = None
+    deliver_at: Any = None
+    key: str | None = None
+    merge: str | None = None
+    #: A W3C traceparent to store with the message (default: the current span's, when the
+    #: program has OpenTelemetry; else none).
+    traceparent: str | None = None
+    #: a barrier message (standard queues): delivered once every message sent before it has
+    #: left the queue; holds back every message sent after it until it has left.
+    barrier: bool = False
+    #: 0 (default) to 9 (standard queues): receives and pushes take the highest first.
+    priority: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"body": self.body}
@@ -321,4 +407,16 @@ class SendMessage:
             d["groupId"] = self.group_id
         if self.dedup_id is not None:
             d["dedupId"] = self.dedup_id
+        if self.deliver_at is not None:
+            d["deliverAt"] = self.deliver_at if isinstance(self.deliver_at, str) else self.deliver_at.isoformat()
+        if self.key is not None:
+            d["key"] = self.key
+        if self.merge is not None:
+            d["merge"] = self.merge
+        if self.traceparent is not None:
+            d["traceparent"] = self.traceparent
+        if self.barrier:
+            d["barrier"] = True
+        if self.priority is not None:
+            d["priority"] = self.priority
         return d

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .consumer import Outcome, RetryAfter, outcome_of, seconds_up
+from . import tracing
 from .errors import WebhookVerificationError
 from .models import Message
 
@@ -170,6 +171,7 @@ def handle_push(secrets: str | Sequence[str | None], headers: HeadersLike, raw_b
         if on_error:
             on_error(e)
         return _error(400, "invalid_argument", "the push body is not a batch")
+    queue = str(batch.queue.get("name", "")) if isinstance(batch.queue, dict) else ""
     lanes: list[list[int]] = []
     by_group: dict[str, int] = {}
     for i, m in enumerate(batch.messages):
@@ -185,12 +187,9 @@ def handle_push(secrets: str | Sequence[str | None], headers: HeadersLike, raw_b
     def run_lane(lane: list[int]) -> None:
         for i in lane:
             m = batch.messages[i]
-            try:
-                result: object = handler(m)
-            except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
-                result = e
-                if on_error:
-                    on_error(e)
+            result, raised = tracing.run_handler(queue, m, handler, outcome_of)
+            if raised and on_error:
+                on_error(result)  # type: ignore[arg-type]
             results[i] = push_result(m, result, error_retry_after)
 
     if len(lanes) <= 1 or concurrency <= 1:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import http.server
 import json
 import threading
 import time
 import unittest
 
-from queues import Client, Limits, QueuesError, Redrive, RetryPolicy, SendMessage
+from queues import Client, Limits, MoveFilter, QueuesError, Redrive, RetryPolicy, SendMessage
 
 from . import server
 from .server import unique
@@ -124,7 +125,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((e.code, e.status, e.field), ("invalid_argument", 400, "visibilityTimeoutSeconds"))
         self.assertTrue(e.message and e.request_id)
         name = self.c.create_queue(unique("fields")).name
-        r = self.c.send_batch(name, ["fine", SendMessage("late", delay_seconds=5000), SendMessage("")])
+        r = self.c.send_batch(name, ["fine", SendMessage("late", delay_seconds=345601), SendMessage("")])
         self.assertEqual([m.index for m in r.messages], [0])
         self.assertEqual([(f.index, f.error.code, f.error.field) for f in r.failed],
                          [(1, "invalid_argument", "messages[1].delaySeconds"), (2, "invalid_argument", "messages[2].body")])
@@ -168,6 +169,119 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(dead["m2"].dead_letter.source_queue, self.c.get_queue(name).id)
         counts = self.c.get_queue(name).counts
         self.assertEqual((counts.visible, counts.in_flight, counts.delayed), (0, 1, 1))
+
+    def test_cancel(self) -> None:
+        name = unique("cancel")
+        dlq = self.c.create_queue(name + "-dlq")
+        q = self.c.create_queue(name, redrive=Redrive(dlq.id, 5), max_cancels=1)
+        self.assertEqual((q.max_cancels, dlq.max_cancels), (1, 10))
+        self.c.send(name, "x")
+        m1 = self.c.receive(name, wait_seconds=0)[0]
+        self.c.cancel(m1.receipt_handle)
+        m2 = self.c.receive(name, wait_seconds=0)[0]
+        self.assertEqual(m2.receive_count, 1)
+        with self.assertRaises(QueuesError) as cm:
+            self.c.cancel(m1.receipt_handle)
+        self.assertEqual((cm.exception.code, cm.exception.status), ("receipt_handle_stale", 410))
+        self.assertEqual(self.c.cancel_batch([m2.receipt_handle]), [None])  # beyond maxCancels 1
+        dead = self.c.receive(dlq.name, wait_seconds=0)
+        self.assertEqual(dead[0].dead_letter.reason, "max_cancels")
+        with self.assertRaises(QueuesError) as cm:
+            self.c.update_queue(name, max_cancels=1001)
+        self.assertEqual((cm.exception.code, cm.exception.field), ("invalid_argument", "maxCancels"))
+
+    def test_conflation_deliver_at_delete(self) -> None:
+        name = self.c.create_queue(unique("keyed")).name
+        at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+        a = self.c.send(name, '{"a":1}', key="order-7", merge="patch", deliver_at=at)
+        self.assertFalse(a.merged)
+        b = self.c.send(name, '{"b":2}', key="order-7", merge="patch")
+        self.assertTrue(b.merged)
+        self.assertEqual(b.message_id, a.message_id)
+        self.assertEqual([m.body for m in self.c.browse(name, state="delayed").items], ['{"a":1,"b":2}'])
+        self.c.delete_message(name, a.message_id)
+        with self.assertRaises(QueuesError) as cm:
+            self.c.delete_message(name, a.message_id)
+        self.assertEqual((cm.exception.code, cm.exception.status), ("not_found", 404))
+        v = self.c.send(name, "now")
+        self.assertEqual([m.message_id for m in self.c.receive(name, wait_seconds=1)], [v.message_id])
+        with self.assertRaises(QueuesError) as cm:
+            self.c.delete_message(name, v.message_id)
+        self.assertEqual((cm.exception.code, cm.exception.status), ("message_in_flight", 409))
+
+    def test_priority(self) -> None:
+        name = self.c.create_queue(unique("prio")).name
+        self.c.send_batch(name, [SendMessage("low"), SendMessage("high", priority=9), SendMessage("mid", priority=4)])
+        self.c.send(name, "top", priority=9)
+        seen = sorted(f"{m.body}/{m.priority}" for m in self.c.browse(name, state="visible").items)
+        self.assertEqual(seen, ["high/9", "low/0", "mid/4", "top/9"])
+        got = [f"{m.body}/{m.priority}" for m in self.c.receive(name, max_messages=10, wait_seconds=1)]
+        self.assertEqual(got, ["high/9", "top/9", "mid/4", "low/0"])
+
+    def test_move_tasks(self) -> None:
+        dlq = self.c.create_queue(unique("mv-dlq"))
+        src = self.c.create_queue(unique("mv"), redrive=Redrive(dlq.id, 5))
+        sent = self.c.send(src.id, "back", attributes={"kind": "x"})
+        [m] = self.c.receive(src.id, wait_seconds=1)
+        self.c.dead_letter(m.receipt_handle, "poison")
+        self.assertEqual(self.c.get_queue(dlq.id).counts.visible, 1)
+
+        dry = self.c.start_move_task(dlq.id, filter=MoveFilter(reason="poison"), dry_run=True)
+        self.assertEqual((dry.dry_run, dry.to_move, dry.moved), (True, 1, 0))
+        self.assertEqual(dry.filter, MoveFilter(reason="poison"))
+        self.assertEqual(self.c.list_move_tasks(dlq.id).items, [])  # a dry run is not stored
+        with self.assertRaises(QueuesError) as cm:
+            self.c.start_move_task(dlq.id, max_messages_per_second=0)
+        self.assertEqual((cm.exception.code, cm.exception.status, cm.exception.field),
+                         ("invalid_argument", 400, "maxMessagesPerSecond"))
+
+        t = self.c.start_move_task(dlq.id, filter={"reason": "poison"}, max_messages_per_second=10000)
+        self.assertEqual((t.source, t.destination, t.to_move), (dlq.id, None, 1))
+        deadline = time.monotonic() + 10
+        while t.status == "running" and time.monotonic() < deadline:
+            time.sleep(0.02)
+            t = self.c.get_move_task(dlq.id, t.id)
+        self.assertEqual((t.status, t.moved), ("completed", 1))
+        self.assertIsNotNone(t.finished_at)
+        page = self.c.list_move_tasks(dlq.id, limit=5)
+        self.assertEqual([x.id for x in page.items], [t.id])
+        self.assertIsNone(page.next_cursor)
+        self.assertEqual(self.c.cancel_move_task(dlq.id, t.id).status, "completed")  # finished: as it is
+        with self.assertRaises(QueuesError) as cm:
+            self.c.get_move_task(dlq.id, "00000000-0000-0000-0000-000000000000")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("not_found", 404))
+
+        [back] = self.c.receive(src.id, wait_seconds=1)
+        self.assertEqual((back.message_id, back.body, back.receive_count), (sent.message_id, "back", 1))
+        self.assertIsNone(back.dead_letter)
+
+    def test_consumers(self) -> None:
+        name = unique("work")
+        q = self.c.create_queue(name, fairness="proportional")
+        self.assertEqual(q.fairness, "proportional")
+        self.c.send_batch(name, [SendMessage("1"), SendMessage("2"), SendMessage("3")])
+        got = self.c.receive(name, max_messages=10, wait_seconds=0, consumer_id="w-1", max_backlog=2)
+        self.assertEqual(len(got), 2)
+        self.assertEqual(self.c.receive(name, max_messages=10, wait_seconds=0, consumer_id="w-1", max_backlog=2), [])
+        page = self.c.list_consumers(name, limit=10)
+        self.assertIsNone(page.next_cursor)
+        self.assertEqual([(x.consumer_id, x.in_flight, x.max_backlog) for x in page.items], [("w-1", 2, 2)])
+        self.assertEqual(self.c.update_queue(name, fairness="roundRobin").fairness, "roundRobin")
+
+    def test_filter(self) -> None:
+        name = unique("kinds")
+        self.c.create_queue(name)
+        self.c.send_batch(name, [SendMessage("i1", {"kind": "invoice"}), SendMessage("r1", {"kind": "refund"}),
+                                 SendMessage("x1", {"kind": "other"})])
+        page = self.c.browse(name, filter={"kind": ["refund", "other"]})
+        self.assertEqual(([m.body for m in page.items], page.next_cursor), (["r1", "x1"], None))
+        got = self.c.receive(name, max_messages=10, wait_seconds=0, filter={"kind": "invoice"})
+        self.assertEqual([m.body for m in got], ["i1"])
+        with self.assertRaises(QueuesError) as cm:
+            self.c.receive(name, wait_seconds=0, filter={"kind": []})
+        self.assertEqual((cm.exception.code, cm.exception.field), ("invalid_argument", "filter.attributes.kind"))
+        rest = self.c.receive(name, max_messages=10, wait_seconds=0)
+        self.assertEqual(sorted((m.body, m.receive_count) for m in rest), [("r1", 1), ("x1", 1)])
 
     def test_fifo_groups(self) -> None:
         name = unique("orders")

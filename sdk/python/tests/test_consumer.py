@@ -9,8 +9,8 @@ import threading
 import time
 import unittest
 
-from queues import (Ack, Consumer, ConsumerError, DeadLetter, Defer, Message, QueuesError, Redrive, Retry,
-                    RetryAfter)
+from queues import (Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Message, QueuesError, Redrive, Retry,
+                    RetryAfter, SendMessage)
 from queues._http import Transport
 
 from . import server
@@ -114,6 +114,70 @@ class ConsumerTest(unittest.TestCase):
         self.assertEqual((c.visible, c.in_flight, c.delayed), (0, 1, 0))  # the deferred one
         dl = self.c.receive(dead.id, max_messages=10, wait_seconds=0)
         self.assertEqual([(m.body, m.dead_letter.reason) for m in dl], [("dead-letter", "poison")])
+
+    def test_cancel(self) -> None:
+        """Cancel() returns the message uncounted: it comes again with the same receiveCount."""
+        name = unique("cancel")
+        self.c.create_queue(name)
+        self.c.send(name, "m")
+        counts: _queue.Queue = _queue.Queue()
+        calls = []
+
+        def handler(m: Message):
+            counts.put(m.receive_count)
+            calls.append(1)
+            return Cancel() if len(calls) == 1 else None
+
+        r = self.start(name, handler)
+        got = [await_(counts, 15, "the first delivery"), await_(counts, 15, "the delivery after the cancel")]
+        self.assertIsNone(r.stop())
+        self.assertEqual(got, [1, 1])
+        c = self.counts(name)
+        self.assertEqual((c.visible, c.in_flight, c.delayed), (0, 0, 0))
+
+    def test_filter(self) -> None:
+        """A consumer with a filter handles only matching messages; the others stay visible,
+        never received."""
+        name = unique("filter")
+        self.c.create_queue(name)
+        self.c.send_batch(name, [SendMessage("a", {"kind": "keep"}), SendMessage("b", {"kind": "skip"}),
+                                 SendMessage("c", {"kind": "keep"})])
+        bodies: _queue.Queue = _queue.Queue()
+        r = self.start(name, lambda m: bodies.put(m.body), wait_seconds=1, filter={"kind": ["keep"]})
+        got = sorted([await_(bodies, 15, "a kept message"), await_(bodies, 15, "a kept message")])
+        self.assertIsNone(r.stop())
+        self.assertEqual(got, ["a", "c"])
+        left = self.c.browse(name).items
+        self.assertEqual([(m.body, m.receive_count) for m in left], [("b", 0)])
+
+    def test_at_most_once(self) -> None:
+        """On an at-most-once queue each message is handed out once, without a handle, and no
+        outcome makes a receipt call: the receive removed it."""
+        name = unique("once")
+        q = self.c.create_queue(name, delivery="atMostOnce")
+        self.assertEqual(q.delivery, "atMostOnce")
+        self.c.send_batch(name, ["ack", "retry", "dead-letter", "error"])
+        client = self.srv.client(self.token)
+        rec = Recorder(client._t)
+        seen: _queue.Queue = _queue.Queue()
+
+        def handler(m: Message):
+            seen.put((m.body, m.receipt_handle, m.receive_count))
+            return {"retry": Retry(), "dead-letter": DeadLetter("x")}.get(m.body) or (
+                _raise(m.body) if m.body == "error" else None)
+
+        r = Running(Consumer(client, name, handler, concurrency=4, on_error=lambda e: None))
+        self.addCleanup(r.stop)
+        got = sorted(await_(seen, 15, "deliveries") for _ in range(4))
+        self.assertIsNone(r.stop())
+        self.assertEqual(got, [("ack", "", 1), ("dead-letter", "", 1), ("error", "", 1), ("retry", "", 1)])
+        self.assertTrue(seen.empty(), "a message was handed out twice")
+        paths = []
+        while not rec.calls.empty():
+            paths.append(rec.calls.get()[0])
+        self.assertFalse([p for p in paths if p.startswith("/v1/receipts/")], paths)
+        c = self.counts(name)
+        self.assertEqual((c.visible, c.in_flight, c.delayed), (0, 0, 0))
 
     def test_heartbeat(self) -> None:
         """A message held past half the visibility timeout is extended, again and again."""

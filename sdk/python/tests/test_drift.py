@@ -20,6 +20,10 @@ PENDING = {
     ("GET", "/v1/project/usage"),
 }
 
+# The receive stream is a WebSocket (docs/streaming.md): the Go SDK's Consume uses it; this
+# client receives by polling, which is the stream's fallback.
+NOT_HERE = {("GET", "/v1/queues/{}/stream")}
+
 _PATH = re.compile(r"^  (/[^\s:]*):\s*$")
 _METHOD = re.compile(r"^    (get|put|post|patch|delete|head|options):\s*$")
 
@@ -49,7 +53,7 @@ def normalized(route: tuple[str, str]) -> tuple[str, str]:
 
 class TestDrift(unittest.TestCase):
     def setUp(self) -> None:
-        self.ops = {normalized(o) for o in operations(OPENAPI.read_text()) if o[1] != "/metrics"}
+        self.ops = {normalized(o) for o in operations(OPENAPI.read_text()) if o[1] != "/metrics"} - NOT_HERE
         self.assertGreater(len(self.ops), 25, "the reader found too few operations in openapi.yaml")
 
     def test_every_operation_has_a_method(self) -> None:

@@ -4,6 +4,7 @@ import { DEFAULT_URL } from './limits.js';
 import type * as api from './openapi.js';
 import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
 import { routes, type RouteName } from './routes.js';
+import { injectTraceparent } from './tracing.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 
@@ -52,6 +53,18 @@ export interface ListQueuesOptions extends PageOptions {
 
 export interface BrowseOptions extends PageOptions {
   state?: api.MessageState;
+  /**
+   * Only messages whose attributes match (SPEC §12): name to a value or a list of values,
+   * any of which matches; every name must match. Sent as `attribute.<name>=<value>`.
+   */
+  filter?: api.FilterAttributes;
+}
+
+/** The query form of a browse filter: attribute.<name>, once per value. */
+function filterQuery(f: api.FilterAttributes | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [name, v] of Object.entries(f ?? {})) out[`attribute.${name}`] = Array.isArray(v) ? v : [v];
+  return out;
 }
 
 /** Attempts are listed newest first; `cursor` pages to older ones where the server keeps them. */
@@ -63,7 +76,7 @@ export type EntryErrors = (QueuesError | undefined)[];
 /** The parts of one call of a route: path parameters, query, JSON body, abort signal. */
 export interface RouteCall {
   path?: Record<string, string>;
-  query?: Record<string, string | number | undefined | null>;
+  query?: Record<string, string | number | string[] | undefined | null>;
   body?: unknown;
   signal?: AbortSignal | undefined;
 }
@@ -157,7 +170,8 @@ export class QueuesClient {
     });
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(req.query ?? {})) {
-      if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+      if (Array.isArray(v)) for (const one of v) q.append(k, one);
+      else if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
     }
     if (q.size > 0) u += `?${q}`;
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
@@ -167,6 +181,7 @@ export class QueuesClient {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(req.body);
     }
+    await injectTraceparent(headers);
     for (let attempt = 1; ; attempt++) {
       let err: QueuesError;
       try {
@@ -340,9 +355,24 @@ export class QueuesClient {
   browseMessages(queue: string, o: BrowseOptions = {}): Promise<api.BrowseResult> {
     return this.call('browseMessages', {
       path: { queue },
-      query: { state: o.state, limit: o.limit, cursor: o.cursor },
+      query: { state: o.state, limit: o.limit, cursor: o.cursor, ...filterQuery(o.filter) },
       signal: o.signal,
     });
+  }
+
+  /**
+   * Deletes one visible or delayed message by the id its send answered: `message_in_flight`
+   * (409) while a consumer holds it, `not_found` (404) when the queue does not hold it.
+   */
+  async deleteMessage(queue: string, messageId: string, o: CallOptions = {}): Promise<void> {
+    await this.call('deleteMessage', { path: { queue, messageId }, signal: o.signal });
+  }
+
+  // ---- consumers (SPEC §12) ----
+
+  /** Lists the consumers that named themselves on a receive in the last 5 minutes. */
+  listConsumers(queue: string, o: PageOptions = {}): Promise<api.ConsumerList> {
+    return this.call('listConsumers', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
   }
 
   // ---- groups (fifo) ----
@@ -356,6 +386,32 @@ export class QueuesClient {
     await this.call('deleteGroup', { path: { queue, groupId }, signal: o.signal });
   }
 
+  // ---- move tasks (redrive and replay, docs/redrive.md) ----
+
+  /**
+   * Starts a move task of queue (scope `queues:admin`): its matching messages move to
+   * `destination`, or without one each back to its dead-letter source queue. With `dryRun`
+   * it only counts (nothing stored). One running task per queue: `move_task_running` (409).
+   */
+  startMoveTask(queue: string, req: api.StartMoveTaskRequest = {}, o: CallOptions = {}): Promise<api.MoveTask> {
+    return this.call('startMoveTask', { path: { queue }, body: req, signal: o.signal });
+  }
+
+  /** One page of queue's move tasks, newest first (scope `queues:read`). */
+  listMoveTasks(queue: string, o: PageOptions = {}): Promise<api.MoveTaskList> {
+    return this.call('listMoveTasks', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** One move task with its progress (scope `queues:read`). */
+  getMoveTask(queue: string, task: string, o: CallOptions = {}): Promise<api.MoveTask> {
+    return this.call('getMoveTask', { path: { queue, task }, signal: o.signal });
+  }
+
+  /** Stops a running move task (scope `queues:admin`); a finished one is answered unchanged. */
+  cancelMoveTask(queue: string, task: string, o: CallOptions = {}): Promise<api.MoveTask> {
+    return this.call('cancelMoveTask', { path: { queue, task }, signal: o.signal });
+  }
+
   // ---- receipts (no credential: the handle is one) ----
 
   /** Acknowledges (deletes) one delivery. */
@@ -366,6 +422,20 @@ export class QueuesClient {
   /** Acknowledges 1–100 deliveries; answers each one's error by index. */
   async ackBatch(receiptHandles: string[], o: CallOptions = {}): Promise<EntryErrors> {
     const r = await this.call<api.BatchResults>('ackReceipts', { body: { receiptHandles }, signal: o.signal });
+    return entryErrors(r, receiptHandles.length);
+  }
+
+  /**
+   * Returns one delivery's message without counting the delivery: visible again at once, its
+   * receiveCount one lower; the cancel beyond the queue's maxCancels dead-letters it.
+   */
+  async cancel(receiptHandle: string, o: CallOptions = {}): Promise<void> {
+    await this.call('cancelReceipts', { body: { receiptHandle }, signal: o.signal });
+  }
+
+  /** cancel for 1–100 deliveries; answers each one's error by index. */
+  async cancelBatch(receiptHandles: string[], o: CallOptions = {}): Promise<EntryErrors> {
+    const r = await this.call<api.BatchResults>('cancelReceipts', { body: { receiptHandles }, signal: o.signal });
     return entryErrors(r, receiptHandles.length);
   }
 

@@ -1,8 +1,9 @@
 import type { QueuesClient } from './client.js';
 import { MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 import { QueuesError, isAuth, isCode } from './errors.js';
-import type { ReceivedMessage } from './openapi.js';
+import type { AttributeFilter, ReceivedMessage } from './openapi.js';
 import { outcomeOf, type HandlerResult } from './outcome.js';
+import { withProcessSpan } from './tracing.js';
 
 /** What a consumer's handler gets beside its message. */
 export interface HandlerContext {
@@ -13,7 +14,8 @@ export interface HandlerContext {
 /**
  * Processes one message. Its result settles the message: nothing or `ack()` acknowledges it,
  * `retry()` makes it visible again now, `retryAfter(s)` after s seconds, `deadLetter(reason)`
- * moves it to the dead-letter queue, `defer()` leaves it in flight for the application to
+ * moves it to the dead-letter queue, `cancel()` returns it without counting the delivery,
+ * `defer()` leaves it in flight for the application to
  * settle by its receipt handle. Throwing (or rejecting) retries it (see errorRetryAfter); a
  * thrown Outcome counts as returned.
  */
@@ -47,6 +49,8 @@ export interface ConsumeOptions {
    * extended by this much again (heartbeat), until it returns.
    */
   visibilityTimeoutSeconds?: number;
+  /** Receive only the messages this filter selects (SPEC §12); the others stay for other consumers. */
+  filter?: AttributeFilter;
   /**
    * How long, once stopped, the consumer waits for running handlers before it aborts their
    * signal and releases their messages (visible again at once; results ignored). Default 30 s.
@@ -115,6 +119,7 @@ class Consumer {
   private fatal: QueuesError | undefined;
   private readonly pollers: number;
   private readonly waitSeconds: number;
+  private readonly filter: AttributeFilter | undefined;
   private readonly ackBatch: number;
   private readonly ackInterval: number;
 
@@ -129,6 +134,7 @@ class Consumer {
     this.idle = concurrency;
     this.pollers = Math.min(concurrency, Math.max(1, Math.floor(o.pollers ?? concurrency / MAX_BATCH)));
     this.waitSeconds = Math.min(20, Math.max(0, Math.floor(o.waitSeconds ?? 20)));
+    this.filter = o.filter;
     const b = Math.floor(o.ackBatchSize ?? MAX_RECEIPT_BATCH);
     this.ackBatch = b >= 1 && b <= MAX_RECEIPT_BATCH ? b : MAX_RECEIPT_BATCH;
     this.ackInterval = Math.max(1, o.ackIntervalMs ?? 50);
@@ -194,7 +200,7 @@ class Consumer {
       try {
         msgs = await this.client.receive(
           this.queue,
-          { maxMessages: n, visibilityTimeoutSeconds: this.vt, waitSeconds: this.waitSeconds },
+          { maxMessages: n, visibilityTimeoutSeconds: this.vt, waitSeconds: this.waitSeconds, filter: this.filter },
           { signal },
         );
       } catch (e) {
@@ -223,7 +229,9 @@ class Consumer {
       const stopBeat = this.heartbeat(d, leased);
       let r: { value: unknown } | { error: unknown };
       try {
-        r = { value: await this.handler(m, { signal: this.hstop.signal }) };
+        r = {
+          value: await withProcessSpan(this.queue, m, () => this.handler(m, { signal: this.hstop.signal }), outcomeOf),
+        };
       } catch (error) {
         r = { error };
       }
@@ -246,10 +254,13 @@ class Consumer {
     const half = (this.vt * 1000) / 2;
     let stopped = false;
     let t: ReturnType<typeof setTimeout>;
+    const handle = d.m.receiptHandle;
+    // An at-most-once queue's message has no handle: it left the queue when received.
+    if (handle === undefined) return () => {};
     const beat = async () => {
       if (stopped || this.hstop.signal.aborted) return;
       try {
-        await this.client.changeVisibility(d.m.receiptHandle, this.vt, { signal: this.hstop.signal });
+        await this.client.changeVisibility(handle, this.vt, { signal: this.hstop.signal });
       } catch (e) {
         if (stopped || this.hstop.signal.aborted) return;
         this.report('heartbeat', d.m.messageId, e);
@@ -279,16 +290,22 @@ class Consumer {
         }
       }
     }
+    // An at-most-once queue's message has no handle: whatever the outcome, nothing to settle.
+    const handle = m.receiptHandle;
+    if (handle === undefined) return;
     try {
       switch (outcome.kind) {
         case 'ack':
-          this.queueAck(m.receiptHandle);
+          this.queueAck(handle);
           return;
         case 'retry':
-          await this.client.changeVisibility(m.receiptHandle, delay);
+          await this.client.changeVisibility(handle, delay);
           return;
         case 'dead-letter':
-          await this.client.deadLetter(m.receiptHandle, outcome.reason);
+          await this.client.deadLetter(handle, outcome.reason);
+          return;
+        case 'cancel':
+          await this.client.cancel(handle);
           return;
         case 'defer':
           return;
@@ -338,9 +355,10 @@ class Consumer {
   // abandon aborts the handlers still running and releases their messages.
   private async abandon(): Promise<void> {
     this.hstop.abort();
-    const ds = [...this.inflight];
+    const all = [...this.inflight];
     this.inflight.clear();
-    for (const d of ds) d.abandoned = true;
+    for (const d of all) d.abandoned = true;
+    const ds = all.filter((d): d is Delivery & { m: { receiptHandle: string } } => d.m.receiptHandle !== undefined);
     for (let i = 0; i < ds.length; i += MAX_RECEIPT_BATCH) {
       const chunk = ds.slice(i, i + MAX_RECEIPT_BATCH);
       try {

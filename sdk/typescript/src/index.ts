@@ -16,7 +16,7 @@ export type {
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 export { routes, type RouteName } from './routes.js';
 export { QueuesError, isAuth, isCode, isQuotaExceeded, isStale, type QueuesErrorCode } from './errors.js';
-export { ack, deadLetter, defer, isOutcome, retry, retryAfter, type HandlerResult, type Outcome } from './outcome.js';
+export { ack, cancel, deadLetter, defer, isOutcome, retry, retryAfter, type HandlerResult, type Outcome } from './outcome.js';
 export { ConsumerError, consume, type ConsumeOptions, type Handler, type HandlerContext } from './consumer.js';
 export {
   DEFAULT_TOLERANCE_SECONDS,
@@ -39,5 +39,6 @@ export {
   type VerifyFailure,
   type VerifyOptions,
 } from './push.js';
+export { TRACER_NAME } from './tracing.js';
 export type { ProjectLimits, ProjectUsageNow, UsageQuery, UsageReport } from './project.js';
 export type * from './openapi.js';

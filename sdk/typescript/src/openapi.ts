@@ -5,11 +5,11 @@
  * A stable error code. Each maps to one HTTP status: 400 `invalid_argument`,
  * `receipt_handle_invalid`, `visibility_limit_exceeded`; 401 `unauthenticated`;
  * 403 `permission_denied`, `quota_exceeded`; 404 `not_found`; 405 `method_not_allowed`; 409 `queue_exists`,
- * `queue_in_use`, `subscription_exists`; 410 `receipt_handle_stale`;
+ * `queue_in_use`, `subscription_exists`, `message_in_flight`, `move_task_running`; 410 `receipt_handle_stale`;
  * 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`,
  * `purge_too_soon`; 500 `internal`; 503 `unavailable`.
  */
-export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "quota_exceeded" | "rate_limited" | "unavailable" | "internal";
+export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "move_task_running" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "quota_exceeded" | "rate_limited" | "unavailable" | "internal" | "message_in_flight";
 
 export interface ErrorBody {
   code: ErrorCode;
@@ -65,6 +65,8 @@ export interface Limits {
   requestsPerSecond: number;
   /** Long polls parked at once (default 1,000); a receive over it answers at once with no messages. */
   maxWaitingReceives: number;
+  /** Request bytes of the project's sends a second (default 64 MiB), counted from Content-Length before the body is read; over it `429 rate_limited` with `Retry-After`, and the connection is closed (the body is not read). */
+  sendBytesPerSecond: number;
 }
 
 /** Any subset of the limits; `null` returns one to the default. */
@@ -74,6 +76,7 @@ export interface LimitsPatch {
   maxStoredBytes?: number | null;
   requestsPerSecond?: number | null;
   maxWaitingReceives?: number | null;
+  sendBytesPerSecond?: number | null;
 }
 
 export interface UpdateProjectRequest {
@@ -212,6 +215,9 @@ export interface Queue {
   redrive: Redrive | null;
   /** fifo only; always false on a standard queue. */
   contentBasedDedup: boolean;
+  fairness: Fairness;
+  maxCancels: MaxCancels;
+  delivery: Delivery;
   /** Raised by the service as the send rate grows. */
   partitions: number;
   counts: QueueCounts;
@@ -232,9 +238,21 @@ export interface CreateQueueRequest {
   redrive?: RedriveInput | null;
   /** fifo only (`true` on a standard queue is 400). */
   contentBasedDedup?: boolean;
+  fairness?: Fairness;
+  maxCancels?: MaxCancels;
+  delivery?: Delivery;
 }
 
-/** Any subset of the settings; `name` and `type` are immutable (400). */
+/**
+ * `atLeastOnce`: a receive leases messages (in flight until settled or the deadline).
+ * `atMostOnce` (standard queues only; `400` naming `delivery` on fifo): a receive or push
+ * removes what it hands out in the same step, so a message is never delivered twice; it
+ * carries no `receiptHandle` or `visibilityDeadline`, nothing is ever in flight, nothing
+ * is redriven. Fixed at creation (a PATCH naming it is `400`).
+ */
+export type Delivery = "atLeastOnce" | "atMostOnce";
+
+/** Any subset of the settings; `name`, `type` and `delivery` are immutable (400). */
 export interface UpdateQueueRequest {
   visibilityTimeoutSeconds?: VisibilityTimeoutSeconds;
   retentionSeconds?: RetentionSeconds;
@@ -243,6 +261,8 @@ export interface UpdateQueueRequest {
   redrive?: RedriveInput | null;
   /** fifo only (`true` on a standard queue is 400). */
   contentBasedDedup?: boolean;
+  fairness?: Fairness;
+  maxCancels?: MaxCancels;
 }
 
 export interface PurgeResult {
@@ -284,21 +304,35 @@ export interface DeadLetterInfo {
  * the field), so this schema documents the fields without enforcing them:
  * `body` a non-empty UTF-8 string (required); `attributes` up to 10 string values,
  * names 1–256 of `[A-Za-z0-9_.-]`; body plus attribute names and values at most
- * 256 KiB (`payload_too_large`); `delaySeconds` 0–900 (standard queues; fifo only 0);
- * `groupId` required on fifo, rejected on standard; `dedupId` fifo only; both 1–128
- * characters from `!` to `~`. Any other field fails the message.
+ * 256 KiB (`payload_too_large`); `delaySeconds` 0 to the queue's `retentionSeconds`
+ * (standard queues; fifo only 0), or instead `deliverAt` (standard queues); `groupId`
+ * required on fifo, rejected on standard; `dedupId` fifo only; `key` standard only;
+ * `groupId`, `dedupId` and `key` 1–128 characters from `!` to `~`; `merge` only with
+ * `key`; `barrier` a boolean, standard queues only (`true` on a fifo queue fails the
+ * message with `invalid_argument`); `priority` an integer 0–9, standard queues only
+ * (other than 0 on a fifo queue fails the message). Any other field fails the message.
  */
 export interface SendMessageEntry {
   /** string, required: the message body, non-empty UTF-8. */
   body: string;
   /** object of strings, optional: up to 10 attributes (null is none). */
   attributes?: Record<string, string> | null;
-  /** integer 0–900, optional: this message's delay (standard queues; fifo only 0). */
+  /** integer, optional: this message's delay in seconds, 0 up to the queue's `retentionSeconds` (standard queues; fifo only 0). Not with `deliverAt`. */
   delaySeconds?: number;
+  /** string, standard queues, optional: an RFC 3339 time at which the message becomes visible, at most the queue's retention ahead; a time already past delivers at once. Not with `delaySeconds` (that fails the message, `details.field` `messages[i].deliverAt`). */
+  deliverAt?: string;
+  /** string, standard queues, optional: the conflation key, 1–128 characters from `!` to `~`. When a message sent with the same key waits never delivered (visible or delayed, `receiveCount` 0), this send changes that message instead of storing one: it keeps its `messageId`, place and delay, and the send answers its id with `merged: true`. When the key's message is in flight or gone, a new message is stored. */
+  key?: string;
+  /** string, with `key`, optional: `replace` (default) replaces the waiting message's body and attributes; `patch` merges the body into the waiting body as an RFC 7396 JSON Merge Patch and merges the attributes, new values winning. With `patch` both bodies must be JSON objects, else the message fails with `invalid_argument` on `messages[i].body`; a first `patch` send of a key is stored as sent. */
+  merge?: 'replace' | 'patch';
   /** string, fifo (required there): the message group, 1–128 characters from `!` to `~`. */
   groupId?: string;
   /** string, fifo only, optional: the deduplication id, 1–128 characters from `!` to `~`. */
   dedupId?: string;
+  /** boolean, standard queues only, optional (default false): a barrier message (SPEC §12): delivered only once every message the queue accepted before it has left the queue (acknowledged, dead-lettered, expired or purged), and no message accepted after it is delivered until it has left. While a barrier waits, the messages behind it count as `delayed`. `true` on a fifo queue fails that message with `invalid_argument`. */
+  barrier?: boolean;
+  /** integer 0–9, standard queues, optional (default 0): the message's priority (SPEC §12). A receive, and push, takes the visible messages of the highest priority first, the oldest first within one priority. Out of range or not an integer fails the message with `invalid_argument`, `details.field` `messages[i].priority`; other than 0 on a fifo queue fails it likewise. A dead-lettered or moved message arrives at priority 0. */
+  priority?: number;
   /** string, optional: the message's W3C traceparent (see `Traceparent`); overrides the request's `traceparent` header for this message. Not one fails the message with `invalid_argument`, `details.field` `messages[i].traceparent`. */
   traceparent?: string;
 }
@@ -312,6 +346,8 @@ export interface SentMessage {
   messageId: Uuid;
   /** fifo: true when this send was a duplicate and `messageId` is the original's. */
   duplicate: boolean;
+  /** true when this send (with `key`) changed the waiting message of its key instead of storing one; `messageId` is that message's. */
+  merged: boolean;
 }
 
 export interface FailedMessage {
@@ -330,21 +366,95 @@ export interface ReceiveRequest {
   visibilityTimeoutSeconds?: VisibilityTimeoutSeconds;
   /** Long-polling wait; absent, the queue's `receiveWaitSeconds`; 0 answers at once. */
   waitSeconds?: number;
+  /**
+   * Names the receiving consumer (SPEC §12): its deliveries count as its holdings until
+   * they are settled (ack, release, dead-letter) or their visibility lapses, and it is
+   * listed by `GET /v1/queues/{queue}/consumers`.
+   */
+  consumerId?: ConsumerId;
+  /**
+   * The most unsettled messages `consumerId` may hold: this receive returns fewer, or
+   * waits as a long poll would, to stay within it. Requires `consumerId` (without it:
+   * 400 naming `maxBacklog`).
+   */
+  maxBacklog?: number;
+  /**
+   * Takes only messages whose attributes match (SPEC §12); messages that do not
+   * match are left as they are (not claimed, not counted, not dead-lettered) for other
+   * receives. The receive examines at most 1,000 messages in delivery order and
+   * returns the matching ones among them; on a fifo queue each available group's
+   * next message is a candidate, and a group's batch ends at its first message that
+   * does not match. Null is no filter. Errors name the field
+   * (`filter.attributes.color[1]`).
+   */
+  filter?: AttributeFilter | null;
 }
 
+export interface AttributeFilter {
+  attributes?: FilterAttributes;
+}
+
+/**
+ * Attribute name to a value or a list of values: every name must be present with one
+ * of its values (a list matches any of them).
+ */
+export interface FilterAttributes {
+  [key: string]: string | string[];
+}
+
+export type ConsumerId = string;
+
+/**
+ * How many times a message may be cancelled (`POST /v1/receipts/cancel`, push outcome
+ * `cancel`): the cancel beyond this many moves it to the dead-letter queue with reason
+ * `max_cancels` (deletes it without a redrive policy).
+ */
+export type MaxCancels = number;
+
+/**
+ * Decides between receives waiting on the queue at the same moment (long polls):
+ * `fast` whichever asks first; `roundRobin` consumers with room in their backlog take
+ * turns (the one served longest ago first); `proportional` the consumer with the lowest
+ * share of its backlog in use first. A receive that finds messages at once takes them.
+ */
+export type Fairness = "fast" | "roundRobin" | "proportional";
+
+export interface Consumer {
+  consumerId: ConsumerId;
+  /** Messages it holds now (received, not settled, visibility not lapsed). */
+  inFlight: number;
+  /** The bound its latest receive named; null when it named none. */
+  maxBacklog: number | null;
+  lastSeenAt: Timestamp;
+}
+
+export interface ConsumerList {
+  consumers: Consumer[];
+  nextCursor: NextCursor;
+}
+
+/** The message's priority (SPEC §12), on standard queues only (absent on fifo queues). */
+export type Priority = number;
+
+/**
+ * `receiptHandle` and `visibilityDeadline` are present on every message of an
+ * at-least-once queue and absent on an at-most-once queue's, which left the queue when
+ * it was received.
+ */
 export interface ReceivedMessage {
   messageId: Uuid;
   body: string;
   attributes: Attributes;
   /** Settles this delivery on `/v1/receipts/*`; a credential, keep it secret. */
-  receiptHandle: string;
+  receiptHandle?: string;
   receiveCount: number;
   sentAt: Timestamp;
-  visibilityDeadline: Timestamp;
+  visibilityDeadline?: Timestamp;
   groupId?: GroupId;
   sequenceNumber?: SequenceNumber;
   deadLetter?: DeadLetterInfo;
   traceparent?: Traceparent;
+  priority?: Priority;
 }
 
 export interface ReceiveResult {
@@ -365,6 +475,7 @@ export interface BrowsedMessage {
   sequenceNumber?: SequenceNumber;
   deadLetter?: DeadLetterInfo;
   traceparent?: Traceparent;
+  priority?: Priority;
 }
 
 export interface BrowseResult {
@@ -382,6 +493,57 @@ export interface Group {
 
 export interface GroupList {
   groups: Group[];
+  nextCursor: NextCursor;
+}
+
+/** Every field given must match. */
+export interface MoveFilter {
+  /** The dead-letter reason (`deadLetter.reason`). */
+  reason?: string;
+  /** Only messages sent after this time (RFC 3339). */
+  sentAfter?: string;
+  /** Only messages sent before this time (RFC 3339). */
+  sentBefore?: string;
+  groupId?: string;
+  /** As a filtered receive's; a list matches any of its values. */
+  attributes?: {
+    [key: string]: string | string[];
+  };
+}
+
+export interface StartMoveTaskRequest {
+  /** A queue of the same project and type (id, slug or name); absent or null, each message goes back to its dead-letter source queue. */
+  destination?: string | null;
+  filter?: MoveFilter | null;
+  maxMessagesPerSecond?: number;
+  dryRun?: boolean;
+}
+
+export type MoveTaskStatus = "running" | "completed" | "cancelled" | "failed";
+
+export interface MoveTask {
+  id: Uuid;
+  status: MoveTaskStatus;
+  source: Uuid;
+  /** The destination queue's id; null when messages go back to their dead-letter sources. */
+  destination: Uuid | null;
+  filter: MoveFilter | null;
+  maxMessagesPerSecond: number;
+  dryRun: boolean;
+  /** Messages moved so far (exact, also across a crash of the replica running the task). */
+  moved: number;
+  /** Messages that matched when the task started. */
+  toMove: number;
+  /** Matching messages that could not move (no dead-letter source, or that queue is gone or of another type); they stay in the source. */
+  failed: number;
+  /** Why a failed task failed. */
+  error: string | null;
+  startedAt: Timestamp;
+  finishedAt: Timestamp | null;
+}
+
+export interface MoveTaskList {
+  moveTasks: MoveTask[];
   nextCursor: NextCursor;
 }
 
@@ -441,6 +603,44 @@ export interface BatchResult {
 
 export interface BatchResults {
   results: BatchResult[];
+}
+
+/**
+ * One text frame of a receive stream: from the consumer StreamCredit or
+ * StreamSettlement; from the service ReceiveResult, StreamAnswer or StreamError.
+ */
+export type StreamFrame = StreamCredit | StreamSettlement | ReceiveResult | StreamAnswer | StreamError;
+
+/** A receive stream frame from the consumer granting credit. */
+export interface StreamCredit {
+  credit: number;
+}
+
+/**
+ * A receive stream frame from the consumer settling deliveries: exactly one of `ack`,
+ * `visibility`, `deadLetter`, each the body of that receipt route (single or batch form).
+ */
+export interface StreamSettlement {
+  id: string;
+  ack?: AckRequest;
+  visibility?: VisibilityRequest;
+  deadLetter?: DeadLetterRequest;
+}
+
+/**
+ * The service's answer to a settlement frame: `results` for the batch form (as the
+ * receipt route's 200), nothing more for a single form that succeeded, `error` when the
+ * call failed as a whole or a single form failed.
+ */
+export interface StreamAnswer {
+  id: string;
+  results?: BatchResult[];
+  error?: ErrorBody;
+}
+
+/** The last frame of a receive stream that the service ends. */
+export interface StreamError {
+  error: ErrorBody;
 }
 
 export interface HealthStatus {
@@ -547,6 +747,10 @@ export interface PushAttemptList {
   nextCursor: NextCursor;
 }
 
+/**
+ * `receiptHandle` and `visibilityDeadline` are absent on an at-most-once queue's
+ * messages: the batch left the queue when it was sent, whatever the answer.
+ */
 export interface PushedMessage {
   messageId: Uuid;
   body: string;
@@ -555,8 +759,8 @@ export interface PushedMessage {
   sentAt: Timestamp;
   groupId?: GroupId;
   sequenceNumber?: SequenceNumber;
-  receiptHandle: ReceiptHandle;
-  visibilityDeadline: Timestamp;
+  receiptHandle?: ReceiptHandle;
+  visibilityDeadline?: Timestamp;
   traceparent?: Traceparent;
 }
 
@@ -573,7 +777,7 @@ export interface PushBatch {
 export interface PushResults {
   results: {
     messageId: Uuid;
-    outcome: "ack" | "retry" | "dead-letter" | "defer";
+    outcome: "ack" | "retry" | "dead-letter" | "defer" | "cancel";
     /** With `retry` only; absent or 0 makes it visible again at once. */
     retryAfterSeconds?: number;
     /** With `dead-letter` only; recorded as the dead-letter reason (default `consumer`). */

@@ -3,11 +3,12 @@
 
 const brand: unique symbol = Symbol('queues.outcome');
 
-/** A settlement decision; make one with ack, retry, retryAfter, deadLetter or defer. */
+/** A settlement decision; make one with ack, retry, retryAfter, deadLetter, cancel or defer. */
 export type Outcome =
   | { readonly [brand]: true; readonly kind: 'ack' }
   | { readonly [brand]: true; readonly kind: 'retry'; readonly delaySeconds: number }
   | { readonly [brand]: true; readonly kind: 'dead-letter'; readonly reason?: string }
+  | { readonly [brand]: true; readonly kind: 'cancel' }
   | { readonly [brand]: true; readonly kind: 'defer' };
 
 /** Acknowledged (deleted); the same as returning nothing. */
@@ -28,6 +29,14 @@ export function retryAfter(seconds: number): Outcome {
 /** Moved to the queue's dead-letter queue now, with `reason` (default "consumer"). */
 export function deadLetter(reason?: string): Outcome {
   return reason ? { [brand]: true, kind: 'dead-letter', reason } : { [brand]: true, kind: 'dead-letter' };
+}
+
+/**
+ * Visible again now without counting this delivery (its receiveCount one lower); the cancel
+ * beyond the queue's maxCancels moves it to the dead-letter queue (reason "max_cancels").
+ */
+export function cancel(): Outcome {
+  return { [brand]: true, kind: 'cancel' };
 }
 
 /**

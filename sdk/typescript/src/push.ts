@@ -6,6 +6,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PushBatch, PushedMessage, PushResults } from './openapi.js';
 import { outcomeOf, type HandlerResult } from './outcome.js';
+import { withProcessSpan } from './tracing.js';
 
 /** The Standard Webhooks headers of a push. */
 export const WEBHOOK_ID = 'webhook-id';
@@ -213,7 +214,7 @@ async function runBatch(o: PushReceiverOptions, batch: PushBatch, report: (e: un
   const one = async (m: PushedMessage): Promise<Result> => {
     let r: { value: unknown } | { error: unknown };
     try {
-      r = { value: await o.handler(m, { batch }) };
+      r = { value: await withProcessSpan(batch.queue?.name ?? '', m, () => o.handler(m, { batch }), outcomeOf) };
     } catch (error) {
       r = { error };
     }

@@ -9,7 +9,7 @@ import { qname, startServer, until, type Server } from './server.js';
 
 const called = new Set<string>();
 const patterns = operations()
-  .filter((o) => o.path !== '/metrics')
+  .filter((o) => o.path !== '/metrics' && o.id !== 'streamMessages') // the stream: a WebSocket, Go SDK only
   .map((o) => ({ key: `${o.method} ${o.shape}`, re: new RegExp(`^${o.path.replace(/\{[^}]+\}/g, '[^/]+')}$`), method: o.method }));
 const recording: typeof fetch = (input, init) => {
   const u = new URL(String(input));
@@ -149,7 +149,7 @@ describe('messages and receipts', () => {
     assert.deepEqual(r.messages.map((m) => m.index), [0, 2, 3, 4]);
     assert.equal(r.failed[0]?.index, 1);
     assert.equal(r.failed[0]?.error.details?.field, 'messages[1].groupId');
-    await rejects(c.send(name, { body: 'x', delaySeconds: 901 }), 'invalid_argument', 400, 'messages[0].delaySeconds');
+    await rejects(c.send(name, { body: 'x', delaySeconds: 345601 }), 'invalid_argument', 400, 'messages[0].delaySeconds');
 
     const browse = await c.browseMessages(name, { state: 'visible', limit: 2 });
     assert.equal(browse.messages.length, 2);
@@ -163,30 +163,30 @@ describe('messages and receipts', () => {
     assert.equal(by.get('a')!.receiveCount, 1);
     assert.equal((await c.browseMessages(name, { state: 'inFlight' })).messages.length, 4);
 
-    await c.ack(by.get('a')!.receiptHandle);
-    await rejects(c.ack(by.get('a')!.receiptHandle), 'receipt_handle_stale', 410);
+    await c.ack(by.get('a')!.receiptHandle!);
+    await rejects(c.ack(by.get('a')!.receiptHandle!), 'receipt_handle_stale', 410);
     await rejects(c.ack('forged'), 'receipt_handle_invalid', 400);
-    assert.ok(isStale(await c.ack(by.get('a')!.receiptHandle).catch((e) => e)));
+    assert.ok(isStale(await c.ack(by.get('a')!.receiptHandle!).catch((e) => e)));
 
     // c: released at once and received again; its old handle is stale in a batch.
-    await c.changeVisibility(by.get('c')!.receiptHandle, 0);
+    await c.changeVisibility(by.get('c')!.receiptHandle!, 0);
     const [c2] = await c.receive(name, { waitSeconds: 1 });
     assert.equal(c2?.body, 'c');
     assert.equal(c2?.receiveCount, 2);
-    const errs = await c.ackBatch([by.get('c')!.receiptHandle, c2!.receiptHandle]);
+    const errs = await c.ackBatch([by.get('c')!.receiptHandle!, c2!.receiptHandle!]);
     assert.equal(errs[0]?.code, 'receipt_handle_stale');
     assert.equal(errs[1], undefined);
 
     // d: retried after 600 s (still in flight); e: dead-lettered with a reason.
-    const verrs = await c.changeVisibilityBatch([{ receiptHandle: by.get('d')!.receiptHandle, visibilityTimeoutSeconds: 600 }]);
+    const verrs = await c.changeVisibilityBatch([{ receiptHandle: by.get('d')!.receiptHandle!, visibilityTimeoutSeconds: 600 }]);
     assert.deepEqual(verrs, [undefined]);
     await rejects(
-      c.changeVisibility(by.get('d')!.receiptHandle, 43201),
+      c.changeVisibility(by.get('d')!.receiptHandle!, 43201),
       'invalid_argument',
       400,
       'visibilityTimeoutSeconds',
     );
-    await c.deadLetter(by.get('e')!.receiptHandle, 'bad e');
+    await c.deadLetter(by.get('e')!.receiptHandle!, 'bad e');
     const counts = (await c.getQueue(name)).counts;
     assert.equal(counts.inFlight, 1);
     assert.equal(counts.visible, 0);
@@ -195,11 +195,134 @@ describe('messages and receipts', () => {
     assert.equal(dl?.deadLetter?.reason, 'bad e');
     assert.equal(dl?.deadLetter?.sourceQueue, (await c.getQueue(name)).id);
 
-    const derrs = await c.deadLetterBatch([{ receiptHandle: by.get('d')!.receiptHandle }, { receiptHandle: dl!.receiptHandle, reason: 'r' }]);
+    const derrs = await c.deadLetterBatch([{ receiptHandle: by.get('d')!.receiptHandle! }, { receiptHandle: dl!.receiptHandle!, reason: 'r' }]);
     assert.deepEqual(derrs, [undefined, undefined]);
     const [d2] = await c.receive(dlq.id, { waitSeconds: 1 });
     assert.equal(d2?.body, 'd');
     assert.equal(d2?.deadLetter?.reason, 'consumer');
+  });
+
+  test('cancel returns a message uncounted; maxCancels bounds it', async () => {
+    const dlq = await c.createQueue({ name: qname('cn-dlq') });
+    const name = qname('cn');
+    const q = await c.createQueue({ name, maxCancels: 1, redrive: { deadLetterQueue: dlq.id, maxReceiveCount: 5 } });
+    assert.equal(q.maxCancels, 1);
+    await c.send(name, { body: 'x' });
+    const [m1] = await c.receive(name, { waitSeconds: 1 });
+    await c.cancel(m1!.receiptHandle!);
+    const [m2] = await c.receive(name, { waitSeconds: 1 });
+    assert.equal(m2?.receiveCount, 1);
+    await rejects(c.cancel(m1!.receiptHandle!), 'receipt_handle_stale', 410);
+    assert.deepEqual(await c.cancelBatch([m2!.receiptHandle!]), [undefined]); // beyond maxCancels 1
+    const [dl] = await c.receive(dlq.id, { waitSeconds: 1 });
+    assert.equal(dl?.deadLetter?.reason, 'max_cancels');
+  });
+
+  test('conflation, deliverAt and delete by id', async () => {
+    const name = qname('k');
+    await c.createQueue({ name });
+    const deliverAt = new Date(Date.now() + 3600_000).toISOString();
+    const a = await c.send(name, { body: '{"a":1}', key: 'order-7', merge: 'patch', deliverAt });
+    assert.equal(a.merged, false);
+    const b = await c.send(name, { body: '{"b":2}', key: 'order-7', merge: 'patch' });
+    assert.equal(b.merged, true);
+    assert.equal(b.messageId, a.messageId);
+    const page = await c.browseMessages(name, { state: 'delayed' });
+    assert.deepEqual(page.messages.map((m) => m.body), ['{"a":1,"b":2}']);
+    await c.deleteMessage(name, a.messageId);
+    await rejects(c.deleteMessage(name, a.messageId), 'not_found', 404);
+    const v = await c.send(name, 'now');
+    const [m] = await c.receive(name, { waitSeconds: 1 });
+    assert.equal(m?.messageId, v.messageId);
+    await rejects(c.deleteMessage(name, v.messageId), 'message_in_flight', 409);
+  });
+
+  test('priority: highest first on receive, shown by browse', async () => {
+    const name = qname('p');
+    await c.createQueue({ name });
+    await c.sendMessages(name, [{ body: 'low' }, { body: 'high', priority: 9 }, { body: 'mid', priority: 4 }]);
+    const page = await c.browseMessages(name, { state: 'visible' });
+    assert.deepEqual(page.messages.map((m) => `${m.body}/${m.priority}`).sort(), ['high/9', 'low/0', 'mid/4']);
+    const got = await c.receive(name, { maxMessages: 10, waitSeconds: 1 });
+    assert.deepEqual(got.map((m) => `${m.body}/${m.priority}`), ['high/9', 'mid/4', 'low/0']);
+  });
+
+  test('move tasks: dry run, redrive, list, get, cancel', async () => {
+    const name = qname('mv');
+    const dlq = await c.createQueue({ name: `${name}-dlq` });
+    const src = await c.createQueue({ name, redrive: { deadLetterQueue: dlq.id, maxReceiveCount: 5 } });
+    await c.send(name, { body: 'back', attributes: { kind: 'x' } });
+    const [m] = await c.receive(name, { waitSeconds: 1 });
+    await c.deadLetter(m!.receiptHandle!, 'poison');
+    assert.equal((await c.getQueue(dlq.id)).counts.visible, 1);
+
+    const dry = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, dryRun: true });
+    assert.equal(dry.dryRun, true);
+    assert.equal(dry.toMove, 1);
+    assert.equal(dry.moved, 0);
+    assert.deepEqual((await c.listMoveTasks(dlq.id)).moveTasks, []); // a dry run is not stored
+    await rejects(c.startMoveTask(dlq.id, { maxMessagesPerSecond: 0 }), 'invalid_argument', 400, 'maxMessagesPerSecond');
+
+    let t = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, maxMessagesPerSecond: 10000 });
+    assert.equal(t.source, dlq.id);
+    assert.equal(t.destination, null);
+    assert.equal(t.toMove, 1);
+    await until(
+      async () => (t = await c.getMoveTask(dlq.id, t.id)).status !== 'running',
+      10000,
+      'the move task to finish',
+    );
+    assert.equal(t.status, 'completed');
+    assert.equal(t.moved, 1);
+    assert.ok(t.finishedAt);
+    const page = await c.listMoveTasks(dlq.id, { limit: 5 });
+    assert.deepEqual(page.moveTasks.map((x) => x.id), [t.id]);
+    assert.equal(page.nextCursor, null);
+    const cancelled = await c.cancelMoveTask(dlq.id, t.id); // finished: answered as it is
+    assert.equal(cancelled.status, 'completed');
+    await rejects(c.getMoveTask(dlq.id, '00000000-0000-0000-0000-000000000000'), 'not_found', 404);
+
+    const [back] = await c.receive(src.id, { waitSeconds: 1 });
+    assert.equal(back?.messageId, m!.messageId);
+    assert.equal(back?.body, 'back');
+    assert.equal(back?.receiveCount, 1);
+    assert.equal(back?.deadLetter ?? null, null);
+  });
+
+  test('consumers: a backlog bound, fairness and the list', async () => {
+    const name = qname('c');
+    const q = await c.createQueue({ name, fairness: 'roundRobin' });
+    assert.equal(q.fairness, 'roundRobin');
+    await c.sendMessages(name, [{ body: '1' }, { body: '2' }, { body: '3' }]);
+    const got = await c.receive(name, { maxMessages: 10, waitSeconds: 0, consumerId: 'w-1', maxBacklog: 2 });
+    assert.equal(got.length, 2);
+    assert.equal((await c.receive(name, { maxMessages: 10, waitSeconds: 0, consumerId: 'w-1', maxBacklog: 2 })).length, 0);
+    await rejects(c.receive(name, { maxBacklog: 2 }), 'invalid_argument', 400);
+    const page = await c.listConsumers(name, { limit: 10 });
+    assert.equal(page.nextCursor, null);
+    assert.equal(page.consumers.length, 1);
+    assert.equal(page.consumers[0]!.consumerId, 'w-1');
+    assert.equal(page.consumers[0]!.inFlight, 2);
+    assert.equal(page.consumers[0]!.maxBacklog, 2);
+  });
+
+  test('filter: a filtered receive and browse take only matching messages', async () => {
+    const name = qname('flt');
+    await c.createQueue({ name });
+    await c.sendMessages(name, [
+      { body: 'red', attributes: { color: 'red' } },
+      { body: 'blue', attributes: { color: 'blue' } },
+      { body: 'green', attributes: { color: 'green' } },
+    ]);
+    const browsed = await c.browseMessages(name, { filter: { color: ['red', 'green'] } });
+    assert.deepEqual(browsed.messages.map((m) => m.body).sort(), ['green', 'red']);
+    assert.equal(browsed.nextCursor, null);
+    const got = await c.receive(name, { maxMessages: 10, waitSeconds: 0, filter: { attributes: { color: 'blue' } } });
+    assert.deepEqual(got.map((m) => m.body), ['blue']);
+    await rejects(c.receive(name, { filter: { attributes: { color: [] } } }), 'invalid_argument', 400, 'filter.attributes.color');
+    const rest = await c.receive(name, { maxMessages: 10, waitSeconds: 0 });
+    assert.deepEqual(rest.map((m) => m.body).sort(), ['green', 'red']);
+    assert.ok(rest.every((m) => m.receiveCount === 1));
   });
 
   test('fifo groups: list and delete', async () => {

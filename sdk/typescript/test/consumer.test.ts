@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import {
   ConsumerError,
   QueuesClient,
+  cancel,
   deadLetter,
   defer,
   retry,
@@ -115,11 +116,53 @@ test('each outcome settles its message: retry, retry after, dead-letter, defer, 
   const later = inFlight.find((m) => m.body === 'later')!;
   assert.ok(Date.parse(later.visibleAt) > Date.now() + 500_000, 'retry after 600 s stays in flight');
   // The deferred message is the application's to settle, by its handle.
-  await c.ack(deferred[0]!.receiptHandle);
+  await c.ack(deferred[0]!.receiptHandle!);
 
   const dead: Record<string, string | undefined> = {};
   for (const m of (await c.browseMessages(dlq.id)).messages) dead[m.body] = m.deadLetter?.reason;
   assert.deepEqual(dead, { dead: 'bad body', 'throw-outcome': 'thrown' });
+});
+
+test('cancel() returns the message uncounted: it comes again with the same receiveCount', async () => {
+  const q = qname('cancel');
+  await c.createQueue({ name: q });
+  await c.send(q, 'm');
+  const ac = new AbortController();
+  const counts: number[] = [];
+  await c.consume(
+    q,
+    (m) => {
+      counts.push(m.receiveCount);
+      if (counts.length === 1) return cancel();
+      ac.abort();
+      return undefined;
+    },
+    { waitSeconds: 1, signal: ac.signal },
+  );
+  assert.deepEqual(counts, [1, 1]);
+});
+
+test('filter: a consumer takes only the messages its filter selects', async () => {
+  const q = qname('filter');
+  await c.createQueue({ name: q });
+  await c.sendMessages(q, [
+    { body: 'a', attributes: { kind: 'invoice' } },
+    { body: 'b', attributes: { kind: 'refund' } },
+    { body: 'c', attributes: { kind: 'invoice' } },
+  ]);
+  const ac = new AbortController();
+  const seen: string[] = [];
+  await c.consume(
+    q,
+    (m) => {
+      seen.push(m.body);
+      if (seen.length === 2) ac.abort();
+    },
+    { waitSeconds: 1, signal: ac.signal, filter: { attributes: { kind: 'invoice' } } },
+  );
+  assert.deepEqual(seen.sort(), ['a', 'c']);
+  const left = (await c.browseMessages(q)).messages;
+  assert.deepEqual(left.map((m) => [m.body, m.receiveCount]), [['b', 0]]);
 });
 
 test('errorRetryAfter keeps a failed message in flight that long', async () => {
@@ -248,4 +291,49 @@ test('an already aborted signal resolves at once, receiving nothing', async () =
   await c.consume(q, () => void called++, { signal: ac.signal });
   assert.equal(called, 0);
   assert.equal((await c.getQueue(q)).counts.visible, 1);
+});
+
+test('an at-most-once queue hands each message out once, without a handle; no outcome settles anything', async () => {
+  const q = qname('once');
+  const created = await c.createQueue({ name: q, delivery: 'atMostOnce' });
+  assert.equal(created.delivery, 'atMostOnce');
+  await sendAll(q, ['ack', 'retry', 'dead', 'throw']);
+  let receiptCalls = 0;
+  const observing = new QueuesClient({
+    url: srv.url,
+    token: srv.token,
+    fetch: async (input, init) => {
+      if (String(input).includes('/v1/receipts/')) receiptCalls++;
+      return fetch(input, init);
+    },
+  });
+  const seen: ReceivedMessage[] = [];
+  const ac = new AbortController();
+  const safety = setTimeout(() => ac.abort(), 20000);
+  await observing.consume(
+    q,
+    (m) => {
+      seen.push(m);
+      if (seen.length === 4) setImmediate(() => ac.abort());
+      switch (m.body) {
+        case 'retry':
+          return retry();
+        case 'dead':
+          return deadLetter('x');
+        case 'throw':
+          throw new Error('boom');
+      }
+    },
+    { concurrency: 4, waitSeconds: 1, signal: ac.signal, onError: () => {} },
+  );
+  clearTimeout(safety);
+  assert.deepEqual(seen.map((m) => m.body).sort(), ['ack', 'dead', 'retry', 'throw']);
+  for (const m of seen) {
+    assert.equal(m.receiptHandle, undefined);
+    assert.equal(m.receiveCount, 1);
+  }
+  assert.equal(receiptCalls, 0, 'no receipt call for a message without a handle');
+  assert.deepEqual(await c.receive(q, { maxMessages: 10, waitSeconds: 0 }), [], 'nothing comes back');
+  const counts = (await c.getQueue(q)).counts;
+  assert.equal(counts.visible + counts.inFlight + counts.delayed, 0);
 });

@@ -221,7 +221,7 @@ for (const kind of ['node', 'fetch'] as const) {
           return deadLetter('receiver says no');
         case 'defer':
           // Answer now, settle later: by the receipt handle, with no credential.
-          setTimeout(() => void c.ack(m.receiptHandle).then(() => (acked = true)), 50);
+          setTimeout(() => void c.ack(m.receiptHandle!).then(() => (acked = true)), 50);
           return defer();
       }
     });
