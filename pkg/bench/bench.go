@@ -86,6 +86,10 @@ type Config struct {
 	PushListen string
 	// Neighbour configures the neighbour phase.
 	Neighbour NeighbourConfig
+	// Stream makes the consumers of consume and e2e receive over receive streams (stream.go).
+	Stream bool
+	// StreamWindow is each stream's credit in batches (default 4).
+	StreamWindow int
 }
 
 func (c *Config) defaults() error {
@@ -115,6 +119,9 @@ func (c *Config) defaults() error {
 	}
 	if c.InFlight < 1 || c.Producers < 0 || c.Consumers < 0 {
 		return errors.New("in-flight, producers and consumers must be positive")
+	}
+	if c.StreamWindow <= 0 {
+		c.StreamWindow = 4
 	}
 	if c.Count == 0 {
 		c.Count = 50_000
@@ -177,61 +184,6 @@ func (c *Config) workers(phase string) (producers, consumers int) {
 		consumers = c.Consumers
 	}
 	return producers, consumers
-}
-
-// Latency summarises a distribution, in milliseconds.
-type Latency struct {
-	Count int64   `json:"count"`
-	Mean  float64 `json:"meanMs"`
-	P50   float64 `json:"p50Ms"`
-	P90   float64 `json:"p90Ms"`
-	P99   float64 `json:"p99Ms"`
-	Max   float64 `json:"maxMs"`
-}
-
-// PhaseReport is one phase's outcome.
-type PhaseReport struct {
-	Phase string `json:"phase"`
-	Queue string `json:"queue"`
-	// Messages is the phase's throughput count: sent (produce), or delivered and acknowledged
-	// for the first time (consume, e2e, wakeup).
-	Messages   int64   `json:"messages"`
-	Seconds    float64 `json:"seconds"`
-	MsgsPerSec float64 `json:"msgsPerSec"`
-	Sent       int64   `json:"sent"`
-	// Received counts deliveries, duplicates included; Acked the successful acknowledgements
-	// (in push, the messages of the batches the receiver answered 204).
-	Received   int64 `json:"received"`
-	Acked      int64 `json:"acked"`
-	Duplicates int64 `json:"duplicates"`
-	// Lost is how many messages the phase sent (or found queued) and never delivered, once
-	// it ran to completion; -1 when it was cut short by the duration bound.
-	Lost      int64 `json:"lost"`
-	Complete  bool  `json:"complete"`
-	Requests  int64 `json:"requests"`
-	Throttled int64 `json:"throttled"`
-	// Latency is over every request of the phase; ByRoute splits it into send, receive, ack
-	// (and receive-wait: the wakeup phase's long polls, which Latency leaves out).
-	Latency  Latency            `json:"latency"`
-	ByRoute  map[string]Latency `json:"byRoute"`
-	EndToEnd *Latency           `json:"endToEnd,omitempty"`
-	// PushBatches and PushRefused count the pushes the receiver took and the ones it refused
-	// (bad signature or body): push phase only.
-	PushBatches int64 `json:"pushBatches,omitempty"`
-	PushRefused int64 `json:"pushRefused,omitempty"`
-	// Neighbour is the neighbour phase's outcome.
-	Neighbour *NeighbourReport `json:"neighbour,omitempty"`
-}
-
-// Report is a run's outcome.
-type Report struct {
-	URL       string        `json:"url"`
-	QueueType string        `json:"queueType"`
-	Size      int           `json:"size"`
-	Batch     int           `json:"batch"`
-	InFlight  int           `json:"inFlight"`
-	Count     int           `json:"count"`
-	Phases    []PhaseReport `json:"phases"`
 }
 
 // Run runs the phases in order and deletes the queues it created, also when it fails.
@@ -567,6 +519,10 @@ func (r *runner) producers(ctx context.Context, g *group, st *stats, queue strin
 // consumers receive and acknowledge until count distinct messages were delivered, then
 // cancel done (which ends the waiting receives of the others).
 func (r *runner) consumers(ctx context.Context, g *group, st *stats, queue string, n, count int, done func()) {
+	if r.cfg.Stream {
+		r.streamConsumers(ctx, g, st, queue, n, count, done)
+		return
+	}
 	for range n {
 		cs := &consumer{r: r}
 		g.go_(ctx, func(ctx context.Context) error {
@@ -716,9 +672,14 @@ func (r *runner) e2e(ctx context.Context, i int) (*PhaseReport, error) {
 	start := time.Now()
 	stop := r.progress(PhaseE2E, st, start)
 	var end atomic.Int64
-	r.consumers(pctx, g, st, queue, nc, r.cfg.Count, func() {
+	// The last delivery stops the consumers' waiting receives only: a producer may still be
+	// reading the answer to the send that carried it, and cancelling that would leave the
+	// send uncounted.
+	cctx, stopConsumers := context.WithCancel(pctx)
+	defer stopConsumers()
+	r.consumers(cctx, g, st, queue, nc, r.cfg.Count, func() {
 		end.CompareAndSwap(0, int64(time.Since(start)))
-		cancel()
+		stopConsumers()
 	})
 	r.producers(pctx, g, st, queue, np, r.cfg.Count)
 	g.wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,6 +25,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(aChildEnv) == "1" { // TestAInItsOwnProcess's child: A's load, not the tests
+		if err := RunNeighbourAChild(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	testenv.StopAll()
 	os.Exit(code)

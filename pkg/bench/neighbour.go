@@ -32,6 +32,8 @@ type NeighbourConfig struct {
 	RequestsPerSecond  int
 	MaxWaitingReceives int
 	MaxQueues          int
+	// SendBytesPerSecond is A's sendBytesPerSecond (default 1 MiB).
+	SendBytesPerSecond int64
 	// ExtraPolls is how many long polls A keeps trying beyond maxWaitingReceives (default 10).
 	ExtraPolls int
 	// PushDelay is how long A's push endpoint takes to answer (default 30 s); PushTimeout is
@@ -42,6 +44,13 @@ type NeighbourConfig struct {
 	// receive up to 10 (no wait), acknowledge them — every Interval (default 20 ms).
 	Workers  int
 	Interval time.Duration
+	// AProcess, when set, is the command line of a process that runs A's load (its sends,
+	// long polls and queue churn) apart from the one measuring B: `queues bench
+	// -neighbour-a-child`, which calls RunNeighbourAChild. Empty: A's load runs on goroutines
+	// of this process, sharing its scheduler and garbage collector with B's (the tests).
+	AProcess []string
+	// ANice is the nice value of AProcess (0: as this process).
+	ANice int
 }
 
 func (n *NeighbourConfig) defaults() error {
@@ -67,6 +76,9 @@ func (n *NeighbourConfig) defaults() error {
 	}
 	def(&n.RequestsPerSecond, 300)
 	def(&n.MaxWaitingReceives, 50)
+	if n.SendBytesPerSecond <= 0 {
+		n.SendBytesPerSecond = 1 << 20
+	}
 	def(&n.MaxQueues, 10)
 	def(&n.ExtraPolls, 10)
 	def(&n.PushTimeout, 30)
@@ -121,6 +133,8 @@ type ATraffic struct {
 	// held at once.
 	Pushes              int64 `json:"pushes"`
 	PushesMaxConcurrent int64 `json:"pushesMaxConcurrent"`
+	// ProcessCPUSeconds is the CPU A's load used in its own process (AProcess; 0 in-process).
+	ProcessCPUSeconds float64 `json:"processCpuSeconds,omitempty"`
 }
 
 // tally counts outcomes by key.
@@ -188,21 +202,29 @@ func (r *runner) neighbour(ctx context.Context, i int) (*PhaseReport, error) {
 	}
 	defer a.cleanup()
 	rep.Project, rep.Limits = a.project, a.limits
-	actx, stopA := context.WithCancel(ctx)
-	aDone := a.start(actx)
+	var load aRunner
+	if len(n.AProcess) > 0 {
+		if load, err = startAChild(ctx, n.AProcess, a.spec()); err != nil {
+			return nil, err
+		}
+	} else {
+		load = startAInProcess(ctx, a.spec())
+	}
 	select {
 	case <-time.After(n.Settle):
 	case <-ctx.Done():
 	}
 	rep.Beside, err = r.bWindow(ctx, bc, bq, n)
-	held := a.parked.Load()
-	stopA()
-	<-aDone
+	res, aerr := load.stop()
+	a.leftover = res.Leftover
 	if err != nil {
 		return nil, err
 	}
-	rep.A = a.report()
-	rep.A.ParkedHeld = held
+	if aerr != nil {
+		return nil, fmt.Errorf("project A: %w", aerr)
+	}
+	rep.A = res.traffic()
+	a.pushReport(&rep.A)
 	rep.SendRatio = ratio(rep.Beside.ByRoute["send"].P99, rep.Alone.ByRoute["send"].P99)
 	rep.ReceiveRatio = ratio(rep.Beside.ByRoute["receive"].P99, rep.Alone.ByRoute["receive"].P99)
 	pr := &PhaseReport{Phase: PhaseNeighbour, Queue: bq, Messages: rep.Beside.Messages, Seconds: rep.Beside.Seconds,

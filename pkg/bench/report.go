@@ -88,6 +88,9 @@ func (n *NeighbourReport) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "A: long polls held %d; extra polls %d, answered empty at once %d (%s); pushes to the slow endpoint %d (at most %d at once)\n",
 		n.A.ParkedHeld, n.A.ExtraPolls, n.A.ExtraAtOnce, extra, n.A.Pushes, n.A.PushesMaxConcurrent)
+	if n.A.ProcessCPUSeconds > 0 {
+		fmt.Fprintf(w, "A's load ran in its own process: %.1f s of CPU\n", n.A.ProcessCPUSeconds)
+	}
 }
 
 func sortedCounts(m map[string]int64) string {
@@ -107,4 +110,59 @@ func sortedCounts(m map[string]int64) string {
 		return "none"
 	}
 	return out
+}
+
+// Latency summarises a distribution, in milliseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"meanMs"`
+	P50   float64 `json:"p50Ms"`
+	P90   float64 `json:"p90Ms"`
+	P99   float64 `json:"p99Ms"`
+	Max   float64 `json:"maxMs"`
+}
+
+// PhaseReport is one phase's outcome.
+type PhaseReport struct {
+	Phase string `json:"phase"`
+	Queue string `json:"queue"`
+	// Messages is the phase's throughput count: sent (produce), or delivered and acknowledged
+	// for the first time (consume, e2e, wakeup).
+	Messages   int64   `json:"messages"`
+	Seconds    float64 `json:"seconds"`
+	MsgsPerSec float64 `json:"msgsPerSec"`
+	Sent       int64   `json:"sent"`
+	// Received counts deliveries, duplicates included; Acked the successful acknowledgements
+	// (in push, the messages of the batches the receiver answered 204).
+	Received   int64 `json:"received"`
+	Acked      int64 `json:"acked"`
+	Duplicates int64 `json:"duplicates"`
+	// Lost is how many messages the phase sent (or found queued) and never delivered, once
+	// it ran to completion; -1 when it was cut short by the duration bound.
+	Lost      int64 `json:"lost"`
+	Complete  bool  `json:"complete"`
+	Requests  int64 `json:"requests"`
+	Throttled int64 `json:"throttled"`
+	// Latency is over every request of the phase; ByRoute splits it into send, receive, ack
+	// (and receive-wait: the wakeup phase's long polls, which Latency leaves out).
+	Latency  Latency            `json:"latency"`
+	ByRoute  map[string]Latency `json:"byRoute"`
+	EndToEnd *Latency           `json:"endToEnd,omitempty"`
+	// PushBatches and PushRefused count the pushes the receiver took and the ones it refused
+	// (bad signature or body): push phase only.
+	PushBatches int64 `json:"pushBatches,omitempty"`
+	PushRefused int64 `json:"pushRefused,omitempty"`
+	// Neighbour is the neighbour phase's outcome.
+	Neighbour *NeighbourReport `json:"neighbour,omitempty"`
+}
+
+// Report is a run's outcome.
+type Report struct {
+	URL       string        `json:"url"`
+	QueueType string        `json:"queueType"`
+	Size      int           `json:"size"`
+	Batch     int           `json:"batch"`
+	InFlight  int           `json:"inFlight"`
+	Count     int           `json:"count"`
+	Phases    []PhaseReport `json:"phases"`
 }

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseRoundTrip(t *testing.T) {
+	t.Parallel()
 	r, err := Generate("k1")
 	if err != nil {
 		t.Fatal(err)
@@ -23,6 +24,7 @@ func TestParseRoundTrip(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "nokey", "k1:!!!", "k1:c2hvcnQ=", "k 1:" + "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=",
 		"a:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=,a:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="} {
 		if _, err := Parse(s); err == nil {

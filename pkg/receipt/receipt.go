@@ -7,6 +7,11 @@
 //
 //	version(1)=1 | len(kid)(1) | kid | queue(16) | partition(1) | message(16) | attempt(4, BE) | mac(16)
 //
+// A delivery to a named consumer (SPEC §12) is version 2, which adds its consumer tag before
+// the mac, so that settling it updates that consumer's holdings:
+//
+//	version(1)=2 | len(kid)(1) | kid | queue(16) | partition(1) | message(16) | attempt(4, BE) | consumer tag(8, BE) | mac(16)
+//
 // mac is the first 16 bytes of HMAC-SHA256(receipt key of kid, everything before it).
 package receipt
 
@@ -25,8 +30,10 @@ import (
 )
 
 const (
-	version = 1
-	macLen  = 16
+	version       = 1
+	versionTagged = 2
+	macLen        = 16
+	tagLen        = 8
 	// MaxLen bounds an encoded handle; longer input is rejected before decoding.
 	MaxLen = 128
 )
@@ -66,13 +73,20 @@ func (s *Signer) appendMAC(b []byte, kid string, msg []byte) []byte {
 // Sign returns the handle for a delivery.
 func (s *Signer) Sign(d engine.Delivery) string {
 	k := s.ring.Signing()
-	b := make([]byte, 0, 2+len(k.ID)+16+1+16+4+macLen)
-	b = append(b, version, byte(len(k.ID)))
+	b := make([]byte, 0, 2+len(k.ID)+16+1+16+4+tagLen+macLen)
+	v := byte(version)
+	if d.Consumer != 0 {
+		v = versionTagged
+	}
+	b = append(b, v, byte(len(k.ID)))
 	b = append(b, k.ID...)
 	b = append(b, d.Queue[:]...)
 	b = append(b, byte(d.Partition))
 	b = append(b, d.MessageID[:]...)
 	b = binary.BigEndian.AppendUint32(b, d.Attempt)
+	if d.Consumer != 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(d.Consumer))
+	}
 	b = s.appendMAC(b, k.ID, b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -93,11 +107,15 @@ func (s *Signer) Verify(handle, field string) (engine.Delivery, error) {
 	if err != nil {
 		return bad("not base64url")
 	}
-	if len(b) < 2 || b[0] != version {
+	if len(b) < 2 || (b[0] != version && b[0] != versionTagged) {
 		return bad("unknown version")
 	}
 	kl := int(b[1])
-	if len(b) != 2+kl+16+1+16+4+macLen {
+	extra := 0
+	if b[0] == versionTagged {
+		extra = tagLen
+	}
+	if len(b) != 2+kl+16+1+16+4+extra+macLen {
 		return bad("wrong length")
 	}
 	kid := string(b[2 : 2+kl])
@@ -115,7 +133,10 @@ func (s *Signer) Verify(handle, field string) (engine.Delivery, error) {
 	d.Partition = int(p[16])
 	d.MessageID, _ = ids.FromBytes(p[17:33])
 	d.Attempt = binary.BigEndian.Uint32(p[33:37])
-	if d.Partition >= engine.MaxPartitions || d.Attempt == 0 {
+	if extra > 0 {
+		d.Consumer = engine.ConsumerTag(binary.BigEndian.Uint64(p[37:45]))
+	}
+	if d.Partition >= engine.MaxPartitions || d.Attempt == 0 || (extra > 0 && d.Consumer == 0) {
 		return bad("out of range")
 	}
 	return d, nil

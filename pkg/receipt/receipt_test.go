@@ -31,6 +31,7 @@ func signer(r *keys.Ring, verify ...*keys.Ring) *Signer {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := signer(ring(t, "k1"))
 	d := engine.Delivery{Queue: ids.New(), Partition: 63, MessageID: ids.New(), Attempt: 7}
 	h := s.Sign(d)
@@ -41,6 +42,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
+	t.Parallel()
 	old, cur := ring(t, "old"), ring(t, "new")
 	h := signer(old).Sign(engine.Delivery{Queue: ids.New(), MessageID: ids.New(), Attempt: 1})
 	if _, err := signer(cur, old).Verify(h, "x"); err != nil {
@@ -52,6 +54,7 @@ func TestRotation(t *testing.T) {
 }
 
 func TestTamper(t *testing.T) {
+	t.Parallel()
 	s := signer(ring(t, "k1"))
 	h := s.Sign(engine.Delivery{Queue: ids.New(), MessageID: ids.New(), Attempt: 1})
 	raw, _ := base64.RawURLEncoding.DecodeString(h)
@@ -107,5 +110,30 @@ func BenchmarkSignVerify(b *testing.B) {
 		if _, err := s.Verify(h, "receiptHandle"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A consumer's delivery carries its tag (version 2), and a v2 handle whose tag is flipped or
+// cut off fails like any tampered handle, so no one can move a delivery to another consumer.
+func TestConsumerTagRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := signer(ring(t, "k1"))
+	d := engine.Delivery{Queue: ids.New(), Partition: 3, MessageID: ids.New(), Attempt: 2, Consumer: engine.TagOf("worker-7")}
+	h := s.Sign(d)
+	got, err := s.Verify(h, "receiptHandle")
+	if err != nil || got != d {
+		t.Fatalf("Verify = %+v, %v; want %+v", got, err, d)
+	}
+	if len(h) > MaxLen {
+		t.Fatalf("a consumer's handle is %d characters, over MaxLen %d", len(h), MaxLen)
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(h)
+	raw[len(raw)-macLen-1] ^= 1
+	if _, err := s.Verify(base64.RawURLEncoding.EncodeToString(raw), "x"); apierr.CodeOf(err) != apierr.ReceiptHandleInvalid {
+		t.Fatalf("a flipped tag: %v", err)
+	}
+	plain := s.Sign(engine.Delivery{Queue: d.Queue, MessageID: d.MessageID, Attempt: 2})
+	if got, err := s.Verify(plain, "x"); err != nil || got.Consumer != 0 {
+		t.Fatalf("a handle without a consumer: %+v, %v", got, err)
 	}
 }

@@ -1,13 +1,17 @@
 package tenancy
 
-import "github.com/queueshq/queues/pkg/ids"
+import (
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
+)
 
-// Redis keys of the tenancy control plane. Each project's keys share the hash tag
-// {p:<project>}, so in Redis Cluster they live in one slot.
+// Redis keys of the tenancy control plane (named in pkg/rediskeys).
 
 // waitingKey is the zset of a project's parked long polls (park.lua).
-func waitingKey(project ids.ID) string { return "tenancy:{p:" + project.String() + "}:waiting" }
+func waitingKey(project ids.ID) string { return rediskeys.Waiting(project) }
 
-// RateKey is the project's request-rate budget in the rate limiter, which prefixes it with
-// its own namespace ("{q:" + key + "}"); the "p:" keeps it apart from every queue's keys.
-func RateKey(project ids.ID) string { return "p:" + project.String() }
+// RateKey is the project's request-rate budget in the rate limiter.
+func RateKey(project ids.ID) string { return rediskeys.ProjectRate(project) }
+
+// ByteRateKey is the project's send-bytes budget in the rate limiter.
+func ByteRateKey(project ids.ID) string { return rediskeys.ProjectByteRate(project) }

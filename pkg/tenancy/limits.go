@@ -21,13 +21,16 @@ type Limits struct {
 	MaxStoredBytes     int64 `json:"maxStoredBytes"`
 	RequestsPerSecond  int64 `json:"requestsPerSecond"`
 	MaxWaitingReceives int64 `json:"maxWaitingReceives"`
+	// SendBytesPerSecond bounds the request bytes of the project's sends a second, counted
+	// from Content-Length before the body is read (docs/tenancy.md).
+	SendBytesPerSecond int64 `json:"sendBytesPerSecond"`
 }
 
 // Defaults are the limits of a project that has none of its own, unless the operator
 // configures others.
 var Defaults = Limits{
 	MaxQueues: 1000, MaxSubscriptions: 100, MaxStoredBytes: 1 << 30,
-	RequestsPerSecond: 10_000, MaxWaitingReceives: 1000,
+	RequestsPerSecond: 10_000, MaxWaitingReceives: 1000, SendBytesPerSecond: 64 << 20,
 }
 
 // Range is the values a limit may take.
@@ -42,6 +45,7 @@ var Ranges = map[string]Range{
 	meta.LimitMaxStoredBytes:     {1, 1 << 50},
 	meta.LimitRequestsPerSecond:  {1, 10_000_000},
 	meta.LimitMaxWaitingReceives: {0, 1_000_000},
+	meta.LimitSendBytesPerSecond: {1 << 10, 1 << 40},
 }
 
 func (l *Limits) field(name string) *int64 {
@@ -56,6 +60,8 @@ func (l *Limits) field(name string) *int64 {
 		return &l.RequestsPerSecond
 	case meta.LimitMaxWaitingReceives:
 		return &l.MaxWaitingReceives
+	case meta.LimitSendBytesPerSecond:
+		return &l.SendBytesPerSecond
 	}
 	return nil
 }
