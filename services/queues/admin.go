@@ -33,6 +33,12 @@ const adminUsage = `usage:
 The admin command talks to DynamoDB directly (same -dynamodb-* flags as api) and signs tokens
 with QUEUES_SIGNING_KEYS; it needs no running API. Output is JSON.`
 
+// adminArgs are the flags of the admin commands (each reads the ones it needs).
+type adminArgs struct {
+	sigKeys, name, project, token, scopes string
+	ttl                                   time.Duration
+}
+
 func runAdmin(ctx context.Context, args []string) error {
 	if len(args) >= 2 && args[0] == "project" && args[1] == "limits" {
 		return runAdminLimits(ctx, args[2:])
@@ -42,15 +48,25 @@ func runAdmin(ctx context.Context, args []string) error {
 		return flag.ErrHelp
 	}
 	what := args[0] + " " + args[1]
+	commands := map[string]func(context.Context, *dynamometa.Store, adminArgs, time.Time, *json.Encoder) error{
+		"project create": adminProjectCreate, "project list": adminProjectList,
+		"token create": adminTokenCreate, "token revoke": adminTokenRevoke,
+	}
+	run, ok := commands[what]
+	if !ok {
+		fmt.Fprintln(os.Stderr, adminUsage)
+		return fmt.Errorf("unknown admin command %q", what)
+	}
 	fs := flag.NewFlagSet("admin "+what, flag.ContinueOnError)
 	var st storeFlags
 	st.register(fs)
-	sigKeys := fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… (QUEUES_SIGNING_KEYS)")
-	name := fs.String("name", "", "name of the project or token")
-	project := fs.String("project", "", "project id or prj_ slug")
-	token := fs.String("token", "", "token id or tok_ slug")
-	scopes := fs.String("scopes", "*", "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
-	ttl := fs.Duration("ttl", 0, "token lifetime (0: no expiry)")
+	var a adminArgs
+	fs.StringVar(&a.sigKeys, "signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… (QUEUES_SIGNING_KEYS)")
+	fs.StringVar(&a.name, "name", "", "name of the project or token")
+	fs.StringVar(&a.project, "project", "", "project id or prj_ slug")
+	fs.StringVar(&a.token, "token", "", "token id or tok_ slug")
+	fs.StringVar(&a.scopes, "scopes", "*", "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
+	fs.DurationVar(&a.ttl, "ttl", 0, "token lifetime (0: no expiry)")
 	if err := fs.Parse(args[2:]); err != nil {
 		return err
 	}
@@ -58,81 +74,84 @@ func runAdmin(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	store := dynamometa.New(ddb, st.table)
-	now := time.Now().UTC().Truncate(time.Millisecond)
 	out := json.NewEncoder(os.Stdout)
 	out.SetIndent("", "  ")
-	switch what {
-	case "project create":
-		if *name == "" {
-			return errors.New("-name is required")
-		}
-		p := meta.Project{ID: ids.New(), Name: *name, CreatedAt: now}
-		if err := store.CreateProject(ctx, p); err != nil {
+	return run(ctx, dynamometa.New(ddb, st.table), a, time.Now().UTC().Truncate(time.Millisecond), out)
+}
+
+func adminProjectCreate(ctx context.Context, store *dynamometa.Store, a adminArgs, now time.Time, out *json.Encoder) error {
+	if a.name == "" {
+		return errors.New("-name is required")
+	}
+	p := meta.Project{ID: ids.New(), Name: a.name, CreatedAt: now}
+	if err := store.CreateProject(ctx, p); err != nil {
+		return err
+	}
+	return out.Encode(map[string]string{"id": p.ID.String(), "slug": p.ID.Slug(ids.ProjectPrefix), "name": p.Name})
+}
+
+func adminProjectList(ctx context.Context, store *dynamometa.Store, _ adminArgs, _ time.Time, out *json.Encoder) error {
+	cursor := ""
+	for {
+		ps, next, err := store.ListProjects(ctx, meta.Page{Limit: 1000, Cursor: cursor})
+		if err != nil {
 			return err
 		}
-		return out.Encode(map[string]string{"id": p.ID.String(), "slug": p.ID.Slug(ids.ProjectPrefix), "name": p.Name})
-	case "project list":
-		cursor := ""
-		for {
-			ps, next, err := store.ListProjects(ctx, meta.Page{Limit: 1000, Cursor: cursor})
-			if err != nil {
+		for _, p := range ps {
+			if err := out.Encode(map[string]string{"id": p.ID.String(), "slug": p.ID.Slug(ids.ProjectPrefix), "name": p.Name}); err != nil {
 				return err
 			}
-			for _, p := range ps {
-				if err := out.Encode(map[string]string{"id": p.ID.String(), "slug": p.ID.Slug(ids.ProjectPrefix), "name": p.Name}); err != nil {
-					return err
-				}
-			}
-			if next == "" {
-				return nil
-			}
-			cursor = next
 		}
-	case "token create":
-		ring, err := signingKeys(*sigKeys)
-		if err != nil {
-			return err
+		if next == "" {
+			return nil
 		}
-		pid, err := ids.Parse(ids.ProjectPrefix, *project)
-		if err != nil {
-			return fmt.Errorf("-project: %w", err)
-		}
-		if _, err := store.GetProject(ctx, pid); err != nil {
-			return fmt.Errorf("project %s: %w", *project, err)
-		}
-		sc := strings.Split(*scopes, ",")
-		for _, s := range sc {
-			if !slices.Contains(auth.AllScopes, s) {
-				return fmt.Errorf("-scopes: unknown scope %q", s)
-			}
-		}
-		t := meta.Token{ID: ids.New(), ProjectID: pid, Name: *name, Scopes: sc, CreatedAt: now}
-		if *ttl > 0 {
-			exp := now.Add(*ttl)
-			t.ExpiresAt = &exp
-		}
-		authority := auth.New(ring, "", time.Now)
-		jwt, err := authority.Issue(pid, t.ID, sc, now, t.ExpiresAt)
-		if err != nil {
-			return err
-		}
-		if err := store.CreateToken(ctx, t); err != nil {
-			return err
-		}
-		return out.Encode(map[string]any{"id": t.ID.String(), "slug": t.ID.Slug(ids.TokenPrefix), "token": jwt, "scopes": sc, "expiresAt": t.ExpiresAt,
-			"sqsSecretAccessKey": authority.SQSSecret(t.ID)})
-	case "token revoke":
-		pid, err := ids.Parse(ids.ProjectPrefix, *project)
-		if err != nil {
-			return fmt.Errorf("-project: %w", err)
-		}
-		tid, err := ids.Parse(ids.TokenPrefix, *token)
-		if err != nil {
-			return fmt.Errorf("-token: %w", err)
-		}
-		return store.RevokeToken(ctx, pid, tid, now)
+		cursor = next
 	}
-	fmt.Fprintln(os.Stderr, adminUsage)
-	return fmt.Errorf("unknown admin command %q", what)
+}
+
+func adminTokenCreate(ctx context.Context, store *dynamometa.Store, a adminArgs, now time.Time, out *json.Encoder) error {
+	ring, err := signingKeys(a.sigKeys)
+	if err != nil {
+		return err
+	}
+	pid, err := ids.Parse(ids.ProjectPrefix, a.project)
+	if err != nil {
+		return fmt.Errorf("-project: %w", err)
+	}
+	if _, err := store.GetProject(ctx, pid); err != nil {
+		return fmt.Errorf("project %s: %w", a.project, err)
+	}
+	sc := strings.Split(a.scopes, ",")
+	for _, s := range sc {
+		if !slices.Contains(auth.AllScopes, s) {
+			return fmt.Errorf("-scopes: unknown scope %q", s)
+		}
+	}
+	t := meta.Token{ID: ids.New(), ProjectID: pid, Name: a.name, Scopes: sc, CreatedAt: now}
+	if a.ttl > 0 {
+		exp := now.Add(a.ttl)
+		t.ExpiresAt = &exp
+	}
+	authority := auth.New(ring, "", time.Now)
+	jwt, err := authority.Issue(pid, t.ID, sc, now, t.ExpiresAt)
+	if err != nil {
+		return err
+	}
+	if err := store.CreateToken(ctx, t); err != nil {
+		return err
+	}
+	return out.Encode(map[string]any{"id": t.ID.String(), "slug": t.ID.Slug(ids.TokenPrefix), "token": jwt, "scopes": sc, "expiresAt": t.ExpiresAt,
+		"sqsSecretAccessKey": authority.SQSSecret(t.ID)})
+}
+
+func adminTokenRevoke(ctx context.Context, store *dynamometa.Store, a adminArgs, now time.Time, _ *json.Encoder) error {
+	pid, err := ids.Parse(ids.ProjectPrefix, a.project)
+	if err != nil {
+		return fmt.Errorf("-project: %w", err)
+	}
+	tid, err := ids.Parse(ids.TokenPrefix, a.token)
+	if err != nil {
+		return fmt.Errorf("-token: %w", err)
+	}
+	return store.RevokeToken(ctx, pid, tid, now)
 }

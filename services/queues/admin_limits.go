@@ -36,14 +36,15 @@ func runAdminLimits(ctx context.Context, args []string) error {
 	var st storeFlags
 	st.register(fs)
 	project := fs.String("project", "", "project id or prj_ slug")
-	defaults := limitsFlag(fs)
+	var ten tenancyFlags
+	ten.registerLimits(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	lim, err := defaults()
-	if err != nil {
+	if err := ten.validateLimits(); err != nil {
 		return err
 	}
+	lim := ten.defaults
 	pid, err := ids.Parse(ids.ProjectPrefix, *project)
 	if err != nil {
 		return fmt.Errorf("-project: %w", err)

@@ -36,13 +36,17 @@ in the order given (-phases):
            endpoint (on -push-listen) takes -neighbour-push-delay to answer. Prints B's
            p99 alone and beside A and A's refusals by code (docs/tenancy-neighbours.md)
 
+With -stream, the consumers of consume and e2e each hold one receive stream (a WebSocket:
+batches delivered against credit, acknowledgements on the same connection) instead of
+sending receive and ack requests (docs/streaming.md).
+
 Each phase prints messages/s, request latency p50/p90/p99/max (all requests and per route)
 and, for e2e, wakeup and push, send -> delivery latency from a timestamp written into each
 body, with duplicate and lost counts.
 Every phase is bounded by -count and -duration. The run creates its own queues and deletes
 them at the end. The token needs queues:admin, messages:send and messages:receive.
 
-Example (the workload of the README's Performance table):
+Example (the workload of docs/performance.md's table):
 
   queues bench -size 64 -batch 10 -inflight 16 -count 50000
 
@@ -76,6 +80,8 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Groups, "groups", 64, "fifo: message groups the sends are spread over")
 	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends")
 	fs.StringVar(&cfg.PushListen, "push-listen", "127.0.0.1:0", "address of the push phase's receiver (the pusher must reach it)")
+	fs.BoolVar(&cfg.Stream, "stream", false, "consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
+	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")
 	n := &cfg.Neighbour
 	fs.StringVar(&n.OperatorToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "neighbour: the operator credential (QUEUES_OPERATOR_TOKEN)")
 	fs.DurationVar(&n.Window, "neighbour-window", 10*time.Second, "neighbour: how long B is measured alone, and again beside A")
@@ -83,14 +89,28 @@ func runBench(ctx context.Context, args []string) error {
 	fs.Int64Var(&n.MaxStoredBytes, "neighbour-max-stored-bytes", 4<<20, "neighbour: A's maxStoredBytes")
 	fs.IntVar(&n.RequestsPerSecond, "neighbour-rps", 300, "neighbour: A's requestsPerSecond (its 256 KiB sends are paced at it)")
 	fs.IntVar(&n.MaxWaitingReceives, "neighbour-waiting", 50, "neighbour: A's maxWaitingReceives (the long polls it holds)")
+	fs.Int64Var(&n.SendBytesPerSecond, "neighbour-send-bytes", 1<<20, "neighbour: A's sendBytesPerSecond")
 	fs.IntVar(&n.MaxQueues, "neighbour-max-queues", 10, "neighbour: A's maxQueues")
 	fs.IntVar(&n.ExtraPolls, "neighbour-extra-polls", 10, "neighbour: long polls A keeps trying beyond maxWaitingReceives")
 	fs.DurationVar(&n.PushDelay, "neighbour-push-delay", 30*time.Second, "neighbour: how long A's push endpoint takes to answer")
 	fs.IntVar(&n.PushTimeout, "neighbour-push-timeout", 30, "neighbour: timeoutSeconds of A's subscription")
 	fs.IntVar(&n.Workers, "neighbour-workers", 4, "neighbour: B's workers")
 	fs.DurationVar(&n.Interval, "neighbour-interval", 20*time.Millisecond, "neighbour: each B worker's send/receive/ack cycle period")
+	aProcess := fs.Bool("neighbour-a-process", true, "neighbour: run A's load in a process of its own, so that it does not share the scheduler of the process measuring B")
+	fs.IntVar(&n.ANice, "neighbour-a-nice", 0, "neighbour: nice value of A's process (0: unchanged)")
+	aChild := fs.Bool("neighbour-a-child", false, "internal: be the neighbour phase's A process (spec on stdin)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *aChild {
+		return bench.RunNeighbourAChild(ctx, os.Stdin, os.Stdout)
+	}
+	if *aProcess {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		n.AProcess = []string{self, "bench", "-neighbour-a-child"}
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))

@@ -1,20 +1,31 @@
 package main
 
-// The client commands of the queues binary (queue, send, receive, tail, sub): a command line
-// over the Go SDK (pkg/client). They find the service with --url or QUEUES_URL (default
-// http://127.0.0.1:8080) and present --token or QUEUES_TOKEN.
+// The client commands of the queues binary (queue, send, message, move, receive, tail, sub,
+// project): a command line over the Go SDK (pkg/client), built on cobra. They find the service with --url
+// or QUEUES_URL (default http://127.0.0.1:8080) and present --token or QUEUES_TOKEN.
+//
+// Adding a client command or a flag:
+//   - a command is a constructor `func (c *cli) xxxCmd() *cobra.Command` that fills a
+//     clientSpec (use line, summary, examples, number of arguments, completion of the
+//     arguments) and defines its flags on cmd.Flags(); it is listed in clientCommands
+//     (cli_root.go), or added to its noun's group (queueCmd, subCmd, …).
+//   - a flag is one line on cmd.Flags() in the constructor: StringVar, BoolVar, or Var with a
+//     value type below when the command must tell "not given" from zero (intValue,
+//     secondsValue) — or check cmd.Flags().Changed(name). The single-dash spelling
+//     (-visibility-timeout) keeps working without anything more.
+//   - a usage mistake the flag types cannot catch returns usagef(…): exit code 2.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/queueshq/queues/pkg/client"
 )
@@ -26,36 +37,27 @@ const (
 	exitUsage       = 2 // bad command line
 	exitNotFound    = 3 // not_found: no such queue, subscription, project or token
 	exitAuth        = 4 // unauthenticated or permission_denied: check the token and its scopes
-	exitConflict    = 5 // queue_exists, queue_in_use, subscription_exists
+	exitConflict    = 5 // queue_exists, queue_in_use, subscription_exists, message_in_flight, move_task_running
 	exitUnavailable = 6 // rate_limited, purge_too_soon, unavailable, or the service is unreachable
 )
 
 const exitCodesHelp = `Exit codes: 0 ok, 1 API error (the code and message are printed) or other failure,
-2 usage, 3 not found, 4 unauthenticated or permission denied, 5 conflict (exists or in use),
+2 usage, 3 not found, 4 unauthenticated or permission denied, 5 conflict (exists, in use, in
+flight or a move task running),
 6 unavailable, rate limited or unreachable (try again later).`
 
-// cliIO is what a client command reads and writes (the process's, or a test's).
+// cliIO is what a command reads and writes (the process's, or a test's).
 type cliIO struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }
 
-// cliCommand adapts a client command to the binary's command list: it exits with the
-// command's exit code.
-func cliCommand(name string) func(ctx context.Context, args []string) error {
-	return func(ctx context.Context, args []string) error {
-		if code := runCLI(ctx, name, args, cliIO{os.Stdin, os.Stdout, os.Stderr, os.Getenv}); code != exitOK {
-			os.Exit(code)
-		}
-		return nil
-	}
-}
-
-// usageError is a bad command line; printed: the flag package has told the user already.
+// usageError is a bad command line (exit code 2); cmd, when set, is the command whose usage
+// is printed after the message.
 type usageError struct {
-	msg     string
-	printed bool
+	msg string
+	cmd *cobra.Command
 }
 
 func (u *usageError) Error() string { return u.msg }
@@ -64,74 +66,74 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// cli is one run of a client command.
+// cli is one run of the command line: where it reads and writes, and the flags every client
+// command has (--url, --token, --json), bound per run so that tests can run many.
 type cli struct {
 	io     cliIO
-	name   string // "queue create", …
-	fs     *flag.FlagSet
 	url    string
 	token  string
 	json   bool
-	usage  string
-	client *client.Client
+	client *client.Client // built after the command line is checked
 }
 
-func newCLI(cio cliIO, name, usage string) *cli {
-	c := &cli{io: cio, name: name, usage: usage, fs: flag.NewFlagSet("queues "+name, flag.ContinueOnError)}
-	c.fs.SetOutput(cio.stderr)
-	c.fs.StringVar(&c.url, "url", "", "the service's URL (default $QUEUES_URL, else "+client.DefaultURL+")")
-	c.fs.StringVar(&c.token, "token", "", "the bearer token (default $QUEUES_TOKEN)")
-	c.fs.BoolVar(&c.json, "json", false, "print JSON instead of text")
-	c.fs.Usage = func() {
-		fmt.Fprintf(cio.stderr, "usage: queues %s\n\nflags:\n", usage)
-		c.fs.PrintDefaults()
-		fmt.Fprintf(cio.stderr, "\n%s\n", exitCodesHelp)
-	}
-	return c
+// clientSpec describes a client command; leaf turns it into a cobra command.
+type clientSpec struct {
+	use     string // "get QUEUE": the name, then the arguments
+	short   string // one line for the parent's list
+	long    string // more, shown by --help above the flags
+	example string // shown by --help
+	minArgs int
+	maxArgs int // -1: any number
+	// completeArgs completes positional arguments (nil: none). queueArg completes queue names.
+	completeArgs cobra.CompletionFunc
+	run          func(ctx context.Context, cmd *cobra.Command, args []string) error
 }
 
-// parse parses flags anywhere among the arguments (before "--"), checks the number of
-// positional arguments (max < 0: any) and builds the client.
-func (c *cli) parse(args []string, minArgs, maxArgs int) ([]string, error) {
-	var pos, rest []string
-	if i := indexOf(args, "--"); i >= 0 {
-		args, rest = args[:i], args[i+1:]
+// leaf makes a client command: the common flags, the argument count check (a usage error
+// naming the usage line), then the client, then run.
+func (c *cli) leaf(s clientSpec) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: s.use, Short: s.short, Long: s.long, Example: s.example,
+		Annotations:       map[string]string{"exitCodes": exitCodesHelp},
+		ValidArgsFunction: s.completeArgs,
 	}
-	for {
-		if err := c.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{msg: err.Error(), printed: true}
+	if cmd.Long == "" {
+		cmd.Long = s.short
+	}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) < s.minArgs || (s.maxArgs >= 0 && len(args) > s.maxArgs) {
+			return &usageError{msg: "usage: " + cmd.UseLine()}
 		}
-		args = c.fs.Args()
-		if len(args) == 0 {
-			break
+		return nil
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := c.connect(); err != nil {
+			return err
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		return s.run(cmd.Context(), cmd, args)
 	}
-	pos = append(pos, rest...)
-	if len(pos) < minArgs || (maxArgs >= 0 && len(pos) > maxArgs) {
-		return nil, usagef("usage: queues %s", c.usage)
-	}
+	c.clientFlags(cmd)
+	return cmd
+}
+
+// clientFlags defines --url, --token and --json on cmd.
+func (c *cli) clientFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.url, "url", "", "the service's URL (default $QUEUES_URL, else "+client.DefaultURL+")")
+	f.StringVar(&c.token, "token", "", "the bearer token (default $QUEUES_TOKEN)")
+	f.BoolVar(&c.json, "json", false, "print JSON instead of text")
+}
+
+// connect builds the client from the flags and the environment.
+func (c *cli) connect() error {
 	base := cmpOr(c.url, c.io.getenv(client.EnvURL), client.DefaultURL)
 	token := cmpOr(c.token, c.io.getenv(client.EnvToken))
 	cl, err := client.New(base, client.WithToken(token), client.WithUserAgent("queues-cli"))
 	if err != nil {
-		return nil, usagef("%v", err)
+		return usagef("%v", err)
 	}
 	c.client = cl
-	return pos, nil
-}
-
-func indexOf(args []string, s string) int {
-	for i, a := range args {
-		if a == s {
-			return i
-		}
-	}
-	return -1
+	return nil
 }
 
 func cmpOr(vals ...string) string {
@@ -171,6 +173,24 @@ func (c *cli) line(v any, text string) error {
 	return err
 }
 
+// queueArg completes the first argument with the project's queue names (the token's, from
+// the flags or the environment). Completion must not hang a shell: it gives up after 2 s.
+func (c *cli) queueArg(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 || c.connect() != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+	defer cancel()
+	var names []cobra.Completion
+	for q, err := range c.client.AllQueues(ctx, prefix) {
+		if err != nil || len(names) == 1000 {
+			break
+		}
+		names = append(names, q.Name)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
 // secondsValue is a flag of whole seconds given as "90" or a duration such as "1m30s"; set
 // records that it was given.
 type secondsValue struct {
@@ -201,6 +221,9 @@ func (s *secondsValue) Set(v string) error {
 	return nil
 }
 
+// Type names the value in the help ("--delay seconds").
+func (s *secondsValue) Type() string { return "seconds" }
+
 func (s *secondsValue) ptr() *int {
 	if !s.set {
 		return nil
@@ -230,6 +253,9 @@ func (i *intValue) Set(v string) error {
 	return nil
 }
 
+// Type names the value in the help.
+func (i *intValue) Type() string { return "int" }
+
 func (i *intValue) ptr() *int {
 	if !i.set {
 		return nil
@@ -237,78 +263,54 @@ func (i *intValue) ptr() *int {
 	return client.Int(i.v)
 }
 
-// listValue is a repeatable string flag.
-type listValue []string
-
-func (l *listValue) String() string     { return strings.Join(*l, ",") }
-func (l *listValue) Set(v string) error { *l = append(*l, v); return nil }
-
-// runCLI runs a client command and returns its exit code.
-func runCLI(ctx context.Context, name string, args []string, cio cliIO) int {
-	var err error
-	switch name {
-	case "queue":
-		err = runQueueCmd(ctx, args, cio)
-	case "send":
-		err = runSend(ctx, args, cio)
-	case "receive":
-		err = runReceive(ctx, args, cio)
-	case "tail":
-		err = runTail(ctx, args, cio)
-	case "sub":
-		err = runSubCmd(ctx, args, cio)
-	case "project":
-		err = runProjectCmd(ctx, args, cio)
-	default:
-		err = usagef("unknown command %q", name)
-	}
-	return report(cio, name, err)
-}
-
 // report prints err helpfully and returns the exit code for it.
 func report(cio cliIO, name string, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		if !ue.printed {
-			fmt.Fprintf(cio.stderr, "queues %s: %s\n", name, ue.msg)
+		fmt.Fprintf(cio.stderr, "%s: %s\n", name, ue.msg)
+		if ue.cmd != nil {
+			fmt.Fprintf(cio.stderr, "\n%s", ue.cmd.UsageString())
 		}
 		return exitUsage
 	}
 	var e *client.Error
 	if errors.As(err, &e) {
-		msg := fmt.Sprintf("queues %s: %s: %s", name, e.Code, e.Message)
-		if e.Field != "" {
-			msg += " (field " + e.Field + ")"
-		}
-		if e.RetryAfter > 0 {
-			msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
-		}
-		fmt.Fprintln(cio.stderr, msg)
-		if hint := hints[e.Code]; hint != "" {
-			fmt.Fprintln(cio.stderr, "  "+hint)
-		}
-		switch e.Code {
-		case client.CodeNotFound:
-			return exitNotFound
-		case client.CodeUnauthenticated, client.CodePermissionDenied:
-			return exitAuth
-		case client.CodeQueueExists, client.CodeQueueInUse, client.CodeSubscriptionExists:
-			return exitConflict
-		case client.CodeRateLimited, client.CodePurgeTooSoon, client.CodeUnavailable:
-			return exitUnavailable
-		}
-		return exitError
+		return reportAPI(cio, name, e)
 	}
-	fmt.Fprintf(cio.stderr, "queues %s: %v\n", name, err)
+	fmt.Fprintf(cio.stderr, "%s: %v\n", name, err)
 	if !errors.Is(err, context.Canceled) && isNetErr(err) {
 		fmt.Fprintf(cio.stderr, "  is the service running at %s? (start one with 'queues serve'; set --url or %s)\n",
 			cmpOr(cio.getenv(client.EnvURL), client.DefaultURL), client.EnvURL)
+		return exitUnavailable
+	}
+	return exitError
+}
+
+// reportAPI prints an error answer of the API (code, message, field, retry) with a hint, and
+// returns the exit code for its code.
+func reportAPI(cio cliIO, name string, e *client.Error) int {
+	msg := fmt.Sprintf("%s: %s: %s", name, e.Code, e.Message)
+	if e.Field != "" {
+		msg += " (field " + e.Field + ")"
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	fmt.Fprintln(cio.stderr, msg)
+	if hint := hints[e.Code]; hint != "" {
+		fmt.Fprintln(cio.stderr, "  "+hint)
+	}
+	switch e.Code {
+	case client.CodeNotFound:
+		return exitNotFound
+	case client.CodeUnauthenticated, client.CodePermissionDenied:
+		return exitAuth
+	case client.CodeQueueExists, client.CodeQueueInUse, client.CodeSubscriptionExists, client.CodeMessageInFlight, client.CodeMoveTaskRunning:
+		return exitConflict
+	case client.CodeRateLimited, client.CodePurgeTooSoon, client.CodeUnavailable:
 		return exitUnavailable
 	}
 	return exitError
@@ -326,20 +328,4 @@ func isNetErr(err error) bool {
 	return client.CodeOf(err) == "" && strings.Contains(err.Error(), "queues: ") &&
 		(strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host") ||
 			strings.Contains(err.Error(), "dial") || strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "timeout"))
-}
-
-// sub dispatches "<noun> <verb> …" to verbs.
-func sub(args []string, cio cliIO, noun string, verbs map[string]func([]string) error, order []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(cio.stderr, "usage: queues %s <%s> [flags]\n\n%s\n", noun, strings.Join(order, "|"), exitCodesHelp)
-		if len(args) == 0 {
-			return usagef("missing a subcommand (%s)", strings.Join(order, ", "))
-		}
-		return flag.ErrHelp
-	}
-	f, ok := verbs[args[0]]
-	if !ok {
-		return usagef("unknown subcommand %q (want %s)", args[0], strings.Join(order, ", "))
-	}
-	return f(args[1:])
 }

@@ -9,53 +9,110 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/queueshq/queues/pkg/client"
 )
 
-func runSend(ctx context.Context, args []string, cio cliIO) error {
-	c := newCLI(cio, "send", "send QUEUE [BODY ...] [--attr NAME=VALUE ...] [--delay S] [--group G] [--dedup-id D]\n\nWith no BODY, each line of standard input is a message (empty lines are skipped).")
-	var attrs listValue
-	var delay secondsValue
-	c.fs.Var(&attrs, "attr", "an attribute NAME=VALUE for every message (repeatable)")
-	c.fs.Var(&delay, "delay", "delay of each message (standard queues)")
-	group := c.fs.String("group", "", "message group (required on fifo queues)")
-	dedup := c.fs.String("dedup-id", "", "deduplication id (fifo; unless there is exactly one BODY, the messages get -1, -2, … appended)")
-	pos, err := c.parse(args, 1, -1)
-	if err != nil {
-		return err
+// sendFlags are the flags of send.
+type sendFlags struct {
+	attrs []string
+	delay secondsValue
+	group string
+	dedup string
+	key   string
+	merge string
+	at    string
+	// barrier marks every message sent a barrier (docs/delivery-options.md).
+	barrier bool
+	// priority is every message's priority, 0 to 9 (standard queues).
+	priority int
+}
+
+func (c *cli) sendCmd() *cobra.Command {
+	var f sendFlags
+	cmd := c.leaf(clientSpec{
+		use: "send QUEUE [BODY ...]", short: "send messages from arguments or standard input, one a line",
+		long: `Sends each BODY as a message; with no BODY, each line of standard input is a message (empty
+lines are skipped). Prints each message's id (--json: each result as a JSON line).`,
+		example: `  queues send orders "order 1" "order 2" --attr source=cli
+  seq 1 100 | queues send orders
+  queues send payments charge --group customer-7 --dedup-id c-1
+  queues send prices '{"bid": 101.5}' --key order-42 --merge patch
+  queues send reminders "call back" --deliver-at 2026-12-24T09:00:00Z
+  queues send alerts "disk full" --priority 9`,
+		minArgs: 1, maxArgs: -1, completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error { return c.send(ctx, args, &f) },
+	})
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.attrs, "attr", nil, "an attribute NAME=VALUE for every message (repeatable)")
+	fl.Var(&f.delay, "delay", "delay of each message (standard queues)")
+	fl.StringVar(&f.group, "group", "", "message group (required on fifo queues)")
+	fl.StringVar(&f.dedup, "dedup-id", "", "deduplication id (fifo; unless there is exactly one BODY, the messages get -1, -2, … appended)")
+	fl.StringVar(&f.key, "key", "", "conflation key (standard): change the key's waiting message instead of adding one")
+	fl.StringVar(&f.merge, "merge", "", "with --key: replace (default) or patch (RFC 7396 JSON Merge Patch of JSON object bodies)")
+	fl.StringVar(&f.at, "deliver-at", "", "RFC 3339 time at which the messages become visible (standard; instead of --delay)")
+	fl.IntVar(&f.priority, "priority", 0, "priority of each message, 0 (default) to 9 (standard queues): higher ones are received first")
+	fl.BoolVar(&f.barrier, "barrier", false, "send barrier messages (standard queues): each waits until everything sent before it has left the queue, and holds back what follows until it has left")
+	return cmd
+}
+
+// attributes parses the --attr flags.
+func (f *sendFlags) attributes() (map[string]string, error) {
+	if len(f.attrs) == 0 {
+		return nil, nil
 	}
-	queue, bodies := pos[0], pos[1:]
 	attributes := map[string]string{}
-	for _, a := range attrs {
+	for _, a := range f.attrs {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok || k == "" {
-			return usagef("--attr wants NAME=VALUE, not %q", a)
+			return nil, usagef("--attr wants NAME=VALUE, not %q", a)
 		}
 		attributes[k] = v
 	}
-	if len(attributes) == 0 {
-		attributes = nil
-	}
-	next := func() (string, bool, error) {
-		if len(bodies) > 0 {
-			b := bodies[0]
-			bodies = bodies[1:]
+	return attributes, nil
+}
+
+// bodies yields the bodies to send: the arguments, or else the non-empty lines of stdin.
+func (c *cli) bodies(args []string) func() (string, bool, error) {
+	if len(args) > 0 {
+		return func() (string, bool, error) {
+			if len(args) == 0 {
+				return "", false, nil
+			}
+			b := args[0]
+			args = args[1:]
 			return b, true, nil
 		}
-		return "", false, nil
 	}
-	if len(pos) == 1 {
-		sc := bufio.NewScanner(cio.stdin)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		next = func() (string, bool, error) {
-			for sc.Scan() {
-				if line := strings.TrimRight(sc.Text(), "\r"); line != "" {
-					return line, true, nil
-				}
+	sc := bufio.NewScanner(c.io.stdin)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	return func() (string, bool, error) {
+		for sc.Scan() {
+			if line := strings.TrimRight(sc.Text(), "\r"); line != "" {
+				return line, true, nil
 			}
-			return "", false, sc.Err()
+		}
+		return "", false, sc.Err()
+	}
+}
+
+// send sends the bodies of pos[1:], or the lines of standard input, in batches.
+func (c *cli) send(ctx context.Context, pos []string, f *sendFlags) error {
+	attributes, err := f.attributes()
+	if err != nil {
+		return err
+	}
+	if f.priority < 0 || f.priority > 9 {
+		return usagef("--priority wants 0 to 9, not %d", f.priority)
+	}
+	var deliverAt time.Time
+	if f.at != "" {
+		if deliverAt, err = time.Parse(time.RFC3339Nano, f.at); err != nil {
+			return usagef("--deliver-at wants an RFC 3339 time such as 2026-12-24T09:00:00Z, not %q", f.at)
 		}
 	}
+	queue, next := pos[0], c.bodies(pos[1:])
 	n, failed := 0, 0
 	for {
 		var batch []client.SendMessage
@@ -67,14 +124,15 @@ func runSend(ctx context.Context, args []string, cio cliIO) error {
 			if !ok {
 				break
 			}
-			m := client.SendMessage{Body: b, Attributes: attributes, GroupID: *group}
-			if delay.set {
-				m.DelaySeconds = delay.v
+			m := client.SendMessage{Body: b, Attributes: attributes, GroupID: f.group, Barrier: f.barrier, Priority: f.priority}
+			if f.delay.set {
+				m.DelaySeconds = f.delay.v
 			}
-			if *dedup != "" {
-				m.DedupID = *dedup
+			m.Key, m.Merge, m.DeliverAt = f.key, client.MergeMode(f.merge), deliverAt
+			if f.dedup != "" {
+				m.DedupID = f.dedup
 				if len(pos) != 2 { // not exactly one body: number them
-					m.DedupID = fmt.Sprintf("%s-%d", *dedup, n+len(batch)+1)
+					m.DedupID = fmt.Sprintf("%s-%d", f.dedup, n+len(batch)+1)
 				}
 			}
 			batch = append(batch, m)
@@ -82,27 +140,11 @@ func runSend(ctx context.Context, args []string, cio cliIO) error {
 		if len(batch) == 0 {
 			break
 		}
-		r, err := c.client.SendBatch(ctx, queue, batch)
+		nf, err := c.sendBatch(ctx, queue, batch, n)
 		if err != nil {
 			return err
 		}
-		for _, m := range r.Messages {
-			dup := ""
-			if m.Duplicate {
-				dup = " (duplicate of an earlier send)"
-			}
-			if err := c.line(m, "sent "+m.MessageID+dup); err != nil {
-				return err
-			}
-		}
-		for _, f := range r.Failed {
-			failed++
-			msg := fmt.Sprintf("queues send: message %d not sent: %s: %s", n+f.Index+1, f.Err.Code, f.Err.Message)
-			if f.Err.Field != "" {
-				msg += " (field " + f.Err.Field + ")"
-			}
-			fmt.Fprintln(cio.stderr, msg)
-		}
+		failed += nf
 		n += len(batch)
 	}
 	if n == 0 {
@@ -114,28 +156,88 @@ func runSend(ctx context.Context, args []string, cio cliIO) error {
 	return nil
 }
 
+// sendBatch sends one batch (its first message is the sent+1-th), prints what was sent and
+// what was refused, and returns how many were refused.
+func (c *cli) sendBatch(ctx context.Context, queue string, batch []client.SendMessage, sent int) (int, error) {
+	r, err := c.client.SendBatch(ctx, queue, batch)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range r.Messages {
+		dup := ""
+		if m.Duplicate {
+			dup = " (duplicate of an earlier send)"
+		}
+		if m.Merged {
+			dup = " (merged into the key's waiting message)"
+		}
+		if err := c.line(m, "sent "+m.MessageID+dup); err != nil {
+			return 0, err
+		}
+	}
+	for _, f := range r.Failed {
+		msg := fmt.Sprintf("queues send: message %d not sent: %s: %s", sent+f.Index+1, f.Err.Code, f.Err.Message)
+		if f.Err.Field != "" {
+			msg += " (field " + f.Err.Field + ")"
+		}
+		fmt.Fprintln(c.io.stderr, msg)
+	}
+	return len(r.Failed), nil
+}
+
 // printMessage prints a received message: its body (text) or the whole message (--json).
 func (c *cli) printMessage(m *client.Message) error {
 	return c.line(m, m.Body)
 }
 
-func runReceive(ctx context.Context, args []string, cio cliIO) error {
-	c := newCLI(cio, "receive", "receive QUEUE [-n N] [--wait S] [--visibility-timeout S] [--no-ack]\n\nPrints each message's body on a line (--json: the whole message) and acknowledges it.")
-	n := c.fs.Int("n", 1, "receive up to this many messages")
-	var wait, visibility secondsValue
-	c.fs.Var(&wait, "wait", "long-polling wait, 0-20 s (default the queue's receive wait)")
-	c.fs.Var(&visibility, "visibility-timeout", "visibility timeout of the receive (default the queue's)")
-	noAck := c.fs.Bool("no-ack", false, "leave the messages in flight (they come back at their deadline)")
-	pos, err := c.parse(args, 1, 1)
+// receiveFlags are the flags of receive.
+type receiveFlags struct {
+	n                int
+	wait, visibility secondsValue
+	noAck            bool
+	consumer         string
+	maxBacklog       int
+	filter           filterFlag
+}
+
+func (c *cli) receiveCmd() *cobra.Command {
+	var f receiveFlags
+	cmd := c.leaf(clientSpec{
+		use: "receive QUEUE", short: "receive messages, print and acknowledge them (--no-ack)",
+		long: "Prints each message's body on a line (--json: the whole message) and acknowledges it.",
+		example: `  queues receive orders
+  queues receive orders -n 10 --wait 5
+  queues receive orders --no-ack --json        # the whole message, receipt handle too
+  queues receive orders --filter region=eu --filter kind=invoice --filter kind=refund`,
+		minArgs: 1, maxArgs: 1, completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error { return c.receive(ctx, args[0], &f) },
+	})
+	fl := cmd.Flags()
+	fl.IntVarP(&f.n, "n", "n", 1, "receive up to this many messages")
+	fl.Var(&f.wait, "wait", "long-polling wait, 0-20 s (default the queue's receive wait)")
+	fl.Var(&f.visibility, "visibility-timeout", "visibility timeout of the receive (default the queue's)")
+	fl.BoolVar(&f.noAck, "no-ack", false, "leave the messages in flight (they come back at their deadline)")
+	fl.StringVar(&f.consumer, "consumer", "", "receive as this consumer id (listed by queue consumers)")
+	fl.IntVar(&f.maxBacklog, "max-backlog", 0, "with --consumer: hold at most this many unsettled messages (1-10000)")
+	fl.StringArrayVar((*[]string)(&f.filter), "filter", nil, filterUsage)
+	return cmd
+}
+
+func (c *cli) receive(ctx context.Context, queue string, f *receiveFlags) error {
+	if f.n < 1 {
+		return usagef("-n must be at least 1")
+	}
+	if f.maxBacklog != 0 && f.consumer == "" {
+		return usagef("--max-backlog needs --consumer")
+	}
+	flt, err := f.filter.filter()
 	if err != nil {
 		return err
 	}
-	if *n < 1 {
-		return usagef("-n must be at least 1")
-	}
-	for got := 0; got < *n; {
-		want := min(*n-got, client.MaxReceiveBatch)
-		msgs, err := c.client.Receive(ctx, pos[0], client.ReceiveInput{MaxMessages: want, WaitSeconds: wait.ptr(), VisibilityTimeoutSeconds: visibility.ptr()})
+	for got := 0; got < f.n; {
+		want := min(f.n-got, client.MaxReceiveBatch)
+		msgs, err := c.client.Receive(ctx, queue, client.ReceiveInput{MaxMessages: want, WaitSeconds: f.wait.ptr(),
+			VisibilityTimeoutSeconds: f.visibility.ptr(), ConsumerID: f.consumer, MaxBacklog: f.maxBacklog, Filter: flt})
 		if err != nil {
 			return err
 		}
@@ -144,9 +246,11 @@ func runReceive(ctx context.Context, args []string, cio cliIO) error {
 			if err := c.printMessage(&msgs[i]); err != nil {
 				return err
 			}
-			handles = append(handles, msgs[i].ReceiptHandle)
+			if h := msgs[i].ReceiptHandle; h != "" { // none on an at-most-once queue: already gone
+				handles = append(handles, h)
+			}
 		}
-		if !*noAck && len(handles) > 0 {
+		if !f.noAck && len(handles) > 0 {
 			res, err := c.client.AckBatch(ctx, handles)
 			if err != nil {
 				return fmt.Errorf("acknowledging: %w", err)
@@ -163,13 +267,36 @@ func runReceive(ctx context.Context, args []string, cio cliIO) error {
 	return nil
 }
 
-func runTail(ctx context.Context, args []string, cio cliIO) error {
-	c := newCLI(cio, "tail", "tail QUEUE [-n N] [--no-ack]\n\nFollows a queue: receives, prints (like receive) and acknowledges each message as it arrives,\nuntil interrupted or -n messages. With --no-ack messages are left in flight and come back\nat their visibility deadline (and are printed again).")
-	n := c.fs.Int("n", 0, "stop after this many messages (default: follow until interrupted)")
-	noAck := c.fs.Bool("no-ack", false, "do not acknowledge")
-	var visibility secondsValue
-	c.fs.Var(&visibility, "visibility-timeout", "visibility timeout of the receives (default the queue's)")
-	pos, err := c.parse(args, 1, 1)
+// tailFlags are the flags of tail.
+type tailFlags struct {
+	n          int
+	noAck      bool
+	visibility secondsValue
+	filter     filterFlag
+}
+
+func (c *cli) tailCmd() *cobra.Command {
+	var f tailFlags
+	cmd := c.leaf(clientSpec{
+		use: "tail QUEUE", short: "follow a queue, printing and acknowledging what arrives",
+		long: `Follows a queue: receives, prints (like receive) and acknowledges each message as it arrives,
+until interrupted or -n messages. With --no-ack messages are left in flight and come back
+at their visibility deadline (and are printed again).`,
+		example: `  queues tail orders
+  queues tail orders -n 100 --json > orders.jsonl`,
+		minArgs: 1, maxArgs: 1, completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error { return c.tail(ctx, args[0], &f) },
+	})
+	fl := cmd.Flags()
+	fl.IntVarP(&f.n, "n", "n", 0, "stop after this many messages (default: follow until interrupted)")
+	fl.BoolVar(&f.noAck, "no-ack", false, "do not acknowledge")
+	fl.Var(&f.visibility, "visibility-timeout", "visibility timeout of the receives (default the queue's)")
+	fl.StringArrayVar((*[]string)(&f.filter), "filter", nil, filterUsage)
+	return cmd
+}
+
+func (c *cli) tail(ctx context.Context, queue string, f *tailFlags) error {
+	flt, err := f.filter.filter()
 	if err != nil {
 		return err
 	}
@@ -181,16 +308,17 @@ func runTail(ctx context.Context, args []string, cio cliIO) error {
 	opts := client.ConsumeOptions{Concurrency: 1, OnError: func(err error) {
 		var ce *client.ConsumerError
 		if errors.As(err, &ce) && ce.Op == "receive" {
-			fmt.Fprintf(cio.stderr, "queues tail: %v (retrying)\n", ce.Err)
+			fmt.Fprintf(c.io.stderr, "queues tail: %v (retrying)\n", ce.Err)
 		}
 	}}
-	if visibility.set {
-		opts.VisibilityTimeout = time.Duration(visibility.v) * time.Second
+	opts.Filter = flt
+	if f.visibility.set {
+		opts.VisibilityTimeout = time.Duration(f.visibility.v) * time.Second
 	}
-	err = c.client.Consume(ctx, pos[0], func(_ context.Context, m *client.Message) error {
+	err = c.client.Consume(ctx, queue, func(_ context.Context, m *client.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if *n > 0 && seen >= *n {
+		if f.n > 0 && seen >= f.n {
 			return client.Retry() // over the count: give it back
 		}
 		if err := c.printMessage(m); err != nil {
@@ -199,10 +327,10 @@ func runTail(ctx context.Context, args []string, cio cliIO) error {
 			return client.Retry()
 		}
 		seen++
-		if *n > 0 && seen == *n {
+		if f.n > 0 && seen == f.n {
 			stop()
 		}
-		if *noAck {
+		if f.noAck {
 			return client.Defer()
 		}
 		return nil

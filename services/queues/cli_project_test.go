@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/client"
-	"github.com/queueshq/queues/pkg/client/clienttest"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
@@ -27,7 +27,7 @@ func TestCLIProject(t *testing.T) {
 	e.run(t, "", "project", "usage", "--from", "2026-01-01T00:00:00Z", "--to", "2026-03-01T00:00:00Z").fails(t, exitError, "invalid_argument", "field to")
 	e.run(t, "", "project", "extra").fails(t, exitUsage)
 
-	op, err := client.New(e.env[client.EnvURL], client.WithToken(clienttest.Operator))
+	op, err := client.New(e.env[client.EnvURL], client.WithToken(stacktest.Operator))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,46 +6,50 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/queueshq/queues/pkg/client"
 )
 
-func runSubCmd(ctx context.Context, args []string, cio cliIO) error {
-	simple := func(verb string, call func(c *client.Client, ctx context.Context, queue string) (*client.Subscription, error)) func([]string) error {
-		return func(a []string) error {
-			c := newCLI(cio, "sub "+verb, "sub "+verb+" QUEUE")
-			pos, err := c.parse(a, 1, 1)
-			if err != nil {
-				return err
-			}
-			s, err := call(c.client, ctx, pos[0])
+func (c *cli) subCmd() *cobra.Command {
+	return c.group("sub", "push subscriptions: the service POSTs a queue's messages to an https endpoint",
+		`  queues sub create orders --endpoint https://example.com/hooks/orders --batch-size 5
+  queues sub attempts orders --limit 50
+  queues sub rotate-secret orders`,
+		c.subCreateCmd(),
+		c.subSimpleCmd("get", "show a queue's subscription", (*client.Client).GetSubscription),
+		c.subSimpleCmd("pause", "stop pushing (messages wait in the queue)", (*client.Client).PauseSubscription),
+		c.subSimpleCmd("resume", "start pushing again", (*client.Client).ResumeSubscription),
+		c.subSimpleCmd("rotate-secret", "issue a new signing secret (printed once; the old one verifies for a while)", (*client.Client).RotateSecret),
+		c.subAttemptsCmd(), c.subDeleteCmd())
+}
+
+// subSimpleCmd is a sub verb that takes the queue and prints the subscription.
+func (c *cli) subSimpleCmd(verb, short string, call func(c *client.Client, ctx context.Context, queue string) (*client.Subscription, error)) *cobra.Command {
+	return c.leaf(clientSpec{
+		use: verb + " QUEUE", short: short, minArgs: 1, maxArgs: 1, completeArgs: c.queueArg,
+		example: "  queues sub " + verb + " orders",
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
+			s, err := call(c.client, ctx, args[0])
 			if err != nil {
 				return err
 			}
 			return c.out(s, func(w io.Writer) { printSub(w, s) })
-		}
-	}
-	verbs := map[string]func([]string) error{
-		"create": func(a []string) error { return subCreate(ctx, a, cio) },
-		"get":    simple("get", (*client.Client).GetSubscription),
-		"pause":  simple("pause", (*client.Client).PauseSubscription),
-		"resume": simple("resume", (*client.Client).ResumeSubscription),
-		"rotate-secret": simple("rotate-secret", func(c *client.Client, ctx context.Context, q string) (*client.Subscription, error) {
-			return c.RotateSecret(ctx, q)
-		}),
-		"delete": func(a []string) error {
-			c := newCLI(cio, "sub delete", "sub delete QUEUE")
-			pos, err := c.parse(a, 1, 1)
-			if err != nil {
-				return err
-			}
-			if err := c.client.DeleteSubscription(ctx, pos[0]); err != nil {
-				return err
-			}
-			return c.out(map[string]string{"deleted": pos[0]}, func(w io.Writer) { fmt.Fprintf(w, "deleted the subscription of %s\n", pos[0]) })
 		},
-		"attempts": func(a []string) error { return subAttempts(ctx, a, cio) },
-	}
-	return sub(args, cio, "sub", verbs, []string{"create", "get", "pause", "resume", "rotate-secret", "attempts", "delete"})
+	})
+}
+
+func (c *cli) subDeleteCmd() *cobra.Command {
+	return c.leaf(clientSpec{
+		use: "delete QUEUE", short: "delete a queue's subscription (its messages stay)", minArgs: 1, maxArgs: 1,
+		example: "  queues sub delete orders", completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
+			if err := c.client.DeleteSubscription(ctx, args[0]); err != nil {
+				return err
+			}
+			return c.out(map[string]string{"deleted": args[0]}, func(w io.Writer) { fmt.Fprintf(w, "deleted the subscription of %s\n", args[0]) })
+		},
+	})
 }
 
 func printSub(w io.Writer, s *client.Subscription) {
@@ -68,59 +72,71 @@ func printSub(w io.Writer, s *client.Subscription) {
 	tw.Flush()
 }
 
-func subCreate(ctx context.Context, args []string, cio cliIO) error {
-	c := newCLI(cio, "sub create", "sub create QUEUE --endpoint URL [--batch-size N] [--batch-window-ms N] [--max-in-flight N] [--timeout S] [--paused]")
-	endpoint := c.fs.String("endpoint", "", "the https URL pushes go to (required)")
+func (c *cli) subCreateCmd() *cobra.Command {
+	var endpoint string
 	var batchSize, window, inFlight intValue
 	var timeout secondsValue
-	c.fs.Var(&batchSize, "batch-size", "messages per push, 1-100 (default 10)")
-	c.fs.Var(&window, "batch-window-ms", "how long to wait to fill a batch, 0-10000 ms (default 0)")
-	c.fs.Var(&inFlight, "max-in-flight", "concurrent pushes, 1-100 (default 10)")
-	c.fs.Var(&timeout, "timeout", "push timeout, 1-60 s (default 30)")
-	paused := c.fs.Bool("paused", false, "create it paused")
-	pos, err := c.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if *endpoint == "" {
-		return usagef("--endpoint is required")
-	}
-	in := client.SubscriptionInput{Endpoint: *endpoint, BatchSize: batchSize.ptr(), BatchWindowMs: window.ptr(), MaxInFlight: inFlight.ptr(), TimeoutSeconds: timeout.ptr()}
-	if *paused {
-		in.Paused = client.Bool(true)
-	}
-	s, err := c.client.CreateSubscription(ctx, pos[0], in)
-	if err != nil {
-		return err
-	}
-	return c.out(s, func(w io.Writer) { printSub(w, s) })
+	var paused bool
+	cmd := c.leaf(clientSpec{
+		use: "create QUEUE", short: "subscribe an https endpoint to a queue (prints the signing secret once)", minArgs: 1, maxArgs: 1,
+		example: `  queues sub create orders --endpoint https://example.com/hooks/orders
+  queues sub create orders --endpoint https://example.com/hooks/orders --batch-size 5 --timeout 10s --paused`,
+		completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
+			if endpoint == "" {
+				return usagef("--endpoint is required")
+			}
+			in := client.SubscriptionInput{Endpoint: endpoint, BatchSize: batchSize.ptr(), BatchWindowMs: window.ptr(), MaxInFlight: inFlight.ptr(), TimeoutSeconds: timeout.ptr()}
+			if paused {
+				in.Paused = client.Bool(true)
+			}
+			s, err := c.client.CreateSubscription(ctx, args[0], in)
+			if err != nil {
+				return err
+			}
+			return c.out(s, func(w io.Writer) { printSub(w, s) })
+		},
+	})
+	f := cmd.Flags()
+	f.StringVar(&endpoint, "endpoint", "", "the https URL pushes go to (required)")
+	f.Var(&batchSize, "batch-size", "messages per push, 1-100 (default 10)")
+	f.Var(&window, "batch-window-ms", "how long to wait to fill a batch, 0-10000 ms (default 0)")
+	f.Var(&inFlight, "max-in-flight", "concurrent pushes, 1-100 (default 10)")
+	f.Var(&timeout, "timeout", "push timeout, 1-60 s (default 30)")
+	f.BoolVar(&paused, "paused", false, "create it paused")
+	return cmd
 }
 
-func subAttempts(ctx context.Context, args []string, cio cliIO) error {
-	c := newCLI(cio, "sub attempts", "sub attempts QUEUE [--limit N]")
-	limit := c.fs.Int("limit", 20, "how many recent attempts")
-	pos, err := c.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	p, err := c.client.ListAttempts(ctx, pos[0], *limit)
-	if err != nil {
-		return err
-	}
-	return c.out(p, func(w io.Writer) {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AT\tSTATUS\tOUTCOME\tMESSAGES\tLATENCY\tERROR")
-		for _, a := range p.Attempts {
-			status := "-"
-			if a.StatusCode != 0 {
-				status = fmt.Sprint(a.StatusCode)
+func (c *cli) subAttemptsCmd() *cobra.Command {
+	var limit int
+	cmd := c.leaf(clientSpec{
+		use: "attempts QUEUE", short: "the subscription's recent push attempts, newest first", minArgs: 1, maxArgs: 1,
+		example: "  queues sub attempts orders\n  queues sub attempts orders --limit 100 --json", completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
+			p, err := c.client.ListAttempts(ctx, args[0], limit)
+			if err != nil {
+				return err
 			}
-			errText := a.Error
-			if a.Detail != "" {
-				errText += " " + a.Detail
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%dms\t%s\n", a.At.Format("2006-01-02T15:04:05.000Z07:00"), status, a.Outcome, len(a.MessageIDs), a.LatencyMs, errText)
-		}
-		tw.Flush()
+			return c.out(p, func(w io.Writer) { printAttempts(w, p) })
+		},
 	})
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many recent attempts")
+	return cmd
+}
+
+func printAttempts(w io.Writer, p *client.AttemptPage) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tSTATUS\tOUTCOME\tMESSAGES\tLATENCY\tERROR")
+	for _, a := range p.Attempts {
+		status := "-"
+		if a.StatusCode != 0 {
+			status = fmt.Sprint(a.StatusCode)
+		}
+		errText := a.Error
+		if a.Detail != "" {
+			errText += " " + a.Detail
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%dms\t%s\n", a.At.Format("2006-01-02T15:04:05.000Z07:00"), status, a.Outcome, len(a.MessageIDs), a.LatencyMs, errText)
+	}
+	tw.Flush()
 }

@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queueshq/queues/pkg/client"
-	"github.com/queueshq/queues/pkg/client/clienttest"
+	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
@@ -27,11 +28,11 @@ type cliEnv struct {
 
 func newCLIEnv(t *testing.T) *cliEnv {
 	t.Helper()
-	srv, err := clienttest.Shared()
+	srv, err := stacktest.Shared()
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := client.New(srv.URL, client.WithToken(clienttest.Operator))
+	op, err := client.New(srv.URL, client.WithToken(stacktest.Operator))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,16 @@ func TestCLIMessages(t *testing.T) {
 	}
 
 	// A message the service refuses fails the command with its code and field.
-	e.run(t, "", "send", "work", "ok", "--delay", "901").fails(t, exitError, "invalid_argument", "field messages[0].delaySeconds", "1 of 1 messages not sent")
+	e.run(t, "", "send", "work", "ok", "--delay", "345601").fails(t, exitError, "invalid_argument", "field messages[0].delaySeconds", "1 of 1 messages not sent")
+
+	// Conflation, deliverAt and delete by id (SPEC §13).
+	e.run(t, "", "send", "work", `{"a":1}`, "--key", "k", "--deliver-at", "2099-01-01T00:00:00Z").fails(t, exitError, "field messages[0].deliverAt")
+	k1 := jsonOf[client.SentMessage](t, e.run(t, "", "send", "work", `{"a":1}`, "--key", "k", "--merge", "patch", "--deliver-at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--json").ok(t))
+	e.run(t, "", "send", "work", `{"b":2}`, "--key", "k", "--merge", "patch").ok(t).has(t, "sent "+k1.MessageID, "merged")
+	e.run(t, "", "send", "work", "x", "--deliver-at", "tomorrow").fails(t, exitUsage, "--deliver-at")
+	e.run(t, "", "message", "delete", "work", k1.MessageID).ok(t).has(t, "deleted message "+k1.MessageID)
+	e.run(t, "", "message", "delete", "work", k1.MessageID).fails(t, exitNotFound, "not_found")
+	e.run(t, "", "message", "delete", "work", m.MessageID).fails(t, exitConflict, "message_in_flight")
 	e.run(t, "", "send", "work").fails(t, exitUsage, "nothing to send")
 	e.run(t, "", "send", "nowhere", "x").fails(t, exitNotFound, "not_found")
 
@@ -192,6 +202,27 @@ func TestCLIMessages(t *testing.T) {
 	e.run(t, "", "send", "pay", "charge", "--group", "customer-7", "--dedup-id", "c-1").ok(t)
 	e.run(t, "", "send", "pay", "charge", "--group", "customer-7", "--dedup-id", "c-1").ok(t).has(t, "duplicate")
 	e.run(t, "", "send", "pay", "x").fails(t, exitError, "field messages[0].groupId")
+	e.run(t, "", "send", "pay", "x", "--group", "g", "--barrier").fails(t, exitError, "field messages[0].barrier")
+
+	// --barrier: the barrier and what follows it wait behind the message before it.
+	e.run(t, "", "queue", "create", "eod").ok(t)
+	e.run(t, "", "send", "eod", "before").ok(t)
+	e.run(t, "", "send", "eod", "end of day", "--barrier").ok(t)
+	e.run(t, "", "send", "eod", "after").ok(t)
+	if c := e.counts(t, "eod"); c.Visible != 1 || c.Delayed != 2 {
+		t.Fatalf("counts behind a barrier: %+v", c)
+	}
+
+	// --priority: the higher one first, whatever the send order; out of range is a usage error.
+	e.run(t, "", "queue", "create", "alerts").ok(t)
+	e.run(t, "", "send", "alerts", "low").ok(t)
+	e.run(t, "", "send", "alerts", "high", "--priority", "9").ok(t)
+	e.run(t, "", "send", "alerts", "mid", "--priority", "4").ok(t)
+	if out := e.run(t, "", "receive", "alerts", "-n", "3").ok(t).out; out != "high\nmid\nlow\n" {
+		t.Fatalf("receive after --priority sends printed:\n%s", out)
+	}
+	e.run(t, "", "send", "alerts", "x", "--priority", "10").fails(t, exitUsage, "--priority")
+	e.run(t, "", "send", "pay", "x", "--group", "g", "--priority", "3").fails(t, exitError, "field messages[0].priority")
 }
 
 func (e *cliEnv) counts(t *testing.T, queue string) client.QueueCounts {
@@ -231,14 +262,15 @@ func TestCLISub(t *testing.T) {
 
 func TestCLIUsageAndErrors(t *testing.T) {
 	e := newCLIEnv(t)
-	e.run(t, "", "queue").fails(t, exitUsage, "usage: queues queue <create|list|get|update|delete|purge>", "missing a subcommand")
+	e.run(t, "", "queue").fails(t, exitUsage, "usage: queues queue <create|list|get|update|delete|purge|consumers>", "missing a subcommand")
 	e.run(t, "", "queue", "explode").fails(t, exitUsage, `unknown subcommand "explode"`)
 	e.run(t, "", "queue", "get").fails(t, exitUsage, "usage: queues queue get QUEUE")
 	e.run(t, "", "queue", "get", "a", "b").fails(t, exitUsage, "usage: queues queue get QUEUE")
-	e.run(t, "", "queue", "list", "--bogus").fails(t, exitUsage, "flag provided but not defined: -bogus", "Exit codes:")
+	e.run(t, "", "queue", "list", "--bogus").fails(t, exitUsage, "unknown flag: --bogus", "Exit codes:")
+	e.run(t, "", "queue", "list", "-bogus").fails(t, exitUsage, "unknown flag: --bogus")
 	e.run(t, "", "queue", "create", "x", "--visibility-timeout", "soon").fails(t, exitUsage, "want seconds")
-	if r := e.run(t, "", "receive", "-h"); r.code != exitOK || !strings.Contains(r.err, "usage: queues receive QUEUE") {
-		t.Fatalf("receive -h: %d %s", r.code, r.err)
+	if r := e.run(t, "", "receive", "-h"); r.code != exitOK || !strings.Contains(r.out, "queues receive QUEUE") || !strings.Contains(r.out, "Examples:") {
+		t.Fatalf("receive -h: %d %s", r.code, r.out)
 	}
 	e.run(t, "", "queue", "list", "--token", "not-a-token").fails(t, exitAuth, "unauthenticated", "QUEUES_TOKEN")
 	delete(e.env, client.EnvToken)
@@ -298,4 +330,140 @@ func TestCLIBinaryExitCodes(t *testing.T) {
 			t.Fatalf("queues %s: exit %d, want %d", strings.Join(tc.args, " "), code, tc.code)
 		}
 	}
+}
+
+// TestCLIConventions: did-you-mean for commands and subcommands, help with examples, the
+// one-dash spelling of long flags (as Go's flag package took them), flag values that look
+// like flags, shell completion scripts and the completion of queue names.
+func TestCLIConventions(t *testing.T) {
+	e := newCLIEnv(t)
+	e.run(t, "", "sned", "q").fails(t, exitUsage, `unknown command "sned"`, "Did you mean this?", "send")
+	e.run(t, "", "queue", "crate", "q").fails(t, exitUsage, `unknown subcommand "crate"`, "Did you mean this?", "create")
+	e.run(t, "", "sub", "pasue", "q").fails(t, exitUsage, "pause")
+	r := execute(t.Context(), nil, cliIO{strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, func(string) string { return "" }})
+	if r != exitUsage {
+		t.Fatalf("queues with no command: exit %d", r)
+	}
+	e.run(t, "", "help", "queue", "create").ok(t).has(t, "queues queue create NAME", "Examples:", "--type fifo", "--dlq string")
+
+	// One dash, as before: -visibility-timeout, -json, -n; a value that starts with a dash is
+	// the flag's value.
+	e.run(t, "", "queue", "create", "dash", "-visibility-timeout", "45", "-type=fifo").ok(t)
+	if q := jsonOf[client.Queue](t, e.run(t, "", "queue", "get", "dash", "-json").ok(t)); q.VisibilityTimeoutSeconds != 45 || q.Type != "fifo" {
+		t.Fatalf("one-dash flags: %+v", q)
+	}
+	e.run(t, "", "send", "dash", "a", "-group", "-json", "-dedup-id", "-d").ok(t)
+	m := jsonOf[client.Message](t, e.run(t, "", "receive", "dash", "-n", "1", "--json").ok(t))
+	if m.GroupID != "-json" || m.Body != "a" {
+		t.Fatalf("a flag's value that starts with a dash: %+v", m)
+	}
+
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		if r := e.run(t, "", "completion", shell).ok(t); !strings.Contains(r.out, "queues") || len(r.out) < 1000 {
+			t.Fatalf("completion %s printed %q", shell, r.out)
+		}
+	}
+	e.run(t, "", "completion", "tcsh").fails(t, exitUsage)
+	e.run(t, "", "queue", "create", "dash-two").ok(t)
+	got := e.run(t, "", "__complete", "receive", "das").ok(t)
+	if !strings.Contains(got.out, "dash\n") || !strings.Contains(got.out, "dash-two\n") {
+		t.Fatalf("queue names not completed:\n%s", got.out)
+	}
+	if got := e.run(t, "", "__complete", "queue", "create", "x", "--type", "").ok(t); !strings.Contains(got.out, "fifo") {
+		t.Fatalf("--type not completed:\n%s", got.out)
+	}
+}
+
+// TestCLIConsumers: receive --consumer --max-backlog holds at most the bound, queue
+// consumers lists the consumer, and --fairness sets the queue's setting.
+func TestCLIConsumers(t *testing.T) {
+	e := newCLIEnv(t)
+	e.run(t, "", "queue", "create", "jobs", "--fairness", "proportional").ok(t)
+	e.run(t, "", "queue", "get", "jobs").ok(t).has(t, "fairness:", "proportional")
+	e.run(t, "", "queue", "update", "jobs", "--fairness", "lottery").fails(t, exitError, "invalid_argument", "field fairness")
+	e.run(t, "", "send", "jobs", "a", "b", "c").ok(t)
+	got := e.run(t, "", "receive", "jobs", "-n", "3", "--wait", "0", "--no-ack", "--consumer", "w-1", "--max-backlog", "2").ok(t)
+	if strings.Count(got.out, "\n") != 2 {
+		t.Fatalf("receive --max-backlog 2 printed:\n%s", got.out)
+	}
+	e.run(t, "", "queue", "consumers", "jobs").ok(t).has(t, "CONSUMER", "w-1", "2")
+	cs := jsonOf[[]client.Consumer](t, e.run(t, "", "queue", "consumers", "jobs", "--json").ok(t))
+	if len(cs) != 1 || cs[0].ConsumerID != "w-1" || cs[0].InFlight != 2 || cs[0].MaxBacklog == nil || *cs[0].MaxBacklog != 2 {
+		t.Fatalf("queue consumers --json: %+v", cs)
+	}
+	e.run(t, "", "receive", "jobs", "--max-backlog", "2").fails(t, exitUsage, "needs --consumer")
+}
+
+// TestCLIMaxCancels: --max-cancels sets the queue's maxCancels on create and update.
+func TestCLIMaxCancels(t *testing.T) {
+	e := newCLIEnv(t)
+	e.run(t, "", "queue", "create", "jobs", "--max-cancels", "3").ok(t)
+	e.run(t, "", "queue", "get", "jobs").ok(t).has(t, "max cancels:", "3")
+	e.run(t, "", "queue", "update", "jobs", "--max-cancels", "0").ok(t)
+	e.run(t, "", "queue", "get", "jobs").ok(t).has(t, "max cancels:", "0")
+	e.run(t, "", "queue", "update", "jobs", "--max-cancels", "1001").fails(t, exitError, "invalid_argument", "field maxCancels")
+}
+
+// TestCLIAtMostOnce: queue create --delivery atMostOnce; receive prints what it is handed
+// and has nothing to acknowledge; a fifo or unknown delivery is refused.
+func TestCLIAtMostOnce(t *testing.T) {
+	e := newCLIEnv(t)
+	e.run(t, "", "queue", "create", "once", "--delivery", "atMostOnce").ok(t)
+	e.run(t, "", "queue", "get", "once").ok(t).has(t, "delivery:", "atMostOnce")
+	e.run(t, "", "queue", "create", "x", "--delivery", "sometimes").fails(t, exitUsage, "--delivery")
+	e.run(t, "", "queue", "create", "x.fifo", "--type", "fifo", "--delivery", "atMostOnce").fails(t, exitError, "invalid_argument", "field delivery")
+	e.run(t, "", "send", "once", "a", "b").ok(t)
+	if got := e.run(t, "", "receive", "once", "-n", "2", "--wait", "0").ok(t); got.out != "a\nb\n" {
+		t.Fatalf("receive printed %q, want a and b", got.out)
+	}
+	if c := e.counts(t, "once"); c.Visible+c.InFlight+c.Delayed != 0 {
+		t.Fatalf("counts after an at-most-once receive: %+v", c)
+	}
+}
+
+// TestCLISettle: message ack, release, visibility, cancel and dead-letter settle received
+// messages by receipt handle, from arguments or from receive --no-ack --json on stdin; a
+// stale handle is reported and fails the command, the others are settled.
+func TestCLISettle(t *testing.T) {
+	e := newCLIEnv(t)
+	dlq := jsonOf[client.Queue](t, e.run(t, "", "queue", "create", "dead", "--json").ok(t))
+	e.run(t, "", "queue", "create", "jobs", "--dlq", dlq.ID).ok(t)
+	e.run(t, "", "send", "jobs", "a", "b", "c", "d", "e").ok(t)
+	recv := func(n int) (string, []client.Message) {
+		t.Helper()
+		out := e.run(t, "", "receive", "jobs", "-n", strconv.Itoa(n), "--wait", "1", "--no-ack", "--json", "--visibility-timeout", "600").ok(t).out
+		var ms []client.Message
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var m client.Message
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("receive --json line %q: %v", l, err)
+			}
+			ms = append(ms, m)
+		}
+		return out, ms
+	}
+	out, ms := recv(5)
+	if len(ms) != 5 {
+		t.Fatalf("received %d, want 5", len(ms))
+	}
+	// ack by argument; release by a bare handle on stdin; cancel by a line of receive --json.
+	e.run(t, "", "message", "ack", ms[0].ReceiptHandle, ms[1].ReceiptHandle).ok(t).has(t, "acknowledged 2 of 2")
+	e.run(t, ms[2].ReceiptHandle+"\n", "message", "release").ok(t).has(t, "released 1 of 1")
+	line3 := strings.Split(out, "\n")[3] // receive --json's line for ms[3]
+	e.run(t, line3+"\n", "message", "cancel", "--json").ok(t).has(t, `"settled": 1`)
+	e.run(t, "", "message", "visibility", "--timeout", "0", ms[4].ReceiptHandle).ok(t).has(t, "changed the visibility of 1 of 1")
+	if c := e.counts(t, "jobs"); c.Visible != 3 || c.InFlight != 0 {
+		t.Fatalf("counts after ack 2, release, cancel, visibility 0: %+v", c)
+	}
+	// A stale handle (acknowledged already) fails the command; the good one is settled.
+	_, again := recv(3)
+	e.run(t, "", "message", "dead-letter", "--reason", "bad input", again[0].ReceiptHandle, ms[0].ReceiptHandle).
+		fails(t, exitError, "handle 2: receipt_handle_stale", "1 of 2 receipt handles not settled")
+	if c := e.counts(t, "dead"); c.Visible != 1 {
+		t.Fatalf("dead-letter queue counts: %+v", c)
+	}
+	e.run(t, "", "message", "visibility", again[1].ReceiptHandle).fails(t, exitUsage, "--timeout")
+	e.run(t, "", "message", "visibility", "--timeout", "60", again[1].ReceiptHandle, again[2].ReceiptHandle).ok(t).has(t, "2 of 2")
+	e.run(t, "", "message", "ack").fails(t, exitUsage, "no receipt handles")
+	e.run(t, `{"messageId":"x"}`+"\n", "message", "ack").fails(t, exitUsage, "line 1", "receiptHandle")
 }

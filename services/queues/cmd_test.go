@@ -13,6 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testenv.GuardDefaultRedis()
 	code := m.Run()
 	testenv.StopAll()
 	os.Exit(code)

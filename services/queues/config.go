@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,20 +30,6 @@ func env(name, def string) string {
 		return v
 	}
 	return def
-}
-
-func envInt(name string, def int) int {
-	if v, ok := os.LookupEnv(name); ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return def
-}
-
-func envBool(name string) bool {
-	b, _ := strconv.ParseBool(os.Getenv(name))
-	return b
 }
 
 // storeFlags are the DynamoDB settings shared by api, migrate and admin.
@@ -103,9 +88,10 @@ type backendFlags struct {
 // register adds the flags to fs; keysUsage is the command's help for -signing-keys.
 func (b *backendFlags) register(fs *flag.FlagSet, keysUsage string) {
 	fs.StringVar(&b.redisURL, "redis-url", env("QUEUES_REDIS_URL", "redis://127.0.0.1:6379"), "redis://host:port[/db]; comma-separated seeds with -redis-cluster (QUEUES_REDIS_URL)")
-	fs.BoolVar(&b.cluster, "redis-cluster", envBool("QUEUES_REDIS_CLUSTER"), "the Redis URLs are Redis Cluster seeds (QUEUES_REDIS_CLUSTER)")
+	fs.BoolVar(&b.cluster, "redis-cluster", false, "the Redis URLs are Redis Cluster seeds (QUEUES_REDIS_CLUSTER)")
+	bindEnv(fs, "redis-cluster", "QUEUES_REDIS_CLUSTER")
 	fs.StringVar(&b.sigKeys, "signing-keys", env("QUEUES_SIGNING_KEYS", ""), keysUsage)
-	fs.StringVar(&b.level, "log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
+	fs.StringVar(&b.level, "log-level", env("QUEUES_LOG_LEVEL", defaultLogLevel), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
 	b.store.register(fs)
 }
 
@@ -176,10 +162,14 @@ func signingKeys(s string) (*keys.Ring, error) {
 }
 
 func rateFlags(fs *flag.FlagSet, r *api.Rates) {
-	fs.IntVar(&r.StandardSend, "rate-send", envInt("QUEUES_RATE_SEND", api.DefaultRates.StandardSend), "send requests/s per standard queue (QUEUES_RATE_SEND)")
-	fs.IntVar(&r.StandardReceive, "rate-receive", envInt("QUEUES_RATE_RECEIVE", api.DefaultRates.StandardReceive), "receive requests/s per standard queue (QUEUES_RATE_RECEIVE)")
-	fs.IntVar(&r.FIFOSend, "rate-fifo-send", envInt("QUEUES_RATE_FIFO_SEND", api.DefaultRates.FIFOSend), "send requests/s per fifo queue (QUEUES_RATE_FIFO_SEND)")
-	fs.IntVar(&r.FIFOReceive, "rate-fifo-receive", envInt("QUEUES_RATE_FIFO_RECEIVE", api.DefaultRates.FIFOReceive), "receive requests/s per fifo queue (QUEUES_RATE_FIFO_RECEIVE)")
+	fs.IntVar(&r.StandardSend, "rate-send", api.DefaultRates.StandardSend, "send requests/s per standard queue (QUEUES_RATE_SEND)")
+	bindEnv(fs, "rate-send", "QUEUES_RATE_SEND")
+	fs.IntVar(&r.StandardReceive, "rate-receive", api.DefaultRates.StandardReceive, "receive requests/s per standard queue (QUEUES_RATE_RECEIVE)")
+	bindEnv(fs, "rate-receive", "QUEUES_RATE_RECEIVE")
+	fs.IntVar(&r.FIFOSend, "rate-fifo-send", api.DefaultRates.FIFOSend, "send requests/s per fifo queue (QUEUES_RATE_FIFO_SEND)")
+	bindEnv(fs, "rate-fifo-send", "QUEUES_RATE_FIFO_SEND")
+	fs.IntVar(&r.FIFOReceive, "rate-fifo-receive", api.DefaultRates.FIFOReceive, "receive requests/s per fifo queue (QUEUES_RATE_FIFO_RECEIVE)")
+	bindEnv(fs, "rate-fifo-receive", "QUEUES_RATE_FIFO_RECEIVE")
 }
 
 func logger(level string) *slog.Logger {
@@ -201,31 +191,46 @@ func adminFlag(fs *flag.FlagSet) (addr *string, explicit func() bool) {
 	}
 }
 
-// limitsFlag registers -default-limits (QUEUES_DEFAULT_LIMITS): the project limits of projects
-// without their own, as a JSON object of any subset of them. The returned function parses it
-// after fs.Parse; a malformed value is a start-up error naming the variable.
-func limitsFlag(fs *flag.FlagSet) func() (tenancy.Limits, error) {
-	s := fs.String("default-limits", env("QUEUES_DEFAULT_LIMITS", ""),
-		`default project limits, JSON, any subset: {"maxQueues":1000,"maxSubscriptions":100,"maxStoredBytes":1073741824,"requestsPerSecond":10000,"maxWaitingReceives":1000} (QUEUES_DEFAULT_LIMITS)`)
-	return func() (tenancy.Limits, error) {
-		l, err := tenancy.ParseDefaults(*s)
-		if err != nil {
-			return l, fmt.Errorf("QUEUES_DEFAULT_LIMITS (-default-limits): %w", err)
-		}
-		return l, nil
-	}
+// tenancyFlags are -default-limits (QUEUES_DEFAULT_LIMITS), the project limits of projects
+// without their own as a JSON object of any subset of them, and -usage-flush-every
+// (QUEUES_USAGE_FLUSH_EVERY), how often the usage meter flushes (at most 10 s, which is what
+// the metering promise allows). validate parses them; a malformed value is a start-up error
+// naming the variable.
+type tenancyFlags struct {
+	limits, flushEvery string
+	defaults           tenancy.Limits
+	every              time.Duration
 }
 
-// meterFlag registers -usage-flush-every (QUEUES_USAGE_FLUSH_EVERY): how often the usage meter
-// flushes (default 5 s; at most 10 s, which is what the metering promise allows).
-func meterFlag(fs *flag.FlagSet) func() (time.Duration, error) {
-	s := fs.String("usage-flush-every", env("QUEUES_USAGE_FLUSH_EVERY", tenancy.FlushEvery.String()),
+func (t *tenancyFlags) register(fs *flag.FlagSet) {
+	t.registerLimits(fs)
+	fs.StringVar(&t.flushEvery, "usage-flush-every", env("QUEUES_USAGE_FLUSH_EVERY", tenancy.FlushEvery.String()),
 		"how often usage counts are flushed to the metadata store, 100ms to 10s (QUEUES_USAGE_FLUSH_EVERY)")
-	return func() (time.Duration, error) {
-		d, err := time.ParseDuration(*s)
-		if err != nil || d < 100*time.Millisecond || d > 10*time.Second {
-			return 0, fmt.Errorf("QUEUES_USAGE_FLUSH_EVERY (-usage-flush-every) = %q: want a duration from 100ms to 10s", *s)
-		}
-		return d, nil
+}
+
+// registerLimits registers -default-limits alone (admin project limits reads it).
+func (t *tenancyFlags) registerLimits(fs *flag.FlagSet) {
+	fs.StringVar(&t.limits, "default-limits", env("QUEUES_DEFAULT_LIMITS", ""),
+		`default project limits, JSON, any subset: {"maxQueues":1000,"maxSubscriptions":100,"maxStoredBytes":1073741824,"requestsPerSecond":10000,"maxWaitingReceives":1000} (QUEUES_DEFAULT_LIMITS)`)
+}
+
+func (t *tenancyFlags) validate() error {
+	if err := t.validateLimits(); err != nil {
+		return err
 	}
+	d, err := time.ParseDuration(t.flushEvery)
+	if err != nil || d < 100*time.Millisecond || d > 10*time.Second {
+		return fmt.Errorf("QUEUES_USAGE_FLUSH_EVERY (-usage-flush-every) = %q: want a duration from 100ms to 10s", t.flushEvery)
+	}
+	t.every = d
+	return nil
+}
+
+func (t *tenancyFlags) validateLimits() error {
+	l, err := tenancy.ParseDefaults(t.limits)
+	if err != nil {
+		return fmt.Errorf("QUEUES_DEFAULT_LIMITS (-default-limits): %w", err)
+	}
+	t.defaults = l
+	return nil
 }

@@ -16,25 +16,23 @@ import (
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/stack"
-	"github.com/queueshq/queues/pusher"
 )
 
 // runPusher runs one replica of the push fleet: it shares the subscriptions with the other
 // replicas through leases in Redis and pushes their messages (SPEC §6).
 func runPusher(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pusher", flag.ContinueOnError)
-	var (
-		be      backendFlags
-		private = fs.Bool("allow-private", envBool("QUEUES_PUSH_ALLOW_PRIVATE"), "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
-		listen  = fs.String("listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics, /healthz, /readyz and /debug/pprof (QUEUES_PUSHER_LISTEN)")
-		top     = fs.Int("backlog-top", envInt("QUEUES_BACKLOG_TOP", backlog.DefaultTopN), "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
-	)
-	be.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
-	maxIn := fs.Int("max-in-flight", envInt("QUEUES_PUSH_MAX_IN_FLIGHT", pusher.DefaultMaxInFlight), "push batches in flight on this replica across all subscriptions, shared fairly between projects and their subscriptions (QUEUES_PUSH_MAX_IN_FLIGHT)")
-	if err := fs.Parse(args); err != nil {
+	var c pusherConfig
+	c.register(fs)
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	be := &c.backend
 	stopTracing, err := startTracing(ctx, "queues-pusher")
 	if err != nil {
 		return err
@@ -47,17 +45,17 @@ func runPusher(ctx context.Context, args []string) error {
 	defer b.rdb.Close()
 	log := b.log
 	reg := adminhttp.NewRegistry()
-	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: *private, Registry: reg, MaxInFlight: *maxIn})
+	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: c.allowPrivate, Registry: reg, MaxInFlight: c.maxInFlight})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	store := dynamometa.New(b.ddb, be.store.table)
-	if *top > 0 {
+	if c.backlogTop > 0 {
 		// The pusher fleet samples the backlog for the operator (package backlog): it is the
 		// tier with the engine, the subscriptions and the attempts log at hand.
-		sampler := backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: pusher.NewRedisAttempts(b.rdb),
-			Engine: p.Engine, Logger: log, TopN: *top})
+		sampler := backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: redismeta.NewAttempts(b.rdb),
+			Engine: p.Engine, Logger: log, TopN: c.backlogTop})
 		reg.MustRegister(sampler)
 		sctx, stopSampling := context.WithCancel(ctx)
 		sampled := make(chan struct{})
@@ -65,7 +63,7 @@ func runPusher(ctx context.Context, args []string) error {
 		// Before the engine closes (deferred above, so run after this).
 		defer func() { stopSampling(); <-sampled }()
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
 	}
@@ -81,7 +79,7 @@ func runPusher(ctx context.Context, args []string) error {
 		}
 	}()
 	defer srv.Close()
-	log.Info("pushing", "member", p.Member(), "metrics", "http://"+ln.Addr().String()+"/metrics", "allow_private", *private)
+	log.Info("pushing", "member", p.Member(), "metrics", "http://"+ln.Addr().String()+"/metrics", "allow_private", c.allowPrivate)
 	return p.Run(ctx)
 }
 

@@ -5,13 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
-	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
@@ -26,27 +23,12 @@ import (
 func runServe(ctx context.Context, args []string) error {
 	start := time.Now()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var (
-		rates   api.Rates
-		dataDir = fs.String("data-dir", env("QUEUES_DATA_DIR", ".queues"), "directory of the embedded store, keys and token (QUEUES_DATA_DIR)")
-		listen  = fs.String("listen", env("QUEUES_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (QUEUES_LISTEN)")
-		opTok   = fs.String("operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN); empty: no operator routes")
-		sigKeys = fs.String("signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… overriding the keys kept in the data directory (QUEUES_SIGNING_KEYS)")
-		grace   = fs.Duration("shutdown-grace", 25*time.Second, "how long requests in progress may take to finish at shutdown")
-		level   = fs.String("log-level", env("QUEUES_LOG_LEVEL", "info"), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
-		private = fs.Bool("push-allow-private", true, "let push endpoints be plain http, loopback or private addresses (QUEUES_PUSH_ALLOW_PRIVATE; default true in serve)")
-	)
-	adminAddr, adminExplicit := adminFlag(fs)
-	if v, ok := os.LookupEnv("QUEUES_PUSH_ALLOW_PRIVATE"); ok && v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("QUEUES_PUSH_ALLOW_PRIVATE=%q: want true or false", v)
-		}
-		*private = b
+	var c serveConfig
+	c.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	rateFlags(fs, &rates)
-	limits, flushEvery := limitsFlag(fs), meterFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	stopTracing, err := startTracing(ctx, "queues-serve")
@@ -54,41 +36,33 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopTracing()
-	defaults, err := limits()
-	if err != nil {
-		return err
-	}
-	every, err := flushEvery()
-	if err != nil {
-		return err
-	}
-	log := logger(*level)
+	log := logger(c.level)
 	var ring *keys.Ring
-	if *sigKeys != "" {
+	if c.sigKeys != "" {
 		var err error
-		if ring, err = keys.Parse(*sigKeys); err != nil {
+		if ring, err = keys.Parse(c.sigKeys); err != nil {
 			return fmt.Errorf("QUEUES_SIGNING_KEYS: %w", err)
 		}
 	}
-	dir, err := filepath.Abs(*dataDir)
+	dir, err := filepath.Abs(c.dataDir)
 	if err != nil {
 		return err
 	}
 	// Listen first: a taken port fails before the store is opened.
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
 	}
 	reg := adminhttp.NewRegistry()
-	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: *opTok, Rates: rates, Logger: log,
-		DefaultLimits: defaults, MeterEvery: every,
-		Registry: reg, Push: embedded.PushOptions{AllowPrivate: *private, Grace: *grace}})
+	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: c.opToken, Rates: c.rates, Logger: log,
+		DefaultLimits: c.tenancy.defaults, MeterEvery: c.tenancy.every,
+		Registry: reg, Push: embedded.PushOptions{AllowPrivate: c.allowPrivate, Grace: c.grace}})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer n.Close()
-	admin, err := adminhttp.Start(*adminAddr, adminExplicit(), reg, log)
+	admin, err := adminhttp.Start(*c.adminAddr, c.adminChosen(), reg, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -108,7 +82,7 @@ func runServe(ctx context.Context, args []string) error {
 		fmt.Printf("sqs      endpoint %s, access key %s, secret %s (docs/sqs.md)\n", url, p.TokenID.Slug(ids.TokenPrefix), n.Auth.SQSSecret(p.TokenID))
 	}
 	push := "in-process; endpoints must be public https (QUEUES_PUSH_ALLOW_PRIVATE=false)"
-	if *private {
+	if c.allowPrivate {
 		push = "in-process; plain http and private endpoints allowed (development)"
 	}
 	fmt.Printf("push     %s\n", push)
@@ -116,10 +90,10 @@ func runServe(ctx context.Context, args []string) error {
 		fmt.Printf("metrics  http://%s/metrics (admin listener)\n", a)
 	}
 	fmt.Printf("ready in %s\n", time.Since(start).Round(time.Millisecond))
-	if *private {
+	if c.allowPrivate {
 		log.Warn("push endpoints may be plain http and loopback or private addresses (development and single-node use); " +
 			"set QUEUES_PUSH_ALLOW_PRIVATE=false to allow public https endpoints only")
 	}
-	log.Info("serving the API and the pusher on the embedded store", "url", url, "dataDir", dir, "push_allow_private", *private)
-	return embedded.Serve(ctx, ln, n, *grace, log)
+	log.Info("serving the API and the pusher on the embedded store", "url", url, "dataDir", dir, "push_allow_private", c.allowPrivate)
+	return embedded.Serve(ctx, ln, n, c.grace, log)
 }

@@ -30,6 +30,9 @@ type served struct {
 func startServe(t *testing.T, env string, args ...string) *served {
 	t.Helper()
 	t.Setenv("QUEUES_PUSH_ALLOW_PRIVATE", env)
+	// The admin listener's default port may be taken by another process on the machine, and
+	// serve warns then; the tests read serve's warnings, so it serves none.
+	t.Setenv("QUEUES_ADMIN_LISTEN", "off")
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/backlog"
+	"github.com/queueshq/queues/pkg/engine/redisengine"
+	"github.com/queueshq/queues/pkg/movetask"
+	"github.com/queueshq/queues/pusher"
+)
+
+// One configuration type per process (api, serve, pusher): register defines its flags (a
+// flag's default is the one default, shown by -help; a QUEUES_* variable bound with bindEnv
+// or read by env overrides it; the command line overrides both), Validate checks and parses
+// what the flag parser cannot, naming the variable. The defaults the processes share are here.
+const (
+	defaultListen   = "127.0.0.1:8080"
+	defaultGrace    = 25 * time.Second
+	defaultLogLevel = "info"
+)
+
+// graceUsage is -shutdown-grace's help, the same in api and serve.
+const graceUsage = "how long requests in progress may take to finish at shutdown"
+
+// apiConfig is the configuration of queues api.
+type apiConfig struct {
+	backend      backendFlags
+	rates        api.Rates
+	tenancy      tenancyFlags
+	listen       string
+	opToken      string
+	grace        time.Duration
+	allowPrivate bool
+	sendLimit    string
+	moveLease    time.Duration
+	syncReplicas int
+	adminAddr    *string
+	adminChosen  func() bool
+}
+
+func (c *apiConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.listen, "listen", env("QUEUES_LISTEN", defaultListen), "address to serve HTTP on (QUEUES_LISTEN)")
+	fs.StringVar(&c.opToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN)")
+	fs.DurationVar(&c.grace, "shutdown-grace", defaultGrace, graceUsage)
+	fs.BoolVar(&c.allowPrivate, "push-allow-private", false, "accept plain http and private push endpoints (development; QUEUES_PUSH_ALLOW_PRIVATE)")
+	fs.StringVar(&c.sendLimit, "redis-send-limit", env("QUEUES_REDIS_SEND_LIMIT", redisengine.DefaultSendLimit),
+		"Redis used_memory above which sends answer 503: a percentage of maxmemory, a byte count (\"800mb\") or \"off\" (QUEUES_REDIS_SEND_LIMIT)")
+	fs.DurationVar(&c.moveLease, "move-lease", movetask.DefaultLease, "how long a replica holds a move task between checkpoints; another resumes it once lapsed (QUEUES_MOVE_LEASE)")
+	fs.IntVar(&c.syncReplicas, "redis-sync-replicas", 0, "answer a send only once this many Redis replicas hold it (WAIT; 0: do not wait; QUEUES_REDIS_SYNC_REPLICAS)")
+	c.adminAddr, c.adminChosen = adminFlag(fs)
+	c.backend.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
+	rateFlags(fs, &c.rates)
+	c.tenancy.register(fs)
+	bindEnv(fs, "push-allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
+	bindEnv(fs, "redis-sync-replicas", "QUEUES_REDIS_SYNC_REPLICAS")
+	bindEnv(fs, "move-lease", "QUEUES_MOVE_LEASE")
+}
+
+// Validate checks what the flag types do not: the send limit's form, the tenancy settings
+// and the bounds of the counts.
+func (c *apiConfig) Validate() error {
+	if _, err := redisengine.ParseSendLimit(c.sendLimit); err != nil {
+		return fmt.Errorf("-redis-send-limit: %w", err)
+	}
+	if c.syncReplicas < 0 {
+		return errors.New("QUEUES_REDIS_SYNC_REPLICAS (-redis-sync-replicas): must be 0 or more")
+	}
+	return c.tenancy.validate()
+}
+
+// serveConfig is the configuration of queues serve.
+type serveConfig struct {
+	rates        api.Rates
+	tenancy      tenancyFlags
+	dataDir      string
+	listen       string
+	opToken      string
+	sigKeys      string
+	grace        time.Duration
+	level        string
+	allowPrivate bool
+	adminAddr    *string
+	adminChosen  func() bool
+}
+
+func (c *serveConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.dataDir, "data-dir", env("QUEUES_DATA_DIR", ".queues"), "directory of the embedded store, keys and token (QUEUES_DATA_DIR)")
+	fs.StringVar(&c.listen, "listen", env("QUEUES_LISTEN", defaultListen), "address to serve HTTP on (QUEUES_LISTEN)")
+	fs.StringVar(&c.opToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN); empty: no operator routes")
+	fs.StringVar(&c.sigKeys, "signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… overriding the keys kept in the data directory (QUEUES_SIGNING_KEYS)")
+	fs.DurationVar(&c.grace, "shutdown-grace", defaultGrace, graceUsage)
+	fs.StringVar(&c.level, "log-level", env("QUEUES_LOG_LEVEL", defaultLogLevel), "debug, info, warn or error (QUEUES_LOG_LEVEL)")
+	fs.BoolVar(&c.allowPrivate, "push-allow-private", true, "let push endpoints be plain http, loopback or private addresses (QUEUES_PUSH_ALLOW_PRIVATE; default true in serve)")
+	c.adminAddr, c.adminChosen = adminFlag(fs)
+	bindEnv(fs, "push-allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
+	rateFlags(fs, &c.rates)
+	c.tenancy.register(fs)
+}
+
+// Validate checks the tenancy settings.
+func (c *serveConfig) Validate() error {
+	return c.tenancy.validate()
+}
+
+// pusherConfig is the configuration of queues pusher.
+type pusherConfig struct {
+	backend      backendFlags
+	allowPrivate bool
+	listen       string
+	backlogTop   int
+	maxInFlight  int
+}
+
+func (c *pusherConfig) register(fs *flag.FlagSet) {
+	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
+	fs.StringVar(&c.listen, "listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics, /healthz, /readyz and /debug/pprof (QUEUES_PUSHER_LISTEN)")
+	fs.IntVar(&c.backlogTop, "backlog-top", backlog.DefaultTopN, "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
+	c.backend.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", pusher.DefaultMaxInFlight, "push batches in flight on this replica across all subscriptions, shared fairly between projects and their subscriptions (QUEUES_PUSH_MAX_IN_FLIGHT)")
+	bindEnv(fs, "allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
+	bindEnv(fs, "backlog-top", "QUEUES_BACKLOG_TOP")
+	bindEnv(fs, "max-in-flight", "QUEUES_PUSH_MAX_IN_FLIGHT")
+}
+
+// Validate checks the bounds of the counts (-max-in-flight 0 means the default).
+func (c *pusherConfig) Validate() error {
+	if c.backlogTop < 0 {
+		return errors.New("QUEUES_BACKLOG_TOP (-backlog-top): must be 0 or more")
+	}
+	if c.maxInFlight < 0 {
+		return errors.New("QUEUES_PUSH_MAX_IN_FLIGHT (-max-in-flight): must be 0 (the default) or more")
+	}
+	return nil
+}
