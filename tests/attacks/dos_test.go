@@ -116,7 +116,10 @@ func TestAnnouncedBodiesFlood(t *testing.T) {
 		if heap > 48<<10 || rss > 128<<10 {
 			t.Fatalf("heap grew %d KiB, RSS %d KiB for %d idle bodies; want under 48 MiB and 128 MiB", heap, rss, conns)
 		}
-		waitGoroutines(t, goroutines+10)
+		// A leak here is one goroutine per connection (hundreds); the service's own
+		// background work and the keep-alive of the /healthz call above may add a few, so
+		// the bound is a tenth of the wave, not an exact count.
+		waitGoroutines(t, goroutines+conns/10)
 	}
 }
 

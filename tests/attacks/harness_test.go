@@ -62,28 +62,12 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) (int, error) {
 	ctx := context.Background()
-	addr, stopRedis, err := testenv.StartRedis(ctx)
+	be, err := testenv.StartBackends(ctx, "attacks", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}
-	defer stopRedis()
-	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
-	if endpoint == "" {
-		ep, stop, err := testenv.StartDynamoDB(ctx)
-		if err != nil {
-			return 1, err
-		}
-		defer stop()
-		endpoint = ep
-	}
-	ddb, err := testenv.DynamoClient(ctx, endpoint)
-	if err != nil {
-		return 1, err
-	}
-	table := testenv.TableName("attacks")
-	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
-		return 1, err
-	}
+	defer be.Stop()
+	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
 	ring, err := keys.Generate("atk")
 	if err != nil {
 		return 1, err
@@ -119,6 +103,11 @@ func (d drainable) Drain()                { d.r.Drain() }
 // serveWrapped is serve with the replica's handler wrapped (nil: not wrapped), for tests that
 // watch requests from inside the server.
 func (e *env) serveWrapped(o stack.Options, wrap func(http.Handler) http.Handler) (base, admin string, stop func(), err error) {
+	return e.serveTimeouts(o, wrap, api.DefaultTimeouts)
+}
+
+// serveTimeouts is serveWrapped with the production server's deadlines replaced by to.
+func (e *env) serveTimeouts(o stack.Options, wrap func(http.Handler) http.Handler, to api.Timeouts) (base, admin string, stop func(), err error) {
 	if o.Redis == nil {
 		o.Redis = e.rdb
 	}
@@ -151,7 +140,7 @@ func (e *env) serveWrapped(o stack.Options, wrap func(http.Handler) http.Handler
 	if wrap != nil {
 		h = wrap(h)
 	}
-	go func() { defer close(done); _ = api.Serve(ctx, ln, drainable{h, r}, time.Second, o.Logger) }()
+	go func() { defer close(done); _ = api.ServeTimeouts(ctx, ln, drainable{h, r}, to, time.Second, o.Logger) }()
 	return "http://" + ln.Addr().String(), "http://" + adm.Addr(), func() {
 		cancel()
 		<-done

@@ -124,28 +124,12 @@ func runEach() int {
 
 func runStack(m *testing.M) (int, error) {
 	ctx := context.Background()
-	addr, stopRedis, err := testenv.StartRedis(ctx)
+	be, err := testenv.StartBackends(ctx, "e2e", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}
-	defer stopRedis()
-	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
-	if endpoint == "" {
-		ep, stop, err := testenv.StartDynamoDB(ctx)
-		if err != nil {
-			return 1, err
-		}
-		defer stop()
-		endpoint = ep
-	}
-	ddb, err := testenv.DynamoClient(ctx, endpoint)
-	if err != nil {
-		return 1, err
-	}
-	table := testenv.TableName("e2e")
-	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
-		return 1, err
-	}
+	defer be.Stop()
+	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
 	ring, err := keys.Generate("e2e")
 	if err != nil {
 		return 1, err

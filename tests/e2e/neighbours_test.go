@@ -53,7 +53,8 @@ func TestNoisyNeighbour(t *testing.T) {
 	}()
 	rep, err := bench.Run(context.Background(), bench.Config{URL: srv.URL, Token: tn.token, Prefix: "nb", Phases: []string{bench.PhaseNeighbour},
 		Neighbour: bench.NeighbourConfig{OperatorToken: operator, Window: 2 * time.Second, Settle: time.Second,
-			MaxStoredBytes: 2 << 20, RequestsPerSecond: 40, MaxWaitingReceives: waiting, MaxQueues: 3, ExtraPolls: 4,
+			// A's byte rate leaves it room to fill its 2 MiB within the window.
+			MaxStoredBytes: 2 << 20, SendBytesPerSecond: 8 << 20, RequestsPerSecond: 40, MaxWaitingReceives: waiting, MaxQueues: 3, ExtraPolls: 4,
 			PushTimeout: 2, Workers: 2}})
 	cancel()
 	wg.Wait()

@@ -6,8 +6,13 @@
 // always: …"); docs/durability.md records them.
 //
 // By default (go test ./..., so make test) each test injects its fault once under a light
-// load, in well under a minute all together; QUEUES_FAULTS_FULL=1 (make faults) runs three
-// rounds under ten times the load.
+// load, in about three and a half minutes all together (the two F5 tests wait for leases to
+// end); QUEUES_FAULTS_FULL=1 (make faults) runs three rounds under ten times the load (ten
+// for F8 of Redis and F16, as the plan asks). The tests of the whole service (F5, F8 of
+// queues serve, F16, F20) run the queues binary (procs_test.go, stack_test.go,
+// traffic_test.go; F5 (b)'s endpoint trap in pausepost_test.go); the power cuts need root and
+// loop devices (powercut_test.go); the soak (F20) runs only with make soak (soak_test.go, its
+// growth figures soakwatch_test.go).
 package faults
 
 import (
@@ -53,15 +58,20 @@ func wantClean(t *testing.T, f figures) {
 	want(t, "acknowledged sends lost", f.Lost, 0)
 	want(t, "deliveries after a successful ack", f.RedeliveredAfterAck, 0)
 	want(t, "fifo order violations", f.FIFOViolations, 0)
+	want(t, "acknowledged sends to pushed queues never answered 200", f.NeverAnswered, 0)
 	if f.SentOK == 0 {
 		t.Error("no send was acknowledged: the load did not run")
 	}
 }
 
 // F7: redis-server killed with SIGKILL under load and restarted on its AOF. With appendfsync
-// always no acknowledged send may be lost; with everysec a process kill loses nothing either
-// (the OS keeps what Redis wrote; only a power cut loses the last second), and the run
-// measures it.
+// always no acknowledged send may be lost. With everysec the OS keeps what Redis wrote, so a
+// process kill loses nothing — unless Redis had not written it yet: while a background fsync
+// is slow (a busy disk), Redis postpones writing its AOF buffer (up to 2 s) and still answers
+// the writes, and a kill then loses what the buffer held. A postponement leaves no trace
+// unless it reaches the 2 s ("Asynchronous AOF fsync is taking too long", counted from
+// Redis's log), so under everysec the loss is measured, not bounded: how many, and how long
+// before their kill they were answered.
 func TestF7RedisKill(t *testing.T) {
 	for _, fsync := range []string{"always", "everysec"} {
 		t.Run(fsync, func(t *testing.T) {
@@ -71,13 +81,20 @@ func TestF7RedisKill(t *testing.T) {
 			for range rounds() {
 				w.awaitSends(load())
 				r.kill()
+				w.h.mu.Lock()
+				w.h.cuts = append(w.h.cuts, time.Now())
+				w.h.mu.Unlock()
 				w.awaitSends(20) // sends fail while it is down
 				r.start()
 			}
 			w.awaitSends(load())
 			f := w.finish()
-			t.Logf("F7 %s, %d kills: %s; send errors %v", fsync, rounds(), f, f.SendErrors)
-			wantClean(t, f)
+			postponed := r.postponedWrites()
+			t.Logf("F7 %s, %d kills: %s; AOF writes Redis postponed (busy disk) %d; send errors %v", fsync, rounds(), f, postponed, f.SendErrors)
+			if fsync == "always" {
+				wantClean(t, f)
+			}
+			want(t, "fifo order violations", f.FIFOViolations, f.Lost) // only a lost message may leave a gap
 		})
 	}
 }

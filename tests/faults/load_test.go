@@ -49,6 +49,7 @@ type history struct {
 	fifoLast  map[string]int // group -> highest counter delivered so far
 	fifoViol  int
 	sendErrs  map[string]int // error text class -> count
+	cuts      []time.Time    // when each power cut came (lossy disks), in order
 }
 
 func newHistory() *history {
@@ -63,14 +64,40 @@ type figures struct {
 	FIFOViolations, Recovered  int
 	LostFirst, LostLast        time.Time // when the lost sends were answered
 	SendErrors                 map[string]int
+	// Duplicates counts deliveries beyond each message's first (at least once allows them).
+	Duplicates int
+	// MaxBeforeCut is, over the lost sends, the longest time from a send's answer to the
+	// power cut that lost it (the window a power cut opens); LostPerCut counts them by cut.
+	MaxBeforeCut time.Duration
+	LostPerCut   []int
+	// Pushes counts push requests; PushedAgain, messages pushed again after the endpoint
+	// answered 200 for them; LatePushes, pushed messages that arrived after the visibility
+	// deadline they carried (see traffic).
+	Pushes, PushedAgain, LatePushes int
+	LateRequests                    int // push requests with a message past its deadline
+	// PushDuplicates counts pushes beyond each pushed message's first; ReceivedBeforeFirstPush,
+	// messages whose first push came at a receiveCount above 1 (a pusher had received them
+	// before and given them back — or held them to their deadline).
+	PushDuplicates, ReceivedBeforeFirstPush int
+	// NeverAnswered counts acknowledged sends to pushed queues that no push answered with a
+	// 200 reached (pushed, perhaps, but only to fail): lost for the subscriber.
+	NeverAnswered int
 }
 
 func (f figures) String() string {
 	s := fmt.Sprintf("acknowledged sends %d, unknown %d (recovered %d), lost %d, redelivered after ack %d, fifo order violations %d",
 		f.SentOK, f.Unknown, f.Recovered, f.Lost, f.RedeliveredAfterAck, f.FIFOViolations)
+	s += fmt.Sprintf(", duplicate deliveries %d", f.Duplicates)
 	if f.Lost > 0 {
 		s += fmt.Sprintf(", lost sends answered within %v (%s to %s)", f.LostLast.Sub(f.LostFirst),
 			f.LostFirst.Format("15:04:05.000"), f.LostLast.Format("15:04:05.000"))
+	}
+	if f.LostPerCut != nil {
+		s += fmt.Sprintf(", lost per cut or kill %v, longest from answer to it %v", f.LostPerCut, f.MaxBeforeCut)
+	}
+	if f.Pushes > 0 {
+		s += fmt.Sprintf(", push requests %d, pushed again after a 200 %d, pushed after their deadline %d (in %d requests), pushed more than once %d, first pushed at a receiveCount above 1 %d, never answered 200 %d",
+			f.Pushes, f.PushedAgain, f.LatePushes, f.LateRequests, f.PushDuplicates, f.ReceivedBeforeFirstPush, f.NeverAnswered)
 	}
 	return s
 }
@@ -300,7 +327,20 @@ func (h *history) check() figures {
 			f.Recovered++
 		}
 	}
+	for _, n := range h.delivered {
+		f.Duplicates += max(n-1, 0)
+	}
 	f.Lost = len(lost)
+	if len(h.cuts) > 0 {
+		f.LostPerCut = make([]int, len(h.cuts))
+		for _, at := range lost {
+			i := sort.Search(len(h.cuts), func(i int) bool { return h.cuts[i].After(at) })
+			if i < len(h.cuts) {
+				f.LostPerCut[i]++
+				f.MaxBeforeCut = max(f.MaxBeforeCut, h.cuts[i].Sub(at))
+			}
+		}
+	}
 	if len(lost) > 0 {
 		sort.Slice(lost, func(i, j int) bool { return lost[i].Before(lost[j]) })
 		f.LostFirst, f.LostLast = lost[0], lost[len(lost)-1]

@@ -113,6 +113,14 @@ func (r *redisProc) do(args ...any) (any, error) {
 	return rdb.Do(context.Background(), args...).Result()
 }
 
+// postponedWrites counts, in its log (kept across restarts), the times Redis under
+// appendfsync everysec held its AOF buffer 2 s behind a slow background fsync before writing
+// it anyway — the answered writes in its memory only meanwhile. Shorter holds are not logged.
+func (r *redisProc) postponedWrites() int {
+	b, _ := os.ReadFile(filepath.Join(r.dir, "redis.log"))
+	return strings.Count(string(b), "Asynchronous AOF fsync is taking too long")
+}
+
 func (r *redisProc) String() string { return fmt.Sprintf("redis-server %s", r.addr()) }
 
 func itoa(n int) string { return strconv.Itoa(n) }

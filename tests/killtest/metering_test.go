@@ -25,12 +25,12 @@ import (
 const (
 	meterProjects = 12
 	meterEvery    = 250 * time.Millisecond
-	meterLoadMin  = 1500 * time.Millisecond
-	meterLoadMax  = 3 * time.Second
-	// lossWindow is how many flush periods before the kill a loss may reach back: the interval
-	// not flushed yet, the flush in progress (the kill cuts it), and the period that flush may
-	// have started late by when the one before it was slow (a busy machine).
-	lossWindow = 3
+	// meterLoadMin is how many sends must be answered before the kill may come (a run with
+	// fewer says nothing); meterLoadWait bounds the wait for them on a busy machine, and the
+	// kill comes at most meterLoadMax after them.
+	meterLoadMin  = 1000
+	meterLoadWait = 2 * time.Minute
+	meterLoadMax  = 1500 * time.Millisecond
 )
 
 type meterTenant struct {
@@ -43,7 +43,9 @@ type meterTenant struct {
 // projects while its usage meter flushes every 250 ms, restarts it, and compares each
 // project's metered messagesSent with the sends answered 200: never more (no count applied
 // twice, none counted that the client was not told), and short by at most the sends answered
-// in the last three flush periods before the kill (see lossWindow). The kill comes when the
+// after the project's last flush took its snapshot (bounded by the readings the test took,
+// see unflushedSince — a bound by the clock failed on a busy machine, where a flush takes
+// longer than its period). The kill comes when the
 // test sees the projects' hour items at different flush sequences (a flush half applied), and
 // the items read after the kill tell whether it did cut one; a run whose kill fell between
 // flushes is repeated on new projects, up to four runs.
@@ -86,8 +88,7 @@ func meterRun(t *testing.T, hc *http.Client, ddb *dynamodb.Client, st *stack, p1
 		wg.Add(1)
 		go func() { defer wg.Done(); tn.load(loadCtx, hc, p1.URL) }()
 	}
-	watchFlush(t, ddb, st, tenants)
-	killedAt := time.Now()
+	seen := watchFlush(t, ddb, st, tenants)
 	p1.Kill()
 	stopLoad()
 	wg.Wait()
@@ -95,41 +96,90 @@ func meterRun(t *testing.T, hc *http.Client, ddb *dynamodb.Client, st *stack, p1
 	seqs := flushSeqs(t, ddb, st, tenants)
 	p2, _ := crashtest.Start(t, hc, st, st.dir, fmt.Sprintf("meter%d", attempt))
 	var answered, metered, window, maxShort int
-	for _, tn := range tenants {
+	for i, tn := range tenants {
 		got := tn.metered(t, hc, st, p2.URL)
-		a, w := tn.counts(killedAt.Add(-lossWindow * meterEvery))
+		a, w := tn.counts(seen.unflushedSince(seqs[i]))
 		answered, metered, window = answered+a, metered+got, window+w
 		maxShort = max(maxShort, a-got)
 		if got > a {
 			t.Errorf("project %s: metered %d messagesSent, more than the %d sends answered", tn.project, got, a)
 		}
 		if a-got > w {
-			t.Errorf("project %s: metered %d messagesSent of %d answered: short by %d, more than the %d answered in the last %d flush periods",
-				tn.project, got, a, a-got, w, lossWindow)
+			t.Errorf("project %s: metered %d messagesSent of %d answered: short by %d, more than the %d answered after its last flush began",
+				tn.project, got, a, a-got, w)
 		}
 	}
 	if answered < 500 {
 		t.Fatalf("only %d sends answered before the kill: the load did not run\n%s", answered, crashtest.TailOf(p1.Log))
 	}
 	lo, hi := slices.Min(seqs), slices.Max(seqs)
-	t.Logf("run %d figures: %d projects, flush every %v; sends answered %d, metered %d, short by %d (the most in one project %d); answered in the last %d flush periods before the kill %d; "+
+	t.Logf("run %d figures: %d projects, flush every %v; sends answered %d, metered %d, short by %d (the most in one project %d); answered after each project's last flush began %d; "+
 		"flush sequences in the hour items at the kill %d–%d (mid-flush: %v)",
-		attempt, meterProjects, meterEvery, answered, metered, answered-metered, maxShort, lossWindow, window, lo, hi, lo != hi)
+		attempt, meterProjects, meterEvery, answered, metered, answered-metered, maxShort, window, lo, hi, lo != hi)
 	return p2, lo != hi
 }
 
-// watchFlush returns when the kill should come: after meterLoadMin of load, as soon as the
-// tenants' hour items are seen holding different flush sequences (a flush half applied), or
-// at a random moment before meterLoadMax.
-func watchFlush(t *testing.T, ddb *dynamodb.Client, st *stack, tenants []*meterTenant) {
-	t.Helper()
-	time.Sleep(meterLoadMin) // the load runs: no event to await
-	until := time.Now().Add(rand.N(meterLoadMax - meterLoadMin))
-	for time.Now().Before(until) {
-		if seqs := flushSeqs(t, ddb, st, tenants); slices.Min(seqs) != slices.Max(seqs) {
-			return
+// flushObs is one reading of the tenants' flush sequences: the lowest and highest, and when
+// the reading began.
+type flushObs struct {
+	at       time.Time
+	min, max int64
+}
+
+// flushHistory is every reading watchFlush took before the kill, oldest first.
+type flushHistory []flushObs
+
+// unflushedSince bounds when the last flush that reached a project (sequence s) took its
+// snapshot: the flush before it (s-1) had written no item when a reading began that saw
+// every sequence at s-2 or below, so it had not finished then, and flush s started after it
+// finished. Sends answered after that reading are the most a crash may lose (the zero time
+// when no such reading exists: all of them).
+func (h flushHistory) unflushedSince(s int64) time.Time {
+	var since time.Time
+	for _, o := range h {
+		if o.max <= s-2 {
+			since = o.at
 		}
 	}
+	return since
+}
+
+// watchFlush reads the tenants' flush sequences over and over from the start of the load and
+// returns the readings when the kill should come: once meterLoadMin sends have been answered,
+// as soon as a reading sees different sequences (a flush half applied), or at a random moment
+// within meterLoadMax after that.
+func watchFlush(t *testing.T, ddb *dynamodb.Client, st *stack, tenants []*meterTenant) flushHistory {
+	t.Helper()
+	var h flushHistory
+	giveUp := time.Now().Add(meterLoadWait)
+	var until time.Time // set once the load has run long enough
+	for {
+		at := time.Now()
+		seqs := flushSeqs(t, ddb, st, tenants)
+		o := flushObs{at: at, min: slices.Min(seqs), max: slices.Max(seqs)}
+		h = append(h, o)
+		if until.IsZero() {
+			if answeredAll(tenants) >= meterLoadMin {
+				until = time.Now().Add(rand.N(meterLoadMax))
+			} else if at.After(giveUp) {
+				t.Fatalf("only %d sends answered in %v: the load did not run", answeredAll(tenants), meterLoadWait)
+			}
+			continue
+		}
+		if o.min != o.max || at.After(until) || t.Failed() {
+			return h
+		}
+	}
+}
+
+// answeredAll is how many sends the tenants have had answered together.
+func answeredAll(tenants []*meterTenant) int {
+	total := 0
+	for _, tn := range tenants {
+		a, _ := tn.counts(time.Time{})
+		total += a
+	}
+	return total
 }
 
 // flushSeqs reads, for each tenant, the highest flush sequence its hour items record (the

@@ -199,3 +199,29 @@ func TestProjectIsolation(t *testing.T) {
 		}
 	})
 }
+
+// TestCrossDoorAtMostOnce: SQS ReceiveMessage on an at-most-once queue removes the message and
+// still returns a ReceiptHandle (SQS clients delete what they processed): DeleteMessage with
+// it succeeds, as SQS's stale deletes do; ChangeMessageVisibility fails, nothing is in flight.
+func TestCrossDoorAtMostOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx, c := t.Context(), e.sqs
+		e.do(t, "POST", "/v1/queues", map[string]any{"name": "once", "delivery": "atMostOnce"}, 201, nil)
+		url := must(c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("once")})).get(t).QueueUrl
+		e.v1Send(t, "once", map[string]any{"body": "only once"})
+		r := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10})).get(t)
+		if len(r.Messages) != 1 || *r.Messages[0].Body != "only once" || aws.ToString(r.Messages[0].ReceiptHandle) == "" {
+			t.Fatalf("SQS received %+v, want the message with a receipt handle", r.Messages)
+		}
+		if n := e.v1Queue(t, "once").Counts; n.Visible+n.InFlight+n.Delayed != 0 {
+			t.Fatalf("counts after an at-most-once receive: %+v", n)
+		}
+		if _, err := c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: r.Messages[0].ReceiptHandle, VisibilityTimeout: 0}); err == nil {
+			t.Fatal("ChangeMessageVisibility of an at-most-once delivery succeeded")
+		}
+		must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: r.Messages[0].ReceiptHandle})).get(t)
+		if got := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10})).get(t); len(got.Messages) != 0 {
+			t.Fatalf("received again %+v", got.Messages)
+		}
+	})
+}

@@ -56,28 +56,12 @@ func run(m *testing.M) (int, error) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	addr, stopRedis, err := testenv.StartRedis(ctx)
+	be, err := testenv.StartBackends(ctx, "sqs", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}
-	defer stopRedis()
-	endpoint := os.Getenv(testenv.EnvDynamoDBEndpoint)
-	if endpoint == "" {
-		ep, stop, err := testenv.StartDynamoDB(ctx)
-		if err != nil {
-			return 1, err
-		}
-		defer stop()
-		endpoint = ep
-	}
-	ddb, err := testenv.DynamoClient(ctx, endpoint)
-	if err != nil {
-		return 1, err
-	}
-	table := testenv.TableName("sqs")
-	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
-		return 1, err
-	}
+	defer be.Stop()
+	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
 	ring, err := keys.Generate("sqs")
 	if err != nil {
 		return 1, err
