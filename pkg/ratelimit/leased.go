@@ -18,8 +18,10 @@ import (
 // per-queue limit holds across all replicas exactly as with Redis; what a lease costs is that
 // its unspent tokens (fewer than a 50th of a second's worth per replica) are lost when it
 // lapses after LeaseTTL. Limits under LeaseDivisor·2 a second take one token at a time, like
-// Redis. When the shared budget cannot cover a whole lease, single tokens are asked for, so
-// requests near the limit are admitted or refused (with the right Retry-After) one by one.
+// Redis. A lease takes what the shared budget holds, up to its size, in one round trip; once
+// the budget is spent, calls are refused here until a whole lease has built up again (at
+// most a 50th of a second past Redis's own Retry-After), so a tenant over its limit is
+// admitted at exactly its rate, in leases, and costs two round trips a lease.
 type Leased struct {
 	l   *redis_rate.Limiter
 	now func() time.Time
@@ -111,20 +113,24 @@ func (l *Leased) Allow(ctx context.Context, key string, perSecond int) (time.Dur
 		return wait, nil
 	}
 	ls.tokens, ls.rate, ls.refusedUntil = 0, perSecond, time.Time{}
-	res, err := l.l.AllowN(ctx, rkey, limit, chunk)
+	// One round trip takes whatever the shared budget holds, up to a lease.
+	res, err := l.l.AllowAtMost(ctx, rkey, limit, chunk)
 	if fullStore(err) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, unavailable(ctx, err)
 	}
-	if res.Allowed >= chunk {
-		ls.tokens, ls.until = chunk-1, now.Add(LeaseTTL)
+	if res.Allowed > 0 {
+		ls.tokens, ls.until = res.Allowed-1, now.Add(LeaseTTL)
 		return 0, nil
 	}
-	wait, err := l.take(ctx, rkey, limit, 1)
+	// The budget is spent: refuse here until a whole lease has built up again, so that a
+	// tenant calling over its limit costs two round trips a lease, not two a token. It is
+	// still admitted at its full rate, a lease (a 50th of a second's worth) at a time.
+	wait := max(res.RetryAfter, time.Millisecond) + time.Duration(chunk-1)*time.Second/time.Duration(perSecond)
 	ls.remember(now, 1, wait)
-	return wait, err
+	return wait, nil
 }
 
 func (l *Leased) take(ctx context.Context, rkey string, limit redis_rate.Limit, n int) (time.Duration, error) {

@@ -173,3 +173,39 @@ func TestLeasedRefusalRemembered(t *testing.T) {
 		t.Fatal("a smaller call than the refused one did not ask Redis")
 	}
 }
+
+// TestLeasedOverLimitCostsLeases: a tenant calling without pause over its limit is admitted
+// a lease at a time, and costs a couple of round trips a lease, not a couple a token. Before
+// the lease took what the budget held, every admission near the limit made two round trips
+// (the lease refused, then a single token), and every refusal two more.
+func TestLeasedOverLimitCostsLeases(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	defer rdb.Close()
+	calls := &countCalls{}
+	rdb.AddHook(calls)
+	ctx := context.Background()
+	l := NewLeased(rdb)
+	const rate = 1000 // leases of 20
+	for {             // spend the burst
+		d, err := l.Allow(ctx, "flood", rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d > 0 {
+			break
+		}
+	}
+	before, admitted := calls.n.Load(), 0
+	for admitted < 200 {
+		d, err := l.Allow(ctx, "flood", rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == 0 {
+			admitted++
+		}
+	}
+	if got := calls.n.Load() - before; got*4 > int64(admitted) {
+		t.Fatalf("%d admissions over the limit made %d Redis calls, want at most a quarter as many", admitted, got)
+	}
+}
