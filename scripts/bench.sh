@@ -42,7 +42,7 @@ admin=$(freeport)
 export QUEUES_ADMIN_LISTEN="127.0.0.1:$admin"
 
 if [ "$mode" = serve ]; then
-  "$Q" serve -listen "127.0.0.1:$http" -data-dir "$work/data" -rate-send 1000000 -rate-receive 1000000 >"$work/serve.log" 2>&1 &
+  "$Q" serve -listen "127.0.0.1:$http" -data-dir "$work/data" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/serve.log" 2>&1 &
   pids+=($!)
   waitport "$http"
   # serve listens before it opens the store and writes the token: wait for the token too.
@@ -79,7 +79,7 @@ else
     pids+=($!)
     ;;
   esac
-  "$Q" api -listen "127.0.0.1:$http" -rate-send 1000000 -rate-receive 1000000 >"$work/api.log" 2>&1 &
+  "$Q" api -listen "127.0.0.1:$http" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/api.log" 2>&1 &
   pids+=($!)
   waitport "$http"
 fi
