@@ -34,7 +34,7 @@ type NeighbourConfig struct {
 	MaxQueues          int
 	// SendBytesPerSecond is A's sendBytesPerSecond (default 1 MiB).
 	SendBytesPerSecond int64
-	// ExtraPolls is how many long polls A keeps trying beyond maxWaitingReceives (default 10).
+	// ExtraPolls is how many long polls A keeps trying beyond maxWaitingReceives (default 2).
 	ExtraPolls int
 	// PushDelay is how long A's push endpoint takes to answer (default 30 s); PushTimeout is
 	// the subscription's timeoutSeconds (default 30).
@@ -80,7 +80,7 @@ func (n *NeighbourConfig) defaults() error {
 		n.SendBytesPerSecond = 1 << 20
 	}
 	def(&n.MaxQueues, 10)
-	def(&n.ExtraPolls, 10)
+	def(&n.ExtraPolls, 2)
 	def(&n.PushTimeout, 30)
 	def(&n.Workers, 4)
 	if n.PushTimeout > 60 {

@@ -91,7 +91,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&n.MaxWaitingReceives, "neighbour-waiting", 50, "neighbour: A's maxWaitingReceives (the long polls it holds)")
 	fs.Int64Var(&n.SendBytesPerSecond, "neighbour-send-bytes", 1<<20, "neighbour: A's sendBytesPerSecond")
 	fs.IntVar(&n.MaxQueues, "neighbour-max-queues", 10, "neighbour: A's maxQueues")
-	fs.IntVar(&n.ExtraPolls, "neighbour-extra-polls", 10, "neighbour: long polls A keeps trying beyond maxWaitingReceives")
+	fs.IntVar(&n.ExtraPolls, "neighbour-extra-polls", 2, "neighbour: long polls A keeps trying beyond maxWaitingReceives")
 	fs.DurationVar(&n.PushDelay, "neighbour-push-delay", 30*time.Second, "neighbour: how long A's push endpoint takes to answer")
 	fs.IntVar(&n.PushTimeout, "neighbour-push-timeout", 30, "neighbour: timeoutSeconds of A's subscription")
 	fs.IntVar(&n.Workers, "neighbour-workers", 4, "neighbour: B's workers")
