@@ -36,7 +36,7 @@ func (s *queueSettings) register(cmd *cobra.Command) {
 	f.Var(&s.retention, "retention", "how long a message is kept (default 96h)")
 	f.Var(&s.delay, "delay", "delay of new messages (default 0)")
 	f.Var(&s.receiveWait, "receive-wait", "long-polling wait of receives that give none (default 0)")
-	f.StringVar(&s.dlq, "dlq", "", "dead-letter queue (id or slug) for messages received --max-receive-count times")
+	f.StringVar(&s.dlq, "dlq", "", "dead-letter queue (name, id or slug) for messages received --max-receive-count times")
 	f.Var(&s.maxReceive, "max-receive-count", "receives before a message goes to --dlq (1-1000; default 5 with --dlq)")
 	f.BoolVar(&s.contentBasedDedup, "content-based-dedup", false, "fifo: deduplicate sends by the body's SHA-256 when they give no dedup id")
 	f.StringVar(&s.fairness, "fairness", "", "between waiting receives: fast (default), roundRobin or proportional")
@@ -44,15 +44,22 @@ func (s *queueSettings) register(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("fairness", cobra.FixedCompletions([]cobra.Completion{"fast", "roundRobin", "proportional"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-func (s *queueSettings) redrive() *client.Redrive {
+// redrive is the policy the flags ask for, nil without --dlq. The API's
+// redrive.deadLetterQueue takes an id or slug only, while everywhere else the CLI takes a
+// queue's name too: --dlq is looked up first, so a name works as it does in a path.
+func (s *queueSettings) redrive(ctx context.Context, c *client.Client) (*client.Redrive, error) {
 	if s.dlq == "" {
-		return nil
+		return nil, nil
+	}
+	dlq, err := c.GetQueue(ctx, s.dlq)
+	if err != nil {
+		return nil, fmt.Errorf("--dlq %s: %w", s.dlq, err)
 	}
 	n := 5
 	if s.maxReceive.set {
 		n = s.maxReceive.v
 	}
-	return &client.Redrive{DeadLetterQueue: s.dlq, MaxReceiveCount: n}
+	return &client.Redrive{DeadLetterQueue: dlq.ID, MaxReceiveCount: n}, nil
 }
 
 func (c *cli) queueCreateCmd() *cobra.Command {
@@ -71,11 +78,15 @@ func (c *cli) queueCreateCmd() *cobra.Command {
 			if delivery != string(client.DeliveryAtLeastOnce) && delivery != string(client.DeliveryAtMostOnce) {
 				return usagef("--delivery must be atLeastOnce or atMostOnce")
 			}
+			redrive, err := s.redrive(ctx, c.client)
+			if err != nil {
+				return err
+			}
 			q, err := c.client.CreateQueue(ctx, client.CreateQueueInput{
 				Name: args[0], Type: client.QueueType(typ),
 				VisibilityTimeoutSeconds: s.visibility.ptr(), RetentionSeconds: s.retention.ptr(),
 				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
-				Redrive: s.redrive(), ContentBasedDedup: s.contentBasedDedup, Fairness: client.Fairness(s.fairness),
+				Redrive: redrive, ContentBasedDedup: s.contentBasedDedup, Fairness: client.Fairness(s.fairness),
 				Delivery: client.Delivery(delivery), MaxCancels: s.maxCancels.ptr(),
 			})
 			if err != nil {
@@ -187,20 +198,24 @@ func (c *cli) queueUpdateCmd() *cobra.Command {
   queues queue update payments --content-based-dedup=false`,
 		completeArgs: c.queueArg,
 		run: func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			in := client.UpdateQueueInput{
-				VisibilityTimeoutSeconds: s.visibility.ptr(), RetentionSeconds: s.retention.ptr(),
-				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
-				Redrive: s.redrive(), RemoveRedrive: noRedrive, Fairness: client.Fairness(s.fairness),
-				MaxCancels: s.maxCancels.ptr(),
-			}
-			if cmd.Flags().Changed("content-based-dedup") {
-				in.ContentBasedDedup = client.Bool(s.contentBasedDedup)
-			}
-			if noRedrive && in.Redrive != nil {
+			if noRedrive && s.dlq != "" {
 				return usagef("--dlq and --no-redrive contradict each other")
 			}
 			if s.maxReceive.set && s.dlq == "" {
 				return usagef("--max-receive-count needs --dlq")
+			}
+			redrive, err := s.redrive(ctx, c.client)
+			if err != nil {
+				return err
+			}
+			in := client.UpdateQueueInput{
+				VisibilityTimeoutSeconds: s.visibility.ptr(), RetentionSeconds: s.retention.ptr(),
+				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
+				Redrive: redrive, RemoveRedrive: noRedrive, Fairness: client.Fairness(s.fairness),
+				MaxCancels: s.maxCancels.ptr(),
+			}
+			if cmd.Flags().Changed("content-based-dedup") {
+				in.ContentBasedDedup = client.Bool(s.contentBasedDedup)
 			}
 			q, err := c.client.UpdateQueue(ctx, args[0], in)
 			if err != nil {

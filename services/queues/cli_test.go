@@ -137,6 +137,10 @@ func TestCLIQueue(t *testing.T) {
 	e.run(t, "", "queue", "purge", "orders").ok(t).has(t, "purged queue orders")
 	e.run(t, "", "queue", "purge", "orders").fails(t, exitUnavailable, "purge_too_soon", "retry after")
 	e.run(t, "", "queue", "update", "orders", "--dlq", dlq.Slug).ok(t)
+	// --dlq takes a name too, as the help's examples write it.
+	e.run(t, "", "queue", "update", "orders", "--dlq", "orders-dlq", "--max-receive-count", "4").ok(t).has(t, "after 4 receives")
+	e.run(t, "", "queue", "create", "jobs", "--dlq", "orders-dlq").ok(t)
+	e.run(t, "", "queue", "update", "orders", "--dlq", "no-such-queue").fails(t, exitNotFound, "not_found", "no-such-queue")
 	e.run(t, "", "queue", "delete", "orders-dlq").fails(t, exitConflict, "queue_in_use")
 	e.run(t, "", "queue", "delete", "orders").ok(t).has(t, "deleted queue orders")
 	e.run(t, "", "queue", "get", "orders").fails(t, exitNotFound, "not_found", "case-sensitive")
