@@ -289,7 +289,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var ae *apierr.Error
 	var he *echo.HTTPError
 	switch {
-	case engine.IsRefusal(err):
+	case isRefusal(err):
 		ae = refusal(err)
 	case errors.As(err, &ae):
 	case errors.As(err, &he):
