@@ -6,10 +6,12 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/meta"
 )
 
-// The engines refuse requests with sentinels (package engine's refusals) that carry no code,
-// field name or text; this is the one place that gives each its answer.
+// The engines and the metadata stores refuse requests with sentinels (package engine's and
+// package meta's refusals) that carry no field name or client text; this is the one place
+// that gives each its answer.
 
 // refusalAnswers maps the refusals whose answer quotes no figure.
 var refusalAnswers = map[error]*apierr.Error{
@@ -25,11 +27,55 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrPatchWaitingNotObject: apierr.Invalid("body", "merge \"patch\" needs JSON objects; the waiting message's body is not one"),
 }
 
-// refusal is the API's answer to an engine refusal, nil when err is not one.
+// metaAnswers maps the metadata stores' refusals whose answer quotes nothing.
+var metaAnswers = map[error]*apierr.Error{
+	meta.ErrBadCursor:      apierr.Invalid("cursor", "the cursor is not one this listing returned"),
+	meta.ErrEmptyName:      apierr.Invalid("name", "queue name is empty"),
+	meta.ErrSelfDeadLetter: apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue"),
+}
+
+// isRefusal reports whether err is an engine's or a metadata store's refusal.
+func isRefusal(err error) bool { return engine.IsRefusal(err) || meta.IsRefusal(err) }
+
+// refusal is the API's answer to an engine's or a metadata store's refusal, nil when err is
+// not one.
 func refusal(err error) *apierr.Error {
-	if err == nil || !engine.IsRefusal(err) {
+	switch {
+	case err == nil:
 		return nil
+	case engine.IsRefusal(err):
+		return engineRefusal(err)
+	case meta.IsRefusal(err):
+		return metaRefusal(err)
 	}
+	return nil
+}
+
+// metaRefusal answers a metadata store's refusal as the stores did when they named fields.
+func metaRefusal(err error) *apierr.Error {
+	var r meta.Refusal // the figures the answer quotes; a bare sentinel has none
+	var with *meta.Refusal
+	if errors.As(err, &with) {
+		r = *with
+	}
+	sentinel := meta.Refused(err)
+	switch sentinel {
+	case meta.ErrZeroID:
+		return apierr.Invalid("id", "%s id is zero", r.Record)
+	case meta.ErrDeadLetterNotFound:
+		return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", r.Queue)
+	case meta.ErrQueueNameTaken:
+		return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", r.Name)
+	}
+	if ae, ok := metaAnswers[sentinel]; ok {
+		c := *ae // callers may prefix the copy's field
+		return &c
+	}
+	return apierr.New(apierr.CodeOf(sentinel), "the request was refused")
+}
+
+// engineRefusal answers an engine's refusal.
+func engineRefusal(err error) *apierr.Error {
 	var r *engine.Refusal
 	if errors.As(err, &r) {
 		switch r.Err {
@@ -50,7 +96,7 @@ func refusal(err error) *apierr.Error {
 	return apierr.New(apierr.InvalidArgument, "the request was refused")
 }
 
-// asAPI is apierr.As with the engine refusals answered.
+// asAPI is apierr.As with the refusals answered.
 func asAPI(err error) *apierr.Error {
 	if ae := refusal(err); ae != nil {
 		return ae
@@ -58,9 +104,9 @@ func asAPI(err error) *apierr.Error {
 	return apierr.As(err)
 }
 
-// EngineError returns err with an engine refusal replaced by the API's answer to it, for the
-// other door (pkg/sqs), which words its answers from the API's.
-func EngineError(err error) error {
+// Answer returns err with a refusal (an engine's or a metadata store's) replaced by the API's
+// answer to it, for the other door (pkg/sqs), which words its answers from the API's.
+func Answer(err error) error {
 	if ae := refusal(err); ae != nil {
 		return ae
 	}

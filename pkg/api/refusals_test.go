@@ -2,10 +2,15 @@ package api
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
 )
 
 // TestRefusalAnswers: every engine refusal gets the answer clients had when the engines wrote
@@ -44,7 +49,55 @@ func TestRefusalAnswers(t *testing.T) {
 	if f := asAPI(engine.ErrBadCursor).Field; f != "cursor" {
 		t.Fatalf("after a prefix the next answer names %q", f)
 	}
-	if ae := EngineError(apierr.ErrStale); ae != apierr.ErrStale {
-		t.Fatalf("EngineError changed an API error: %v", ae)
+	if ae := Answer(apierr.ErrStale); ae != apierr.ErrStale {
+		t.Fatalf("Answer changed an API error: %v", ae)
 	}
+}
+
+// TestMetaRefusalAnswers: every metadata-store refusal gets the answer clients had when the
+// stores named the field themselves (code, field and text, each given here as the store built
+// it), on the HTTP error path byte for byte, also wrapped, and for the SQS door (Answer).
+func TestMetaRefusalAnswers(t *testing.T) {
+	t.Parallel()
+	dlq := ids.New()
+	for _, c := range []struct {
+		err    error
+		before *apierr.Error
+	}{
+		{meta.ErrBadCursor, apierr.Invalid("cursor", "the cursor is not one this listing returned")},
+		{meta.ZeroID("project"), apierr.Invalid("id", "project id is zero")},
+		{meta.ZeroID("token"), apierr.Invalid("id", "token id is zero")},
+		{meta.ZeroID("queue"), apierr.Invalid("id", "queue id is zero")},
+		{meta.ZeroID("subscription or queue"), apierr.Invalid("id", "subscription or queue id is zero")},
+		{meta.ZeroID("task or queue"), apierr.Invalid("id", "task or queue id is zero")},
+		{meta.ErrEmptyName, apierr.Invalid("name", "queue name is empty")},
+		{meta.ErrSelfDeadLetter, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")},
+		{meta.DeadLetterNotFound(dlq), apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", dlq)},
+		{meta.QueueNameTaken("orders"), apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", "orders")},
+	} {
+		for _, err := range []error{c.err, fmt.Errorf("list queues: %w", c.err)} {
+			ae, want := asAPI(err), c.before
+			if ae.Code != want.Code || ae.Field != want.Field || ae.Message != want.Message {
+				t.Errorf("%v: answered %s %q %q, want %s %q %q", err, ae.Code, ae.Field, ae.Message, want.Code, want.Field, want.Message)
+			}
+			if got, before := httpAnswer(err), httpAnswer(want); got != before {
+				t.Errorf("%v: over HTTP %s, before %s", err, got, before)
+			}
+			if sa := apierr.As(Answer(err)); sa.Code != want.Code || sa.Message != want.Message {
+				t.Errorf("%v: the SQS door reads %s %q", err, sa.Code, sa.Message)
+			}
+		}
+	}
+	_ = asAPI(meta.ErrBadCursor).WithPrefix("entries[0]")
+	if f := asAPI(meta.ErrBadCursor).Field; f != "cursor" {
+		t.Fatalf("after a prefix the next answer names %q", f)
+	}
+}
+
+// httpAnswer is the status and body the API's error handler writes for err.
+func httpAnswer(err error) string {
+	s := New(Config{Registry: prometheus.NewRegistry()})
+	rec := httptest.NewRecorder()
+	s.handleError(err, s.e.NewContext(httptest.NewRequest("GET", "/v1/queues", nil), rec))
+	return fmt.Sprintf("%d %s", rec.Code, rec.Body.String())
 }

@@ -63,9 +63,12 @@ type Config struct {
 	Auth     *auth.Authority
 	Receipts *receipt.Signer
 	Limiter  Limiter // nil: no rate limits
-	Rates    Rates
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// Rates are the per-queue limits the Limiter applies. Zero Rates are DefaultRates, decided
+	// here so that no caller building a Config repeats it; a zero field of other Rates leaves
+	// that operation unlimited.
+	Rates  Rates
+	Clock  clock.Clock
+	Logger *slog.Logger
 	// Registry receives the API's metrics (served by the admin listener, pkg/adminhttp, never
 	// on the public port).
 	Registry prometheus.Registerer
@@ -141,6 +144,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Rates == (Rates{}) {
+		cfg.Rates = DefaultRates
 	}
 	if cfg.DefaultLimits == (tenancy.Limits{}) {
 		cfg.DefaultLimits = tenancy.Defaults
@@ -289,7 +295,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var ae *apierr.Error
 	var he *echo.HTTPError
 	switch {
-	case engine.IsRefusal(err):
+	case isRefusal(err):
 		ae = refusal(err)
 	case errors.As(err, &ae):
 	case errors.As(err, &he):

@@ -106,13 +106,12 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Cause }
 
-// Is makes errors.Is(err, &Error{Code: X}) match any error with code X.
+// Is makes errors.Is(err, &Error{Code: X}) match any error with code X. The target must be an
+// *Error itself: a sentinel that only reads as one through errors.As (package meta's refusals,
+// which carry a code) is matched by identity, else every error of its code would be it.
 func (e *Error) Is(target error) bool {
-	var t *Error
-	if errors.As(target, &t) {
-		return t.Code == e.Code
-	}
-	return false
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
 }
 
 // New returns an error with a code and a message.

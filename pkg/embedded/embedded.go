@@ -75,7 +75,7 @@ type Options struct {
 	// kept ones, generating them on first start.
 	Keys          *keys.Ring
 	OperatorToken string
-	Rates         api.Rates
+	Rates         api.Rates // zero: api.DefaultRates
 	Logger        *slog.Logger
 	// SweepEvery is the sweeper's period (default sweeper.DefaultEvery; negative: no sweeper).
 	SweepEvery time.Duration
@@ -149,9 +149,6 @@ type Node struct {
 func Open(ctx context.Context, o Options) (n *Node, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.Rates == (api.Rates{}) {
-		o.Rates = api.DefaultRates
 	}
 	if o.DataDir == "" {
 		return nil, errors.New("embedded: no data directory")

@@ -116,10 +116,10 @@ func (p Page) Size() int {
 	return p.Limit
 }
 
-// Store keeps metadata. Errors are *apierr.Error values: NotFound for a missing record,
-// QueueExists for a taken name, QueueInUse for deleting a dead-letter queue still named by
-// another queue, InvalidArgument (field "cursor") for a bad cursor, Unavailable when the
-// backend cannot be reached.
+// Store keeps metadata. Errors carry apierr codes: NotFound for a missing record,
+// ErrQueueNameTaken (QueueExists) for a taken name, QueueInUse for deleting a dead-letter
+// queue still named by another queue, ErrBadCursor (InvalidArgument) for a bad cursor,
+// Unavailable when the backend cannot be reached; the refusals (errors.go) name no field.
 type Store interface {
 	CreateProject(ctx context.Context, p Project) error
 	GetProject(ctx context.Context, id ids.ID) (Project, error)
@@ -134,8 +134,8 @@ type Store interface {
 	RevokeToken(ctx context.Context, projectID, tokenID ids.ID, at time.Time) error
 
 	// CreateQueue stores a new queue; its name must be free in the project, and a redrive's
-	// dead-letter queue must exist in the same project (else NotFound with field
-	// "redrive.deadLetterQueue"). The store records the reference so the dead-letter queue
+	// dead-letter queue must exist in the same project (else ErrDeadLetterNotFound, code
+	// NotFound). The store records the reference so the dead-letter queue
 	// cannot be deleted while named.
 	CreateQueue(ctx context.Context, q Queue) error
 	// GetQueue finds a queue by id within a project.
@@ -148,7 +148,7 @@ type Store interface {
 	ListQueues(ctx context.Context, projectID ids.ID, prefix string, page Page) (qs []Queue, nextCursor string, err error)
 	// UpdateQueue replaces the settings (with Tags and SQSAttributes) of q if its stored Version equals q.Version (else
 	// ErrVersionConflict: the caller re-reads and re-applies its change), and moves dead-letter
-	// references when the redrive changes (NotFound with field "redrive.deadLetterQueue" for a
+	// references when the redrive changes (ErrDeadLetterNotFound, code NotFound, for a
 	// missing dead-letter queue). Name, type, project and CreatedAt are never changed. It
 	// returns the stored queue with the new Version.
 	UpdateQueue(ctx context.Context, q Queue) (Queue, error)

@@ -47,9 +47,9 @@ type MoveTask struct {
 	Version int64
 }
 
-// MoveTaskStore keeps move tasks, by source queue. Errors are *apierr.Error values:
-// NotFound, MoveTaskRunning when the source already has a running task, InvalidArgument
-// (field "cursor") for a bad cursor, Unavailable when the backend cannot be reached.
+// MoveTaskStore keeps move tasks, by source queue. Errors carry apierr codes: NotFound,
+// MoveTaskRunning when the source already has a running task, ErrBadCursor (InvalidArgument)
+// for a bad cursor, Unavailable when the backend cannot be reached.
 type MoveTaskStore interface {
 	// CreateMoveTask stores a new running task with Version 1, unless its source queue has a
 	// running task already (MoveTaskRunning; checked atomically with the store).

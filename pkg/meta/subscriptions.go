@@ -44,9 +44,9 @@ func (s Subscription) Secrets(now time.Time) []string {
 	return out
 }
 
-// SubscriptionStore keeps push subscriptions, keyed by their queue. Errors are *apierr.Error
-// values: NotFound for a missing subscription (or, on create, a missing queue),
-// SubscriptionExists when the queue already has one, InvalidArgument (field "cursor") for a
+// SubscriptionStore keeps push subscriptions, keyed by their queue. Errors carry apierr
+// codes: NotFound for a missing subscription (or, on create, a missing queue),
+// SubscriptionExists when the queue already has one, ErrBadCursor (InvalidArgument) for a
 // bad cursor, Unavailable when the backend cannot be reached.
 type SubscriptionStore interface {
 	// CreateSubscription stores a new subscription with Version 1 for an existing queue of the

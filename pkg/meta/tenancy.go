@@ -99,7 +99,7 @@ const MaxUsageRange = 31 * 24 * time.Hour
 
 // TenancyStore keeps what tenancy needs beside the metadata: the projects' own limits, the
 // counts the queue and subscription quotas are checked against, and the hourly usage meters.
-// Errors are *apierr.Error values like Store's; a quota that a create would pass is
+// Errors carry apierr codes like Store's; a quota that a create would pass is
 // QuotaExceeded with details.limit naming it.
 type TenancyStore interface {
 	// GetLimits reads a project's own limits (NotFound for a missing project).

@@ -95,7 +95,7 @@ func missingParam(name string) *Error {
 
 // fromAPI maps the shared operations' errors to SQS's.
 func fromAPI(err error) *Error {
-	err = api.EngineError(err)
+	err = api.Answer(err)
 	var se *Error
 	if errors.As(err, &se) {
 		return se

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"strings"
 
+	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -97,7 +98,7 @@ func (d *Door) startMessageMoveTask(c *call) (any, error) {
 	case apierr.MoveTaskRunning:
 		return nil, newErr(errUnsupportedOp, "There is already a task running. Only one active task is allowed for each source queue arn at a given time.")
 	case apierr.InvalidArgument, apierr.NotFound:
-		return nil, invalidParam("DestinationArn", "%s", apierr.As(err).Message)
+		return nil, invalidParam("DestinationArn", "%s", apierr.As(api.Answer(err)).Message)
 	}
 	if err != nil {
 		return nil, err

@@ -140,7 +140,7 @@ func (d *Door) applyRedrive(c *call, q *meta.Queue, v string) error {
 	}
 	if err := d.cfg.Backend.ApplyRedrive(ctx, q, &dlq.ID, mrc); err != nil {
 		if apierr.CodeOf(err) == apierr.InvalidArgument || apierr.CodeOf(err) == apierr.NotFound {
-			return newErr(errInvalidAttrValue, "Value %s for parameter RedrivePolicy is invalid. Reason: %s", v, apierr.As(err).Message)
+			return newErr(errInvalidAttrValue, "Value %s for parameter RedrivePolicy is invalid. Reason: %s", v, apierr.As(api.Answer(err)).Message)
 		}
 		return err
 	}

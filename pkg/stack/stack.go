@@ -42,7 +42,7 @@ type Options struct {
 	Table         string
 	Keys          *keys.Ring
 	OperatorToken string
-	Rates         api.Rates
+	Rates         api.Rates // zero: api.DefaultRates
 	Logger        *slog.Logger
 	// SweepEvery is the sweeper's period (default sweeper.DefaultEvery; negative: no sweeper).
 	SweepEvery time.Duration
@@ -92,9 +92,6 @@ type Replica struct {
 func New(ctx context.Context, o Options) (*Replica, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.Rates == (api.Rates{}) {
-		o.Rates = api.DefaultRates
 	}
 	var clk clock.Clock = clock.Real{}
 	if o.Clock != nil {

@@ -15,14 +15,33 @@ var fieldError = regexp.MustCompile(`apierr\.(Invalid|Field)\(`)
 // (issue 11 item 3), so the field names of an answer live in one place.
 func TestEnginesNameNoFields(t *testing.T) {
 	t.Parallel()
-	goFiles(t, "pkg/engine", production, func(rel, path string) error {
+	noFieldNames(t, "pkg/engine", production, "an engine names a request field: return a refusal of package engine (pkg/api answers it)")
+}
+
+// TestStoresNameNoFields: the metadata stores (pkg/meta and below, its conformance suite
+// included: it asserts the sentinels), their cache and the other packages beside the API that
+// read them refuse with package meta's sentinels, which pkg/api alone answers naming the field
+// (the "Shape" issue), as the engines do.
+func TestStoresNameNoFields(t *testing.T) {
+	t.Parallel()
+	notTest := func(rel string) bool { return !strings.HasSuffix(rel, "_test.go") }
+	for _, dir := range []string{"pkg/meta", "pkg/metacache", "pkg/tenancy", "pusher"} {
+		noFieldNames(t, dir, notTest, "a store names a request field: return a refusal of package meta (pkg/api answers it)")
+	}
+}
+
+// noFieldNames fails the test at every line below dir (of the files keep accepts) that builds
+// an error naming a request field.
+func noFieldNames(t *testing.T, dir string, keep func(rel string) bool, advice string) {
+	t.Helper()
+	goFiles(t, dir, keep, func(rel, path string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		for i, line := range strings.Split(string(src), "\n") {
 			if fieldError.MatchString(line) {
-				t.Errorf("%s:%d: an engine names a request field: return a refusal of package engine (pkg/api answers it)", rel, i+1)
+				t.Errorf("%s:%d: %s", rel, i+1, advice)
 			}
 		}
 		return nil

@@ -110,7 +110,7 @@ func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move ta
 // has a running task (MoveTaskRunning).
 func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 	if t.ID.IsZero() || t.QueueID.IsZero() {
-		return apierr.Invalid("id", "task or queue id is zero")
+		return meta.ZeroID("task or queue")
 	}
 	t.Status, t.Version = meta.MoveRunning, 1
 	item, err := marshal(toMoveItem(t))

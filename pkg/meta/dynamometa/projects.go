@@ -33,7 +33,7 @@ func (it projectItem) project() (meta.Project, error) {
 // are random; a collision is a bug).
 func (s *Store) CreateProject(ctx context.Context, p meta.Project) error {
 	if p.ID.IsZero() {
-		return apierr.Invalid("id", "project id is zero")
+		return meta.ZeroID("project")
 	}
 	it := projectItem{PK: projectPK(p.ID), SK: projectSK, ID: p.ID.String(), Name: p.Name, CreatedAt: utc(p.CreatedAt)}
 	main, err := marshal(it)

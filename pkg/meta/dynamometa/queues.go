@@ -97,10 +97,6 @@ func nonEmpty(m map[string]string) map[string]string {
 	return m
 }
 
-func dlqNotFound(id ids.ID) error {
-	return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", id)
-}
-
 func queueNotFound(id ids.ID) error {
 	return apierr.New(apierr.NotFound, "queue %s not found", id)
 }
@@ -128,8 +124,8 @@ func (s *Store) dropRef(dlq ids.ID) types.TransactWriteItem {
 }
 
 // CreateQueue stores a new queue with Version 1. The project must exist (NotFound), the name
-// must be free (QueueExists), a redrive's dead-letter queue must exist in the project (NotFound,
-// field "redrive.deadLetterQueue").
+// must be free (meta.ErrQueueNameTaken), a redrive's dead-letter queue must exist in the
+// project (meta.ErrDeadLetterNotFound).
 func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 	return s.CreateQueueWithin(ctx, q, 0)
 }
@@ -139,13 +135,13 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 // under the limit (tenancy.go).
 func (s *Store) CreateQueueWithin(ctx context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
-		return apierr.Invalid("id", "queue id is zero")
+		return meta.ZeroID("queue")
 	}
 	if q.Name == "" {
-		return apierr.Invalid("name", "queue name is empty")
+		return meta.ErrEmptyName
 	}
 	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+		return meta.ErrSelfDeadLetter
 	}
 	q.Version = 1
 	item, err := marshal(toQueueItem(q))
@@ -175,9 +171,9 @@ func (s *Store) CreateQueueWithin(ctx context.Context, q meta.Queue, maxQueues i
 	case c.failed(0):
 		return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
 	case c.failed(1):
-		return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", q.Name)
+		return meta.QueueNameTaken(q.Name)
 	case c.failed(3):
-		return dlqNotFound(q.Redrive.DeadLetterQueue)
+		return meta.DeadLetterNotFound(q.Redrive.DeadLetterQueue)
 	default:
 		return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
 	}
@@ -280,7 +276,7 @@ func sameDLQ(a, b *meta.Redrive) bool {
 // dead-letter reference when the redrive names another queue.
 func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, error) {
 	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return meta.Queue{}, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+		return meta.Queue{}, meta.ErrSelfDeadLetter
 	}
 	for attempt := 0; ; attempt++ {
 		cur, err := s.GetQueue(ctx, q.ProjectID, q.ID)
@@ -349,7 +345,7 @@ func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, erro
 				return meta.Queue{}, meta.ErrVersionConflict
 			}
 		case c.failed(addAt):
-			return meta.Queue{}, dlqNotFound(next.Redrive.DeadLetterQueue)
+			return meta.Queue{}, meta.DeadLetterNotFound(next.Redrive.DeadLetterQueue)
 		case c.failed(dropAt):
 			return meta.Queue{}, apierr.New(apierr.Internal, "dead-letter reference of queue %s is missing", q.ID)
 		default:

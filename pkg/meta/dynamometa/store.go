@@ -227,16 +227,15 @@ func decodeCursor(s, pk string, validSK func(string) bool) (map[string]types.Att
 	if s == "" {
 		return nil, nil
 	}
-	bad := apierr.Invalid("cursor", "the cursor is not one this listing returned")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return nil, bad
+		return nil, meta.ErrBadCursor
 	}
 	d := json.NewDecoder(strings.NewReader(string(b)))
 	d.DisallowUnknownFields()
 	var c cursor
 	if err := d.Decode(&c); err != nil || d.More() || c.PK != pk || !validSK(c.SK) {
-		return nil, bad
+		return nil, meta.ErrBadCursor
 	}
 	return key(c.PK, c.SK), nil
 }

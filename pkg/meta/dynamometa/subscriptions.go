@@ -98,7 +98,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) e
 // (<= 0: none), counted on the project item in the same transaction (tenancy.go).
 func (s *Store) CreateSubscriptionWithin(ctx context.Context, sub meta.Subscription, maxSubs int64) error {
 	if sub.ID.IsZero() || sub.QueueID.IsZero() {
-		return apierr.Invalid("id", "subscription or queue id is zero")
+		return meta.ZeroID("subscription or queue")
 	}
 	sub.Version = 1
 	item, err := marshal(toSubItem(sub))

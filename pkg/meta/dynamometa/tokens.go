@@ -46,7 +46,7 @@ func (it tokenItem) token() (meta.Token, error) {
 // CreateToken stores a token of an existing project (else NotFound).
 func (s *Store) CreateToken(ctx context.Context, t meta.Token) error {
 	if t.ID.IsZero() {
-		return apierr.Invalid("id", "token id is zero")
+		return meta.ZeroID("token")
 	}
 	item, err := marshal(tokenItem{
 		PK: projectPK(t.ProjectID), SK: tokenPre + t.ID.String(),

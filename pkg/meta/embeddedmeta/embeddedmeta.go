@@ -128,7 +128,7 @@ func putJSON(b *bolt.Bucket, k []byte, v any) error {
 // CreateProject stores a new project.
 func (s *Store) CreateProject(_ context.Context, p meta.Project) error {
 	if p.ID.IsZero() {
-		return apierr.Invalid("id", "project id is zero")
+		return meta.ZeroID("project")
 	}
 	p.CreatedAt = p.CreatedAt.UTC()
 	return s.update(func(tx *bolt.Tx) error {
@@ -217,7 +217,7 @@ func listByID[T any](s *Store, pg meta.Page, list string, bucket []byte, conv fu
 // CreateToken stores a token of an existing project.
 func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
 	if t.ID.IsZero() {
-		return apierr.Invalid("id", "token id is zero")
+		return meta.ZeroID("token")
 	}
 	t = meta.CloneToken(t)
 	return s.update(func(tx *bolt.Tx) error {
@@ -293,10 +293,6 @@ func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at tim
 
 // ---- queues ----
 
-func dlqNotFound(id ids.ID) error {
-	return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", id)
-}
-
 func getQueue(tx *bolt.Tx, id ids.ID) (*queueRec, error) {
 	var r queueRec
 	ok, err := getJSON(tx.Bucket(bQueues), id[:], &r)
@@ -317,13 +313,13 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 // the same transaction.
 func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
-		return apierr.Invalid("id", "queue id is zero")
+		return meta.ZeroID("queue")
 	}
 	if q.Name == "" {
-		return apierr.Invalid("name", "queue name is empty")
+		return meta.ErrEmptyName
 	}
 	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+		return meta.ErrSelfDeadLetter
 	}
 	q = meta.CloneQueue(q)
 	q.Version = 1
@@ -333,7 +329,7 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 		}
 		nk := cat(q.ProjectID, []byte(q.Name))
 		if tx.Bucket(bNames).Get(nk) != nil {
-			return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", q.Name)
+			return meta.QueueNameTaken(q.Name)
 		}
 		if q.Redrive != nil {
 			d, err := getQueue(tx, q.Redrive.DeadLetterQueue)
@@ -341,7 +337,7 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 				return err
 			}
 			if d == nil || d.Q.ProjectID != q.ProjectID {
-				return dlqNotFound(q.Redrive.DeadLetterQueue)
+				return meta.DeadLetterNotFound(q.Redrive.DeadLetterQueue)
 			}
 			d.Refs++
 			if err := putQueue(tx, d); err != nil {
@@ -472,7 +468,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 // UpdateQueue replaces the settings of q if the stored Version is q.Version.
 func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error) {
 	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return meta.Queue{}, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+		return meta.Queue{}, meta.ErrSelfDeadLetter
 	}
 	var out meta.Queue
 	err := s.update(func(tx *bolt.Tx) error {
@@ -497,7 +493,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 				return err
 			}
 			if d == nil || d.Q.ProjectID != q.ProjectID {
-				return dlqNotFound(newDLQ)
+				return meta.DeadLetterNotFound(newDLQ)
 			}
 		}
 		if oldDLQ != newDLQ {

@@ -66,7 +66,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) e
 // (<= 0: none), counted in the same transaction.
 func (s *Store) CreateSubscriptionWithin(_ context.Context, sub meta.Subscription, maxSubs int64) error {
 	if sub.ID.IsZero() || sub.QueueID.IsZero() {
-		return apierr.Invalid("id", "subscription or queue id is zero")
+		return meta.ZeroID("subscription or queue")
 	}
 	sub = cloneSub(sub)
 	sub.Version = 1

@@ -71,7 +71,7 @@ func page[T any](all []T, keyOf func(T) string, after string, limit int) ([]T, s
 // CreateProject stores a new project.
 func (s *Store) CreateProject(_ context.Context, p meta.Project) error {
 	if p.ID.IsZero() {
-		return apierr.Invalid("id", "project id is zero")
+		return meta.ZeroID("project")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,7 +128,7 @@ func (s *Store) ListProjects(_ context.Context, pg meta.Page) ([]meta.Project, s
 // CreateToken stores a token of an existing project.
 func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
 	if t.ID.IsZero() {
-		return apierr.Invalid("id", "token id is zero")
+		return meta.ZeroID("token")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,10 +184,6 @@ func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at tim
 
 // ---- queues ----
 
-func dlqNotFound(id ids.ID) error {
-	return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", id)
-}
-
 // dlq returns the record of a dead-letter queue if it exists in project.
 func (s *Store) dlq(project, id ids.ID) (*queueRec, bool) {
 	r, ok := s.queues[id]
@@ -205,13 +201,13 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 // CreateQueueWithin is CreateQueue with the project's maxQueues quota (<= 0: none).
 func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int64) error {
 	if q.ID.IsZero() {
-		return apierr.Invalid("id", "queue id is zero")
+		return meta.ZeroID("queue")
 	}
 	if q.Name == "" {
-		return apierr.Invalid("name", "queue name is empty")
+		return meta.ErrEmptyName
 	}
 	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+		return meta.ErrSelfDeadLetter
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,13 +216,13 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 	}
 	nk := nameKey{q.ProjectID, q.Name}
 	if _, ok := s.names[nk]; ok {
-		return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", q.Name)
+		return meta.QueueNameTaken(q.Name)
 	}
 	var dlq *queueRec
 	if q.Redrive != nil {
 		var ok bool
 		if dlq, ok = s.dlq(q.ProjectID, q.Redrive.DeadLetterQueue); !ok {
-			return dlqNotFound(q.Redrive.DeadLetterQueue)
+			return meta.DeadLetterNotFound(q.Redrive.DeadLetterQueue)
 		}
 	}
 	if _, ok := s.queues[q.ID]; ok {
@@ -311,7 +307,7 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 // UpdateQueue replaces the settings of q if the stored Version is q.Version.
 func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error) {
 	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return meta.Queue{}, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
+		return meta.Queue{}, meta.ErrSelfDeadLetter
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -330,7 +326,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 	if q.Redrive != nil {
 		var ok bool
 		if newDLQ, ok = s.dlq(q.ProjectID, q.Redrive.DeadLetterQueue); !ok {
-			return meta.Queue{}, dlqNotFound(q.Redrive.DeadLetterQueue)
+			return meta.Queue{}, meta.DeadLetterNotFound(q.Redrive.DeadLetterQueue)
 		}
 	}
 	next := meta.ApplyUpdate(cur, q)

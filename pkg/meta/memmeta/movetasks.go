@@ -18,7 +18,7 @@ func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move ta
 // CreateMoveTask stores a new running task unless its queue has one running.
 func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
 	if t.ID.IsZero() || t.QueueID.IsZero() {
-		return apierr.Invalid("id", "task or queue id is zero")
+		return meta.ZeroID("task or queue")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -34,7 +34,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub meta.Subscription) e
 // (<= 0: none).
 func (s *Store) CreateSubscriptionWithin(_ context.Context, sub meta.Subscription, maxSubs int64) error {
 	if sub.ID.IsZero() || sub.QueueID.IsZero() {
-		return apierr.Invalid("id", "subscription or queue id is zero")
+		return meta.ZeroID("subscription or queue")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

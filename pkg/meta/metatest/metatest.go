@@ -17,7 +17,7 @@
 //   - ListProjects lists in id order (ids are time-ordered: creation order); ListQueues in byte
 //     order of the names. The last page has NextCursor "" even when it is full.
 //   - A cursor is valid only for the listing it came from (same project and prefix):
-//     anything else is InvalidArgument with field "cursor".
+//     anything else is meta.ErrBadCursor (code InvalidArgument).
 //   - Times read back are Equal to the times stored (millisecond precision is enough).
 package metatest
 
@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"RedriveOtherProject", testRedriveOtherProject},
 		{"RedriveDeleteReferrer", testRedriveDeleteReferrer},
 		{"RedriveConcurrentChanges", testRedriveConcurrentChanges},
+		{"Refusals", testRefusals},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,11 +107,14 @@ func wantCode(t *testing.T, err error, code apierr.Code, what string) *apierr.Er
 	return e
 }
 
-func wantField(t *testing.T, err error, code apierr.Code, field, what string) {
+// wantRefusal checks that err is the store refusal sentinel (package meta's, which pkg/api
+// answers naming the field) and still reads as code for callers that switch on codes.
+func wantRefusal(t *testing.T, err, sentinel error, code apierr.Code, what string) {
 	t.Helper()
-	if e := wantCode(t, err, code, what); e.Field != field {
-		t.Fatalf("%s: error %v names field %q, want %q", what, err, e.Field, field)
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("%s: error %v, want %v", what, err, sentinel)
 	}
+	wantCode(t, err, code, what)
 }
 
 func must(t *testing.T, err error, what string) {
@@ -317,7 +321,7 @@ func testProjectListBadCursor(t *testing.T, s meta.Store) {
 	}
 	for _, c := range []string{"!!!", "bm90IGEgY3Vyc29y", base64.RawURLEncoding.EncodeToString([]byte(`{"pk":"x","sk":"y"}`)), qcur} {
 		_, _, err := s.ListProjects(ctxOf(t), meta.Page{Limit: 1, Cursor: c})
-		wantField(t, err, apierr.InvalidArgument, "cursor", "ListProjects with cursor "+c)
+		wantRefusal(t, err, meta.ErrBadCursor, apierr.InvalidArgument, "ListProjects with cursor "+c)
 	}
 }
 
@@ -517,7 +521,7 @@ func testQueueNameUnique(t *testing.T, s meta.Store) {
 
 	dup := queueValue(p.ID, "orders")
 	dup.Type = "fifo"
-	wantCode(t, s.CreateQueue(ctxOf(t), dup), apierr.QueueExists, "CreateQueue with a taken name")
+	wantRefusal(t, s.CreateQueue(ctxOf(t), dup), meta.ErrQueueNameTaken, apierr.QueueExists, "CreateQueue with a taken name")
 	_, err := s.GetQueueByID(ctxOf(t), dup.ID)
 	wantCode(t, err, apierr.NotFound, "GetQueueByID of the refused duplicate")
 	got, err := s.GetQueueByName(ctxOf(t), p.ID, "orders")
@@ -753,7 +757,7 @@ func testQueueListBadCursor(t *testing.T, s meta.Store) {
 		{"a project listing cursor", "", projectCursor},
 	} {
 		_, _, err := s.ListQueues(ctxOf(t), p.ID, tc.prefix, meta.Page{Limit: 1, Cursor: tc.cursor})
-		wantField(t, err, apierr.InvalidArgument, "cursor", "ListQueues with "+tc.what)
+		wantRefusal(t, err, meta.ErrBadCursor, apierr.InvalidArgument, "ListQueues with "+tc.what)
 	}
 }
 
@@ -984,7 +988,7 @@ func testRedriveMove(t *testing.T, s meta.Store) {
 	wantDeletable(t, s, a)
 	// Moving to a queue that no longer exists fails and leaves the reference on B.
 	_, err = withRedrive(t, s, q, &meta.Redrive{DeadLetterQueue: a.ID, MaxReceiveCount: 4})
-	wantField(t, err, apierr.NotFound, "redrive.deadLetterQueue", "UpdateQueue naming a deleted dead-letter queue")
+	wantRefusal(t, err, meta.ErrDeadLetterNotFound, apierr.NotFound, "UpdateQueue naming a deleted dead-letter queue")
 	got, err := s.GetQueue(ctxOf(t), p.ID, q.ID)
 	must(t, err, "GetQueue")
 	sameQueue(t, "after a refused redrive change", got, q)
@@ -1017,7 +1021,7 @@ func testRedriveMissingDLQ(t *testing.T, s meta.Store) {
 	p := newProject(t, s, "a")
 	q := queueValue(p.ID, "work")
 	q.Redrive = &meta.Redrive{DeadLetterQueue: ids.New(), MaxReceiveCount: 1}
-	wantField(t, s.CreateQueue(ctxOf(t), q), apierr.NotFound, "redrive.deadLetterQueue", "CreateQueue naming a missing dead-letter queue")
+	wantRefusal(t, s.CreateQueue(ctxOf(t), q), meta.ErrDeadLetterNotFound, apierr.NotFound, "CreateQueue naming a missing dead-letter queue")
 	_, err := s.GetQueueByName(ctxOf(t), p.ID, "work")
 	wantCode(t, err, apierr.NotFound, "a refused CreateQueue must store nothing")
 	_, err = s.GetQueueByID(ctxOf(t), q.ID)
@@ -1028,13 +1032,13 @@ func testRedriveMissingDLQ(t *testing.T, s meta.Store) {
 	_, err = s.DeleteQueue(ctxOf(t), p.ID, gone.ID)
 	must(t, err, "DeleteQueue")
 	q.Redrive.DeadLetterQueue = gone.ID
-	wantField(t, s.CreateQueue(ctxOf(t), q), apierr.NotFound, "redrive.deadLetterQueue", "CreateQueue naming a deleted dead-letter queue")
+	wantRefusal(t, s.CreateQueue(ctxOf(t), q), meta.ErrDeadLetterNotFound, apierr.NotFound, "CreateQueue naming a deleted dead-letter queue")
 
 	// The name stays free: the same queue without redrive is created.
 	q.Redrive = nil
 	must(t, s.CreateQueue(ctxOf(t), q), "CreateQueue after refused ones")
 	_, err = withRedrive(t, s, meta.Queue{ID: q.ID, ProjectID: p.ID, Version: 1, UpdatedAt: base}, &meta.Redrive{DeadLetterQueue: ids.New(), MaxReceiveCount: 1})
-	wantField(t, err, apierr.NotFound, "redrive.deadLetterQueue", "UpdateQueue naming a missing dead-letter queue")
+	wantRefusal(t, err, meta.ErrDeadLetterNotFound, apierr.NotFound, "UpdateQueue naming a missing dead-letter queue")
 	got, err := s.GetQueue(ctxOf(t), p.ID, q.ID)
 	must(t, err, "GetQueue")
 	if got.Version != 1 || got.Redrive != nil {
@@ -1048,13 +1052,13 @@ func testRedriveOtherProject(t *testing.T, s meta.Store) {
 	foreign := newQueue(t, s, b.ID, "dlq", nil)
 	q := queueValue(a.ID, "work")
 	q.Redrive = &meta.Redrive{DeadLetterQueue: foreign.ID, MaxReceiveCount: 1}
-	wantField(t, s.CreateQueue(ctxOf(t), q), apierr.NotFound, "redrive.deadLetterQueue", "CreateQueue naming another project's queue")
+	wantRefusal(t, s.CreateQueue(ctxOf(t), q), meta.ErrDeadLetterNotFound, apierr.NotFound, "CreateQueue naming another project's queue")
 	_, err := s.GetQueueByName(ctxOf(t), a.ID, "work")
 	wantCode(t, err, apierr.NotFound, "a refused CreateQueue must store nothing")
 
 	own := newQueue(t, s, a.ID, "work", nil)
 	_, err = withRedrive(t, s, own, &meta.Redrive{DeadLetterQueue: foreign.ID, MaxReceiveCount: 1})
-	wantField(t, err, apierr.NotFound, "redrive.deadLetterQueue", "UpdateQueue naming another project's queue")
+	wantRefusal(t, err, meta.ErrDeadLetterNotFound, apierr.NotFound, "UpdateQueue naming another project's queue")
 	got, err := s.GetQueue(ctxOf(t), a.ID, own.ID)
 	must(t, err, "GetQueue")
 	sameQueue(t, "after a refused update", got, own)
@@ -1158,5 +1162,26 @@ func testRedriveConcurrentChanges(t *testing.T, s meta.Store) {
 	wantCode(t, err, apierr.NotFound, "GetQueue after the delete")
 	for _, d := range dlqs {
 		wantDeletable(t, s, d)
+	}
+}
+
+// testRefusals: requests no caller should make are refused with package meta's sentinels (the
+// API answers them, naming the field), and store nothing.
+func testRefusals(t *testing.T, s meta.Store) {
+	wantRefusal(t, s.CreateProject(ctxOf(t), meta.Project{Name: "zero", CreatedAt: base}), meta.ErrZeroID, apierr.InvalidArgument, "CreateProject with a zero id")
+	p := newProject(t, s, "a")
+	wantRefusal(t, s.CreateToken(ctxOf(t), meta.Token{ProjectID: p.ID, CreatedAt: base}), meta.ErrZeroID, apierr.InvalidArgument, "CreateToken with a zero id")
+	zero := queueValue(p.ID, "zero")
+	zero.ID = ids.ID{}
+	wantRefusal(t, s.CreateQueue(ctxOf(t), zero), meta.ErrZeroID, apierr.InvalidArgument, "CreateQueue with a zero id")
+	wantRefusal(t, s.CreateQueue(ctxOf(t), queueValue(p.ID, "")), meta.ErrEmptyName, apierr.InvalidArgument, "CreateQueue without a name")
+	self := queueValue(p.ID, "self")
+	self.Redrive = &meta.Redrive{DeadLetterQueue: self.ID, MaxReceiveCount: 1}
+	wantRefusal(t, s.CreateQueue(ctxOf(t), self), meta.ErrSelfDeadLetter, apierr.InvalidArgument, "CreateQueue naming itself as dead-letter queue")
+	q := newQueue(t, s, p.ID, "work", nil)
+	_, err := withRedrive(t, s, q, &meta.Redrive{DeadLetterQueue: q.ID, MaxReceiveCount: 1})
+	wantRefusal(t, err, meta.ErrSelfDeadLetter, apierr.InvalidArgument, "UpdateQueue naming itself as dead-letter queue")
+	if qs, _, err := s.ListQueues(ctxOf(t), p.ID, "", meta.Page{}); err != nil || len(qs) != 1 {
+		t.Fatalf("after refused creates: %d queues, %v; want only %q", len(qs), err, q.Name)
 	}
 }

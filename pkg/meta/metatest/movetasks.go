@@ -174,7 +174,7 @@ func testMoveList(t *testing.T, s meta.MoveTaskStore) {
 	if ts, next, err := s.ListMoveTasks(ctx, q, meta.Page{Limit: 5}); err != nil || len(ts) != 5 || next != "" {
 		t.Fatalf("a full last page: %d tasks, cursor %q, %v", len(ts), next, err)
 	}
-	if _, _, err := s.ListMoveTasks(ctx, q, meta.Page{Cursor: "garbage"}); apierr.CodeOf(err) != apierr.InvalidArgument {
-		t.Fatalf("bad cursor: %v, want invalid_argument", err)
-	}
+	_, _, err := s.ListMoveTasks(ctx, q, meta.Page{Cursor: "garbage"})
+	wantRefusal(t, err, meta.ErrBadCursor, apierr.InvalidArgument, "ListMoveTasks with a bad cursor")
+	wantRefusal(t, s.CreateMoveTask(ctx, newMoveTask(ids.ID{})), meta.ErrZeroID, apierr.InvalidArgument, "CreateMoveTask with a zero queue id")
 }

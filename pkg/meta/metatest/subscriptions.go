@@ -123,6 +123,9 @@ func testSubQueueMustExist(t *testing.T, s SubscriptionStore) {
 	wrong := subValue(q)
 	wrong.ProjectID = other.ID
 	wantCode(t, s.CreateSubscription(ctxOf(t), wrong), apierr.NotFound, "queue of another project")
+	zero := subValue(q)
+	zero.ID = ids.ID{}
+	wantRefusal(t, s.CreateSubscription(ctxOf(t), zero), meta.ErrZeroID, apierr.InvalidArgument, "zero subscription id")
 }
 
 func testSubUpdate(t *testing.T, s SubscriptionStore) {
@@ -245,6 +248,6 @@ func testSubListBadCursor(t *testing.T, s SubscriptionStore) {
 			continue
 		}
 		_, _, err := s.ListSubscriptions(ctxOf(t), meta.Page{Cursor: c})
-		wantField(t, err, apierr.InvalidArgument, "cursor", "cursor "+c)
+		wantRefusal(t, err, meta.ErrBadCursor, apierr.InvalidArgument, "cursor "+c)
 	}
 }

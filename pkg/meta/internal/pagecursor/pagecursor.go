@@ -7,7 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 
-	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/meta"
 )
 
 // Cursor is what a page's NextCursor encodes: which listing, and the key it ends at.
@@ -23,19 +23,18 @@ func Encode(c Cursor) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// Decode returns the key a cursor of listing list (in project) ends at, or an invalid
-// argument error if s is not such a cursor or valid rejects its key.
+// Decode returns the key a cursor of listing list (in project) ends at, or meta.ErrBadCursor
+// if s is not such a cursor or valid rejects its key.
 func Decode(s string, list, project string, valid func(after string) bool) (string, error) {
-	bad := apierr.Invalid("cursor", "the cursor is not one this listing returned")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return "", bad
+		return "", meta.ErrBadCursor
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	var c Cursor
 	if err := d.Decode(&c); err != nil || d.More() || c.List != list || c.Project != project || !valid(c.After) {
-		return "", bad
+		return "", meta.ErrBadCursor
 	}
 	return c.After, nil
 }
