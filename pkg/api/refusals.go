@@ -34,9 +34,6 @@ var metaAnswers = map[error]*apierr.Error{
 	meta.ErrSelfDeadLetter: apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue"),
 }
 
-// isRefusal reports whether err is an engine's or a metadata store's refusal.
-func isRefusal(err error) bool { return engine.IsRefusal(err) || meta.IsRefusal(err) }
-
 // refusal is the API's answer to an engine's or a metadata store's refusal, nil when err is
 // not one.
 func refusal(err error) *apierr.Error {

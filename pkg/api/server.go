@@ -292,11 +292,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	var ae *apierr.Error
+	ae := refusal(err)
 	var he *echo.HTTPError
 	switch {
-	case isRefusal(err):
-		ae = refusal(err)
+	case ae != nil:
 	case errors.As(err, &ae):
 	case errors.As(err, &he):
 		ae = fromEcho(he)

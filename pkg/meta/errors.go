@@ -105,3 +105,23 @@ func DeadLetterNotFound(id ids.ID) error { return &Refusal{Err: ErrDeadLetterNot
 
 // QueueNameTaken is ErrQueueNameTaken about name.
 func QueueNameTaken(name string) error { return &Refusal{Err: ErrQueueNameTaken, Name: name} }
+
+// CheckNew is what every store refuses before creating q: a zero id, no name, or a redrive
+// naming q itself.
+func (q Queue) CheckNew() error {
+	if q.ID.IsZero() {
+		return ZeroID("queue")
+	}
+	if q.Name == "" {
+		return ErrEmptyName
+	}
+	return q.CheckRedrive()
+}
+
+// CheckRedrive refuses a redrive naming q itself as its dead-letter queue.
+func (q Queue) CheckRedrive() error {
+	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
+		return ErrSelfDeadLetter
+	}
+	return nil
+}

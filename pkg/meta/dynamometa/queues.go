@@ -134,14 +134,8 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 // project item's queue count goes up in the same transaction, on the condition that it is
 // under the limit (tenancy.go).
 func (s *Store) CreateQueueWithin(ctx context.Context, q meta.Queue, maxQueues int64) error {
-	if q.ID.IsZero() {
-		return meta.ZeroID("queue")
-	}
-	if q.Name == "" {
-		return meta.ErrEmptyName
-	}
-	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return meta.ErrSelfDeadLetter
+	if err := q.CheckNew(); err != nil {
+		return err
 	}
 	q.Version = 1
 	item, err := marshal(toQueueItem(q))
@@ -275,8 +269,8 @@ func sameDLQ(a, b *meta.Redrive) bool {
 // UpdateQueue replaces the settings of q if the stored Version is q.Version, moving the
 // dead-letter reference when the redrive names another queue.
 func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, error) {
-	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return meta.Queue{}, meta.ErrSelfDeadLetter
+	if err := q.CheckRedrive(); err != nil {
+		return meta.Queue{}, err
 	}
 	for attempt := 0; ; attempt++ {
 		cur, err := s.GetQueue(ctx, q.ProjectID, q.ID)

@@ -312,14 +312,8 @@ func (s *Store) CreateQueue(ctx context.Context, q meta.Queue) error {
 // CreateQueueWithin is CreateQueue with the project's maxQueues quota (<= 0: none), counted in
 // the same transaction.
 func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int64) error {
-	if q.ID.IsZero() {
-		return meta.ZeroID("queue")
-	}
-	if q.Name == "" {
-		return meta.ErrEmptyName
-	}
-	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return meta.ErrSelfDeadLetter
+	if err := q.CheckNew(); err != nil {
+		return err
 	}
 	q = meta.CloneQueue(q)
 	q.Version = 1
@@ -467,8 +461,8 @@ func (s *Store) ListQueues(_ context.Context, projectID ids.ID, prefix string, p
 
 // UpdateQueue replaces the settings of q if the stored Version is q.Version.
 func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error) {
-	if q.Redrive != nil && q.Redrive.DeadLetterQueue == q.ID {
-		return meta.Queue{}, meta.ErrSelfDeadLetter
+	if err := q.CheckRedrive(); err != nil {
+		return meta.Queue{}, err
 	}
 	var out meta.Queue
 	err := s.update(func(tx *bolt.Tx) error {
