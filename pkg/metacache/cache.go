@@ -36,7 +36,24 @@ type Bus interface {
 type entry[T any] struct {
 	v       T
 	expires time.Time
+	// refreshing is set while a background reload of this entry runs.
+	refreshing bool
 }
+
+// invalidation is what one invalidation message named.
+type invalidation struct {
+	queue ids.ID
+	token tokenKey
+}
+
+// invalidationLog is how many invalidations a load can look back over; a load overtaken by
+// more is not cached.
+const invalidationLog = 256
+
+// refreshShare is the last part of an entry's TTL in which a hit starts a background reload:
+// a key read steadily is reloaded before it expires, so none of its reads waits for the
+// store, and none is served a value older than the TTL.
+const refreshShare = 4
 
 type nameKey struct {
 	project ids.ID
@@ -61,6 +78,15 @@ type Cache struct {
 	byID          map[ids.ID]entry[meta.Queue]
 	byName        map[nameKey]entry[meta.Queue]
 	gone          map[ids.ID]time.Time
+	// goneSwept is len(gone) after its last sweep: the next sweep waits until it doubles.
+	goneSwept int
+	// gen counts invalidations, and log holds the latest of them: a load that started
+	// before an invalidation of what it read does not cache its result, which may be from
+	// before the change announced. Others' invalidations do not stop it caching.
+	gen uint64
+	log [invalidationLog]invalidation
+	// refreshes are the background reloads running (Close waits for them).
+	refreshes sync.WaitGroup
 }
 
 // New wraps store. ttl <= 0 means DefaultTTL.
@@ -80,8 +106,11 @@ func New(store meta.Store, bus Bus, clk clock.Clock, ttl time.Duration) *Cache {
 	return c
 }
 
-// Close stops listening for invalidations.
-func (c *Cache) Close() { c.stop() }
+// Close stops listening for invalidations and waits for background reloads.
+func (c *Cache) Close() {
+	c.stop()
+	c.refreshes.Wait()
+}
 
 // Invalidation messages: "q <queue id>" (settings changed), "d <queue id>" (deleted),
 // "t <project id> <token id>" (revoked).
@@ -95,14 +124,16 @@ func (c *Cache) apply(msg string) {
 		if err != nil {
 			return
 		}
+		c.logLocked(invalidation{queue: id})
 		c.dropQueueLocked(id)
 		if f[0] == "d" {
-			c.gone[id] = c.clk.Now().Add(goneFor)
+			c.goneLocked(id)
 		}
 	case len(f) == 3 && f[0] == "t":
 		p, err1 := ids.ParseUUID(f[1])
 		t, err2 := ids.ParseUUID(f[2])
 		if err1 == nil && err2 == nil {
+			c.logLocked(invalidation{token: tokenKey{p, t}})
 			delete(c.tokens, tokenKey{p, t})
 		}
 	}
@@ -117,18 +148,47 @@ func (c *Cache) dropQueueLocked(id ids.ID) {
 	}
 }
 
-// Gone reports whether queue id was deleted recently (seen through this cache or announced).
-func (c *Cache) Gone(id ids.ID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Cache) logLocked(inv invalidation) {
+	c.log[c.gen%invalidationLog] = inv
+	c.gen++
+}
+
+// overtakenLocked reports whether an invalidation since gen named what hit matches.
+func (c *Cache) overtakenLocked(gen uint64, hit func(invalidation) bool) bool {
+	if c.gen-gen > invalidationLog {
+		return true
+	}
+	for g := gen; g < c.gen; g++ {
+		if hit(c.log[g%invalidationLog]) {
+			return true
+		}
+	}
+	return false
+}
+
+// goneLocked remembers a deleted queue. Expired ids are swept only when the map has doubled
+// since the last sweep, so a project deleting queues in a loop costs O(1) per deletion.
+func (c *Cache) goneLocked(id ids.ID) {
 	now := c.clk.Now()
+	c.gone[id] = now.Add(goneFor)
+	if len(c.gone) < 2*max(c.goneSwept, 32) {
+		return
+	}
 	for k, until := range c.gone {
 		if now.After(until) {
 			delete(c.gone, k)
 		}
 	}
-	_, ok := c.gone[id]
-	return ok
+	c.goneSwept = len(c.gone)
+}
+
+// Gone reports whether queue id was deleted recently (seen through this cache or announced).
+// It looks at id alone: every parked long poll asks several times a second.
+func (c *Cache) Gone(id ids.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until, ok := c.gone[id]
+	return ok && !c.clk.Now().After(until)
 }
 
 func (c *Cache) announce(ctx context.Context, msg string) {
@@ -137,36 +197,76 @@ func (c *Cache) announce(ctx context.Context, msg string) {
 	c.apply(msg)
 }
 
-func cached[K comparable, T any](c *Cache, m map[K]entry[T], k K, load func() (T, error)) (T, error) {
+// cached returns m[k] while it is fresh and loads it with ctx otherwise. hit says whether an
+// invalidation concerns a loaded value; stored, when not nil, is called (under c.mu) with
+// every loaded value that was cached and its expiry. In the last refreshShare-th of its
+// TTL a hit also starts one background reload, so a key in steady use never waits for the
+// store, and is never served older than the TTL.
+func cached[K comparable, T any](ctx context.Context, c *Cache, m map[K]entry[T], k K, load func(context.Context) (T, error), hit func(invalidation, T) bool, stored func(T, time.Time)) (T, error) {
 	now := c.clk.Now()
 	c.mu.Lock()
 	e, ok := m[k]
-	c.mu.Unlock()
 	if ok && now.Before(e.expires) {
+		if !e.refreshing && !now.Before(e.expires.Add(-c.ttl/refreshShare)) {
+			e.refreshing = true
+			m[k] = e
+			c.refreshes.Add(1)
+			go func() {
+				defer c.refreshes.Done()
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ttl)
+				defer cancel()
+				_, _ = reload(rctx, c, m, k, load, hit, stored)
+			}()
+		}
+		c.mu.Unlock()
 		return e.v, nil
 	}
-	v, err := load()
+	c.mu.Unlock()
+	return reload(ctx, c, m, k, load, hit, stored)
+}
+
+// reload loads m[k] and caches it, unless an invalidation came while it loaded (the value
+// may be from before the change it announced). A failed background reload leaves the entry
+// to expire, and lets a later hit try again.
+func reload[K comparable, T any](ctx context.Context, c *Cache, m map[K]entry[T], k K, load func(context.Context) (T, error), hit func(invalidation, T) bool, stored func(T, time.Time)) (T, error) {
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	start := c.clk.Now()
+	v, err := load(ctx)
+	c.mu.Lock()
 	if err != nil {
+		if e, ok := m[k]; ok && e.refreshing {
+			e.refreshing = false
+			m[k] = e
+		}
+		c.mu.Unlock()
 		return v, err
 	}
-	c.mu.Lock()
-	m[k] = entry[T]{v: v, expires: now.Add(c.ttl)}
+	if hit == nil || !c.overtakenLocked(gen, func(inv invalidation) bool { return hit(inv, v) }) {
+		// The TTL runs from before the read: the value is at least that old.
+		m[k] = entry[T]{v: v, expires: start.Add(c.ttl)}
+		if stored != nil {
+			stored(v, start.Add(c.ttl))
+		}
+	}
 	c.mu.Unlock()
 	return v, nil
 }
 
 // GetToken returns the token record, cached.
 func (c *Cache) GetToken(ctx context.Context, projectID, tokenID ids.ID) (meta.Token, error) {
-	return cached(c, c.tokens, tokenKey{projectID, tokenID}, func() (meta.Token, error) {
+	k := tokenKey{projectID, tokenID}
+	return cached(ctx, c, c.tokens, k, func(ctx context.Context) (meta.Token, error) {
 		return c.Store.GetToken(ctx, projectID, tokenID)
-	})
+	}, func(inv invalidation, _ meta.Token) bool { return inv.token == k }, nil)
 }
 
 // TokenProject returns a token's project, cached (it never changes).
 func (c *Cache) TokenProject(ctx context.Context, tokenID ids.ID) (ids.ID, error) {
-	return cached(c, c.tokenProjects, tokenID, func() (ids.ID, error) {
+	return cached(ctx, c, c.tokenProjects, tokenID, func(ctx context.Context) (ids.ID, error) {
 		return c.Store.TokenProject(ctx, tokenID)
-	})
+	}, nil, nil)
 }
 
 // RevokeToken revokes and announces it.
@@ -178,21 +278,21 @@ func (c *Cache) RevokeToken(ctx context.Context, projectID, tokenID ids.ID, at t
 	return nil
 }
 
-func (c *Cache) remember(q meta.Queue) {
-	e := entry[meta.Queue]{v: q, expires: c.clk.Now().Add(c.ttl)}
-	c.mu.Lock()
+// queueHit: an invalidation of q's id concerns a loaded q.
+func queueHit(inv invalidation, q meta.Queue) bool { return inv.queue == q.ID }
+
+// rememberLocked caches q under its id and its name.
+func (c *Cache) rememberLocked(q meta.Queue, expires time.Time) {
+	e := entry[meta.Queue]{v: q, expires: expires}
 	c.byID[q.ID] = e
 	c.byName[nameKey{q.ProjectID, q.Name}] = e
-	c.mu.Unlock()
 }
 
 // GetQueueByID finds a queue by id alone, cached.
 func (c *Cache) GetQueueByID(ctx context.Context, queueID ids.ID) (meta.Queue, error) {
-	q, err := cached(c, c.byID, queueID, func() (meta.Queue, error) { return c.Store.GetQueueByID(ctx, queueID) })
-	if err == nil {
-		c.remember(q)
-	}
-	return q, err
+	return cached(ctx, c, c.byID, queueID, func(ctx context.Context) (meta.Queue, error) {
+		return c.Store.GetQueueByID(ctx, queueID)
+	}, queueHit, c.rememberLocked)
 }
 
 // GetQueue finds a queue of a project by id, cached. A queue of another project is NotFound,
@@ -210,13 +310,9 @@ func (c *Cache) GetQueue(ctx context.Context, projectID, queueID ids.ID) (meta.Q
 
 // GetQueueByName finds a queue of a project by name, cached.
 func (c *Cache) GetQueueByName(ctx context.Context, projectID ids.ID, name string) (meta.Queue, error) {
-	q, err := cached(c, c.byName, nameKey{projectID, name}, func() (meta.Queue, error) {
+	return cached(ctx, c, c.byName, nameKey{projectID, name}, func(ctx context.Context) (meta.Queue, error) {
 		return c.Store.GetQueueByName(ctx, projectID, name)
-	})
-	if err == nil {
-		c.remember(q)
-	}
-	return q, err
+	}, queueHit, c.rememberLocked)
 }
 
 // CreateQueue creates a queue. The stored copy (with the version the store gave it) is read on
@@ -238,7 +334,9 @@ func (c *Cache) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, erro
 		return out, err
 	}
 	c.announce(ctx, "q "+q.ID.String())
-	c.remember(out)
+	c.mu.Lock()
+	c.rememberLocked(out, c.clk.Now().Add(c.ttl))
+	c.mu.Unlock()
 	return out, nil
 }
 
