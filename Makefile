@@ -40,8 +40,13 @@ move100k: ## 100,000 messages moved back from a dead-letter queue at 5,000/s (do
 # The noisy-neighbour measurement of docs/tenancy-neighbours.md at length: project B alone for
 # NEIGHBOUR_WINDOW, then beside a project A at its limits for as long, on `queues serve`
 # (NEIGHBOUR_ON=api: one `queues api` and a `queues pusher` on Redis and DynamoDB Local);
-# scripts/bench.sh starts and stops it. A's load runs in a process of its own.
+# scripts/bench.sh starts and stops it. A's load runs in a process of its own, and the
+# scheduler puts the service ahead of both clients (SERVICE_NICE, needs root; A's process at
+# nice NEIGHBOUR_A_NICE): on a real service neither client runs on the service's CPUs.
+# NEIGHBOUR_SERVICE_NICE= NEIGHBOUR_A_NICE=0 measures everything sharing the CPUs alike.
 NEIGHBOUR_WINDOW ?= 60s
 NEIGHBOUR_ON ?= serve
+NEIGHBOUR_SERVICE_NICE ?= -10
+NEIGHBOUR_A_NICE ?= 19
 neighbours: ## B alone, then beside a project A at its limits, NEIGHBOUR_WINDOW (60s) each, on NEIGHBOUR_ON (serve|api) (docs/tenancy-neighbours.md)
-	bash scripts/bench.sh $(filter serve,$(NEIGHBOUR_ON)) -phases neighbour -neighbour-window $(NEIGHBOUR_WINDOW) -neighbour-settle 5s
+	SERVICE_NICE=$(NEIGHBOUR_SERVICE_NICE) bash scripts/bench.sh $(filter serve,$(NEIGHBOUR_ON)) -phases neighbour -neighbour-window $(NEIGHBOUR_WINDOW) -neighbour-settle 5s -neighbour-a-nice $(NEIGHBOUR_A_NICE)

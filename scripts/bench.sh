@@ -41,8 +41,15 @@ export QUEUES_URL="http://127.0.0.1:$http"
 admin=$(freeport)
 export QUEUES_ADMIN_LISTEN="127.0.0.1:$admin"
 
+# SERVICE_NICE (e.g. -10, as root) starts the service's processes — redis-server, DynamoDB
+# Local, the API and the pusher, or serve — ahead of the load generator in the scheduler, as
+# if they ran on machines of their own: on a real service no client shares their CPUs. They
+# are started under nice so that every thread they make inherits it.
+svc=()
+if [ -n "${SERVICE_NICE:-}" ]; then svc=(nice -n "$SERVICE_NICE"); fi
+
 if [ "$mode" = serve ]; then
-  "$Q" serve -listen "127.0.0.1:$http" -data-dir "$work/data" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/serve.log" 2>&1 &
+  "${svc[@]}" "$Q" serve -listen "127.0.0.1:$http" -data-dir "$work/data" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/serve.log" 2>&1 &
   pids+=($!)
   waitport "$http"
   # serve listens before it opens the store and writes the token: wait for the token too.
@@ -56,10 +63,10 @@ else
     exit 1
   fi
   rport=$(freeport)
-  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction >"$work/redis.log" 2>&1 &
+  "${svc[@]}" redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction >"$work/redis.log" 2>&1 &
   pids+=($!)
   dport=$(freeport)
-  (cd "$jar" && exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port "$dport") >"$work/dynamo.log" 2>&1 &
+  (cd "$jar" && exec "${svc[@]}" java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port "$dport") >"$work/dynamo.log" 2>&1 &
   pids+=($!)
   waitport "$rport"
   waitport "$dport"
@@ -75,11 +82,11 @@ else
   # that need one; not for the others, whose figures it would only take CPU from.
   case " $* " in
   *push* | *neighbour*)
-    "$Q" pusher -listen "127.0.0.1:$(freeport)" >"$work/pusher.log" 2>&1 &
+    "${svc[@]}" "$Q" pusher -listen "127.0.0.1:$(freeport)" >"$work/pusher.log" 2>&1 &
     pids+=($!)
     ;;
   esac
-  "$Q" api -listen "127.0.0.1:$http" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/api.log" 2>&1 &
+  "${svc[@]}" "$Q" api -listen "127.0.0.1:$http" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/api.log" 2>&1 &
   pids+=($!)
   waitport "$http"
 fi
