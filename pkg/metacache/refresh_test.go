@@ -124,7 +124,8 @@ func TestRefreshAhead(t *testing.T) {
 		t.Fatal("a hit in the last quarter of the TTL started no refresh")
 	}
 	<-store.entered // the refresh reached the store
-	if _, err := c.GetQueue(ctx, q.ProjectID, q.ID); err != nil { // no second refresh
+	// A second hit meanwhile starts no second refresh.
+	if _, err := c.GetQueue(ctx, q.ProjectID, q.ID); err != nil {
 		t.Fatal(err)
 	}
 	store.release()
