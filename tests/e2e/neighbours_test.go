@@ -53,8 +53,10 @@ func TestNoisyNeighbour(t *testing.T) {
 	}()
 	rep, err := bench.Run(context.Background(), bench.Config{URL: srv.URL, Token: tn.token, Prefix: "nb", Phases: []string{bench.PhaseNeighbour},
 		Neighbour: bench.NeighbourConfig{OperatorToken: operator, Window: 2 * time.Second, Settle: time.Second,
-			// A's byte rate leaves it room to fill its 2 MiB within the window.
-			MaxStoredBytes: 2 << 20, SendBytesPerSecond: 8 << 20, RequestsPerSecond: 40, MaxWaitingReceives: waiting, MaxQueues: 3, ExtraPolls: 4,
+			// A's byte rate leaves it room to fill its 1 MiB (4 sends) within the window. Its
+			// sends share 40 requests a second with 4 extra pollers that retry every 10 ms, so
+			// they get a few a second: 2 MiB (8 sends) was once not reached in 3 s.
+			MaxStoredBytes: 1 << 20, SendBytesPerSecond: 8 << 20, RequestsPerSecond: 40, MaxWaitingReceives: waiting, MaxQueues: 3, ExtraPolls: 4,
 			PushTimeout: 2, Workers: 2}})
 	cancel()
 	wg.Wait()
