@@ -215,7 +215,15 @@ func cached[K comparable, T any](ctx context.Context, c *Cache, m map[K]entry[T]
 				defer c.refreshes.Done()
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ttl)
 				defer cancel()
-				_, _ = reload(rctx, c, m, k, load, hit, stored)
+				if _, err := reload(rctx, c, m, k, load, hit, stored); err != nil {
+					// The entry expires as it would have; a later hit may try again.
+					c.mu.Lock()
+					if e, ok := m[k]; ok {
+						e.refreshing = false
+						m[k] = e
+					}
+					c.mu.Unlock()
+				}
 			}()
 		}
 		c.mu.Unlock()
@@ -226,23 +234,17 @@ func cached[K comparable, T any](ctx context.Context, c *Cache, m map[K]entry[T]
 }
 
 // reload loads m[k] and caches it, unless an invalidation came while it loaded (the value
-// may be from before the change it announced). A failed background reload leaves the entry
-// to expire, and lets a later hit try again.
+// may be from before the change it announced).
 func reload[K comparable, T any](ctx context.Context, c *Cache, m map[K]entry[T], k K, load func(context.Context) (T, error), hit func(invalidation, T) bool, stored func(T, time.Time)) (T, error) {
 	c.mu.Lock()
 	gen := c.gen
 	c.mu.Unlock()
 	start := c.clk.Now()
 	v, err := load(ctx)
-	c.mu.Lock()
 	if err != nil {
-		if e, ok := m[k]; ok && e.refreshing {
-			e.refreshing = false
-			m[k] = e
-		}
-		c.mu.Unlock()
 		return v, err
 	}
+	c.mu.Lock()
 	if hit == nil || !c.overtakenLocked(gen, func(inv invalidation) bool { return hit(inv, v) }) {
 		// The TTL runs from before the read: the value is at least that old.
 		m[k] = entry[T]{v: v, expires: start.Add(c.ttl)}
