@@ -108,9 +108,9 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	}
 	end, lastTaken := -1, -1 // where the page ends when a match beyond it was seen
 	err := e.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPayload)
+		b := payloadsIn(tx)
 		for i, s := range sel {
-			raw := b.Get(s.k)
+			raw := b.get(s.k)
 			if raw == nil {
 				continue
 			}

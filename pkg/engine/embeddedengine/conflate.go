@@ -174,7 +174,7 @@ func (e *Engine) merge(w *writes, qi *queue, k *keyed, s *keyStep) {
 	k.m.size = s.size
 	k.body, k.attrs = s.body, s.attrs
 	w.putMsg(qi, k.m)
-	w.put(bucketPayload, key(qi.id, k.m.id), encodePayload(&payload{Body: s.body, Attributes: s.attrs}))
+	w.put(bucketPayloads, key(qi.id, k.m.id), encodePayload(&payload{Body: s.body, Attributes: s.attrs}))
 }
 
 // DeleteMessage removes a visible or delayed message by id (SPEC §13).

@@ -45,10 +45,9 @@ import (
 )
 
 var (
-	bucketState   = []byte("s")
-	bucketPayload = []byte("p")
-	bucketQueue   = []byte("q")
-	bucketDedup   = []byte("d")
+	bucketState = []byte("s")
+	bucketQueue = []byte("q")
+	bucketDedup = []byte("d")
 	// bucketBarrier marks barrier messages (barrier.go): key queue id ‖ message id.
 	bucketBarrier = []byte("b")
 	bucketMoved   = []byte("mv") // move-task counters (move.go)
@@ -149,13 +148,17 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		bgStop:   make(chan struct{}),
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketPayload, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
+		for _, b := range [][]byte{bucketState, bucketPayloads, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		return nil
 	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embeddedengine: %w", err)
+	}
+	if err := migratePayloads(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embeddedengine: %w", err)
 	}
@@ -254,9 +257,7 @@ func (e *Engine) committer() {
 		}
 		e.cmu.Unlock()
 		err := e.db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketState, bucketPayload} {
-				tx.Bucket(b).FillPercent = 0.9 // keys are mostly appended (time-ordered ids)
-			}
+			tx.Bucket(bucketState).FillPercent = 0.9 // keys are mostly appended (time-ordered ids)
 			for _, op := range ops {
 				if err := op.apply(tx); err != nil {
 					return err
@@ -317,6 +318,7 @@ func (e *Engine) load() ([]ids.ID, error) {
 		}
 		groups := map[*queue]map[string][]*msg{}
 		isDirty := map[ids.ID]bool{}
+		ps := payloadsIn(tx)
 		c := tx.Bucket(bucketState).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			qid, ok1 := ids.FromBytes(k[:min(16, len(k))])
@@ -337,7 +339,7 @@ func (e *Engine) load() ([]ids.ID, error) {
 				continue
 			}
 			if m.size == sizeUnknown {
-				m.size = sizeOfRecord(tx.Bucket(bucketPayload).Get(k))
+				m.size = sizeOfRecord(ps.get(k))
 			}
 			q.nextSeq = max(q.nextSeq, m.seq+1)
 			if q.fifo {
@@ -349,7 +351,7 @@ func (e *Engine) load() ([]ids.ID, error) {
 			}
 			q.add(m, "", now)
 			if ckey != "" && m.attempt == 0 {
-				if pl, err := decodePayload(tx.Bucket(bucketPayload).Get(k)); err == nil {
+				if pl, err := decodePayload(ps.get(k)); err == nil {
 					q.index(m, ckey, pl.Body, pl.Attributes)
 				}
 			}
@@ -461,22 +463,26 @@ func (e *Engine) cleanChunk(qid ids.ID) (more bool, err error) {
 			return nil
 		})
 	}
-	if err != nil || len(doomed) == 0 {
+	if err != nil || purgeSeq == 0 {
 		e.mu.Unlock()
 		return false, err
 	}
+	// Even with nothing doomed the commit runs: the chunk before may have been the last full one.
 	done := e.submit(func(tx *bolt.Tx) error {
-		s, p := tx.Bucket(bucketState), tx.Bucket(bucketPayload)
+		s, p := tx.Bucket(bucketState), payloadsIn(tx)
 		for _, k := range doomed {
 			if err := s.Delete(k); err != nil {
 				return err
 			}
-			if err := p.Delete(k); err != nil {
+			if err := p.del(k); err != nil {
 				return err
 			}
 			if err := tx.Bucket(bucketBarrier).Delete(k); err != nil {
 				return err
 			}
+		}
+		if len(doomed) < cleanChunk {
+			return p.dropIfEmpty(qid[:]) // a deleted queue leaves no bucket behind
 		}
 		return nil
 	})

@@ -28,7 +28,7 @@ func Recount(t *testing.T, eng engine.Engine, project ids.ID, _ []ids.ID) int64 
 		}); err != nil {
 			return err
 		}
-		pb := tx.Bucket(bucketPayload)
+		pb := payloadsIn(tx)
 		return tx.Bucket(bucketState).ForEach(func(k, v []byte) error {
 			qid, _ := ids.FromBytes(k[:16])
 			watermark, ok := owned[qid]
@@ -36,7 +36,7 @@ func Recount(t *testing.T, eng engine.Engine, project ids.ID, _ []ids.ID) int64 
 			if _, _, err := decodeState(v, &m); !ok || err != nil || m.seq < watermark {
 				return err
 			}
-			pl, err := decodePayload(pb.Get(k))
+			pl, err := decodePayload(pb.get(k))
 			if err != nil {
 				return err
 			}

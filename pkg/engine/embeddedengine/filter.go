@@ -17,9 +17,9 @@ import (
 // too (consider drops them). A message f does not select is not touched. Call under e.mu.
 func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, taken *[]*msg, consider func(*msg)) error {
 	return e.db.View(func(tx *bolt.Tx) error {
-		pb := tx.Bucket(bucketPayload)
+		pb := payloadsIn(tx)
 		match := func(m *msg) bool {
-			raw := pb.Get(key(qi.id, m.id))
+			raw := pb.get(key(qi.id, m.id))
 			if raw == nil {
 				return false
 			}

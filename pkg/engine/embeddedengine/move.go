@@ -114,7 +114,7 @@ func (e *Engine) moveTo(w *writes, qi *queue, m *msg, dst engine.Queue, now int6
 		w.wake(di.id)
 	}
 	w.del(bucketState, from)
-	w.del(bucketPayload, from)
+	w.del(bucketPayloads, from)
 }
 
 // FinishMoves has nothing to finish here: a move is one transaction.

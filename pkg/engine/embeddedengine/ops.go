@@ -97,7 +97,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 			qi.index(mm, m.Key, m.Body, m.Attributes)
 		}
 		w.putMsg(qi, mm)
-		w.put(bucketPayload, key(qi.id, mm.id), pls[i])
+		w.put(bucketPayloads, key(qi.id, mm.id), pls[i])
 		if mm.barrier {
 			w.put(bucketBarrier, key(qi.id, mm.id), []byte{1})
 		}
@@ -177,7 +177,7 @@ func (e *Engine) moveOut(w *writes, qi *queue, m *msg, dlq *engine.Queue, reason
 		}
 	}
 	w.del(bucketState, from)
-	w.del(bucketPayload, from)
+	w.del(bucketPayloads, from)
 	if m.barrier {
 		w.del(bucketBarrier, from) // a dead-lettered barrier is an ordinary message there
 	}
@@ -313,13 +313,13 @@ func (e *Engine) handOut(w *writes, qi *queue, q engine.Queue, m *msg, now, vis 
 // A message purged or deleted since the claim is left out.
 func (e *Engine) payloads(q engine.Queue, out []snap, res *engine.ReceiveResult) error {
 	return e.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPayload)
+		b := payloadsIn(tx)
 		for _, s := range out {
 			var raw []byte
 			if s.raw != nil {
 				raw = *s.raw
 			} else {
-				raw = b.Get(s.k)
+				raw = b.get(s.k)
 			}
 			if raw == nil {
 				continue

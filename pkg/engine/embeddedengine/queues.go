@@ -85,6 +85,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, id ids.ID) error {
 		w.del(bucketDedup, dedupKey(id, k))
 	}
 	qi.dedup, qi.dedupQ = map[string]dedupEntry{}, nil
+	w.drops = append(w.drops, id) // an empty queue's bucket goes now; the cleaner drops the rest
 	delete(e.cons, id)
 	done := e.commit(&w)
 	e.mu.Unlock()

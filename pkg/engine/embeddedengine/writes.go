@@ -1,6 +1,7 @@
 package embeddedengine
 
 import (
+	"bytes"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +21,8 @@ type writes struct {
 	// takes read payloads inside the commit, before its deletions: an at-most-once receive
 	// deletes what it hands out, so the payload exists only within the transaction.
 	takes []take
+	// drops are queues whose payload bucket is deleted if the commit leaves it empty
+	drops []ids.ID
 }
 
 // take copies the payload stored at k into *dst during the commit (nil when gone).
@@ -54,7 +57,7 @@ func (w *writes) wake(q ids.ID) {
 }
 
 func (w *writes) empty() bool {
-	return len(w.puts) == 0 && len(w.dels) == 0 && len(w.moves) == 0 && len(w.counts) == 0 && len(w.takes) == 0
+	return len(w.puts) == 0 && len(w.dels) == 0 && len(w.moves) == 0 && len(w.counts) == 0 && len(w.takes) == 0 && len(w.drops) == 0
 }
 
 func (w *writes) putMsg(q *queue, m *msg) {
@@ -66,16 +69,17 @@ func (w *writes) putQueue(q *queue) { w.put(bucketQueue, slices.Clone(q.id[:]), 
 func (w *writes) delMsg(q *queue, m *msg) {
 	k := key(q.id, m.id)
 	w.del(bucketState, k)
-	w.del(bucketPayload, k)
+	w.del(bucketPayloads, k)
 	if m.barrier {
 		w.del(bucketBarrier, k)
 	}
 }
 
 func (w *writes) apply(tx *bolt.Tx) error {
+	ps := payloadsIn(tx)
 	// Moves first: they read payloads that the deletions below remove.
 	for _, mv := range w.moves {
-		raw := tx.Bucket(bucketPayload).Get(mv.from)
+		raw := ps.get(mv.from)
 		if raw == nil {
 			continue // already moved by an earlier transaction
 		}
@@ -88,12 +92,12 @@ func (w *writes) apply(tx *bolt.Tx) error {
 		if mv.strip {
 			pl.DeadLetter = nil
 		}
-		if err := tx.Bucket(bucketPayload).Put(mv.to, encodePayload(pl)); err != nil {
+		if err := ps.put(mv.to, encodePayload(pl)); err != nil {
 			return err
 		}
 	}
 	for _, t := range w.takes {
-		if raw := tx.Bucket(bucketPayload).Get(t.k); raw != nil {
+		if raw := ps.get(t.k); raw != nil {
 			*t.dst = slices.Clone(raw) // bolt's memory is valid only inside the transaction
 		}
 	}
@@ -101,16 +105,35 @@ func (w *writes) apply(tx *bolt.Tx) error {
 		return err
 	}
 	for _, d := range w.dels {
-		if err := tx.Bucket(d.bucket).Delete(d.k); err != nil {
+		if err := bucketOp(tx, ps, d, false); err != nil {
 			return err
 		}
 	}
 	for _, p := range w.puts {
-		if err := tx.Bucket(p.bucket).Put(p.k, p.v); err != nil {
+		if err := bucketOp(tx, ps, p, true); err != nil {
+			return err
+		}
+	}
+	for _, q := range w.drops {
+		if err := ps.dropIfEmpty(q[:]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// bucketOp applies one put or deletion; bucketPayloads stands for the per-queue payload store.
+func bucketOp(tx *bolt.Tx, ps *payloadStore, r kv, put bool) error {
+	switch {
+	case bytes.Equal(r.bucket, bucketPayloads) && put:
+		return ps.put(r.k, r.v)
+	case bytes.Equal(r.bucket, bucketPayloads):
+		return ps.del(r.k)
+	case put:
+		return tx.Bucket(r.bucket).Put(r.k, r.v)
+	default:
+		return tx.Bucket(r.bucket).Delete(r.k)
+	}
 }
 
 // commit submits w (call under e.mu) and returns the wait for it; nothing to write answers at once.
