@@ -17,7 +17,7 @@ import (
 //	        absent in records written before: computed from the payload at start-up],
 //	        [string conflation key: only while the message waits in the key index],
 //	        [uvarint priority], [uvarint cancels × 2 + 1 when this attempt is cancelled]
-//	payload (bucket "pq", nested bucket queue id, key message id; payloads.go says why
+//	payload (bucket "pq" ‖ queue id, one per queue, key message id; payloads.go says why
 //	        and how bucket "p" of the earlier layout, keyed queue id ‖ message id, migrates):
 //	        byte flags (bit 0: dead-letter info), string body,
 //	        uvarint attribute count, per attribute (sorted): string name, string value,

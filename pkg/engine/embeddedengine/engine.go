@@ -148,7 +148,7 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		bgStop:   make(chan struct{}),
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketPayloads, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
+		for _, b := range [][]byte{bucketState, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -8,23 +8,35 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Payloads live in a bucket of their own per queue: top-level bucket "pq", one nested bucket
-// named by the queue id, keyed by message id. Everywhere else in the engine a payload is still
-// addressed by key(queue id, message id); payloadStore splits that key.
+// Payloads live in a bucket of their own per queue: a top-level bucket named "pq" ‖ queue id,
+// keyed by message id. Everywhere else in the engine a payload is still addressed by
+// key(queue id, message id); payloadStore splits that key.
 //
 // Why not one bucket keyed queue id ‖ message id, as before: bbolt keeps at least two keys in a
 // leaf and rewrites a changed leaf whole, overflow pages included. The leaf holding one queue's
 // newest key could also hold the next queue's first payload, so every commit for a queue of
 // 64-byte messages rewrote a neighbour's 256 KiB body with it (measured beside a noisy
 // neighbour: about 420 KB of pages per commit, against 18 KB alone). A bucket per queue keeps
-// each queue's leaves its own; the top bucket's leaves hold only small bucket headers.
+// each queue's leaves its own. The buckets are top-level rather than nested in one parent:
+// the file's root page is rewritten by every commit anyway (the state bucket changes in each),
+// while a parent bucket would add a page to every commit that writes a payload.
 
 var (
+	// bucketPayloads prefixes each queue's payload bucket name; in writes it stands for the
+	// payload of a key(queue id, message id) (bucketOp).
 	bucketPayloads = []byte("pq")
 	// bucketPayloadV0 is the single payload bucket of the earlier layout; Open moves its
-	// records into bucketPayloads and drops it (migratePayloads).
+	// records into the per-queue buckets and drops it (migratePayloads).
 	bucketPayloadV0 = []byte("p")
 )
+
+// payloadBucketName is the name of queue q's payload bucket.
+func payloadBucketName(q []byte) []byte { return slices.Concat(bucketPayloads, q) }
+
+// isPayloadBucket reports whether a top-level bucket name is a queue's payload bucket.
+func isPayloadBucket(name []byte) bool {
+	return len(name) == len(bucketPayloads)+16 && bytes.HasPrefix(name, bucketPayloads)
+}
 
 // payloadFill is the fill percent of a queue's payload bucket: its keys are mostly appended
 // (time-ordered message ids), so its leaves can be split nearly full.
@@ -32,14 +44,14 @@ const payloadFill = 0.9
 
 // payloadStore reads and writes payloads within one transaction.
 type payloadStore struct {
-	root *bolt.Bucket
+	tx *bolt.Tx
 	// the queue bucket looked up last: a transaction mostly touches one queue's messages
 	lastQ []byte
 	last  *bolt.Bucket
 }
 
 func payloadsIn(tx *bolt.Tx) *payloadStore {
-	return &payloadStore{root: tx.Bucket(bucketPayloads)}
+	return &payloadStore{tx: tx}
 }
 
 // queue returns q's bucket, creating it when create is set (write transactions only); nil when
@@ -48,10 +60,11 @@ func (p *payloadStore) queue(q []byte, create bool) (*bolt.Bucket, error) {
 	if p.last != nil && bytes.Equal(p.lastQ, q) {
 		return p.last, nil
 	}
-	b := p.root.Bucket(q)
+	name := payloadBucketName(q)
+	b := p.tx.Bucket(name)
 	if b == nil && create {
 		var err error
-		if b, err = p.root.CreateBucket(q); err != nil {
+		if b, err = p.tx.CreateBucket(name); err != nil {
 			return nil, fmt.Errorf("creating the payload bucket of queue %x: %w", q, err)
 		}
 	}
@@ -108,7 +121,7 @@ func (p *payloadStore) dropIfEmpty(q []byte) error {
 		return nil
 	}
 	p.lastQ, p.last = nil, nil
-	return p.root.DeleteBucket(q)
+	return p.tx.DeleteBucket(payloadBucketName(q))
 }
 
 const (

@@ -61,14 +61,24 @@ func toFlatLayout(t *testing.T, path string) {
 		if err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketPayloads).ForEachBucket(func(q []byte) error {
-			return tx.Bucket(bucketPayloads).Bucket(q).ForEach(func(m, v []byte) error {
-				return flat.Put(slices.Concat(q, m), slices.Clone(v))
+		var names [][]byte
+		if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			if !isPayloadBucket(name) {
+				return nil
+			}
+			names = append(names, slices.Clone(name))
+			return b.ForEach(func(m, v []byte) error {
+				return flat.Put(slices.Concat(name[len(bucketPayloads):], m), slices.Clone(v))
 			})
 		}); err != nil {
 			return err
 		}
-		return tx.DeleteBucket(bucketPayloads)
+		for _, n := range names {
+			if err := tx.DeleteBucket(n); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +201,7 @@ func TestDeletedQueueDropsPayloadBucket(t *testing.T) {
 		}
 	}
 	if err := e.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketPayloads).Bucket(q.ID[:]) != nil {
+		if tx.Bucket(payloadBucketName(q.ID[:])) != nil {
 			return fmt.Errorf("the deleted queue's payload bucket is still there")
 		}
 		return nil
