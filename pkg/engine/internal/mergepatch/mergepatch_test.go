@@ -1,9 +1,12 @@
 package mergepatch
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -74,6 +77,12 @@ func FuzzApply(f *testing.F) {
 		pok := json.Unmarshal([]byte(patch), &pv) == nil
 		_, tobj := tv.(map[string]any)
 		_, pobj := pv.(map[string]any)
+		if tooDeep([]byte(target)) || tooDeep([]byte(patch)) {
+			if !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrNotObject) {
+				t.Fatalf("Apply(%q, %q) = %s, %v, want ErrTooDeep", target, patch, got, err)
+			}
+			return
+		}
 		if !(tok && pok && tobj && pobj) {
 			if err == nil {
 				t.Fatalf("Apply(%q, %q) = %s, want an error", target, patch, got)
@@ -115,4 +124,111 @@ func reference(target, patch any) any {
 		out[k] = reference(out[k], v)
 	}
 	return out
+}
+
+// wide is an object of n distinct names prefix0..prefix(n-1), each with value v.
+func wide(prefix string, n int, v string) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + prefix + strconv.Itoa(i) + `":` + v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// TestLinearWork: a merge of a 20,000-name patch into a 20,000-name target (each about
+// 200 KB, under MaxMessageBytes) costs name lookups linear in the names. Before (a scan of
+// the members per lookup): 999,970,000 comparisons in Apply, about 17 s; now at most
+// smallObject per name parsed or merged.
+func TestLinearWork(t *testing.T) {
+	const n = 20000
+	var lookups int
+	countLookup = func() { lookups++ }
+	defer func() { countLookup = nil }()
+	target, patch := wide("t", n, "1"), wide("p", n, "2")
+	got, err := Apply(target, patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Apply of %d names into %d: %d lookups (was 999,970,000)", n, n, lookups)
+	if limit := 3 * n * smallObject; lookups > limit {
+		t.Fatalf("%d lookups for %d names, want at most %d", lookups, 2*n, limit)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(got, &v); err != nil || len(v) != 2*n {
+		t.Fatalf("merged: %d names, err %v; want %d", len(v), err, 2*n)
+	}
+	if !bytes.HasPrefix(got, []byte(`{"t0":1,"t1":1,`)) || !bytes.HasSuffix(got, []byte(`"p19999":2}`)) {
+		t.Fatalf("merged members out of order: %.40s…%s", got, got[len(got)-40:])
+	}
+}
+
+// TestRepeatedNames: a repeated name keeps its last value in its first place, in the target,
+// the patch and objects large enough to be indexed.
+func TestRepeatedNames(t *testing.T) {
+	t.Parallel()
+	big := strings.TrimSuffix(string(wide("k", 2*smallObject, "0")), "}")
+	for _, c := range []struct{ target, patch, want string }{
+		{`{"a":1,"b":2,"a":3}`, `{"c":4,"c":5}`, `{"a":3,"b":2,"c":5}`},
+		{`{"a":{"x":1},"a":2}`, `{"a":{"y":1}}`, `{"a":{"y":1}}`},
+		{big + `,"k0":9}`, `{"k1":null,"k3":7}`, strings.Replace(strings.Replace(strings.Replace(big, `"k0":0`, `"k0":9`, 1), `"k1":0,`, ``, 1), `"k3":0`, `"k3":7`, 1) + `}`},
+	} {
+		got, err := Apply([]byte(c.target), []byte(c.patch))
+		if err != nil || string(got) != c.want {
+			t.Errorf("Apply(%s, %s) = %s, %v; want %s", c.target, c.patch, got, err, c.want)
+		}
+	}
+}
+
+// TestTooDeep: nesting past MaxDepth is ErrTooDeep (not ErrNotObject, as json.Valid's own
+// bound made it), in the patch or the target; MaxDepth itself merges.
+func TestTooDeep(t *testing.T) {
+	t.Parallel()
+	nested := func(depth int) []byte {
+		return []byte(strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1))
+	}
+	if _, err := Apply(nested(MaxDepth), nested(MaxDepth)); err != nil {
+		t.Fatalf("depth %d: %v", MaxDepth, err)
+	}
+	for _, depth := range []int{MaxDepth + 1, 20000} {
+		if _, err := Apply([]byte(`{}`), nested(depth)); !errors.Is(err, ErrTooDeep) {
+			t.Errorf("patch of depth %d: %v, want ErrTooDeep", depth, err)
+		}
+		if _, err := Apply(nested(depth), []byte(`{}`)); !errors.Is(err, ErrTooDeep) {
+			t.Errorf("target of depth %d: %v, want ErrTooDeep", depth, err)
+		}
+	}
+	arrays := []byte(`{"a":` + strings.Repeat(`[`, MaxDepth) + strings.Repeat(`]`, MaxDepth) + `}`)
+	if err := Check(arrays); !errors.Is(err, ErrTooDeep) {
+		t.Errorf("arrays %d deep in an object: %v, want ErrTooDeep", MaxDepth+1, err)
+	}
+	if err := Check([]byte(`{"a":"[[[[` + strings.Repeat(`{`, 2*MaxDepth) + `"}`)); err != nil {
+		t.Errorf("brackets in a string: %v", err)
+	}
+}
+
+// BenchmarkApplyWide merges a 20,000-name patch into a 20,000-name target.
+func BenchmarkApplyWide(b *testing.B) {
+	target, patch := wide("t", 20000, "1"), wide("p", 20000, "2")
+	b.SetBytes(int64(len(target) + len(patch)))
+	for b.Loop() {
+		if _, err := Apply(target, patch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkApplyDeep merges a patch MaxDepth deep into a target as deep.
+func BenchmarkApplyDeep(b *testing.B) {
+	nested := []byte(strings.Repeat(`{"a":1,"b":`, MaxDepth-1) + `{}` + strings.Repeat(`}`, MaxDepth-1))
+	b.SetBytes(int64(2 * len(nested)))
+	for b.Loop() {
+		if _, err := Apply(nested, nested); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
