@@ -97,8 +97,11 @@ func parseConflation(o *object, m *engine.Message, fifo bool) *apierr.Error {
 	case merge == "replace":
 		m.Merge = engine.MergeReplace
 	case merge == "patch":
-		if !engine.IsJSONObject(m.Body) {
+		switch engine.CheckPatch(m.Body) {
+		case engine.ErrPatchNotObject:
 			return apierr.Invalid(o.path("body"), "merge \"patch\" needs a JSON object body (RFC 7396 JSON Merge Patch)")
+		case engine.ErrPatchTooDeep:
+			return apierr.Invalid(o.path("body"), "merge \"patch\" needs a JSON object nesting objects and arrays at most %d deep; this body nests deeper", engine.MaxPatchDepth)
 		}
 		m.Merge = engine.MergePatch
 	default:

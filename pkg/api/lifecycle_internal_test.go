@@ -2,9 +2,11 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 )
 
@@ -56,6 +58,21 @@ func TestParseLifecycleFields(t *testing.T) {
 	m, err = parseMessage(json.RawMessage(`{"body":"x","deliverAt":"2020-01-01T00:00:00Z"}`), false, "m", testRules(false))
 	if err != nil || m.Delay == nil || *m.Delay != 0 {
 		t.Fatalf("a past deliverAt: %+v, %v; want a delay of 0", m, err)
+	}
+}
+
+// TestPatchTooDeep: a "patch" body nesting past engine.MaxPatchDepth is refused naming the
+// body and the bound (before: json.Valid's 10,000 levels, answered as "not a JSON object").
+func TestPatchTooDeep(t *testing.T) {
+	nested := func(depth int) string {
+		return strings.Repeat(`{\"a\":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1)
+	}
+	if _, err := parseMessage(json.RawMessage(`{"body":"`+nested(engine.MaxPatchDepth)+`","key":"k","merge":"patch"}`), false, "m", testRules(false)); err != nil {
+		t.Fatalf("a patch %d deep: %v", engine.MaxPatchDepth, err)
+	}
+	_, err := parseMessage(json.RawMessage(`{"body":"`+nested(engine.MaxPatchDepth+1)+`","key":"k","merge":"patch"}`), false, "m", testRules(false))
+	if err == nil || err.Code != apierr.InvalidArgument || err.Field != "m.body" || !strings.Contains(err.Message, "at most 100 deep") {
+		t.Fatalf("a patch %d deep: %v, want invalid_argument on m.body naming the bound", engine.MaxPatchDepth+1, err)
 	}
 }
 

@@ -25,6 +25,8 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrContended:             apierr.New(apierr.Unavailable, "concurrent sends kept changing this key's message; retry"),
 	engine.ErrPatchNotObject:        apierr.Invalid("body", "merge \"patch\" needs JSON objects; the new body is not one"),
 	engine.ErrPatchWaitingNotObject: apierr.Invalid("body", "merge \"patch\" needs JSON objects; the waiting message's body is not one"),
+	engine.ErrPatchTooDeep:          apierr.Invalid("body", "merge \"patch\" needs JSON objects nesting at most %d deep; the new body nests deeper", engine.MaxPatchDepth),
+	engine.ErrPatchWaitingTooDeep:   apierr.Invalid("body", "merge \"patch\" needs JSON objects nesting at most %d deep; the waiting message's body nests deeper", engine.MaxPatchDepth),
 }
 
 // metaAnswers maps the metadata stores' refusals whose answer quotes nothing.
@@ -80,6 +82,8 @@ func engineRefusal(err error) *apierr.Error {
 			return apierr.Invalid(fmt.Sprintf("messages[%d].groupId", r.Index), "is required on a fifo queue")
 		case engine.ErrMergedAttributes:
 			return apierr.Invalid("attributes", "the merged message would have %d attributes; the limit is %d", r.N, engine.MaxAttributes)
+		case engine.ErrMergeBudget:
+			return apierr.Field(apierr.PayloadTooLarge, "body", "this send's patch merges would read %d bytes of waiting bodies and patches; the limit is %d a send (merges are made again when concurrent sends change the key): send fewer or smaller patches, or retry", r.N, engine.MergeBudgetBytes)
 		case engine.ErrMergedTooLarge:
 			return apierr.Field(apierr.PayloadTooLarge, "", "the merged message would be %d bytes (body and attributes); the limit is %d", r.N, engine.MaxMessageBytes)
 		}

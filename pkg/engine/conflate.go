@@ -11,22 +11,63 @@ import (
 // MaxKeyLength is the longest conflation key (SPEC §13: 1–128 characters from ! to ~).
 const MaxKeyLength = 128
 
+// MaxPatchDepth is how deep a "patch" body, new or waiting, may nest objects and arrays ({}
+// is 1 deep): the merge recurses once per level.
+const MaxPatchDepth = mergepatch.MaxDepth
+
+// MergeBudgetBytes bounds the merge work of one send call: the bytes of waiting bodies and
+// patches its patch merges read, summed over every merge of the call. A Redis send merges
+// again each time a concurrent send changed the key (up to 32 tries), so without a bound one
+// send of ten 256 KiB patches could cost 32 × 10 × 512 KiB = 160 MiB of merging. A send's
+// first try needs at most MaxBatch × 2 × MaxMessageBytes (5 MiB), so the bound only refuses
+// retries.
+const MergeBudgetBytes = 8 << 20
+
+// MergeBudget is what one send call may still spend on merges (see MergeBudgetBytes). The
+// zero value is a spent budget; NewMergeBudget makes a full one.
+type MergeBudget struct {
+	spent, limit int64
+}
+
+// NewMergeBudget returns a budget of MergeBudgetBytes, for one send call.
+func NewMergeBudget() *MergeBudget { return &MergeBudget{limit: MergeBudgetBytes} }
+
+// charge spends n bytes, or refuses when that would pass the limit (spending nothing).
+func (b *MergeBudget) charge(n int64) error {
+	if b.spent+n > b.limit {
+		return &Refusal{Err: ErrMergeBudget, N: b.spent + n}
+	}
+	b.spent += n
+	return nil
+}
+
 // Merged is what a keyed send makes of the waiting message of its key (SPEC §13): with
 // MergeReplace the new body and attributes; with MergePatch the waiting body merged with the
 // new one as an RFC 7396 JSON Merge Patch, and the attributes merged, the new values winning.
-// Both engines call it, so a merge is the same whichever stores the message. The error, for
-// that message only, is ErrPatchNotObject or ErrPatchWaitingNotObject when a patch's body (new
-// or waiting) is not a JSON object, and a Refusal of ErrMergedAttributes or ErrMergedTooLarge
+// Both engines call it, so a merge is the same whichever stores the message. A patch merge is
+// charged to budget (the send call's). The error, for that message only, is
+// ErrPatchNotObject or ErrPatchWaitingNotObject when a patch's body (new or waiting) is not a
+// JSON object, ErrPatchTooDeep or ErrPatchWaitingTooDeep when it nests past MaxPatchDepth, and
+// a Refusal of ErrMergeBudget past the budget, of ErrMergedAttributes or ErrMergedTooLarge
 // when the result passes MaxAttributes or MaxMessageBytes.
-func Merged(body string, attrs map[string]string, m Message) (string, map[string]string, error) {
+func Merged(budget *MergeBudget, body string, attrs map[string]string, m Message) (string, map[string]string, error) {
 	if m.Merge != MergePatch {
 		return m.Body, m.Attributes, nil
 	}
-	if !mergepatch.IsObject([]byte(m.Body)) {
+	if err := budget.charge(int64(len(body) + len(m.Body))); err != nil {
+		return "", nil, err
+	}
+	switch err := mergepatch.Check([]byte(m.Body)); {
+	case errors.Is(err, mergepatch.ErrTooDeep):
+		return "", nil, ErrPatchTooDeep
+	case err != nil:
 		return "", nil, ErrPatchNotObject
 	}
 	b, err := mergepatch.Apply([]byte(body), []byte(m.Body))
-	if err != nil {
+	switch {
+	case errors.Is(err, mergepatch.ErrTooDeep):
+		return "", nil, ErrPatchWaitingTooDeep
+	case err != nil:
 		return "", nil, ErrPatchWaitingNotObject
 	}
 	var out map[string]string
@@ -53,8 +94,13 @@ func Merged(body string, attrs map[string]string, m Message) (string, map[string
 // MergeRefused reports whether err is Merged's refusal of one message (not a failure of the
 // call the message came in).
 func MergeRefused(err error) bool {
-	return errors.Is(err, ErrPatchNotObject) || errors.Is(err, ErrPatchWaitingNotObject) ||
-		errors.Is(err, ErrMergedAttributes) || errors.Is(err, ErrMergedTooLarge)
+	for _, e := range []error{ErrPatchNotObject, ErrPatchWaitingNotObject, ErrPatchTooDeep, ErrPatchWaitingTooDeep,
+		ErrMergeBudget, ErrMergedAttributes, ErrMergedTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoMessage answers DeleteMessage for a message the queue does not hold: unknown, or gone
@@ -68,5 +114,14 @@ func ErrMessageInFlight() error {
 	return apierr.New(apierr.MessageInFlight, "the message is in flight: a consumer holds it; settle it with its receipt handle")
 }
 
-// IsJSONObject reports whether body is one JSON object, as a "patch" send's body must be.
-func IsJSONObject(body string) bool { return mergepatch.IsObject([]byte(body)) }
+// CheckPatch returns nil when body is one JSON object nesting at most MaxPatchDepth deep, as
+// a "patch" send's body must be, else ErrPatchNotObject or ErrPatchTooDeep.
+func CheckPatch(body string) error {
+	switch err := mergepatch.Check([]byte(body)); {
+	case errors.Is(err, mergepatch.ErrTooDeep):
+		return ErrPatchTooDeep
+	case err != nil:
+		return ErrPatchNotObject
+	}
+	return nil
+}

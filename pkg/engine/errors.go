@@ -57,6 +57,13 @@ var (
 	// ErrPatchWaitingNotObject one whose waiting message's body is not.
 	ErrPatchNotObject        error = refused("a patch body is not a JSON object")
 	ErrPatchWaitingNotObject error = refused("the waiting message's body is not a JSON object")
+	// ErrPatchTooDeep is a "patch" send whose own body nests deeper than MaxPatchDepth;
+	// ErrPatchWaitingTooDeep one whose waiting message's body does (stored by a "replace").
+	ErrPatchTooDeep        error = refused("a patch body nests too deep")
+	ErrPatchWaitingTooDeep error = refused("the waiting message's body nests too deep")
+	// ErrMergeBudget is a patch merge past its send's MergeBudgetBytes (Refusal.N is the
+	// merge work the send would have reached).
+	ErrMergeBudget error = refused("the send's merges passed their budget")
 	// ErrMergedAttributes and ErrMergedTooLarge are merges past MaxAttributes and
 	// MaxMessageBytes (Refusal.N is the merged count or size).
 	ErrMergedAttributes error = refused("the merged message has too many attributes")

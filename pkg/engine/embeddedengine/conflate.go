@@ -94,6 +94,7 @@ func planKeys(qi *queue, msgs []engine.Message, sizes []uint32, now int64) ([]*k
 		size  uint32
 	}
 	var seen map[string]*cur
+	budget := engine.NewMergeBudget() // one try under the lock: never spent (MergeBudgetBytes)
 	// A send with a barrier, or one accepted while a barrier is pending, is not conflated
 	// (SPEC §12 over §13): a message accepted behind a barrier must not reach a consumer by
 	// changing one accepted before it, and held keyed messages are ordinary messages (as on
@@ -122,7 +123,7 @@ func planKeys(qi *queue, msgs []engine.Message, sizes []uint32, now int64) ([]*k
 			add += int64(sizes[i])
 			continue
 		}
-		body, attrs, err := engine.Merged(c.body, c.attrs, m)
+		body, attrs, err := engine.Merged(budget, c.body, c.attrs, m)
 		if err != nil {
 			steps[i] = &keyStep{err: err}
 			continue

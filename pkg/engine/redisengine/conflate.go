@@ -101,10 +101,11 @@ func (e *Engine) sendKeyed(ctx context.Context, q engine.Queue, msgs []engine.Me
 		todo[i] = i
 	}
 	other := rand.IntN(n)
+	budget := engine.NewMergeBudget() // every try's merges together
 	var lastErr error
 	stored := false
 	for try := 0; try < conflictRetries && len(todo) > 0; try++ {
-		plan, err := e.planKeyed(ctx, q, msgs, todo, n, other, res)
+		plan, err := e.planKeyed(ctx, q, msgs, todo, n, other, res, budget)
 		if err != nil {
 			lastErr = err
 			break
@@ -156,8 +157,9 @@ type keyState struct {
 
 // planKeyed decides where each message of todo goes and, for keys merged here (patch, or a
 // key that may wait in an earlier partition), what it writes and expects. A message whose
-// merge cannot be made gets its error in res and is left out.
-func (e *Engine) planKeyed(ctx context.Context, q engine.Queue, msgs []engine.Message, todo []int, n, other int, res []engine.SendResult) (map[int][]kmsg, error) {
+// merge cannot be made (budget included: the send's, across its tries) gets its error in res
+// and is left out.
+func (e *Engine) planKeyed(ctx context.Context, q engine.Queue, msgs []engine.Message, todo []int, n, other int, res []engine.SendResult, budget *engine.MergeBudget) (map[int][]kmsg, error) {
 	need := map[string][]int{} // key -> partitions to read, newest first
 	for _, i := range todo {
 		m := msgs[i]
@@ -201,7 +203,7 @@ func (e *Engine) planKeyed(ctx context.Context, q engine.Queue, msgs []engine.Me
 					expect = string(st.id[:]) + strconv.FormatInt(st.ver, 10)
 				}
 				if st.found {
-					b, a, err := engine.Merged(st.body, st.attrs, m)
+					b, a, err := engine.Merged(budget, st.body, st.attrs, m)
 					if err != nil {
 						res[i] = engine.SendResult{Partition: -1, Err: err}
 						continue
