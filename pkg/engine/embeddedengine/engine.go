@@ -39,6 +39,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/boltformat"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
@@ -147,18 +148,8 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		cleaning: make(chan ids.ID, 1024),
 		bgStop:   make(chan struct{}),
 	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("embeddedengine: %w", err)
-	}
-	if err := migratePayloads(db); err != nil {
+	// Refuse a newer format before writing anything, migrate, then stamp (pkg/boltformat).
+	if err := boltformat.CheckAndStamp(db, FormatVersion, func() error { return prepare(db) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embeddedengine: %w", err)
 	}
@@ -174,6 +165,26 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		e.cleaning <- q
 	}
 	return e, nil
+}
+
+// FormatVersion is the layout of the engine's file that this binary writes (pkg/boltformat):
+// 1 is buckets s, q, d, b, mv and a payload bucket per queue (pq‖queue id). Open migrates
+// older files to it and refuses newer ones.
+const FormatVersion = 1
+
+// prepare creates the buckets and migrates an older layout's payloads (migratePayloads).
+func prepare(db *bolt.DB) error {
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketState, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return migratePayloads(db)
 }
 
 // Close finishes queued commits and closes the file. The engine is unusable afterwards.

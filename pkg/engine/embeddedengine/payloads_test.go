@@ -2,6 +2,7 @@ package embeddedengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/queueshq/queues/pkg/boltformat"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/ids"
@@ -57,6 +60,10 @@ func toFlatLayout(t *testing.T, path string) {
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
+		// A file of that layout predates the format stamp (pkg/boltformat).
+		if err := tx.DeleteBucket([]byte("format")); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+			return err
+		}
 		flat, err := tx.CreateBucket(bucketPayloadV0)
 		if err != nil {
 			return err
@@ -114,6 +121,9 @@ func TestPayloadMigration(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if v, err := boltformat.Version(e.db); err != nil || v != FormatVersion {
+		t.Fatalf("after the migration the file is stamped %d (%v), want %d", v, err, FormatVersion)
 	}
 	for _, q := range qs {
 		var got []string

@@ -20,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/boltformat"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
@@ -58,18 +59,28 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embeddedmeta: opening %s: %w", path, err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	// Refuse a newer format before writing anything, then create the buckets and stamp.
+	if err := boltformat.CheckAndStamp(db, FormatVersion, func() error { return createBuckets(db) }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embeddedmeta: %w", err)
+	}
+	return &Store{db: db}, nil
+}
+
+// FormatVersion is the layout of the store's file that this binary writes (pkg/boltformat):
+// 1 is the buckets below and in subscriptions.go and tenancy.go, records as JSON. Open
+// refuses newer files.
+const FormatVersion = 1
+
+func createBuckets(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
 		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bMoves, bMoveRun}, tenancyBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		return nil
-	}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("embeddedmeta: %w", err)
-	}
-	return &Store{db: db}, nil
+	})
 }
 
 // Close closes the file.
