@@ -13,8 +13,10 @@ import (
 
 // ForgedHandleLimit bounds how many invalid receipt handles (answers receipt_handle_invalid)
 // one source may present: the receipt routes need no credential, so this is what stops one
-// address from spending the API's CPU on MAC checks of guessed handles. A source over it gets
-// 429 rate_limited on every receipt call until its bucket refills. Valid handles cost nothing.
+// address from probing for handles at no cost. A source over it gets 429 rate_limited for
+// each invalid handle it presents until its bucket refills; valid handles cost nothing and are
+// always served, so one caller's forgeries never refuse another's settlements behind a
+// shared address.
 type ForgedHandleLimit struct {
 	PerSecond float64 // refill rate (default 20)
 	Burst     int     // bucket size (default 200)
@@ -128,16 +130,26 @@ func source(c echo.Context) netip.Addr {
 	return a
 }
 
-// checkSource refuses a receipt call from a source over its forged-handle limit.
-func (s *Server) checkSource(src netip.Addr) error {
-	if d := s.forged.wait(src); d > 0 {
-		return apierr.New(apierr.RateLimited, "too many invalid receipt handles from this address; retry later").WithRetryAfter(d)
-	}
-	return nil
+// limited is the answer to an invalid handle from a source over its forged-handle budget.
+func limited(wait time.Duration) *apierr.Error {
+	return apierr.New(apierr.RateLimited, "too many invalid receipt handles from this address; retry later").WithRetryAfter(wait)
 }
 
-// chargeSource counts the invalid handles of a receipt call against its source.
-func (s *Server) chargeSource(src netip.Addr, errs ...*apierr.Error) {
+// overBudget turns an invalid handle's error into 429 rate_limited when its source must wait
+// (wait > 0); any other answer, a valid handle's above all, is left as it is.
+func overBudget(e *apierr.Error, wait time.Duration) *apierr.Error {
+	if wait > 0 && e != nil && e.Code == apierr.ReceiptHandleInvalid {
+		return limited(wait)
+	}
+	return e
+}
+
+// chargeSource counts the invalid handles of a receipt call against its source. A source
+// already waiting (wait > 0) is refused them, not charged: its bucket refills at the set rate.
+func (s *Server) chargeSource(src netip.Addr, wait time.Duration, errs ...*apierr.Error) {
+	if wait > 0 {
+		return
+	}
 	n := 0
 	for _, e := range errs {
 		if e != nil && e.Code == apierr.ReceiptHandleInvalid {

@@ -57,9 +57,6 @@ const (
 // the valid entries grouped by queue.
 func (s *Server) receiptCall(c echo.Context, r receiptOp) error {
 	src := source(c)
-	if err := s.checkSource(src); err != nil {
-		return err
-	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
@@ -130,19 +127,31 @@ func (s *Server) runReceipts(ctx context.Context, src netip.Addr, data []byte, r
 	}
 	var entries []*receiptEntry
 	isBatch := o.has(batch)
+	// The source's forged-handle budget is read before this call charges it: the call's own
+	// forgeries are answered receipt_handle_invalid up to the budget, and only invalid handles
+	// are ever refused for it — a valid handle is served whoever forged before it.
+	wait := s.forged.wait(src)
 	if isBatch {
 		var err error
 		if entries, err = s.receiptEntries(o, r); err != nil {
 			return nil, true, err
 		}
+		valid := 0
 		for _, e := range entries {
-			s.chargeSource(src, e.err)
+			s.chargeSource(src, wait, e.err)
+			e.err = overBudget(e.err, wait)
+			if e.err == nil {
+				valid++
+			}
+		}
+		if valid == 0 && wait > 0 {
+			return nil, true, limited(wait) // nothing to serve: the whole call is refused
 		}
 	} else {
 		e := &receiptEntry{}
 		if err := s.parseSingle(o, e, r.parseEntry); err != nil {
-			s.chargeSource(src, err)
-			return nil, false, err
+			s.chargeSource(src, wait, err)
+			return nil, false, overBudget(err, wait)
 		}
 		entries = append(entries, e)
 	}

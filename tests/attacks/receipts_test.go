@@ -147,3 +147,44 @@ func TestForgedHandleFlood(t *testing.T) {
 	// A genuine handle from another source would still work; from this one it waits: the
 	// limit is per source, and valid handles never charge it (TestTamperedHandles acks one).
 }
+
+// Issue 31: one address's forgeries do not switch off settlements from that address (behind a
+// load balancer every client shares it). After 700 forged handles from 127.0.0.1 the source
+// is over its budget: its forgeries are refused 429, but a valid handle from the same
+// address is served, alone or in a batch beside forgeries. Its own replica, so the budget it
+// spends is not the other tests'.
+func TestForgedFloodSparesValidHandles(t *testing.T) {
+	base, _, stop, err := e.serve(stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, tok := project(t)
+	h1 := queueWithMessage(t, tok, "i31-flood-a", nil)
+	h2 := queueWithMessage(t, tok, "i31-flood-b", nil)
+	batch := make([]string, 100)
+	for i := range batch {
+		batch[i] = fmt.Sprintf("forged-%d", i)
+	}
+	limited := 0
+	for range 7 {
+		if a := callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandles": batch}, nil); a.status == 429 {
+			limited++
+		}
+	}
+	a := ackHandle(t, base, "forged-single")
+	a.is(t, 429, "rate_limited", "")
+	if limited == 0 {
+		t.Fatal("700 forged handles never reached the source's budget")
+	}
+	// The valid handle from the same address, single form: served.
+	ackHandle(t, base, h1).is(t, 204, "", "")
+	// And in a batch beside forgeries: the valid entry is served, the forgery refused.
+	b := callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandles": []string{h2, "forged-x"}}, nil)
+	b.is(t, 200, "", "")
+	if !strings.Contains(string(b.raw), `{"index":0}`) || !strings.Contains(string(b.raw), `"code":"rate_limited"`) {
+		t.Fatalf("mixed batch over budget: %s", b.raw)
+	}
+	ackHandle(t, base, h2).is(t, 410, "receipt_handle_stale", "")
+	t.Logf("700 forged handles from one address (%d batches refused 429): the valid single ack 204, the valid batch entry acked", limited)
+}
