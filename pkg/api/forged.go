@@ -1,12 +1,9 @@
 package api
 
 import (
-	"net"
 	"net/netip"
 	"sync"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/queueshq/queues/pkg/apierr"
 )
@@ -109,25 +106,6 @@ func (l *sourceBuckets) evict(now time.Time) {
 	if len(l.m) >= l.lim.MaxSources {
 		clear(l.m)
 	}
-}
-
-// source is the caller's address as the TCP connection shows it — not X-Forwarded-For, which
-// the caller writes. IPv6 sources are counted per /64 (one subscriber's allocation).
-func source(c echo.Context) netip.Addr {
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
-	if err != nil {
-		host = c.Request().RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	a = a.Unmap().WithZone("")
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.Addr()
-	}
-	return a
 }
 
 // limited is the answer to an invalid handle from a source over its forged-handle budget.

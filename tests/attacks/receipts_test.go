@@ -3,10 +3,12 @@ package attacks
 import (
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/stack"
@@ -187,4 +189,37 @@ func TestForgedFloodSparesValidHandles(t *testing.T) {
 	}
 	ackHandle(t, base, h2).is(t, 410, "receipt_handle_stale", "")
 	t.Logf("700 forged handles from one address (%d batches refused 429): the valid single ack 204, the valid batch entry acked", limited)
+}
+
+// Issue 31, behind a load balancer: with QUEUES_TRUSTED_PROXIES naming the proxy (here the
+// loopback peer every request comes from), each client's forged-handle budget is its own
+// X-Forwarded-For address. One client floods forgeries — writing the other's address into the
+// left of its X-Forwarded-For, as any client can — and is refused 429; the other client, behind
+// the same peer, has its valid ack served and its own forgery answered 400, not 429.
+func TestTrustedProxyForwardedFor(t *testing.T) {
+	trusted, err := api.ParseTrustedProxies("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _, stop, err := e.serve(stack.Options{TrustedProxies: trusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, tok := project(t)
+	h := queueWithMessage(t, tok, "i31-xff", nil)
+	via := func(xff string) http.Header { return http.Header{"X-Forwarded-For": {xff}} }
+	forger, honest := via("203.0.113.20, 203.0.113.10"), via("203.0.113.20")
+	batch := make([]string, 100)
+	for i := range batch {
+		batch[i] = fmt.Sprintf("forged-%d", i)
+	}
+	for range 7 {
+		callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandles": batch}, forger)
+	}
+	callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": "forged"}, forger).is(t, 429, "rate_limited", "")
+	callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": "forged"}, honest).is(t, 400, "receipt_handle_invalid", "receiptHandle")
+	callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": h}, honest).is(t, 204, "", "")
+	// Without the proxy trusted, X-Forwarded-For is the caller's own text and chooses nothing:
+	// the shared replica's budget for 127.0.0.1 is untouched by this test's forgeries.
 }
