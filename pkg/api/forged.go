@@ -18,7 +18,9 @@ type ForgedHandleLimit struct {
 	PerSecond float64 // refill rate (default 20)
 	Burst     int     // bucket size (default 200)
 	// MaxSources bounds the memory: at most this many sources are tracked (default 50,000,
-	// about 5 MB); when full, sources whose bucket has refilled are forgotten first.
+	// about 5 MB). When full, only sources whose bucket has refilled are forgotten (they are
+	// as if never seen); while none has, new sources share one overflow bucket, so rotating
+	// sources never resets the count of a source over its budget.
 	MaxSources int
 }
 
@@ -32,6 +34,11 @@ type sourceBuckets struct {
 	now func() time.Time
 	mu  sync.Mutex
 	m   map[netip.Addr]*bucket
+	// overflow is the bucket of the sources not tracked while the table is full.
+	overflow bucket
+	// swept is when the full table was last swept for refilled buckets: at most once a
+	// second, so a stream of new sources does not cost a sweep of the table each.
+	swept time.Time
 }
 
 type bucket struct {
@@ -50,7 +57,7 @@ func newSourceBuckets(lim ForgedHandleLimit, now func() time.Time) *sourceBucket
 	if lim.MaxSources <= 0 {
 		lim.MaxSources = d.MaxSources
 	}
-	return &sourceBuckets{lim: lim, now: now, m: map[netip.Addr]*bucket{}}
+	return &sourceBuckets{lim: lim, now: now, m: map[netip.Addr]*bucket{}, overflow: bucket{tokens: float64(lim.Burst), at: now()}}
 }
 
 // refill brings b up to now; the caller holds mu.
@@ -65,7 +72,10 @@ func (l *sourceBuckets) wait(src netip.Addr) time.Duration {
 	defer l.mu.Unlock()
 	b, ok := l.m[src]
 	if !ok {
-		return 0
+		if len(l.m) < l.lim.MaxSources {
+			return 0
+		}
+		b = &l.overflow
 	}
 	l.refill(b, l.now())
 	if b.tokens >= 1 {
@@ -85,26 +95,29 @@ func (l *sourceBuckets) charge(src netip.Addr, n int) {
 	now := l.now()
 	b, ok := l.m[src]
 	if !ok {
-		if len(l.m) >= l.lim.MaxSources {
+		if len(l.m) >= l.lim.MaxSources && now.Sub(l.swept) >= time.Second {
+			l.swept = now
 			l.evict(now)
 		}
-		b = &bucket{tokens: float64(l.lim.Burst), at: now}
-		l.m[src] = b
+		if len(l.m) < l.lim.MaxSources {
+			b = &bucket{tokens: float64(l.lim.Burst), at: now}
+			l.m[src] = b
+		} else {
+			b = &l.overflow
+		}
 	}
 	l.refill(b, now)
 	b.tokens -= float64(n)
 }
 
-// evict forgets the sources whose bucket has refilled (they are as if never seen), or, if
-// none has, all of them: memory stays bounded whatever the spread of sources.
+// evict forgets the sources whose bucket has refilled (they are as if never seen). A source
+// still waiting is kept whatever the spread of other sources: wiping the table would let a
+// forger reset its own count by rotating addresses.
 func (l *sourceBuckets) evict(now time.Time) {
 	for k, b := range l.m {
 		if l.refill(b, now); b.tokens >= float64(l.lim.Burst) {
 			delete(l.m, k)
 		}
-	}
-	if len(l.m) >= l.lim.MaxSources {
-		clear(l.m)
 	}
 }
 
