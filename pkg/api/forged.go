@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
 )
 
 // ForgedHandleLimit bounds how many invalid receipt handles (answers receipt_handle_invalid)
@@ -121,15 +122,45 @@ func (l *sourceBuckets) evict(now time.Time) {
 	}
 }
 
+// staleGeneration is how many stale deliveries each of the two generations of staleHandles
+// holds (about 2 MB each at most).
+const staleGeneration = 16_384
+
+// staleHandles remembers deliveries proven stale (a delivery never becomes current again: its
+// attempt is never repeated), so a stale handle presented again costs no storage and none of
+// its project's budget. Two generations bound the memory: when the current one is full, the
+// older is dropped.
+type staleHandles struct {
+	mu       sync.Mutex
+	cur, old map[engine.Delivery]struct{}
+}
+
+func (h *staleHandles) add(d engine.Delivery) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.cur) >= staleGeneration || h.cur == nil {
+		h.old, h.cur = h.cur, make(map[engine.Delivery]struct{}, 64)
+	}
+	h.cur[d] = struct{}{}
+}
+
+func (h *staleHandles) has(d engine.Delivery) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, inCur := h.cur[d]
+	_, inOld := h.old[d]
+	return inCur || inOld
+}
+
 // limited is the answer to an invalid handle from a source over its forged-handle budget.
 func limited(wait time.Duration) *apierr.Error {
 	return apierr.New(apierr.RateLimited, "too many invalid receipt handles from this address; retry later").WithRetryAfter(wait)
 }
 
-// overBudget turns an invalid handle's error into 429 rate_limited when its source must wait
-// (wait > 0); any other answer, a valid handle's above all, is left as it is.
+// overBudget turns an invalid (or known stale) handle's error into 429 rate_limited when its
+// source must wait (wait > 0); any other answer, a valid handle's above all, is left as it is.
 func overBudget(e *apierr.Error, wait time.Duration) *apierr.Error {
-	if wait > 0 && e != nil && e.Code == apierr.ReceiptHandleInvalid {
+	if wait > 0 && e != nil && (e.Code == apierr.ReceiptHandleInvalid || e.Code == apierr.ReceiptHandleStale) {
 		return limited(wait)
 	}
 	return e
@@ -143,7 +174,7 @@ func (s *Server) chargeSource(src netip.Addr, wait time.Duration, errs ...*apier
 	}
 	n := 0
 	for _, e := range errs {
-		if e != nil && e.Code == apierr.ReceiptHandleInvalid {
+		if e != nil && (e.Code == apierr.ReceiptHandleInvalid || e.Code == apierr.ReceiptHandleStale) {
 			n++
 		}
 	}

@@ -127,6 +127,7 @@ type Server struct {
 	metrics *metrics
 	tokens  tokenCache
 	forged  *sourceBuckets
+	stale   staleHandles
 	limits  limitsCache
 	full    fullProjects
 	arb     arbiters // fairness between waiting receives (fairness.go)

@@ -2,9 +2,11 @@ package attacks
 
 import (
 	"encoding/base64"
+	"context"
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -222,4 +224,64 @@ func TestTrustedProxyForwardedFor(t *testing.T) {
 	callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": h}, honest).is(t, 204, "", "")
 	// Without the proxy trusted, X-Forwarded-For is the caller's own text and chooses nothing:
 	// the shared replica's budget for 127.0.0.1 is untouched by this test's forgeries.
+}
+
+// Issue 31: a stale handle — well-formed, signed, no longer current — needs no credential, so
+// anyone who once saw it may present it again and again. The first time costs its storage
+// check; after that the replica remembers it stale: no Redis command, none of the owning
+// project's budget, and each presentation charged to the source's forged-handle budget (410,
+// then 429). Its own replica, so the budget it spends is not the other tests'.
+func TestStaleHandleStorm(t *testing.T) {
+	base, _, stop, err := e.serve(stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, tok := project(t)
+	h := queueWithMessage(t, tok, "i31-stale", nil)
+	ackHandle(t, base, h).is(t, 204, "", "")
+	const storm = 600
+	before := serverCommands(t)
+	gone, limited := 0, 0
+	for range storm {
+		a := ackHandle(t, base, h)
+		switch {
+		case a.status == 410 && a.code() == "receipt_handle_stale":
+			gone++
+		case a.status == 429 && a.code() == "rate_limited":
+			limited++
+		default:
+			t.Fatalf("stale handle: %d %s", a.status, a.raw)
+		}
+	}
+	cmds := serverCommands(t) - before - 1 // the first INFO
+	t.Logf("%d presentations of one stale handle: %d answered 410, %d refused 429; %d Redis commands", storm, gone, limited, cmds)
+	if cmds > 20 {
+		t.Fatalf("%d presentations of a stale handle cost %d Redis commands; want the first check only", storm, cmds)
+	}
+	if limited == 0 {
+		t.Fatal("stale handles were not charged to the source's budget")
+	}
+}
+
+// serverCommands is how many commands the Redis server has run (INFO commandstats): what a
+// call costs there, whichever client of the replica sent it.
+func serverCommands(t testing.TB) int64 {
+	t.Helper()
+	info, err := e.rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		if _, rest, ok := strings.Cut(line, ":calls="); ok && strings.HasPrefix(line, "cmdstat_") {
+			c, _, _ := strings.Cut(rest, ",")
+			v, err := strconv.ParseInt(c, 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats line %q", line)
+			}
+			n += v
+		}
+	}
+	return n
 }
