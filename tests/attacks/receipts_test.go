@@ -1,8 +1,8 @@
 package attacks
 
 import (
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"runtime"
