@@ -109,3 +109,38 @@ func TestForgedHandlesBoundedMemory(t *testing.T) {
 		t.Fatalf("IPv4-mapped and IPv4: %v %v", a, b)
 	}
 }
+
+// Issue 31: a full table is not wiped. A source over its budget stays over it however many
+// other sources are rotated through; while no tracked bucket has refilled, new sources share
+// one overflow bucket (so they too are bounded); once buckets refill, they make room.
+func TestForgedHandlesRotationKeepsOverBudget(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := newSourceBuckets(ForgedHandleLimit{PerSecond: 1, Burst: 2, MaxSources: 100}, clk.Now)
+	forger := netip.MustParseAddr("198.51.100.7")
+	l.charge(forger, 3)
+	if l.wait(forger) == 0 {
+		t.Fatal("over its burst, the forger need not wait")
+	}
+	addr := func(i int) netip.Addr {
+		return netip.MustParseAddr("10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255))
+	}
+	for i := range 10_000 {
+		l.charge(addr(i), 1)
+		if len(l.m) > 100 {
+			t.Fatalf("%d sources tracked; want at most 100", len(l.m))
+		}
+	}
+	if l.wait(forger) == 0 {
+		t.Fatal("rotating 10,000 sources reset the forger's count")
+	}
+	// The new sources beyond the table shared the overflow bucket: it is spent.
+	if l.wait(addr(20_000)) == 0 {
+		t.Fatal("an untracked source was not charged to the overflow bucket")
+	}
+	// Once the tracked buckets refill, they are forgotten and new sources are tracked again.
+	clk.Advance(10 * time.Second)
+	l.charge(addr(30_000), 1)
+	if _, ok := l.m[addr(30_000)]; !ok || l.wait(addr(30_000)) != 0 {
+		t.Fatalf("after the buckets refilled: tracked %v, wait %v", ok, l.wait(addr(30_000)))
+	}
+}

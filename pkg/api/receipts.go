@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -14,6 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
 )
 
 // maxReceiptBatch bounds the batch forms of the receipt routes.
@@ -57,9 +59,6 @@ const (
 // the valid entries grouped by queue.
 func (s *Server) receiptCall(c echo.Context, r receiptOp) error {
 	src := source(c)
-	if err := s.checkSource(src); err != nil {
-		return err
-	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
@@ -130,19 +129,31 @@ func (s *Server) runReceipts(ctx context.Context, src netip.Addr, data []byte, r
 	}
 	var entries []*receiptEntry
 	isBatch := o.has(batch)
+	// The source's forged-handle budget is read before this call charges it: the call's own
+	// forgeries are answered receipt_handle_invalid up to the budget, and only invalid handles
+	// are ever refused for it — a valid handle is served whoever forged before it.
+	wait := s.forged.wait(src)
 	if isBatch {
 		var err error
 		if entries, err = s.receiptEntries(o, r); err != nil {
 			return nil, true, err
 		}
+		valid := 0
 		for _, e := range entries {
-			s.chargeSource(src, e.err)
+			s.chargeSource(src, wait, e.err)
+			e.err = overBudget(e.err, wait)
+			if e.err == nil {
+				valid++
+			}
+		}
+		if valid == 0 && wait > 0 {
+			return nil, true, limited(wait) // nothing to serve: the whole call is refused
 		}
 	} else {
 		e := &receiptEntry{}
 		if err := s.parseSingle(o, e, r.parseEntry); err != nil {
-			s.chargeSource(src, err)
-			return nil, false, err
+			s.chargeSource(src, wait, err)
+			return nil, false, overBudget(err, wait)
 		}
 		entries = append(entries, e)
 	}
@@ -163,30 +174,71 @@ func (s *Server) runReceipts(ctx context.Context, src netip.Addr, data []byte, r
 		first[e.delivery] = i
 		live, at = append(live, e), append(at, i)
 	}
+	live, at = s.dropKnownStale(src, wait, entries, live, at)
+	if err := s.settleLive(ctx, src, wait, entries, live, at, r, isBatch); err != nil {
+		return nil, isBatch, err
+	}
+	return entries, isBatch, nil
+}
+
+// dropKnownStale answers the live entries whose handle this replica has seen stale (410, or
+// 429 once the source is over its budget) without storage or the project's budget, charging
+// each to the source; it returns the entries left.
+func (s *Server) dropKnownStale(src netip.Addr, wait time.Duration, entries, live []*receiptEntry, at []int) ([]*receiptEntry, []int) {
+	var keepLive []*receiptEntry
+	var keepAt []int
+	for j, e := range live {
+		if !s.stale.has(e.delivery) {
+			keepLive, keepAt = append(keepLive, e), append(keepAt, at[j])
+			continue
+		}
+		s.chargeSource(src, wait, apierr.ErrStale)
+		entries[at[j]].err = overBudget(apierr.ErrStale, wait)
+	}
+	return keepLive, keepAt
+}
+
+// settleLive runs r's operation on the live entries (at their indexes at) and answers them.
+// The projects of their queues are rate-limited before it, but a project's request is
+// metered only when one of its handles proved current: a stale handle, which anyone who once
+// saw it may present, is charged to its source and remembered instead.
+func (s *Server) settleLive(ctx context.Context, src netip.Addr, wait time.Duration, entries, live []*receiptEntry, at []int, r receiptOp, isBatch bool) error {
+	if len(live) == 0 {
+		return nil
+	}
 	queues := make([]ids.ID, 0, 1)
 	for _, e := range live {
 		if !slices.Contains(queues, e.delivery.Queue) {
 			queues = append(queues, e.delivery.Queue)
 		}
 	}
-	if err := s.admitReceipts(ctx, queues); err != nil {
-		return nil, isBatch, err
+	projects, err := s.admitReceipts(ctx, queues)
+	if err != nil {
+		return err
 	}
-	if len(live) > 0 {
-		errs, err := r.op(ctx, live)
-		if err != nil {
-			return nil, isBatch, err
-		}
-		for j, i := range at {
-			e := apiErr(errs[j])
-			if e != nil && e.Field != "" && isBatch {
-				// The operation names a field of the entry; the answer names it in the request.
-				e = e.WithPrefix(batch + "[" + strconv.Itoa(i) + "]")
-			}
-			entries[i].err = e
-		}
+	errs, err := r.op(ctx, live)
+	if err != nil {
+		return err
 	}
-	return entries, isBatch, nil
+	current := map[ids.ID]bool{}
+	for j, i := range at {
+		e := apiErr(errs[j])
+		if e != nil && e.Code == apierr.ReceiptHandleStale {
+			s.stale.add(live[j].delivery)
+			s.chargeSource(src, wait, e)
+		} else if p, ok := projects[live[j].delivery.Queue]; ok {
+			current[p] = true
+		}
+		if e != nil && e.Field != "" && isBatch {
+			// The operation names a field of the entry; the answer names it in the request.
+			e = e.WithPrefix(r.batch + "[" + strconv.Itoa(i) + "]")
+		}
+		entries[i].err = e
+	}
+	for p := range current {
+		s.cfg.Meter.Add(p, meta.Counters{Requests: 1})
+	}
+	return nil
 }
 
 // receiptEntries reads the entries of a batch form.

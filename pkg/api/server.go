@@ -91,6 +91,9 @@ type Config struct {
 	PushChanged func(ctx context.Context, queue ids.ID)
 	// ForgedHandles limits invalid receipt handles per source address (zero: the default).
 	ForgedHandles ForgedHandleLimit
+	// TrustedProxies are the proxies whose X-Forwarded-For names a request's source
+	// (QUEUES_TRUSTED_PROXIES; source.go); empty: the TCP peer is the source.
+	TrustedProxies TrustedProxies
 
 	// Tenancy keeps project limits, counts and usage (tenancy.go); nil: the defaults apply
 	// and nothing is counted against them.
@@ -124,6 +127,7 @@ type Server struct {
 	metrics *metrics
 	tokens  tokenCache
 	forged  *sourceBuckets
+	stale   staleHandles
 	limits  limitsCache
 	full    fullProjects
 	arb     arbiters // fairness between waiting receives (fairness.go)
@@ -157,6 +161,8 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry), forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now)}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
+	// Always set: echo's default RealIP believes X-Forwarded-For from anyone.
+	e.IPExtractor = cfg.TrustedProxies.clientIP
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	if telemetry.Enabled() {

@@ -407,12 +407,7 @@ func (st *stream) settle(ctx context.Context, id, op string, body []byte) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)
 	defer cancel()
-	var entries []*receiptEntry
-	isBatch := false
-	err := s.checkSource(st.src)
-	if err == nil {
-		entries, isBatch, err = s.runReceipts(sctx, st.src, body, r)
-	}
+	entries, isBatch, err := s.runReceipts(sctx, st.src, body, r)
 	if err == nil && !isBatch && entries[0].err != nil {
 		err = entries[0].err
 	}

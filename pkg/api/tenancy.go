@@ -89,20 +89,29 @@ func (s *Server) currentLimits(ctx context.Context, project ids.ID) (tenancy.Lim
 // admit applies the project's request rate to a call made with one of its tokens (or a
 // receipt call on one of its queues) and meters it.
 func (s *Server) admit(ctx context.Context, project ids.ID) error {
-	if s.cfg.Limiter != nil && s.cfg.Tenancy != nil {
-		rate := s.effectiveLimits(ctx, project).RequestsPerSecond
-		wait, err := s.cfg.Limiter.Allow(ctx, tenancy.RateKey(project), int(rate))
-		if err != nil {
-			// The project budget fails open: a Redis that cannot take the limiter's write
-			// (full memory, a failover) must not stop receives, settlements, purges and
-			// deletes that drain it. The call itself still needs its storage.
-			s.warnLimiter(err)
-		}
-		if wait > 0 {
-			return apierr.New(apierr.RateLimited, "over the project's limit of %d requests a second", rate).WithRetryAfter(wait)
-		}
+	if err := s.allow(ctx, project); err != nil {
+		return err
 	}
 	s.cfg.Meter.Add(project, meta.Counters{Requests: 1})
+	return nil
+}
+
+// allow applies the project's request rate (without metering the request).
+func (s *Server) allow(ctx context.Context, project ids.ID) error {
+	if s.cfg.Limiter == nil || s.cfg.Tenancy == nil {
+		return nil
+	}
+	rate := s.effectiveLimits(ctx, project).RequestsPerSecond
+	wait, err := s.cfg.Limiter.Allow(ctx, tenancy.RateKey(project), int(rate))
+	if err != nil {
+		// The project budget fails open: a Redis that cannot take the limiter's write
+		// (full memory, a failover) must not stop receives, settlements, purges and
+		// deletes that drain it. The call itself still needs its storage.
+		s.warnLimiter(err)
+	}
+	if wait > 0 {
+		return apierr.New(apierr.RateLimited, "over the project's limit of %d requests a second", rate).WithRetryAfter(wait)
+	}
 	return nil
 }
 
@@ -428,21 +437,27 @@ func (s *Server) getOwnUsage(c echo.Context) error {
 }
 
 // admitReceipts applies the request rate of the projects whose queues a receipt call names
-// (the handles name the queues; the metadata cache knows their projects). A call is one
-// request to each project it touches. Queues that are gone are left to the call (stale).
-func (s *Server) admitReceipts(ctx context.Context, queues []ids.ID) error {
+// (the handles name the queues; the metadata cache knows their projects) and answers each
+// named queue's project. A call is one request to each project it touches; the caller meters
+// it once a handle proved current. Queues that are gone are left to the call (stale).
+func (s *Server) admitReceipts(ctx context.Context, queues []ids.ID) (map[ids.ID]ids.ID, error) {
+	projects := map[ids.ID]ids.ID{}
 	var seen []ids.ID
 	for _, qid := range queues {
 		mq, err := s.cfg.Meta.GetQueueByID(ctx, qid)
-		if err != nil || slices.Contains(seen, mq.ProjectID) {
+		if err != nil {
+			continue
+		}
+		projects[qid] = mq.ProjectID
+		if slices.Contains(seen, mq.ProjectID) {
 			continue
 		}
 		seen = append(seen, mq.ProjectID)
-		if err := s.admit(ctx, mq.ProjectID); err != nil {
-			return err
+		if err := s.allow(ctx, mq.ProjectID); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return projects, nil
 }
 
 // queueQuotaFull tells before any storage is made whether the project has no room for

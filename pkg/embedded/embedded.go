@@ -89,6 +89,9 @@ type Options struct {
 	// DefaultLimits are the project limits of projects without their own (zero:
 	// tenancy.Defaults; QUEUES_DEFAULT_LIMITS).
 	DefaultLimits tenancy.Limits
+	// TrustedProxies are the proxies whose X-Forwarded-For names a request's source
+	// (QUEUES_TRUSTED_PROXIES).
+	TrustedProxies api.TrustedProxies
 	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
 	MeterEvery time.Duration
 	// BacklogTopN is how many of the busiest queues get labelled backlog and push-health
@@ -229,7 +232,8 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Registry: reg, Draining: n.draining,
 		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
-		PushChanged: func(_ context.Context, queue ids.ID) { gens.Bump(queue); n.Pusher.Changed(queue) },
+		TrustedProxies: o.TrustedProxies,
+		PushChanged:    func(_ context.Context, queue ids.ID) { gens.Bump(queue); n.Pusher.Changed(queue) },
 		Dependencies: []api.Dependency{
 			{Name: "messages", Check: func(context.Context) error { return eng.Err() }},
 			{Name: "metadata", Check: store.Ping},

@@ -67,6 +67,9 @@ type Options struct {
 	// DefaultLimits are the project limits of projects without their own (zero:
 	// tenancy.Defaults; QUEUES_DEFAULT_LIMITS).
 	DefaultLimits tenancy.Limits
+	// TrustedProxies are the proxies whose X-Forwarded-For names a request's source
+	// (QUEUES_TRUSTED_PROXIES).
+	TrustedProxies api.TrustedProxies
 	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
 	MeterEvery time.Duration
 	// MoveLease is how long a replica holds a move task between checkpoints; another replica
@@ -116,7 +119,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Draining: r.draining, Registry: o.Registry,
 		Subscriptions: store, Attempts: redismeta.NewAttempts(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
-		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
+		TrustedProxies: o.TrustedProxies,
+		Tenancy:        store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
 		Parking:   tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
 		MoveTasks: store, MoveRunner: mover,
 		Dependencies: []api.Dependency{

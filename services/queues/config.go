@@ -191,6 +191,27 @@ func adminFlag(fs *flag.FlagSet) (addr *string, explicit func() bool) {
 	}
 }
 
+// proxyFlags are -trusted-proxies (QUEUES_TRUSTED_PROXIES): the CIDRs of the proxies in
+// front of the API, whose X-Forwarded-For names a request's source (api.TrustedProxies).
+type proxyFlags struct {
+	raw     string
+	trusted api.TrustedProxies
+}
+
+func (p *proxyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.raw, "trusted-proxies", env("QUEUES_TRUSTED_PROXIES", ""),
+		"comma-separated CIDRs of the load balancers in front of the API; from them X-Forwarded-For names the client (empty: the TCP peer is the client; QUEUES_TRUSTED_PROXIES)")
+}
+
+func (p *proxyFlags) validate() error {
+	t, err := api.ParseTrustedProxies(p.raw)
+	if err != nil {
+		return fmt.Errorf("QUEUES_TRUSTED_PROXIES (-trusted-proxies): %w", err)
+	}
+	p.trusted = t
+	return nil
+}
+
 // tenancyFlags are -default-limits (QUEUES_DEFAULT_LIMITS), the project limits of projects
 // without their own as a JSON object of any subset of them, and -usage-flush-every
 // (QUEUES_USAGE_FLUSH_EVERY), how often the usage meter flushes (at most 10 s, which is what

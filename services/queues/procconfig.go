@@ -31,6 +31,7 @@ type apiConfig struct {
 	backend      backendFlags
 	rates        api.Rates
 	tenancy      tenancyFlags
+	proxies      proxyFlags
 	listen       string
 	opToken      string
 	grace        time.Duration
@@ -55,6 +56,7 @@ func (c *apiConfig) register(fs *flag.FlagSet) {
 	c.backend.register(fs, "kid:base64secret,… first signs, all verify (QUEUES_SIGNING_KEYS)")
 	rateFlags(fs, &c.rates)
 	c.tenancy.register(fs)
+	c.proxies.register(fs)
 	bindEnv(fs, "push-allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
 	bindEnv(fs, "redis-sync-replicas", "QUEUES_REDIS_SYNC_REPLICAS")
 	bindEnv(fs, "move-lease", "QUEUES_MOVE_LEASE")
@@ -69,6 +71,9 @@ func (c *apiConfig) Validate() error {
 	if c.syncReplicas < 0 {
 		return errors.New("QUEUES_REDIS_SYNC_REPLICAS (-redis-sync-replicas): must be 0 or more")
 	}
+	if err := c.proxies.validate(); err != nil {
+		return err
+	}
 	return c.tenancy.validate()
 }
 
@@ -76,6 +81,7 @@ func (c *apiConfig) Validate() error {
 type serveConfig struct {
 	rates        api.Rates
 	tenancy      tenancyFlags
+	proxies      proxyFlags
 	dataDir      string
 	listen       string
 	opToken      string
@@ -99,10 +105,14 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	bindEnv(fs, "push-allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
 	rateFlags(fs, &c.rates)
 	c.tenancy.register(fs)
+	c.proxies.register(fs)
 }
 
-// Validate checks the tenancy settings.
+// Validate checks the tenancy settings and the trusted proxies.
 func (c *serveConfig) Validate() error {
+	if err := c.proxies.validate(); err != nil {
+		return err
+	}
 	return c.tenancy.validate()
 }
 

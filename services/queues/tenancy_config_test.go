@@ -14,6 +14,7 @@ func TestDefaultLimitsConfig(t *testing.T) {
 		{"QUEUES_DEFAULT_LIMITS", `maxQueues=5`, "QUEUES_DEFAULT_LIMITS"},
 		{"QUEUES_DEFAULT_LIMITS", `{"maxQueus": 5}`, "maxQueus: unknown limit"},
 		{"QUEUES_USAGE_FLUSH_EVERY", "1m", "QUEUES_USAGE_FLUSH_EVERY"},
+		{"QUEUES_TRUSTED_PROXIES", "10.0.0.0/33", "QUEUES_TRUSTED_PROXIES (-trusted-proxies)"},
 	} {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
 			t.Setenv(tc.env, tc.value)

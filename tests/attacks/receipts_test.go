@@ -1,12 +1,16 @@
 package attacks
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/stack"
@@ -146,4 +150,138 @@ func TestForgedHandleFlood(t *testing.T) {
 	}
 	// A genuine handle from another source would still work; from this one it waits: the
 	// limit is per source, and valid handles never charge it (TestTamperedHandles acks one).
+}
+
+// Issue 31: one address's forgeries do not switch off settlements from that address (behind a
+// load balancer every client shares it). After 700 forged handles from 127.0.0.1 the source
+// is over its budget: its forgeries are refused 429, but a valid handle from the same
+// address is served, alone or in a batch beside forgeries. Its own replica, so the budget it
+// spends is not the other tests'.
+func TestForgedFloodSparesValidHandles(t *testing.T) {
+	base, _, stop, err := e.serve(stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, tok := project(t)
+	h1 := queueWithMessage(t, tok, "i31-flood-a", nil)
+	h2 := queueWithMessage(t, tok, "i31-flood-b", nil)
+	batch := make([]string, 100)
+	for i := range batch {
+		batch[i] = fmt.Sprintf("forged-%d", i)
+	}
+	limited := 0
+	for range 7 {
+		if a := callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandles": batch}, nil); a.status == 429 {
+			limited++
+		}
+	}
+	a := ackHandle(t, base, "forged-single")
+	a.is(t, 429, "rate_limited", "")
+	if limited == 0 {
+		t.Fatal("700 forged handles never reached the source's budget")
+	}
+	// The valid handle from the same address, single form: served.
+	ackHandle(t, base, h1).is(t, 204, "", "")
+	// And in a batch beside forgeries: the valid entry is served, the forgery refused.
+	b := callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandles": []string{h2, "forged-x"}}, nil)
+	b.is(t, 200, "", "")
+	if !strings.Contains(string(b.raw), `{"index":0}`) || !strings.Contains(string(b.raw), `"code":"rate_limited"`) {
+		t.Fatalf("mixed batch over budget: %s", b.raw)
+	}
+	ackHandle(t, base, h2).is(t, 410, "receipt_handle_stale", "")
+	t.Logf("700 forged handles from one address (%d batches refused 429): the valid single ack 204, the valid batch entry acked", limited)
+}
+
+// Issue 31, behind a load balancer: with QUEUES_TRUSTED_PROXIES naming the proxy (here the
+// loopback peer every request comes from), each client's forged-handle budget is its own
+// X-Forwarded-For address. One client floods forgeries — writing the other's address into the
+// left of its X-Forwarded-For, as any client can — and is refused 429; the other client, behind
+// the same peer, has its valid ack served and its own forgery answered 400, not 429.
+func TestTrustedProxyForwardedFor(t *testing.T) {
+	trusted, err := api.ParseTrustedProxies("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _, stop, err := e.serve(stack.Options{TrustedProxies: trusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, tok := project(t)
+	h := queueWithMessage(t, tok, "i31-xff", nil)
+	via := func(xff string) http.Header { return http.Header{"X-Forwarded-For": {xff}} }
+	forger, honest := via("203.0.113.20, 203.0.113.10"), via("203.0.113.20")
+	batch := make([]string, 100)
+	for i := range batch {
+		batch[i] = fmt.Sprintf("forged-%d", i)
+	}
+	for range 7 {
+		callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandles": batch}, forger)
+	}
+	callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": "forged"}, forger).is(t, 429, "rate_limited", "")
+	callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": "forged"}, honest).is(t, 400, "receipt_handle_invalid", "receiptHandle")
+	callTo(t, base, "POST", "/v1/receipts/ack", "", map[string]any{"receiptHandle": h}, honest).is(t, 204, "", "")
+	// Without the proxy trusted, X-Forwarded-For is the caller's own text and chooses nothing:
+	// the shared replica's budget for 127.0.0.1 is untouched by this test's forgeries.
+}
+
+// Issue 31: a stale handle — well-formed, signed, no longer current — needs no credential, so
+// anyone who once saw it may present it again and again. The first time costs its storage
+// check; after that the replica remembers it stale: no Redis command, none of the owning
+// project's budget, and each presentation charged to the source's forged-handle budget (410,
+// then 429). Its own replica, so the budget it spends is not the other tests'.
+func TestStaleHandleStorm(t *testing.T) {
+	base, _, stop, err := e.serve(stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, tok := project(t)
+	h := queueWithMessage(t, tok, "i31-stale", nil)
+	ackHandle(t, base, h).is(t, 204, "", "")
+	const storm = 600
+	before := serverCommands(t)
+	gone, limited := 0, 0
+	for range storm {
+		a := ackHandle(t, base, h)
+		switch {
+		case a.status == 410 && a.code() == "receipt_handle_stale":
+			gone++
+		case a.status == 429 && a.code() == "rate_limited":
+			limited++
+		default:
+			t.Fatalf("stale handle: %d %s", a.status, a.raw)
+		}
+	}
+	cmds := serverCommands(t) - before - 1 // the first INFO
+	t.Logf("%d presentations of one stale handle: %d answered 410, %d refused 429; %d Redis commands", storm, gone, limited, cmds)
+	if cmds > 20 {
+		t.Fatalf("%d presentations of a stale handle cost %d Redis commands; want the first check only", storm, cmds)
+	}
+	if limited == 0 {
+		t.Fatal("stale handles were not charged to the source's budget")
+	}
+}
+
+// serverCommands is how many commands the Redis server has run (INFO commandstats): what a
+// call costs there, whichever client of the replica sent it.
+func serverCommands(t testing.TB) int64 {
+	t.Helper()
+	info, err := e.rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		if _, rest, ok := strings.Cut(line, ":calls="); ok && strings.HasPrefix(line, "cmdstat_") {
+			c, _, _ := strings.Cut(rest, ",")
+			v, err := strconv.ParseInt(c, 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats line %q", line)
+			}
+			n += v
+		}
+	}
+	return n
 }
