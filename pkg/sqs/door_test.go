@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,11 +29,12 @@ import (
 type fakeBackend struct {
 	Backend
 	project, token ids.ID
+	revoked        ids.ID // known, of the project, but revoked
 	mu             sync.Mutex
 	calls          []string
 }
 
-func newFake() *fakeBackend { return &fakeBackend{project: ids.New(), token: ids.New()} }
+func newFake() *fakeBackend { return &fakeBackend{project: ids.New(), token: ids.New(), revoked: ids.New()} }
 
 func (f *fakeBackend) record(s string) {
 	f.mu.Lock()
@@ -53,13 +55,16 @@ func (f *fakeBackend) called(s string) bool {
 
 func (f *fakeBackend) TokenProject(_ context.Context, tok ids.ID) (ids.ID, error) {
 	f.record("TokenProject")
-	if tok != f.token {
+	if tok != f.token && tok != f.revoked {
 		return ids.ID{}, apierr.New(apierr.NotFound, "no such token")
 	}
 	return f.project, nil
 }
 
 func (f *fakeBackend) TokenPrincipal(_ context.Context, project, tok ids.ID) (auth.Principal, error) {
+	if tok == f.revoked {
+		return auth.Principal{}, apierr.New(apierr.Unauthenticated, "the token was revoked")
+	}
 	return auth.Principal{ProjectID: project, TokenID: tok, Scopes: []string{"*"}}, nil
 }
 
@@ -199,5 +204,65 @@ func TestSignatureCoversActionAndHost(t *testing.T) {
 	}
 	if f.called("Purge") {
 		t.Fatal("a request whose action was not signed purged a queue")
+	}
+}
+
+// countingBody is a request body that counts the bytes read from it.
+type countingBody struct {
+	r io.Reader
+	n int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += n
+	return n, err
+}
+
+func (b *countingBody) Close() error { return nil }
+
+// TestLargeBodyNeedsLiveToken (issue 31): the door reads at most 64 KiB of a body before
+// authentication; more is read only once the access key names a live token.
+func TestLargeBodyNeedsLiveToken(t *testing.T) {
+	d, f, key, secret := testDoor(t)
+	now := time.Now()
+	big := `{"QueueNamePrefix":"x","Padding":"` + strings.Repeat("p", 1<<20) + `"}`
+	request := func(key, secret, body string) (*http.Request, *countingBody) {
+		r := jsonRequest("ListQueues", body)
+		sum := sha256.Sum256([]byte(body))
+		if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}, r, hex.EncodeToString(sum[:]), "sqs", "eu-north-1", now); err != nil {
+			t.Fatal(err)
+		}
+		cb := &countingBody{r: strings.NewReader(body)}
+		r.Body = cb
+		return r, cb
+	}
+	a := d.cfg.Auth
+	unknown := ids.New()
+	cases := []struct {
+		name     string
+		key      string
+		secret   string
+		body     string
+		status   int
+		code     string
+		readMost int
+	}{
+		{"unknown token, its own derived secret", unknown.Slug(ids.TokenPrefix), a.SQSSecret(unknown), big, 403, "InvalidClientTokenId", 65537},
+		{"revoked token", f.revoked.Slug(ids.TokenPrefix), a.SQSSecret(f.revoked), big, 403, "InvalidClientTokenId", 65537},
+		{"no token slug", "AKIAIOSFODNN7EXAMPLE", secret, big, 403, "InvalidClientTokenId", 65537},
+		{"live token, wrong secret", key, strings.Repeat("x", 40), big, 403, "SignatureDoesNotMatch", len(big)},
+		{"live token", key, secret, big, 200, "", len(big)},
+		{"small body, unknown token", unknown.Slug(ids.TokenPrefix), a.SQSSecret(unknown), "{}", 403, "InvalidClientTokenId", 2},
+	}
+	for _, tc := range cases {
+		r, cb := request(tc.key, tc.secret, tc.body)
+		st, code, body := serveCode(d, r)
+		if st != tc.status || code != tc.code {
+			t.Errorf("%s: %d %q %.200s, want %d %q", tc.name, st, code, body, tc.status, tc.code)
+		}
+		if cb.n > tc.readMost {
+			t.Errorf("%s: read %d bytes of the body, want at most %d", tc.name, cb.n, tc.readMost)
+		}
 	}
 }
