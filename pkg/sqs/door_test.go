@@ -34,7 +34,9 @@ type fakeBackend struct {
 	calls          []string
 }
 
-func newFake() *fakeBackend { return &fakeBackend{project: ids.New(), token: ids.New(), revoked: ids.New()} }
+func newFake() *fakeBackend {
+	return &fakeBackend{project: ids.New(), token: ids.New(), revoked: ids.New()}
+}
 
 func (f *fakeBackend) record(s string) {
 	f.mu.Lock()
