@@ -52,6 +52,8 @@ type Backend interface {
 	// Admit applies the project's request rate to one call and meters it; MeterSent and
 	// MeterDelivered meter messages once the answer is written.
 	Admit(ctx context.Context, project ids.ID) error
+	// AdmitSendBytes charges a send's request bytes to the project's sendBytesPerSecond.
+	AdmitSendBytes(ctx context.Context, project ids.ID, n int64) error
 	MeterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult)
 	MeterDelivered(project ids.ID, msgs []engine.Received)
 }
@@ -125,6 +127,7 @@ type call struct {
 	proto     protocol
 	action    string
 	input     []byte // the JSON protocol's input document (the query protocol's, rebuilt)
+	bodyBytes int    // the request body's length
 	requestID string
 	principal auth.Principal
 	// live is the token's principal when admitLargeBody read it before the signature.
@@ -158,6 +161,7 @@ func (d *Door) serve(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.bodyBytes = len(body)
 	if strings.HasPrefix(r.URL.Path, queuePath) {
 		c.pathQueue = r.URL.Path
 	}
