@@ -492,12 +492,25 @@ type ByteLimiter interface {
 // (n < 0: not known yet, charged by the caller once read). Over the limit it answers 429
 // with Retry-After and closes the connection, so the unread body is not read either.
 func (s *Server) admitSendBytes(c echo.Context, project ids.ID, n int64) error {
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	err := s.AdmitSendBytes(ctx, project, n)
+	if err != nil {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
+	return err
+}
+
+// AdmitSendBytes charges n request bytes of a send made through another door (the SQS
+// door) to the project's sendBytesPerSecond, with the same limiter and key as /v1's sends,
+// so the two doors share one budget. Over the limit it answers rate_limited with a
+// Retry-After; a limiter that fails admits the send (as the request rate does). n <= 0
+// charges nothing.
+func (s *Server) AdmitSendBytes(ctx context.Context, project ids.ID, n int64) error {
 	bl, ok := s.cfg.Limiter.(ByteLimiter)
 	if !ok || s.cfg.Tenancy == nil || n <= 0 {
 		return nil
 	}
-	ctx, cancel := s.storageCtx(c)
-	defer cancel()
 	rate := s.effectiveLimits(ctx, project).SendBytesPerSecond
 	if rate <= 0 {
 		return nil
@@ -508,7 +521,6 @@ func (s *Server) admitSendBytes(c echo.Context, project ids.ID, n int64) error {
 		return nil
 	}
 	if wait > 0 {
-		c.Response().Header().Set(echo.HeaderConnection, "close")
 		return apierr.New(apierr.RateLimited, "over the project's limit of %d send bytes a second", rate).WithRetryAfter(wait)
 	}
 	return nil

@@ -43,6 +43,10 @@ const MetaChannel = "queues:meta"
 // one string per attempt, expiring with the window.
 func SQSAttempt(key string) string { return "queues:sqs:attempt:" + key }
 
+// SQSAttemptBytes counts the bytes of a project's SQS receive attempts remembered in the
+// current window (pkg/sqs): a STRING counter (INCRBY) that expires with the window.
+func SQSAttemptBytes(project ids.ID) string { return "queues:sqs:attemptbytes:" + project.String() }
+
 // Tenancy (pkg/tenancy). Each project's keys share the hash tag {p:<project>}.
 
 // Waiting is the zset of a project's parked long polls (tenancy's park.lua).

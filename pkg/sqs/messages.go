@@ -127,7 +127,19 @@ func prepare(q meta.Queue, e sendEntry) (engine.Message, sendResult, int, *Error
 	return m, res, size, nil
 }
 
+// admitSendBytes charges the send's request bytes (its body and query string: a presigned
+// send carries its message in the query) to the project's sendBytesPerSecond, the budget
+// /v1's sends share: RequestThrottled beyond it.
+func (d *Door) admitSendBytes(c *call) error {
+	ctx, cancel := d.storageCtx(c)
+	defer cancel()
+	return d.cfg.Backend.AdmitSendBytes(ctx, c.principal.ProjectID, int64(c.bodyBytes+len(c.r.URL.RawQuery)))
+}
+
 func (d *Door) sendMessage(c *call) (any, error) {
+	if err := d.admitSendBytes(c); err != nil {
+		return nil, err
+	}
 	var in sendEntry
 	if err := c.inputInto(&in); err != nil {
 		return nil, err
@@ -181,6 +193,9 @@ func checkEntryIDs(idsOf []string) *Error {
 }
 
 func (d *Door) sendMessageBatch(c *call) (any, error) {
+	if err := d.admitSendBytes(c); err != nil {
+		return nil, err
+	}
 	var in struct {
 		QueueURL string      `json:"QueueUrl"`
 		Entries  []sendEntry `json:"Entries"`

@@ -93,7 +93,7 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 	}
 	c.answered = append(c.answered, func() { d.cfg.Backend.MeterDelivered(q.ProjectID, msgs) })
 	if attempt != "" {
-		d.remember(c, attempt, msgs)
+		d.remember(c, q.ProjectID, attempt, msgs)
 	}
 	return d.receiveAnswer(c, q, msgs, sys, in.MessageAttributeNames), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,24 @@ func parsePresigned(q url.Values) (sigRequest, *Error) {
 	s.SignedHeaders = strings.Split(q.Get("X-Amz-SignedHeaders"), ";")
 	s.Signature = q.Get("X-Amz-Signature")
 	return s, nil
+}
+
+// checkCoverage refuses a signature that leaves out what decides the request: the host it
+// was meant for and, when X-Amz-Target names the action, that header. Without them, a
+// signature captured for one action or server could be replayed with another. A presigned
+// request that does not sign a target it carries is a signature that does not match (the
+// action would not be the signed one); a header signature that omits either is incomplete.
+func (s *sigRequest) checkCoverage(r *http.Request) *Error {
+	if !slices.Contains(s.SignedHeaders, "host") {
+		return newErr(errIncompleteSignature, "the signature must cover the host header (SignedHeaders lacks host)")
+	}
+	if r.Header.Get("X-Amz-Target") == "" || slices.Contains(s.SignedHeaders, "x-amz-target") {
+		return nil
+	}
+	if s.Presigned {
+		return newErr(errSignature, "the presigned request carries an X-Amz-Target header it did not sign")
+	}
+	return newErr(errIncompleteSignature, "the signature must cover the X-Amz-Target header (SignedHeaders lacks x-amz-target)")
 }
 
 // setCredential reads "<access key>/<yyyymmdd>/<region>/<service>/aws4_request".

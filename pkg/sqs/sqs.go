@@ -52,6 +52,8 @@ type Backend interface {
 	// Admit applies the project's request rate to one call and meters it; MeterSent and
 	// MeterDelivered meter messages once the answer is written.
 	Admit(ctx context.Context, project ids.ID) error
+	// AdmitSendBytes charges a send's request bytes to the project's sendBytesPerSecond.
+	AdmitSendBytes(ctx context.Context, project ids.ID, n int64) error
 	MeterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult)
 	MeterDelivered(project ids.ID, msgs []engine.Received)
 }
@@ -121,12 +123,15 @@ const (
 
 // call is one request being served.
 type call struct {
-	r          *http.Request
-	proto      protocol
-	action     string
-	input      []byte // the JSON protocol's input document (the query protocol's, rebuilt)
-	requestID  string
-	principal  auth.Principal
+	r         *http.Request
+	proto     protocol
+	action    string
+	input     []byte // the JSON protocol's input document (the query protocol's, rebuilt)
+	bodyBytes int    // the request body's length
+	requestID string
+	principal auth.Principal
+	// live is the token's principal when admitLargeBody read it before the signature.
+	live       *auth.Principal
 	regionName string // the signature's region, for ARNs
 	// pathQueue is the queue URL the request was posted to, if any.
 	pathQueue string
@@ -152,14 +157,11 @@ func (d *Door) serve(c *call) (any, error) {
 	if r.ContentLength > maxBody {
 		return nil, newErr(errBatchTooLong, "the request body is over %d bytes", maxBody)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	body, err := d.readBody(c)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, newErr(errBatchTooLong, "the request body is over %d bytes", maxBody)
-		}
-		return nil, newErr(errMalformedQuery, "could not read the request body")
+		return nil, err
 	}
+	c.bodyBytes = len(body)
 	if strings.HasPrefix(r.URL.Path, queuePath) {
 		c.pathQueue = r.URL.Path
 	}
@@ -183,6 +185,54 @@ func (d *Door) serve(c *call) (any, error) {
 	return act.run(d, c)
 }
 
+// maxUnauthenticatedBody is how much of a body is read before anything is known of its
+// sender: every action's input fits in it but a batch of large messages.
+const maxUnauthenticatedBody = 64 << 10
+
+// readBody reads the request body: up to maxUnauthenticatedBody at once, and the rest (up to
+// maxBody) only once the signature's access key names a live token, so that a caller
+// without one cannot make the door read and hash megabytes. The signature itself still
+// covers the whole body: it is verified once the body is read.
+func (d *Door) readBody(c *call) ([]byte, error) {
+	rd := http.MaxBytesReader(nil, c.r.Body, maxBody)
+	body, err := io.ReadAll(io.LimitReader(rd, maxUnauthenticatedBody+1))
+	if err == nil && len(body) > maxUnauthenticatedBody {
+		if err := d.admitLargeBody(c); err != nil {
+			return nil, err
+		}
+		var rest []byte
+		rest, err = io.ReadAll(rd)
+		body = append(body, rest...)
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newErr(errBatchTooLong, "the request body is over %d bytes", maxBody)
+		}
+		return nil, newErr(errMalformedQuery, "could not read the request body")
+	}
+	return body, nil
+}
+
+// admitLargeBody lets a body over maxUnauthenticatedBody be read: the signature must be
+// well formed and current, and its access key a live (known, unrevoked, unexpired) token.
+// The token's principal is kept for authenticate.
+func (d *Door) admitLargeBody(c *call) error {
+	if c.r.Header.Get("X-Amz-Target") == "" && !strings.HasPrefix(strings.ToLower(c.r.Header.Get("Content-Type")), "application/x-amz-json") {
+		c.proto = protoQuery // the answer's shape, until decode knows better
+	}
+	_, tokenID, err := d.parseSignature(c)
+	if err != nil {
+		return err
+	}
+	p, err := d.tokenPrincipal(c, tokenID)
+	if err != nil {
+		return err
+	}
+	c.live = &p
+	return nil
+}
+
 // decode finds the protocol and action and the input document.
 func (c *call) decode(body []byte) *Error {
 	r := c.r
@@ -193,6 +243,13 @@ func (c *call) decode(body []byte) *Error {
 			return newErr(errInvalidAction, "unknown X-Amz-Target %q", target)
 		}
 		c.action = action
+		// An Action in the query string too must name the same action: which of two
+		// would run is not for the request to leave open.
+		for _, a := range r.URL.Query()["Action"] {
+			if a != action {
+				return newErr(errInvalidAction, "the request names two actions: X-Amz-Target %s and Action %s", action, a)
+			}
+		}
 		if len(bytes.TrimSpace(body)) == 0 {
 			body = []byte("{}")
 		}
@@ -222,6 +279,11 @@ func (c *call) decode(body []byte) *Error {
 	if c.action == "" {
 		return newErr(errMissingAction, "The request must contain the parameter Action.")
 	}
+	for _, a := range form["Action"] {
+		if a != c.action {
+			return newErr(errInvalidAction, "the request names two actions: %s and %s", c.action, a)
+		}
+	}
 	for k := range form {
 		if k == "Action" || k == "Version" || strings.HasPrefix(k, "X-Amz-") || k == "AWSAccessKeyId" {
 			delete(form, k)
@@ -236,8 +298,33 @@ func (c *call) decode(body []byte) *Error {
 }
 
 // authenticate verifies the signature, then the token's record and the action's scope.
-// Nothing touches storage until the signature is proven.
+// Nothing touches storage until the signature is proven (but for a large body, which
+// admitLargeBody has already tied to a live token).
 func (d *Door) authenticate(c *call, body []byte, scope string) error {
+	sr, tokenID, err := d.parseSignature(c)
+	if err != nil {
+		return err
+	}
+	if err := d.verifySignature(c, sr, tokenID, body); err != nil {
+		return err
+	}
+	c.regionName = sr.Region
+	var p auth.Principal
+	if c.live != nil && c.live.TokenID == tokenID {
+		p = *c.live
+	} else if p, err = d.tokenPrincipal(c, tokenID); err != nil {
+		return err
+	}
+	if scope != "" && !p.Has(scope) {
+		return newErr(errAccessDenied, "The token lacks the %q scope that %s needs.", scope, c.action)
+	}
+	c.principal = p
+	return nil
+}
+
+// parseSignature reads the request's signature (header or presigned form) and checks what
+// needs no secret: its form, what it covers, its access key's form and its time.
+func (d *Door) parseSignature(c *call) (sigRequest, ids.ID, error) {
 	r := c.r
 	var sr sigRequest
 	var perr *Error
@@ -248,61 +335,66 @@ func (d *Door) authenticate(c *call, body []byte, scope string) error {
 			date := r.Header.Get("X-Amz-Date")
 			t, err := time.Parse(amzDateFmt, date)
 			if err != nil {
-				return newErr(errIncompleteSignature, "X-Amz-Date must be yyyymmddThhmmssZ")
+				return sr, ids.ID{}, newErr(errIncompleteSignature, "X-Amz-Date must be yyyymmddThhmmssZ")
 			}
 			sr.AmzDate = t
 		}
 	case r.URL.Query().Get("X-Amz-Signature") != "":
 		sr, perr = parsePresigned(r.URL.Query())
 	default:
-		return newErr(errMissingAuth, "Request is missing Authentication Token")
+		return sr, ids.ID{}, newErr(errMissingAuth, "Request is missing Authentication Token")
 	}
 	if perr != nil {
-		return perr
+		return sr, ids.ID{}, perr
+	}
+	if err := sr.checkCoverage(r); err != nil {
+		return sr, ids.ID{}, err
 	}
 	tokenID, err := ids.ParseSlug(ids.TokenPrefix, sr.AccessKey)
 	if err != nil {
-		return newErr(errInvalidClientToken, "The security token included in the request is invalid.")
+		return sr, ids.ID{}, newErr(errInvalidClientToken, "The security token included in the request is invalid.")
 	}
 	if err := sr.checkTime(d.cfg.Clock.Now()); err != nil {
-		return err
+		return sr, ids.ID{}, err
 	}
+	return sr, tokenID, nil
+}
+
+// verifySignature computes the signature again over the request and its body with each of
+// the token's secrets.
+func (d *Door) verifySignature(c *call, sr sigRequest, tokenID ids.ID, body []byte) error {
+	r := c.r
 	sum := sha256.Sum256(body)
 	hashes := []string{hex.EncodeToString(sum[:])}
-	if sr.Presigned {
+	// A presigned request may leave its payload unsigned (as SDKs presign) only when it has
+	// none: its action and parameters are then all in the signed query string.
+	if sr.Presigned && len(body) == 0 {
 		hashes = append(hashes, "UNSIGNED-PAYLOAD")
-	} else if h := r.Header.Get("X-Amz-Content-Sha256"); h != "" && h != hashes[0] {
+	} else if h := r.Header.Get("X-Amz-Content-Sha256"); !sr.Presigned && h != "" && h != hashes[0] {
 		return newErr(errSignature, "X-Amz-Content-Sha256 does not match the body")
 	}
-	matched := false
 	for _, secret := range d.cfg.Auth.SQSSecrets(tokenID) {
 		for _, h := range hashes {
 			if signatureMatches(sr.Signature, sr.signature(r, secret, h)) {
-				matched = true
+				return nil
 			}
 		}
 	}
-	if !matched {
-		return newErr(errSignature, "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.")
-	}
+	return newErr(errSignature, "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.")
+}
+
+// tokenPrincipal reads the token's record (through the metadata cache): an unknown,
+// revoked or expired token is InvalidClientTokenId.
+func (d *Door) tokenPrincipal(c *call, tokenID ids.ID) (auth.Principal, error) {
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
 	project, err := d.cfg.Backend.TokenProject(ctx, tokenID)
 	if apierr.CodeOf(err) == apierr.NotFound {
-		return newErr(errInvalidClientToken, "The security token included in the request is invalid.")
+		return auth.Principal{}, newErr(errInvalidClientToken, "The security token included in the request is invalid.")
 	} else if err != nil {
-		return err
+		return auth.Principal{}, err
 	}
-	c.regionName = sr.Region
-	p, err := d.cfg.Backend.TokenPrincipal(ctx, project, tokenID)
-	if err != nil {
-		return err
-	}
-	if scope != "" && !p.Has(scope) {
-		return newErr(errAccessDenied, "The token lacks the %q scope that %s needs.", scope, c.action)
-	}
-	c.principal = p
-	return nil
+	return d.cfg.Backend.TokenPrincipal(ctx, project, tokenID)
 }
 
 func (d *Door) storageCtx(c *call) (context.Context, context.CancelFunc) {

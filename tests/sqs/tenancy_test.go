@@ -3,12 +3,15 @@ package sqs_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -96,5 +99,53 @@ func waitMetered(t *testing.T, e *env, ok func(hour map[string]any) bool) {
 			t.Fatalf("usage never reached the expected counts: %+v", u.Usage)
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// TestSendBytesPerSecond (issue 31): the project's sendBytesPerSecond bounds the SQS door's
+// sends as it does /v1's: SendMessage and SendMessageBatch beyond it answer RequestThrottled
+// (HTTP 400, as SQS does), and nothing more is stored.
+func TestSendBytesPerSecond(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx := t.Context()
+		url := mustQueue(t, e, "bytes")
+		v1(t, e.b.url, operator, "PATCH", "/v1/projects/"+e.project,
+			map[string]any{"limits": map[string]any{"sendBytesPerSecond": 1024}}, 200, nil)
+		noRetry := func(o *sqs.Options) { o.Retryer = aws.NopRetryer{} }
+		body := strings.Repeat("b", 900)
+		// Limits are cached for up to 2 s: sends keep coming until the new rate applies.
+		sent := 0
+		for deadline := time.Now().Add(20 * time.Second); ; sent++ {
+			_, err := e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}, noRetry)
+			if errorCode(err) == "RequestThrottled" {
+				wantStatus(t, err, 400)
+				break
+			}
+			if err != nil {
+				t.Fatalf("SendMessage: %v", err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sends of 900 bytes at a limit of 1,024 bytes/s were never throttled", sent+1)
+			}
+		}
+		entries := []types.SendMessageBatchRequestEntry{{Id: aws.String("a"), MessageBody: &body}, {Id: aws.String("b"), MessageBody: &body}}
+		_, err := e.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries}, noRetry)
+		if errorCode(err) != "RequestThrottled" {
+			t.Fatalf("SendMessageBatch past sendBytesPerSecond: %v, want RequestThrottled", err)
+		}
+		wantStatus(t, err, 400)
+		attrs := must(e.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})).get(t)
+		if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != strconv.Itoa(sent) {
+			t.Fatalf("%s messages stored, want the %d admitted", n, sent)
+		}
+	})
+}
+
+func wantStatus(t *testing.T, err error, status int) {
+	t.Helper()
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.HTTPStatusCode() != status {
+		t.Fatalf("%v: want HTTP %d", err, status)
 	}
 }
