@@ -33,16 +33,16 @@ type msg struct {
 	// base is where this queue's attempts start among the message id's deliveries (0 until
 	// it leaves a queue by a dead-letter or a move): a delivery's Attempt is base + attempt,
 	// so a handle of an earlier life never names a later delivery (nextBase).
-	base uint32
-	size       uint32 // stored bytes (engine.PayloadBytes); sizeUnknown only while loading
-	st         uint8
-	barrier    bool  // a barrier message (standard queues, barrier.go)
-	prio       uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
-	hidx       int32 // index in the heap of its state
-	xidx       int32 // index in the expiry heap
-	g          *group
-	gprev      *msg // neighbours in the group, in seq order (fifo only)
-	gnext      *msg
+	base    uint32
+	size    uint32 // stored bytes (engine.PayloadBytes); sizeUnknown only while loading
+	st      uint8
+	barrier bool  // a barrier message (standard queues, barrier.go)
+	prio    uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
+	hidx    int32 // index in the heap of its state
+	xidx    int32 // index in the expiry heap
+	g       *group
+	gprev   *msg // neighbours in the group, in seq order (fifo only)
+	gnext   *msg
 }
 
 // sizeUnknown marks a message loaded from a record written before records carried their size.
