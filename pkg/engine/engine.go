@@ -49,6 +49,13 @@ const (
 	CancelReason = "max_cancels"
 )
 
+// DeliveryJump is how far a message's delivery attempt (Delivery.Attempt) jumps when it
+// leaves a queue by a dead-letter or a move without a record of the attempts before it (one
+// stored by a version whose dead-letters and moves restarted attempts at 0): past any attempt
+// a handle of its earlier lives can name, so none of those handles matches a later delivery.
+// A message's attempts otherwise go on from where they were across dead-letters and moves.
+const DeliveryJump = 1 << 24
+
 // Queue carries the settings of a queue that the engine needs for an operation. The caller
 // reads them from its metadata cache.
 type Queue struct {
@@ -171,8 +178,10 @@ type Delivery struct {
 	Queue     ids.ID
 	Partition int
 	MessageID ids.ID
-	// Attempt is the message's receiveCount at this delivery; a later receive raises it, which
-	// is what makes older handles stale.
+	// Attempt numbers this delivery among every delivery of the message id, in any queue: a
+	// later receive raises it, which is what makes older handles stale, and it never repeats
+	// across dead-letters and moves (where receiveCount starts again at 0), so a handle of an
+	// earlier life of the message never settles a later delivery.
 	Attempt uint32
 	// Consumer is the tag of the consumer that received it (0: none named), so that settling
 	// it updates that consumer's holdings.

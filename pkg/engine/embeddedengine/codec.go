@@ -16,7 +16,8 @@ import (
 //	        uvarint attempt, string group id, [uvarint stored bytes (engine.PayloadBytes);
 //	        absent in records written before: computed from the payload at start-up],
 //	        [string conflation key: only while the message waits in the key index],
-//	        [uvarint priority], [uvarint cancels × 2 + 1 when this attempt is cancelled]
+//	        [uvarint priority], [uvarint cancels × 2 + 1 when this attempt is cancelled],
+//	        [uvarint attempt base: absent while 0, see msg.base]
 //	payload (bucket "pq" ‖ queue id, one per queue, key message id; payloads.go says why
 //	        and how bucket "p" of the earlier layout, keyed queue id ‖ message id, migrates):
 //	        byte flags (bit 0: dead-letter info), string body,
@@ -62,19 +63,22 @@ func encodeState(m *msg, ckey string) []byte {
 	b = binary.AppendUvarint(b, uint64(m.size))
 	// The key and the priority are optional tails (records before them end earlier); a
 	// priority needs the key's place, empty when the message has none.
-	// The cancels need the priority's place in turn.
-	if ckey != "" || m.prio > 0 || m.cancels > 0 {
+	// The cancels need the priority's place in turn, and the attempt base the cancels'.
+	if ckey != "" || m.prio > 0 || m.cancels > 0 || m.base > 0 {
 		b = wire.AppendString(b, ckey)
 	}
-	if m.prio > 0 || m.cancels > 0 {
+	if m.prio > 0 || m.cancels > 0 || m.base > 0 {
 		b = binary.AppendUvarint(b, uint64(m.prio))
 	}
-	if m.cancels > 0 {
+	if m.cancels > 0 || m.base > 0 {
 		c := uint64(m.cancels) * 2
 		if m.cut {
 			c++
 		}
 		b = binary.AppendUvarint(b, c)
+	}
+	if m.base > 0 {
+		b = binary.AppendUvarint(b, uint64(m.base))
 	}
 	return b
 }
@@ -111,6 +115,13 @@ func decodeState(b []byte, m *msg) (group, ckey string, err error) {
 		if r.OK() && !r.Done() {
 			c := r.Uvarint()
 			m.cancels, m.cut = uint32(min(c/2, uint64(^uint32(0)))), c%2 == 1
+		}
+		if r.OK() && !r.Done() {
+			base := r.Uvarint()
+			if base > uint64(^uint32(0)) {
+				return "", "", errBadRecord
+			}
+			m.base = uint32(base)
 		}
 	}
 	if !r.Done() || a > uint64(^uint32(0)) || uint64(m.cancels) > a {

@@ -56,7 +56,7 @@ func (e *Engine) heldNow(q ids.ID, rec *consumerRec, now int64) int {
 
 // stillHeld reports whether m is still held by the delivery of the given attempt.
 func stillHeld(m *msg, attempt uint32, now int64) bool {
-	if m == nil || m.attempt != attempt || m.expiresAt <= now {
+	if m == nil || m.delivery() != attempt || m.expiresAt <= now {
 		return false
 	}
 	return m.st == stTaking || (m.st == stInFlight && m.at > now)

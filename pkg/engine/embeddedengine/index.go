@@ -1,6 +1,7 @@
 package embeddedengine
 
 import (
+	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -29,15 +30,19 @@ type msg struct {
 	attempt    uint32
 	cancels    uint32 // cancelled deliveries (SPEC §12): receiveCount is attempt - cancels
 	cut        bool   // the delivery of this attempt was cancelled (a repeat counts nothing)
-	size       uint32 // stored bytes (engine.PayloadBytes); sizeUnknown only while loading
-	st         uint8
-	barrier    bool  // a barrier message (standard queues, barrier.go)
-	prio       uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
-	hidx       int32 // index in the heap of its state
-	xidx       int32 // index in the expiry heap
-	g          *group
-	gprev      *msg // neighbours in the group, in seq order (fifo only)
-	gnext      *msg
+	// base is where this queue's attempts start among the message id's deliveries (0 until
+	// it leaves a queue by a dead-letter or a move): a delivery's Attempt is base + attempt,
+	// so a handle of an earlier life never names a later delivery (nextBase).
+	base    uint32
+	size    uint32 // stored bytes (engine.PayloadBytes); sizeUnknown only while loading
+	st      uint8
+	barrier bool  // a barrier message (standard queues, barrier.go)
+	prio    uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
+	hidx    int32 // index in the heap of its state
+	xidx    int32 // index in the expiry heap
+	g       *group
+	gprev   *msg // neighbours in the group, in seq order (fifo only)
+	gnext   *msg
 }
 
 // sizeUnknown marks a message loaded from a record written before records carried their size.
@@ -493,3 +498,17 @@ func (q *queue) nextAt() int64 {
 
 // receiveCount is the message's receives that count: cancelled deliveries do not (SPEC §12).
 func (m *msg) receiveCount() int { return int(m.attempt) - int(m.cancels) }
+
+// delivery is the Attempt of m's current delivery, as handles name it.
+func (m *msg) delivery() uint32 { return m.base + m.attempt }
+
+// nextBase is the base m arrives with in the queue a dead-letter or a move takes it to: its
+// attempts go on from its current one. A message without a base may have been stored by a
+// version whose dead-letters and moves restarted attempts at 0, so its earlier handles are
+// unknown: its base jumps by engine.DeliveryJump beyond them.
+func (m *msg) nextBase() uint32 {
+	if m.base > 0 {
+		return m.delivery()
+	}
+	return m.attempt + engine.DeliveryJump
+}

@@ -102,7 +102,8 @@ func (e *Engine) moveTo(w *writes, qi *queue, m *msg, dst engine.Queue, now int6
 	from := key(qi.id, m.id)
 	di, _ := e.queueFor(dst)
 	if _, dup := di.msgs[m.id]; !dup {
-		nm := &msg{id: m.id, seq: di.nextSeq, sentAt: m.sentAt, expiresAt: now + retention(dst).Milliseconds(), at: now, size: m.size}
+		nm := &msg{id: m.id, seq: di.nextSeq, sentAt: m.sentAt, expiresAt: now + retention(dst).Milliseconds(), at: now, size: m.size,
+			base: m.nextBase()}
 		di.nextSeq++
 		if !di.fifo {
 			group = ""

@@ -163,7 +163,8 @@ func (e *Engine) moveOut(w *writes, qi *queue, m *msg, dlq *engine.Queue, reason
 	if dlq != nil {
 		di, _ := e.queueFor(*dlq)
 		if _, dup := di.msgs[m.id]; !dup {
-			nm := &msg{id: m.id, seq: di.nextSeq, sentAt: m.sentAt, expiresAt: now + retention(*dlq).Milliseconds(), at: now, size: m.size}
+			nm := &msg{id: m.id, seq: di.nextSeq, sentAt: m.sentAt, expiresAt: now + retention(*dlq).Milliseconds(), at: now, size: m.size,
+				base: m.nextBase()}
 			di.nextSeq++
 			if !di.fifo {
 				group = ""
@@ -284,7 +285,7 @@ func (e *Engine) handOut(w *writes, qi *queue, q engine.Queue, m *msg, now, vis 
 	m.attempt++
 	m.cut = false
 	r := engine.Received{
-		Delivery:     engine.Delivery{Queue: q.ID, Partition: 0, MessageID: m.id, Attempt: m.attempt},
+		Delivery:     engine.Delivery{Queue: q.ID, Partition: 0, MessageID: m.id, Attempt: m.delivery()},
 		ReceiveCount: m.receiveCount(),
 		SentAt:       fromMs(m.sentAt),
 		Priority:     int(m.prio),
@@ -343,7 +344,7 @@ func live(qi *queue, q engine.Queue, d engine.Delivery, now int64) *msg {
 		return nil
 	}
 	m := qi.msgs[d.MessageID]
-	if m == nil || m.attempt != d.Attempt || m.expiresAt <= now || m.st == stTaking {
+	if m == nil || m.delivery() != d.Attempt || m.expiresAt <= now || m.st == stTaking {
 		return nil
 	}
 	return m

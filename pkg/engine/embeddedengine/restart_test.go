@@ -331,3 +331,36 @@ func TestCancelRestart(t *testing.T) {
 		t.Fatalf("after the second cancels: %+v", st)
 	}
 }
+
+// TestRestartKeepsAttemptBase: a message dead-lettered and received there keeps its attempt
+// base across a restart, so the handle it gets after the restart is not one of before.
+func TestRestartKeepsAttemptBase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "messages.db")
+	clk := enginetest.NewClock()
+	e := must(embeddedengine.Open(path, clk, embeddedengine.Options{}))
+	dlq := engine.Queue{ID: ids.New(), Type: engine.Standard, VisibilityTimeout: 30 * time.Second, Retention: 24 * time.Hour}
+	q := dlq
+	q.ID = ids.New()
+	q.Redrive = &engine.Redrive{DeadLetter: &dlq, MaxReceiveCount: 5}
+	for _, x := range []engine.Queue{dlq, q} {
+		if err := e.CreateQueue(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Send(ctx, q, []engine.Message{{Body: "x"}}))
+	first := must(e.Receive(ctx, q, engine.ReceiveRequest{Max: 1, Visibility: time.Minute})).Messages[0]
+	must(e.DeadLetter(ctx, q, []engine.DeadLetterRequest{{Delivery: first.Delivery}}))
+	before := must(e.Receive(ctx, dlq, engine.ReceiveRequest{Max: 1, Visibility: time.Second})).Messages[0]
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	e = must(embeddedengine.Open(path, clk, embeddedengine.Options{}))
+	defer e.Close()
+	after := must(e.Receive(ctx, dlq, engine.ReceiveRequest{Max: 1, Visibility: time.Minute})).Messages
+	if len(after) != 1 || after[0].Attempt != before.Attempt+1 || after[0].ReceiveCount != 2 {
+		t.Fatalf("after the restart: %+v; want attempt %d, receiveCount 2", after, before.Attempt+1)
+	}
+}

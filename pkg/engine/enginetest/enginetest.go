@@ -94,6 +94,7 @@ func Run(t *testing.T, h Harness) {
 	tests = append(tests, atMostOnceTests(h)...)
 	tests = append(tests, cancelTests()...)
 	tests = append(tests, filterTests(h)...)
+	tests = append(tests, attemptTests()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

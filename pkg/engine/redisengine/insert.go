@@ -133,6 +133,7 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 			continue
 		}
 		pl.DeadLetter = &engine.DeadLetterInfo{SourceQueue: src.ID, Reason: ob.Reason, At: fromMs(ob.At)}
+		pl.arriving()
 		callField = append(callField, kv[0])
 		if dlq.Type == engine.FIFO {
 			if pl.GroupID == "" {

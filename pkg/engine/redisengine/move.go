@@ -148,6 +148,7 @@ func (e *Engine) finishTransfers(ctx context.Context, src engine.Queue, p int, e
 			continue
 		}
 		pl.DeadLetter = nil
+		pl.arriving()
 		b := byDst[dst.ID]
 		if b == nil {
 			b = &batch{q: dst}

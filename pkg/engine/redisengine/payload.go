@@ -15,13 +15,20 @@ import (
 // payload is the immutable part of a stored message. Its encoding (version 1):
 //
 //	byte    version (1)
-//	byte    flags (bit 0: dead-letter info follows the sequence number)
+//	byte    flags (bit 0: dead-letter info follows the sequence number; bit 1: an attempt
+//	        base ends the payload)
 //	uvarint len, body
 //	uvarint attribute count, then per attribute (sorted by name): uvarint len, name,
 //	        uvarint len, value
 //	uvarint len, group id ("" on standard queues)
 //	uvarint sequence number (0 on standard queues)
 //	[dead-letter] 16 bytes source queue id, uvarint len, reason, varint at (unix ms)
+//	[base]  4 bytes, big-endian: the attempt base
+//
+// The attempt base is set by the scripts that take a message out of its queue for a
+// dead-letter or a move (prelude.lua: rebase), so that the message arrives in the next queue
+// with its attempt field at its base: its delivery attempts, which handles name, never repeat,
+// while its receiveCount (attempt - cancels - base) starts again at 0 (SPEC §13).
 //
 // Group id and sequence number are there so fifo queues can use the same format.
 type payload struct {
@@ -30,11 +37,13 @@ type payload struct {
 	GroupID    string
 	Sequence   uint64
 	DeadLetter *engine.DeadLetterInfo
+	Base       uint32 // the attempt base; 0: none (the message never left a queue)
 }
 
 const (
 	payloadVersion  = 1
 	flagDeadLetter  = 1
+	flagBase        = 2
 	maxPayloadBytes = 4 * engine.MaxMessageBytes // sanity bound when decoding
 )
 
@@ -50,6 +59,9 @@ func (p *payload) encode() []byte {
 	if p.DeadLetter != nil {
 		flags |= flagDeadLetter
 	}
+	if p.Base > 0 {
+		flags |= flagBase
+	}
 	b = append(b, payloadVersion, flags)
 	b = wire.AppendString(b, p.Body)
 	b = wire.AppendAttributes(b, p.Attributes)
@@ -58,7 +70,19 @@ func (p *payload) encode() []byte {
 	if p.DeadLetter != nil {
 		b = wire.AppendDeadLetter(b, p.DeadLetter)
 	}
+	if p.Base > 0 {
+		b = binary.BigEndian.AppendUint32(b, p.Base)
+	}
 	return b
+}
+
+// arriving gives an outbox entry's payload the attempt base it arrives with. The scripts
+// that write entries set one (prelude.lua: rebase); an entry left by a version before bases
+// has none, and its message's attempts are unknown, so its base jumps by engine.DeliveryJump.
+func (p *payload) arriving() {
+	if p.Base == 0 {
+		p.Base = engine.DeliveryJump
+	}
 }
 
 // decodePayload is strict: any truncation, bad length or trailing byte is an error.
@@ -68,7 +92,7 @@ func decodePayload(s string) (*payload, error) {
 	}
 	r := wire.NewReader(s)
 	ver, flags := r.Byte(), r.Byte()
-	if !r.OK() || ver != payloadVersion || flags&^flagDeadLetter != 0 {
+	if !r.OK() || ver != payloadVersion || flags&^(flagDeadLetter|flagBase) != 0 {
 		return nil, errBadPayload
 	}
 	p := &payload{Body: r.String()}
@@ -77,6 +101,11 @@ func decodePayload(s string) (*payload, error) {
 	p.Sequence = r.Uvarint()
 	if flags&flagDeadLetter != 0 {
 		p.DeadLetter = r.DeadLetter()
+	}
+	if flags&flagBase != 0 {
+		if b := r.Bytes(4); len(b) == 4 {
+			p.Base = binary.BigEndian.Uint32([]byte(b))
+		}
 	}
 	if !r.Done() {
 		return nil, errBadPayload
@@ -95,8 +124,12 @@ type state struct {
 	SentAt     int64
 }
 
-// ReceiveCount is the receives that count: cancelled deliveries do not (SPEC §12).
-func (s state) ReceiveCount() int { return int(s.Attempt) - int(s.Cancels) }
+// ReceiveCount is the receives that count in the message's present queue: cancelled
+// deliveries do not (SPEC §12), nor the attempts before its attempt base (its payload's
+// Base: the attempts of the queues it left by a dead-letter or a move).
+func (s state) ReceiveCount(base uint32) int {
+	return max(int(s.Attempt)-int(s.Cancels)-int(base), 0)
+}
 
 func parseState(s string) (state, error) {
 	parts := strings.Split(s, "|")

@@ -459,7 +459,7 @@ func (e *Engine) browsed(s engine.State, id ids.ID, score int64, st state, rawPa
 		MessageID:      id,
 		Body:           pl.Body,
 		Attributes:     pl.Attributes,
-		ReceiveCount:   st.ReceiveCount(),
+		ReceiveCount:   st.ReceiveCount(pl.Base),
 		SentAt:         fromMs(st.SentAt),
 		VisibleAt:      fromMs(at),
 		Priority:       prio,

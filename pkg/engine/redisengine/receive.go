@@ -303,7 +303,7 @@ func (e *Engine) received(q engine.Queue, p int, rawID any, rawState, rawPayload
 		Delivery:           engine.Delivery{Queue: q.ID, Partition: p, MessageID: id, Attempt: st.Attempt},
 		Body:               pl.Body,
 		Attributes:         pl.Attributes,
-		ReceiveCount:       st.ReceiveCount(),
+		ReceiveCount:       st.ReceiveCount(pl.Base),
 		SentAt:             fromMs(st.SentAt),
 		VisibilityDeadline: fromMs(deadline),
 		GroupID:            pl.GroupID,

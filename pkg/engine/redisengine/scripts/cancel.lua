@@ -24,7 +24,7 @@ for i = 7, #ARGV, 2 do
     res[#res + 1] = 1 -- this delivery is cancelled already
   elseif c + 1 > maxc then
     res[#res + 1] = 1; seen[id] = true
-    dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[4], p)}
+    dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[4], p, a)}
     moved = moved + psize(p)
   else
     res[#res + 1] = 1; seen[id] = true

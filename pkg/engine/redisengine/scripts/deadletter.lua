@@ -17,7 +17,7 @@ for i = 3, #ARGV, 3 do
   local payload = false
   if a and a == tonumber(ARGV[i + 1]) and ea > now and not seen[id] then payload = p end
   if payload then
-    res[#res + 1] = 1; ok[#ok + 1] = {id, outbox_value(now, sa, ARGV[i + 2], payload)}
+    res[#res + 1] = 1; ok[#ok + 1] = {id, outbox_value(now, sa, ARGV[i + 2], payload, a)}
     seen[id] = true
     moved = moved + psize(payload)
   else

@@ -15,7 +15,9 @@ if ARGV[9] ~= '1' and redis.call('EXISTS', KEYS[5]) == 1 then
   if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
   return -2
 end
-local v = mvalue(fmt_state(0, 0, tonumber(ARGV[4]), tonumber(ARGV[5])), ARGV[2])
+-- It arrives at its payload's attempt base (prelude.lua: pbase), so its attempts never repeat.
+local b = pbase(ARGV[2])
+local v = mvalue(fmt_state(b, 0, tonumber(ARGV[4]), tonumber(ARGV[5])), ARGV[2])
 if redis.call('HSETNX', KEYS[2], ARGV[1], v) == 0 then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])

@@ -20,7 +20,7 @@ for i = 5, #ARGV, 3 do
     skip[id] = true
     moved = moved + psize(payload)
     local prefix = redis.call('HGET', KEYS[7], id)
-    ok[#ok + 1] = {id, outbox_value(now, sa, ARGV[i + 2], payload), prefix}
+    ok[#ok + 1] = {id, outbox_value(now, sa, ARGV[i + 2], payload, a), prefix}
     if prefix then
       local g = gid_of(prefix)
       groups[g] = (groups[g] or 0) + 1

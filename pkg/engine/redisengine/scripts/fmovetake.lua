@@ -22,7 +22,7 @@ for i = 5, #ARGV, 2 do
       if a and ea > now then
         skip[id] = true
         local prefix = redis.call('HGET', KEYS[7], id)
-        ok[#ok + 1] = {id, prefix, outbox_value(now, sa, ARGV[i + 1], p)}
+        ok[#ok + 1] = {id, prefix, outbox_value(now, sa, ARGV[i + 1], p, a)}
         moved = moved + psize(p)
         if prefix then
           local g = gid_of(prefix)

@@ -66,8 +66,8 @@ for c, cand in ipairs(cands) do
       local at = w.fs or w.rs or 0
       if at > now then break end -- in flight (retried after d) or delayed: the group waits
       if flt and not fmatch(flt, fn, payload, 1) then break end -- the group waits for another receive
-      if maxrc > 0 and a - cn >= maxrc then -- cancelled deliveries do not count
-        dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload)}; skip[w.id] = true
+      if maxrc > 0 and a - cn - pbase(payload) >= maxrc then -- cancelled deliveries do not count
+        dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload, a)}; skip[w.id] = true
         moved = moved + psize(payload)
       else
         take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa, cn), payload, old}

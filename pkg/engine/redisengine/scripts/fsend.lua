@@ -49,7 +49,7 @@ local old = redis.call('ZRANGEBYSCORE', KEYS[11], '-inf', ARGV[4], 'LIMIT', 0, 1
 
 for _, i in ipairs(store) do
   local id = ARGV[i]
-  redis.call('HSET', KEYS[2], id, mvalue(fmt_state(0, 0, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])), ARGV[i + 1]))
+  redis.call('HSET', KEYS[2], id, mvalue(fmt_state(pbase(ARGV[i + 1]), 0, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])), ARGV[i + 1]))
   redis.call('ZADD', KEYS[1], ARGV[i + 2], id)
   redis.call('ZADD', KEYS[4], ARGV[i + 3], id)
   redis.call('ZADD', KEYS[6], 0, ARGV[i + 5] .. id)

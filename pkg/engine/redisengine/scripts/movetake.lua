@@ -36,7 +36,7 @@ for i = 3, #ARGV, 3 do
       local fs = tonumber(redis.call('ZSCORE', KEYS[2], id))
       if (rs and ptime(rs) <= now) or (fs and ptime(fs) <= now) then
         local a, ra, ea, sa, p = mread(KEYS[3], KEYS[4], id)
-        if a and ea > now then take[#take + 1] = {id, outbox_value(now, sa, dst, p), psize(p)} end
+        if a and ea > now then take[#take + 1] = {id, outbox_value(now, sa, dst, p, a), psize(p)} end
       end
     end
   end
@@ -52,7 +52,7 @@ if imax >= 0 then
     elseif ea <= now then
       gone = gone + psize(v, at)
     elseif dst then
-      take[#take + 1] = {id, outbox_value(now, sa, dst, string.sub(v, at)), psize(v, at), true}
+      take[#take + 1] = {id, outbox_value(now, sa, dst, string.sub(v, at), 0), psize(v, at), true}
     else
       conv[#conv + 1] = {id, sas, eas, string.sub(v, at)}
     end

@@ -1,8 +1,8 @@
 -- Helpers prepended to every script (see scripts.go). Message state is the string
 -- "attempt|receivedAtMs|expiresAtMs|sentAtMs"; attempt counts every receive (handles name it,
--- so it only ever grows). A cancelled message's attempt field is "attempt:cancels", with a
--- trailing '*' while the delivery of that attempt stands cancelled (cancel.lua); its
--- receiveCount is attempt - cancels.
+-- so it only ever grows, across dead-letters and moves too: see pbase). A cancelled message's
+-- attempt field is "attempt:cancels", with a trailing '*' while the delivery of that attempt
+-- stands cancelled (cancel.lua); its receiveCount is attempt - cancels - its payload's base.
 local function parse_state(st)
   if not st then return nil end
   local a, ra, ea, sa = string.match(st, '^(%d+)|(%d+)|(%d+)|(%d+)$')
@@ -80,10 +80,41 @@ local function del(K, id)
   redis.call('HDEL', K[4], id)
   redis.call('ZREM', K[5], id)
 end
--- outbox_value is what a dead-letter move leaves in the outbox for Go to finish:
--- "1|<atMs>|<sentAtMs>|<len(reason)>|" .. reason .. payload.
-local function outbox_value(at, sa, reason, payload)
-  return string.format('1|%d|%d|%d|', at, sa, #reason) .. reason .. payload
+-- Delivery attempts never repeat for a message id (handles name them; SPEC §13): a message
+-- that leaves its queue by a dead-letter or a move carries an attempt base in its payload
+-- (payload.go: flag bit 1, 4 bytes big-endian at its end), and it arrives with its attempt
+-- field at that base (dlqinsert.lua, fsend.lua), so its attempts go on from there and its
+-- receiveCount (attempt - cancels - base) starts again at 0. A payload without a base
+-- (a message never moved, or one moved or dead-lettered by a version before bases) may
+-- have had attempts restarted at 0 behind it: its next base jumps by JUMP
+-- (engine.DeliveryJump), beyond any attempt an earlier handle of the id can name.
+local JUMP = 16777216
+-- pbase is the attempt base of payload p (0: none).
+local function pbase(p)
+  local fl = string.byte(p, 2)
+  if not fl or fl % 4 < 2 or #p < 6 then return 0 end
+  local b1, b2, b3, b4 = string.byte(p, -4, -1)
+  return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+end
+-- rebase is payload p leaving its queue at attempt a: with the base its next arrival starts
+-- from (a, or a + JUMP when p has none).
+local function rebase(p, a)
+  local fl = string.byte(p, 2) or 0
+  local head, nb
+  if fl % 4 >= 2 then
+    head, nb = string.sub(p, 1, -5), a
+  else
+    head, nb = string.sub(p, 1, 1) .. string.char(fl + 2) .. string.sub(p, 3), a + JUMP
+  end
+  if nb > 4278190079 then nb = 4278190079 end -- uint32, with room for the attempts to come
+  return head .. string.char(math.floor(nb / 16777216) % 256, math.floor(nb / 65536) % 256,
+    math.floor(nb / 256) % 256, nb % 256)
+end
+-- outbox_value is what a dead-letter move (or a move task's take, with the destination as its
+-- reason) leaves in the outbox for Go to finish, for a message at attempt a:
+-- "1|<atMs>|<sentAtMs>|<len(reason)>|" .. reason .. payload (rebased, see rebase).
+local function outbox_value(at, sa, reason, payload, a)
+  return string.format('1|%d|%d|%d|', at, sa, #reason) .. reason .. rebase(payload, a)
 end
 
 -- Fifo helpers (see keys.go). A group's messages are the gm members in ["<g>\0", "<g>\1"),

@@ -129,8 +129,8 @@ for _, c in ipairs(cands) do
       if a and not counted[id] then gone = gone + psize(p) end
       counted[id] = true
     elseif flt and not fmatch(flt, fn, payload, 1) then -- left as it is
-    elseif maxrc > 0 and a - cn >= maxrc then -- cancelled deliveries do not count
-      dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[6], payload)}
+    elseif maxrc > 0 and a - cn - pbase(payload) >= maxrc then -- cancelled deliveries do not count
+      dead[#dead + 1] = {id, outbox_value(now, sa, ARGV[6], payload, a)}
       moved = moved + psize(payload)
     else
       take[#take + 1] = {id, mvalue(fmt_state(a + 1, now, ea, sa, cn), payload), old, c[2], false, c[3]}
