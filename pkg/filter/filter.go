@@ -27,6 +27,11 @@ const (
 	MaxValueBytes = 256 * 1024 // one value, in UTF-8 bytes (a message's whole payload limit)
 	// MaxCandidates is how many messages a filtered receive or browse examines per call (§12).
 	MaxCandidates = 1000
+	// MaxScanBytes is how many bytes of stored messages a filtered receive reads per call to
+	// match candidates (one message more at most: the one that crosses it), and how many
+	// bytes of messages a browse page holds at most (§12). Without it a call could read
+	// MaxCandidates messages of 256 KiB: 256 MiB.
+	MaxScanBytes = 4 << 20
 )
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)

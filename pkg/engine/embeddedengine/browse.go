@@ -83,7 +83,8 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		qi.advance(now)
 		after := func(m *msg) bool { return !hasCur || m.at > curAt || (m.at == curAt && m.seq > curSeq) }
 		// The limit+1 first candidates: one beyond the page tells whether anything follows
-		// it. A filter examines up to filter.MaxCandidates.
+		// it. A filter examines up to filter.MaxCandidates (decoding only their attributes);
+		// filter.MaxScanBytes of messages looked at ends a page either way.
 		n := limit
 		if !req.Filter.Empty() {
 			n = filter.MaxCandidates
@@ -109,18 +110,28 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	end, lastTaken := -1, -1 // where the page ends when a match beyond it was seen
 	err := e.db.View(func(tx *bolt.Tx) error {
 		b := payloadsIn(tx)
+		read := 0 // bytes of messages looked at: filter.MaxScanBytes ends the page
 		for i, s := range sel {
+			if read >= filter.MaxScanBytes {
+				end, more = i-1, true // the next page starts after the last one looked at
+				break
+			}
 			raw := b.get(s.k)
 			if raw == nil {
 				continue
 			}
-			pl, err := decodePayload(raw)
-			if err != nil || !req.Filter.Match(pl.Attributes) {
+			read += len(raw)
+			attrs, err := decodeAttributes(raw)
+			if err != nil || !req.Filter.Match(attrs) {
 				continue
 			}
 			if len(page.Messages) == limit { // only with a filter: a match beyond the page
 				end, more = lastTaken, true
 				break
+			}
+			pl, err := decodePayload(raw)
+			if err != nil {
+				continue
 			}
 			s.m.Body, s.m.Attributes, s.m.DeadLetter = pl.Body, pl.Attributes, pl.DeadLetter
 			page.Messages, lastTaken = append(page.Messages, s.m), i

@@ -157,6 +157,22 @@ func encodePayload(p *payload) []byte {
 	return b
 }
 
+// decodeAttributes reads only the attributes of a stored payload: the body is skipped, not
+// copied, so matching a filter costs the attributes' bytes, not the message's.
+func decodeAttributes(b []byte) (map[string]string, error) {
+	r := wire.NewReader(b)
+	ver, flags := r.Byte(), r.Byte()
+	if !r.OK() || ver != recVersion || flags&^1 != 0 {
+		return nil, errBadRecord
+	}
+	r.Bytes(int(min(r.Uvarint(), uint64(len(b)+1)))) // the body, skipped
+	attrs := r.Attributes()
+	if !r.OK() {
+		return nil, errBadRecord
+	}
+	return attrs, nil
+}
+
 func decodePayload(b []byte) (*payload, error) {
 	r := wire.NewReader(b)
 	ver, flags := r.Byte(), r.Byte()

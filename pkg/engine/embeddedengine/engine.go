@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -98,6 +99,10 @@ type Engine struct {
 	cleaning chan ids.ID
 
 	watch watch.Hub // waiting receives of this process
+
+	// scanBytes counts the bytes of stored messages filtered receives looked at (filter.go),
+	// for tests that bound it.
+	scanBytes atomic.Int64
 
 	// cons holds each queue's consumers (consumers.go); guarded by mu.
 	cons map[ids.ID]map[string]*consumerRec

@@ -6,30 +6,35 @@ import (
 	"github.com/queueshq/queues/pkg/filter"
 )
 
-// Filtered receives (SPEC §12). The index holds no attributes, so a filtered receive reads
-// its candidates' payloads, at most filter.MaxCandidates of them, in one read transaction
-// under the engine's lock (as the cleaner reads under it). A candidate whose payload is not
+// Filtered receives (SPEC §12). The index holds no attributes, so a filtered receive looks
+// at its candidates' stored payloads, at most filter.MaxCandidates of them and at most
+// filter.MaxScanBytes of them (and the one that crosses it), in one read transaction under
+// the engine's lock (as the cleaner reads under it); it decodes only their attributes. A candidate whose payload is not
 // on disk yet (its send's commit is still under way) does not match: the send's wake-up,
 // which follows its commit, brings the receive back.
 
 // takeFiltered offers consider the visible messages of qi that f selects, in delivery order,
-// until want are taken or filter.MaxCandidates were examined; expired candidates are offered
+// until want are taken, filter.MaxCandidates were examined or filter.MaxScanBytes read; expired candidates are offered
 // too (consider drops them). A message f does not select is not touched. Call under e.mu.
 func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, taken *[]*msg, consider func(*msg)) error {
 	return e.db.View(func(tx *bolt.Tx) error {
 		pb := payloadsIn(tx)
+		read := 0 // bytes of stored messages looked at
 		match := func(m *msg) bool {
 			raw := pb.get(key(qi.id, m.id))
 			if raw == nil {
 				return false
 			}
-			pl, err := decodePayload(raw)
-			return err == nil && f.Match(pl.Attributes)
+			read += len(raw)
+			attrs, err := decodeAttributes(raw)
+			return err == nil && f.Match(attrs)
 		}
+		spent := func() bool { return read >= filter.MaxScanBytes }
+		defer func() { e.scanBytes.Add(int64(read)) }()
 		budget := filter.MaxCandidates
 		if !qi.fifo {
 			for _, m := range inOrder(len(qi.visible.a), budget, qi.visible.less, func(i int) *msg { return qi.visible.a[i] }) {
-				if len(*taken) >= want {
+				if len(*taken) >= want || spent() {
 					break
 				}
 				if m.expiresAt <= now || match(m) {
@@ -41,7 +46,7 @@ func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, 
 		// Fifo: each available group's messages from its head while they match; the first
 		// that does not ends the group's batch, so no group's order is broken.
 		for _, g := range inOrder(len(qi.ready.a), budget, qi.ready.less, func(i int) *group { return qi.ready.a[i] }) {
-			for m := g.head; m != nil && len(*taken) < want && budget > 0 && m.st == stVisible; {
+			for m := g.head; m != nil && len(*taken) < want && budget > 0 && !spent() && m.st == stVisible; {
 				budget--
 				next := m.gnext
 				if m.expiresAt > now && !match(m) {
@@ -50,7 +55,7 @@ func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, 
 				consider(m)
 				m = next
 			}
-			if budget <= 0 || len(*taken) >= want {
+			if budget <= 0 || spent() || len(*taken) >= want {
 				break
 			}
 		}

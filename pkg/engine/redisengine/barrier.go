@@ -454,27 +454,30 @@ func (e *Engine) receiveBarrier(ctx context.Context, q engine.Queue, req engine.
 }
 
 // browseHold reads up to ask elements of q's hold from the cursor on (segment si: positions
-// count every element ever held, so a page's end stays put as the head is released). It
-// answers one message and one cursor per element read; a message whose State is "" is
+// count every element ever held, so a page's end stays put as the head is released), fewer
+// once their bytes reach byteCap. It answers one message and one cursor per element read
+// (and the bytes read); a message whose State is "" is
 // expired or unreadable (left out, its cursor still counts). Held messages browse as delayed:
 // accepted, not deliverable before their barrier (SPEC §12), as Stats counts them; VisibleAt
 // is when they would be visible but for the barrier, so it may have passed.
-func (e *Engine) browseHold(ctx context.Context, q engine.Queue, si int, cur browseCursor, hasCur bool, ask int, now int64) ([]engine.BrowsedMessage, []browseCursor, error) {
+func (e *Engine) browseHold(ctx context.Context, q engine.Queue, si int, cur browseCursor, hasCur bool, ask, byteCap int, now int64) ([]engine.BrowsedMessage, []browseCursor, int, error) {
 	if q.Type != engine.Standard {
-		return nil, nil, nil
+		return nil, nil, 0, nil
 	}
 	from := int64(0)
 	if hasCur {
 		from = cur.score + 1
 	}
-	vals, err := bBrowseScript.Run(ctx, e.rdb, []string{partitionsKey(q.ID), holdKey(q.ID)}, from, ask).Slice()
+	vals, err := bBrowseScript.Run(ctx, e.rdb, []string{partitionsKey(q.ID), holdKey(q.ID)}, from, ask, byteCap).Slice()
 	if err != nil || len(vals) == 0 {
-		return nil, nil, e.wrap(ctx, "browse", orBad(err))
+		return nil, nil, 0, e.wrap(ctx, "browse", orBad(err))
 	}
+	read := 0
 	first, _ := vals[0].(int64)
 	ms := make([]engine.BrowsedMessage, len(vals)-1)
 	cs := make([]browseCursor, len(vals)-1)
 	for i, v := range vals[1:] {
+		read += len(str(v))
 		h, ok := parseHeld(str(v))
 		cs[i] = browseCursor{seg: si, score: first + int64(i), id: string(h.id[:])}
 		if !ok {
@@ -484,7 +487,7 @@ func (e *Engine) browseHold(ctx context.Context, q engine.Queue, si int, cur bro
 			ms[i] = m
 		}
 	}
-	return ms, cs, nil
+	return ms, cs, read, nil
 }
 
 // purgeHold empties q's hold (Purge, DeleteQueue; del: its byte hash expires after a day).

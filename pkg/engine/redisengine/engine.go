@@ -119,6 +119,10 @@ type Engine struct {
 
 	watch watch.Hub // waiting receives of this process
 
+	// scanBytes counts the bytes of stored messages filtered receives read to match them
+	// (filter.go), for tests that bound it.
+	scanBytes atomic.Int64
+
 	// Concurrent sends, first receive claims and single-partition acks on one partition
 	// share script calls (combine.go).
 	sends lanes[*sendJob]

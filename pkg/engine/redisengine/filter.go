@@ -43,11 +43,12 @@ func encodeFilter(f *filter.Filter) string {
 }
 
 // receiveFiltered claims up to want matching messages of queue q (n partitions), examining
-// at most filter.MaxCandidates candidates: standard queues from the next partition in
+// at most filter.MaxCandidates candidates and reading at most filter.MaxScanBytes of them
+// (and one message more): standard queues from the next partition in
 // rotation on, fifo queues from the partition with the oldest available head on.
 func (e *Engine) receiveFiltered(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, want, n int, now int64) (engine.ReceiveResult, error) {
 	if n == 1 {
-		res, _, err := e.claimCounted(ctx, q, req, now, []claim{{p: 0, n: want, scan: filter.MaxCandidates}})
+		res, _, err := e.claimCounted(ctx, q, req, now, []claim{{p: 0, n: want, scan: filter.MaxCandidates, scanBytes: filter.MaxScanBytes}})
 		return res, err
 	}
 	order, nextAt, err := e.filterOrder(ctx, q, n, now)
@@ -55,19 +56,20 @@ func (e *Engine) receiveFiltered(ctx context.Context, q engine.Queue, req engine
 		return engine.ReceiveResult{}, err
 	}
 	var res engine.ReceiveResult
-	budget := filter.MaxCandidates
+	budget, bytes := filter.MaxCandidates, filter.MaxScanBytes
 	for _, p := range order {
-		if budget <= 0 || len(res.Messages) >= want {
+		if budget <= 0 || bytes <= 0 || len(res.Messages) >= want {
 			break
 		}
-		got, examined, err := e.claimCounted(ctx, q, req, now, []claim{{p: p, n: want - len(res.Messages), scan: budget}})
+		got, seen, err := e.claimCounted(ctx, q, req, now, []claim{{p: p, n: want - len(res.Messages), scan: budget, scanBytes: bytes}})
 		if err != nil {
 			if len(res.Messages) > 0 {
 				break // what was claimed is answered; the failure shows on the next call
 			}
 			return engine.ReceiveResult{}, err
 		}
-		budget -= max(examined, 1)
+		budget -= max(seen.n, 1)
+		bytes -= seen.bytes
 		res.Messages = append(res.Messages, got.Messages...)
 		if at := got.NextVisibleAt.UnixMilli(); !got.NextVisibleAt.IsZero() && (nextAt == 0 || at < nextAt) {
 			nextAt = at

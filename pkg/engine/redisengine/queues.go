@@ -313,7 +313,7 @@ func (e *Engine) browseAt(ctx context.Context, q engine.Queue, req engine.Browse
 		si = cur.seg
 	}
 	for si < len(segs) && len(w.page.Messages) < want {
-		if flt != nil && left <= 0 {
+		if (flt != nil && left <= 0) || w.read >= filter.MaxScanBytes {
 			cut = true
 			break
 		}
@@ -326,6 +326,10 @@ func (e *Engine) browseAt(ctx context.Context, q engine.Queue, req engine.Browse
 			return engine.BrowsePage{}, nil, nil, err
 		}
 		left, last = left-got, w.cur
+		if w.read >= filter.MaxScanBytes {
+			cut = true // the byte cap ended the page: it resumes after what was read
+			break
+		}
 		if got < ask { // this segment is done
 			si++
 			w.hasCur = false
@@ -353,7 +357,11 @@ type browseWalk struct {
 	at          []browseCursor
 	cur         browseCursor
 	hasCur      bool
+	read        int // bytes of messages read for the page (filter.MaxScanBytes caps it)
 }
+
+// capLeft is the byte cap of the page's next script call.
+func (w *browseWalk) capLeft() int { return max(filter.MaxScanBytes-w.read, 0) }
 
 // keep adds a browsed message that matches the filter, with the cursor after it.
 func (w *browseWalk) keep(m engine.BrowsedMessage, ok bool, after browseCursor) {
@@ -367,10 +375,11 @@ func (w *browseWalk) keep(m engine.BrowsedMessage, ok bool, after browseCursor) 
 func (w *browseWalk) segment(ctx context.Context, si int, sg segment, ask int) (int, error) {
 	switch sg.kind {
 	case 'h':
-		ms, cs, err := w.e.browseHold(ctx, w.q, si, w.cur, w.hasCur, ask, w.now)
+		ms, cs, read, err := w.e.browseHold(ctx, w.q, si, w.cur, w.hasCur, ask, w.capLeft(), w.now)
 		if err != nil {
 			return 0, err
 		}
+		w.read += read
 		if len(cs) > 0 {
 			w.cur, w.hasCur = cs[len(cs)-1], true
 		}
@@ -391,7 +400,7 @@ func (w *browseWalk) list(ctx context.Context, si int, k partKeys, ask int) (int
 	if w.hasCur {
 		from = w.cur.score + 1
 	}
-	vals, err := browseListScript.Run(ctx, w.e.rdb, []string{k.l, k.lh}, from, ask).Slice()
+	vals, err := browseListScript.Run(ctx, w.e.rdb, []string{k.l, k.lh}, from, ask, w.capLeft()).Slice()
 	if err != nil || len(vals) == 0 {
 		return 0, w.e.wrap(ctx, "browse", orBad(err))
 	}
@@ -399,6 +408,7 @@ func (w *browseWalk) list(ctx context.Context, si int, k partKeys, ask int) (int
 	got := 0
 	for i, v := range vals[1:] {
 		got++
+		w.read += len(str(v))
 		l, err := parseListed(str(v))
 		w.cur, w.hasCur = browseCursor{seg: si, score: first + int64(i), id: string(l.ID[:])}, true
 		if err != nil {
@@ -421,13 +431,14 @@ func (w *browseWalk) zset(ctx context.Context, si int, sg segment, k partKeys, a
 	if w.hasCur {
 		curScore, curID = strconv.FormatInt(w.cur.score, 10), w.cur.id
 	}
-	vals, err := browseScript.Run(ctx, w.e.rdb, []string{z, k.m, k.s}, w.lo, w.hi, ask, curScore, curID).Slice()
+	vals, err := browseScript.Run(ctx, w.e.rdb, []string{z, k.m, k.s}, w.lo, w.hi, ask, curScore, curID, w.capLeft()).Slice()
 	if err != nil {
 		return 0, w.e.wrap(ctx, "browse", err)
 	}
 	got := 0
 	for i := 0; i+3 < len(vals); i += 4 {
 		got++
+		w.read += len(str(vals[i+3]))
 		score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
 		w.cur, w.hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
 		id, ok := ids.FromBytes([]byte(str(vals[i])))

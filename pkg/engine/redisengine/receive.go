@@ -11,7 +11,14 @@ import (
 
 // claim is how many messages a receive asks of one partition; scan, when not 0, bounds the
 // candidates its script examines (filtered receives, filter.go).
-type claim struct{ p, n, scan int }
+// claim is one partition's share of a receive: n messages wanted, scan candidates examined at
+// most (0: the default for n) and, with a filter, scanBytes of stored messages read at most
+// (0: none read beyond the first candidate).
+type claim struct{ p, n, scan, scanBytes int }
+
+// scanned is what a receive's scripts examined: candidates and the bytes of stored messages
+// they read to match a filter.
+type scanned struct{ n, bytes int }
 
 // Receive claims up to req.Max messages. With one partition it is one script call; with more,
 // a pipelined probe finds the partitions holding visible messages, and the claim is split
@@ -193,8 +200,8 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 	return res, err
 }
 
-// claimCounted is claim that also answers how many candidates the scripts examined.
-func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, now int64, claims []claim) (engine.ReceiveResult, int, error) {
+// claimCounted is claim that also answers what the scripts examined.
+func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, now int64, claims []claim) (engine.ReceiveResult, scanned, error) {
 	vis := max(req.Visibility, 0).Milliseconds()
 	flt := encodeFilter(req.Filter)
 	maxrc := 0
@@ -210,7 +217,7 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 				groups, budget = c.scan, c.scan
 			}
 			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o)...),
-				[]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt}}
+				[]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes}}
 			continue
 		}
 		scan := 3 * c.n
@@ -218,13 +225,14 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 			scan = c.scan
 		}
 		calls[i] = scriptCall{receiveScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o, k.l, k.lh, k.k, k.ki),
-			[]any{now, c.n, vis, maxrc, scan, engine.RedriveReason, flag(q.AtMostOnce), flt}}
+			[]any{now, c.n, vis, maxrc, scan, engine.RedriveReason, flag(q.AtMostOnce), flt, c.scanBytes}}
 	}
 	cmds := e.run(ctx, calls)
 	var res engine.ReceiveResult
 	var nextAt int64
 	var firstErr error
-	ok, examined := 0, 0
+	ok := 0
+	var seen scanned
 	var changed []partKeys
 	defer func() { e.fold(ctx, q.Project, changed) }()
 	for i, c := range claims {
@@ -245,7 +253,11 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 		if len(vals) > 5 {
 			prios, _ = vals[4].([]any)
 			n, _ := vals[5].(int64)
-			examined += int(n)
+			seen.n += int(n)
+		}
+		if len(vals) > 6 {
+			b, _ := vals[6].(int64)
+			seen.bytes += int(b)
 		}
 		// Standard receives answer {id, m value} pairs, fifo ones {id, state, payload}.
 		step := 2
@@ -278,12 +290,13 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 		}
 	}
 	if ok == 0 {
-		return engine.ReceiveResult{}, 0, firstErr
+		return engine.ReceiveResult{}, scanned{}, firstErr
 	}
+	e.scanBytes.Add(int64(seen.bytes))
 	if len(res.Messages) == 0 {
 		res.NextVisibleAt = timeOrZero(nextAt)
 	}
-	return res, examined, nil
+	return res, seen, nil
 }
 
 func (e *Engine) received(q engine.Queue, p int, rawID any, rawState, rawPayload string, deadline int64) (engine.Received, error) {

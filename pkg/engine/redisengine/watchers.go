@@ -3,3 +3,7 @@ package redisengine
 // Watchers returns how many watches (waiting receives) this engine holds, for metrics and for
 // tests that must know a receive is parked.
 func (e *Engine) Watchers() int { return e.watch.Count() }
+
+// ScanBytes is how many bytes of stored messages this engine's filtered receives have read to
+// match candidates (filter.MaxScanBytes bounds each call), for tests that bound that work.
+func (e *Engine) ScanBytes() int64 { return e.scanBytes.Load() }

@@ -3,11 +3,17 @@
 -- KEYS: 1 the queue's partitions hash (field bh: elements ever taken off the hold's head,
 --       bstep.lua, bpurge.lua), 2 hl
 -- ARGV: 1 first position wanted (positions count every element ever held: bh + index),
---       2 limit
+--       2 limit, 3 byte cap (elements are read a few at a time until their bytes reach it;
+--       filter.MaxScanBytes)
 -- Returns: {position of the first element returned, element, ...}
 local head = tonumber(redis.call('HGET', KEYS[1], 'bh') or '0')
 local from = math.max(tonumber(ARGV[1]) - head, 0)
-local items = redis.call('LRANGE', KEYS[2], from, from + tonumber(ARGV[2]) - 1)
-local out = {head + from}
-for _, v in ipairs(items) do out[#out + 1] = v end
+local limit, cap = tonumber(ARGV[2]), tonumber(ARGV[3] or '0') or 0
+local out, read = {head + from}, 0
+while #out - 1 < limit and (read < cap or #out == 1) do
+  local at = from + #out - 1
+  local items = redis.call('LRANGE', KEYS[2], at, math.min(at + 8, from + limit) - 1)
+  for _, v in ipairs(items) do out[#out + 1] = v; read = read + #v end
+  if #items < math.min(8, from + limit - at) then break end
+end
 return out

@@ -1,13 +1,15 @@
 -- browse: one page of one zset of a partition, without changing anything.
 -- KEYS: 1 the zset (r or f), 2 m, 3 s
 -- ARGV: 1 lowest time, exclusive (ms; -1: none), 2 highest time, inclusive (ms), 3 limit,
---       4 cursor score, 5 cursor id ("" for the first page)
+--       4 cursor score, 5 cursor id ("" for the first page), 6 byte cap: no message is
+--       read once the page's payloads reached it (filter.MaxScanBytes)
 -- Returns: {id, score, state, payload, ...} in (score, id) order after the cursor, band by
 -- band (prelude.lua: BAND; a band's times are the range ARGV 1-2 offset by the band). A
 -- message whose state or payload is gone has state and payload false. Resuming after a cursor
 -- message that left the zset meanwhile (a move task takes the page it examined) continues at
 -- its old score after its id, so no same-score neighbour is skipped.
 local limit = tonumber(ARGV[3])
+local cap, read = tonumber(ARGV[6] or '0') or 0, 0
 
 -- after reports whether member a sorts after b among members of one score: Redis orders
 -- them bytewise (Lua's own comparison follows the locale).
@@ -42,6 +44,7 @@ local out = {}
 local function emit(items, max)
   for k = 1, #items, 2 do
     if #out >= 4 * limit or tonumber(items[k + 1]) > max then return end
+    if read >= cap and #out > 0 then return end
     local id = items[k]
     out[#out + 1] = id
     out[#out + 1] = items[k + 1]
@@ -49,6 +52,7 @@ local function emit(items, max)
     if a then
       out[#out + 1] = fmt_state(a, ra, ea, sa, c)
       out[#out + 1] = payload
+      read = read + #payload
     else
       out[#out + 1] = false
       out[#out + 1] = false
@@ -61,7 +65,7 @@ local first = 0
 if ARGV[5] ~= '' then first = pband(tonumber(ARGV[4])) end
 for b = first, math.max(first, ztop(KEYS[1])) do
   local need = limit - #out / 4
-  if need <= 0 then break end
+  if need <= 0 or (read >= cap and #out > 0) then break end
   local min, max = ms(b * BAND + lo + 1), b * BAND + hi
   local items
   if b == first and ARGV[5] ~= '' then

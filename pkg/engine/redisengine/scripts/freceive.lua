@@ -3,9 +3,11 @@
 --       [12 P] (stored bytes)
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 groups looked at at most, 6 messages looked at at most, 7 redrive reason,
---       8 attribute filter (prelude.lua: fparse; "": none)
+--       8 attribute filter (prelude.lua: fparse; "": none), 9 scan byte budget (with a
+--       filter: bytes of stored messages read at most, and the one that crosses it)
 -- Returns: like receive.lua {nextVisibleAt ms, {id, state, payload, ...}, {id, outbox value, ...},
---          1 when stored bytes changed else 0, {} (no priorities), messages examined}
+--          1 when stored bytes changed else 0, {} (no priorities), messages examined,
+--          bytes of stored messages read (with a filter)}
 -- Available groups (gs, and gl entries whose time has come) are served oldest head (lowest
 -- sequence number) first; from each, consecutive messages are taken from its head while they
 -- are visible, up to what is still wanted. Expired heads are deleted and heads received
@@ -24,6 +26,8 @@ local budget = tonumber(ARGV[6])
 local K, G = fkeys()
 local flt, fn = false, 0
 if ARGV[8] ~= '' then flt, fn = fparse(ARGV[8]) end
+local sbytes = tonumber(ARGV[9] or '0') or 0
+local read = 0 -- bytes of candidates read (filtered)
 local deadline = now + vis
 bkeys(11)
 local gone, moved = 0, 0
@@ -46,6 +50,7 @@ for c, cand in ipairs(cands) do
   if #take >= max then break end
   if c > glimit then again = true; break end
   if budget <= 0 then again = true; break end
+  if flt and read >= sbytes and budget < tonumber(ARGV[6]) then again = true; break end
   local want = max - #take
   local n = math.min(budget, want + WIN)
   local win = gread(G, g, 0, n + WIN)
@@ -54,9 +59,11 @@ for c, cand in ipairs(cands) do
   for i = 1, math.min(n, #win) do
     if took >= want then break end
     if budget <= 0 then again = true; break end
+    if flt and read >= sbytes and budget < tonumber(ARGV[6]) then again = true; break end
     budget = budget - 1
     local w = win[i]
     local a, ra, ea, sa, p, old, cn = mread(KEYS[3], KEYS[4], w.id)
+    if flt and p then read = read + #p end
     local payload = false
     if a and ea > now then payload = p end
     if not payload then
@@ -116,4 +123,4 @@ for g, pl in pairs(sched) do gset(G, g, pl, now) end
 bchg(-gone - moved, moved)
 local changed = 0
 if gone + moved > 0 then changed = 1 end
-return {next_at, outt, outd, changed, {}, tonumber(ARGV[6]) - budget}
+return {next_at, outt, outd, changed, {}, tonumber(ARGV[6]) - budget, read}

@@ -7,14 +7,16 @@
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 scan limit (candidates examined at most), 6 redrive reason, 7 1 on an at-most-once
 --       queue: the claimed messages are removed here, not put in flight (their bytes leave
---       the count in this same step), 8 attribute filter (prelude.lua: fparse; "": none)
+--       the count in this same step), 8 attribute filter (prelude.lua: fparse; "": none),
+--       9 scan byte budget (with a filter: bytes of stored messages read at most, and the
+--       one that crosses it; filter.MaxScanBytes)
 -- Returns: {nextVisibleAt ms (0: none; only computed when nothing is returned),
 --           {id, value, ...} of the claimed messages (value: their m value after the claim,
 --           state then payload, see mstate),
 --           {id, outbox value, ...} of messages moved to the outbox,
 --           1 when stored bytes changed else 0,
 --           {priority, ...} of the claimed messages, in their order,
---           candidates examined}
+--           candidates examined, bytes of stored messages read (with a filter)}
 -- Candidates are, from the highest priority band down (prelude.lua: BAND), the lowest scores
 -- <= now of r and f and, in band 0, the head of l (score: its send time), merged by score.
 -- An empty band costs one range read of each zset, so the work stays bounded by the scan.
@@ -26,7 +28,9 @@
 -- is (before the dead-letter decision: its receives are not counted against it); the list is
 -- read up to the scan too, and a list element taken behind one left in place is cut out
 -- where it is (LSET to a marker, LREM: as mdelete.lua does). Unmatched candidates are not a
--- reason to look again at once: the caller waits for a wake-up as for an empty queue.
+-- reason to look again at once: the caller waits for a wake-up as for an empty queue. A
+-- filtered receive also stops once it read ARGV 9 bytes of candidates (the list is read a
+-- few elements at a time for that), so one call never reads up to scan whole messages.
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local vis = tonumber(ARGV[3])
@@ -35,6 +39,8 @@ local scan = tonumber(ARGV[5])
 local amo = ARGV[7] == '1'
 local flt, fn = false, 0
 if ARGV[8] ~= '' then flt, fn = fparse(ARGV[8]) end
+local sbytes = tonumber(ARGV[9] or '0') or 0
+local read = 0 -- bytes of candidates read (filtered)
 local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 bkeys(11)
 local gone, moved, counted = 0, 0, {}
@@ -70,7 +76,18 @@ end
 local lwant = max + 2
 if flt then lwant = scan end
 local cl = {}
-if #cands < scan then cl = redis.call('LRANGE', KEYS[7], 0, lwant - 1) end
+if #cands < scan and flt then
+  -- A few elements at a time, up to the byte budget: an element is a whole message.
+  local lread = 0
+  while #cl < lwant and lread < sbytes do
+    local upto = math.min(#cl + 8, lwant)
+    local chunk = redis.call('LRANGE', KEYS[7], #cl, upto - 1)
+    for _, v in ipairs(chunk) do cl[#cl + 1] = v; lread = lread + #v end
+    if #cl < upto then break end
+  end
+elseif #cands < scan then
+  cl = redis.call('LRANGE', KEYS[7], 0, lwant - 1)
+end
 -- Merge band 0 by score; a list element's fields are parsed once here. Each candidate is
 -- {id, source, 0} (source 'r' or 'f'), or for the list {false, sa, 'l', ea, element,
 -- sa string, ea string, payload start, list index}.
@@ -105,7 +122,9 @@ local lkept, lcut = false, {} -- a list element left in place; list indexes cut 
 local examined = 0
 for _, c in ipairs(cands) do
   if #take >= max then break end
+  if flt and read >= sbytes and examined > 0 then break end -- the byte budget is spent
   examined = examined + 1
+  if flt and c[3] == 'l' then read = read + #c[5] end
   if c[3] == 'l' and flt and c[8] and c[4] > now and not fmatch(flt, fn, c[5], c[8]) then
     lkept = true -- stays where it is
   elseif c[3] == 'l' then
@@ -122,6 +141,7 @@ for _, c in ipairs(cands) do
   else
     local id = c[1]
     local a, ra, ea, sa, p, old, cn = mread(KEYS[3], KEYS[4], id)
+    if flt and p then read = read + #p end
     local payload = false
     if a and ea > now then payload = p end
     if not payload then
@@ -207,4 +227,4 @@ end
 bchg(-gone - moved, moved)
 local changed = 0
 if gone + moved > 0 then changed = 1 end
-return {next_at, outt, outd, changed, prio, examined}
+return {next_at, outt, outd, changed, prio, examined, read}
