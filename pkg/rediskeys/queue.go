@@ -16,7 +16,10 @@ import (
 //	                          element is id (16 raw bytes) + "sentAtMs|expiresAtMs|" + payload,
 //	                          so such a message costs one list element and nothing else; their
 //	                          expiry times never decrease along the list (send.lua), so expired
-//	                          ones are a prefix. Standard queues only.
+//	                          ones are a prefix. Standard queues only. No id is indexed
+//	                          here: a delete by id (mdelete.lua) and a move task's take move
+//	                          the elements they look through into m, r and x, where ids are
+//	                          found by hash lookup.
 //	{q:<id>:<p>}:lh     STRING elements ever removed from the head of l (browse positions)
 //	{q:<id>:<p>}:r      ZSET  other never-received messages (delayed ones, dead-letter
 //	                          arrivals; fifo queues: all), score = visible-from time (ms)

@@ -35,6 +35,7 @@ func lifecycleTests(h Harness) []struct {
 		{"LongDelay", testLongDelay},
 		{"DeleteMessage", testDeleteMessage},
 		{"DeleteMessageDeepInBacklog", testDeleteDeep},
+		{"DeleteMessageKeepsOrder", testDeleteKeepsOrder},
 		{"DeleteMessageFIFO", testDeleteFIFO},
 		{"DeleteMessageStoredBytes", func(t *testing.T, s *suite) { testDeleteStoredBytes(t, s, h) }},
 	}
@@ -363,6 +364,51 @@ func testDeleteDeep(t *testing.T, s *suite) {
 	}
 	if seen != len(all)-3 {
 		t.Fatalf("received %d, want %d", seen, len(all)-3)
+	}
+}
+
+// testDeleteKeepsOrder: deletes by id, of a message deep in the backlog and of an unknown id,
+// change nothing else: every other message is received once, oldest first, before and after
+// the sends that follow.
+func testDeleteKeepsOrder(t *testing.T, s *suite) {
+	q := s.queue()
+	var all []ids.ID
+	send := func(from, to int) {
+		for b := from; b < to; b += 10 {
+			msgs := make([]engine.Message, 0, 10)
+			for i := b; i < min(b+10, to); i++ {
+				msgs = append(msgs, engine.Message{Body: fmt.Sprint(i)})
+			}
+			all = append(all, s.sendMsgs(q, msgs...)...)
+			s.clk.Advance(time.Millisecond)
+		}
+	}
+	send(0, 250)
+	wantNil(t, "delete 180", s.e.DeleteMessage(s.ctx, q, all[180]))
+	for range 3 {
+		wantCode(t, "delete unknown", s.e.DeleteMessage(s.ctx, q, ids.New()), apierr.NotFound)
+	}
+	send(250, 260)
+	wantCode(t, "delete unknown after more sends", s.e.DeleteMessage(s.ctx, q, ids.New()), apierr.NotFound)
+	send(260, 265)
+	next := 0
+	for {
+		ms := s.receive(q, engine.MaxBatch, time.Hour)
+		if len(ms) == 0 {
+			break
+		}
+		for _, m := range ms {
+			if next == 180 {
+				next++
+			}
+			if m.Body != fmt.Sprint(next) {
+				t.Fatalf("received %s, want %d (oldest first, 180 deleted)", m.Body, next)
+			}
+			next++
+		}
+	}
+	if next != 265 {
+		t.Fatalf("received up to %d, want 265", next)
 	}
 }
 

@@ -432,12 +432,14 @@ func sortedInts(a []int) []int {
 	return a
 }
 
-// deleteScan is how many list elements one mdelete.lua call looks at.
-const deleteScan = 1000
+// deleteScan is how many list elements one mdelete.lua call looks at (and moves out of the
+// list into m when they are not the one wanted): a page bounds what one call copies.
+const deleteScan = 100
 
 // DeleteMessage removes a visible or delayed message by id (SPEC §13). The id does not name
 // its partition, so every partition is asked (pipelined); a partition that has not finished
-// looking through its list is asked again from where it stopped.
+// looking through its list is asked again (mdelete.lua moves each page it looked at out of the
+// list, where ids are found by hash lookup, so the next call starts at the list's new head).
 func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) error {
 	if err := e.clockOK(); err != nil {
 		return err
@@ -446,26 +448,24 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 	if err != nil {
 		return err
 	}
-	from := make(map[int]int64, n)
+	parts := make([]int, n)
 	for p := range n {
-		from[p] = 0
+		parts[p] = p
 	}
-	for len(from) > 0 {
+	for len(parts) > 0 {
 		now := e.nowMs()
-		parts := make([]int, 0, len(from))
-		calls := make([]scriptCall, 0, len(from))
-		for p, pos := range from {
+		calls := make([]scriptCall, 0, len(parts))
+		for _, p := range parts {
 			k := keysOf(q.ID, p)
-			parts = append(parts, p)
 			if q.Type == engine.FIFO {
 				calls = append(calls, scriptCall{fDeleteScript, e.withBytes(q, k, k.fifo()...),
 					[]any{now, string(id[:]), e.opts.Channel, q.ID.String()}})
 				continue
 			}
 			calls = append(calls, scriptCall{mDeleteScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.l, k.lh, k.k, k.ki),
-				[]any{now, string(id[:]), pos, deleteScan}})
+				[]any{now, string(id[:]), deleteScan}})
 		}
-		next := map[int]int64{}
+		var next []int
 		var result error = engine.ErrNoMessage()
 		var touched []partKeys
 		for i, cmd := range e.run(ctx, calls) {
@@ -482,9 +482,8 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 					result = engine.ErrMessageInFlight()
 				}
 			case 3:
-				if len(vals) == 2 {
-					next[parts[i]] = vals[1]
-				}
+				next = append(next, parts[i])
+				touched = append(touched, keysOf(q.ID, parts[i])) // may have dropped expired ones
 			case 0:
 				touched = append(touched, keysOf(q.ID, parts[i])) // may have dropped an expired one
 			}
@@ -493,7 +492,7 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 		if result == nil || !errors.Is(result, engine.ErrNoMessage()) {
 			return result
 		}
-		from = next
+		parts = next
 	}
 	return engine.ErrNoMessage()
 }
