@@ -175,7 +175,11 @@ func (s *Server) Send(ctx context.Context, q meta.Queue, msgs []engine.Message) 
 	if err != nil {
 		return nil, err
 	}
-	eq.MaxStoredBytes = s.effectiveLimits(ctx, q.ProjectID).MaxStoredBytes
+	lim, err := s.effectiveLimits(ctx, q.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	eq.MaxStoredBytes = lim.MaxStoredBytes
 	res, err := s.cfg.Engine.Send(ctx, eq, msgs)
 	if err != nil {
 		return nil, err

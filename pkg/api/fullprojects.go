@@ -30,7 +30,11 @@ func (s *Server) refuseWhileFull(ctx context.Context, q meta.Queue) error {
 	if _, ok := s.full.m.Load(q.ProjectID); !ok {
 		return nil
 	}
-	max := s.effectiveLimits(ctx, q.ProjectID).MaxStoredBytes
+	lim, err := s.effectiveLimits(ctx, q.ProjectID)
+	if err != nil {
+		return err
+	}
+	max := lim.MaxStoredBytes
 	stored, err := s.cfg.Engine.StoredBytes(ctx, q.ProjectID)
 	if err != nil || max <= 0 || stored < max {
 		s.full.m.Delete(q.ProjectID)

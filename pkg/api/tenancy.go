@@ -36,43 +36,75 @@ type cachedLimits struct {
 	until time.Time
 }
 
+// maxCachedLimits bounds the limits cache (about 10 MB).
+const maxCachedLimits = 100_000
+
 // ownLimits returns a project's own limits, cached for limitsTTL. When the store cannot be
-// read, a stale entry (else none: the defaults) is used, so a metadata outage does not stop
-// traffic that needs only the limits.
-func (s *Server) ownLimits(ctx context.Context, project ids.ID) meta.Limits {
+// read, the last known entry is used however old, so a metadata outage does not stop
+// traffic that needs only the limits — and a throttled project keeps its lower limits, never
+// the operator's higher defaults. A project this replica has no entry for is refused 503
+// until the store answers: its limits are unknown, and the defaults could lift them.
+func (s *Server) ownLimits(ctx context.Context, project ids.ID) (meta.Limits, error) {
 	now := s.cfg.Clock.Now()
 	c := &s.limits
 	c.mu.Lock()
 	e, ok := c.m[project]
 	c.mu.Unlock()
 	if ok && now.Before(e.until) {
-		return e.own
+		return e.own, nil
 	}
 	own, err := s.cfg.Tenancy.GetLimits(ctx, project)
 	if err != nil {
+		if !ok {
+			s.cfg.Logger.Warn("reading project limits; none known, refusing", "project", project.String(), "err", err)
+			return meta.Limits{}, apierr.New(apierr.Unavailable, "the project's limits cannot be read; retry").WithRetryAfter(limitsTTL)
+		}
 		s.cfg.Logger.Warn("reading project limits; using the last known", "project", project.String(), "err", err)
-		return e.own
+		return e.own, nil
 	}
 	s.rememberLimits(project, own)
-	return own
+	return own, nil
 }
 
 func (s *Server) rememberLimits(project ids.ID, own meta.Limits) {
 	c := &s.limits
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= 100_000 {
+	if c.m == nil {
 		c.m = map[ids.ID]cachedLimits{}
+	}
+	if _, ok := c.m[project]; !ok && len(c.m) >= maxCachedLimits {
+		c.evictOne()
 	}
 	c.m[project] = cachedLimits{own: own, until: s.cfg.Clock.Now().Add(limitsTTL)}
 	c.mu.Unlock()
 }
 
-// effectiveLimits are a project's limits: its own values over the operator's defaults.
-func (s *Server) effectiveLimits(ctx context.Context, project ids.ID) tenancy.Limits {
-	if s.cfg.Tenancy == nil {
-		return s.cfg.DefaultLimits
+// evictOne forgets one project, not all: a wiped cache would leave every throttled project
+// without its last known limits in an outage. Among a few (the map's order is random), one
+// without limits of its own goes first. The caller holds mu.
+func (c *limitsCache) evictOne() {
+	var victim ids.ID
+	n := 0
+	for k, e := range c.m {
+		victim = k
+		if n++; len(e.own) == 0 || n >= 64 {
+			break
+		}
 	}
-	return s.cfg.DefaultLimits.With(s.ownLimits(ctx, project))
+	delete(c.m, victim)
+}
+
+// effectiveLimits are a project's limits: its own values over the operator's defaults. It
+// fails (503) only when the store cannot be read and the project's limits were never known.
+func (s *Server) effectiveLimits(ctx context.Context, project ids.ID) (tenancy.Limits, error) {
+	if s.cfg.Tenancy == nil {
+		return s.cfg.DefaultLimits, nil
+	}
+	own, err := s.ownLimits(ctx, project)
+	if err != nil {
+		return tenancy.Limits{}, err
+	}
+	return s.cfg.DefaultLimits.With(own), nil
 }
 
 // currentLimits reads a project's limits from the store (and refreshes the cache): the
@@ -101,7 +133,11 @@ func (s *Server) allow(ctx context.Context, project ids.ID) error {
 	if s.cfg.Limiter == nil || s.cfg.Tenancy == nil {
 		return nil
 	}
-	rate := s.effectiveLimits(ctx, project).RequestsPerSecond
+	lim, err := s.effectiveLimits(ctx, project)
+	if err != nil {
+		return err
+	}
+	rate := lim.RequestsPerSecond
 	wait, err := s.cfg.Limiter.Allow(ctx, tenancy.RateKey(project), int(rate))
 	if err != nil {
 		// The project budget fails open: a Redis that cannot take the limiter's write
@@ -161,7 +197,11 @@ func (s *Server) park(ctx context.Context, project ids.ID, wait time.Duration) (
 	if s.cfg.Parking == nil {
 		return func() {}, true
 	}
-	max := s.effectiveLimits(ctx, project).MaxWaitingReceives
+	lim, lerr := s.effectiveLimits(ctx, project)
+	if lerr != nil {
+		return func() {}, false // limits unknown: answer at once rather than park unbounded
+	}
+	max := lim.MaxWaitingReceives
 	// The slot outlives the longest wait by the storage timeout of the last look.
 	release, ok, err := s.cfg.Parking.Park(ctx, project, max, wait+s.cfg.StorageTimeout+time.Second)
 	if err != nil {
@@ -511,7 +551,11 @@ func (s *Server) AdmitSendBytes(ctx context.Context, project ids.ID, n int64) er
 	if !ok || s.cfg.Tenancy == nil || n <= 0 {
 		return nil
 	}
-	rate := s.effectiveLimits(ctx, project).SendBytesPerSecond
+	lim, err := s.effectiveLimits(ctx, project)
+	if err != nil {
+		return err
+	}
+	rate := lim.SendBytesPerSecond
 	if rate <= 0 {
 		return nil
 	}

@@ -211,3 +211,67 @@ func TestAdmit(t *testing.T) {
 		t.Fatalf("a broken limiter refused: %v", err)
 	}
 }
+
+// downTenancy is a TenancyStore whose GetLimits fails while down (a metadata outage).
+type downTenancy struct {
+	meta.TenancyStore
+	down bool
+}
+
+func (d *downTenancy) GetLimits(ctx context.Context, project ids.ID) (meta.Limits, error) {
+	if d.down {
+		return nil, apierr.New(apierr.Unavailable, "metadata store unreachable")
+	}
+	return d.TenancyStore.GetLimits(ctx, project)
+}
+
+// recordingLimiter admits every call and records the rate it was asked to apply.
+type recordingLimiter struct{ rate int }
+
+func (r *recordingLimiter) Allow(_ context.Context, _ string, perSecond int) (time.Duration, error) {
+	r.rate = perSecond
+	return 0, nil
+}
+
+// Issue 31: through a metadata outage a throttled project keeps its last known limits — however
+// old, and however many other projects passed through the cache — never the higher defaults;
+// a project never seen is refused 503 with Retry-After until the store answers.
+func TestLimitsThroughMetadataOutage(t *testing.T) {
+	ctx := t.Context()
+	store := memmeta.New()
+	throttled := meta.Project{ID: ids.New(), Name: "throttled", CreatedAt: time.Now()}
+	unseen := meta.Project{ID: ids.New(), Name: "unseen", CreatedAt: time.Now()}
+	for _, p := range []meta.Project{throttled, unseen} {
+		if err := store.CreateProject(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	five := int64(5)
+	if _, err := store.UpdateLimits(ctx, throttled.ID, meta.LimitsPatch{meta.LimitRequestsPerSecond: &five}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ten := &downTenancy{TenancyStore: store}
+	lim := &recordingLimiter{}
+	s := New(Config{Tenancy: ten, Limiter: lim, Clock: clk})
+	if err := s.admit(ctx, throttled.ID); err != nil || lim.rate != 5 {
+		t.Fatalf("before the outage: %v, rate %d", err, lim.rate)
+	}
+	// Other projects fill the cache past its bound while the store is up.
+	for range maxCachedLimits {
+		s.rememberLimits(ids.New(), nil)
+	}
+	ten.down = true
+	clk.Advance(time.Hour)
+	if err := s.admit(ctx, throttled.ID); err != nil || lim.rate != 5 {
+		t.Fatalf("an hour into the outage: %v, rate %d; want the last known 5, not the default %d", err, lim.rate, tenancy.Defaults.RequestsPerSecond)
+	}
+	err := s.admit(ctx, unseen.ID)
+	if e := apierr.As(err); e == nil || e.Code != apierr.Unavailable || e.RetryAfter <= 0 {
+		t.Fatalf("a project never seen, in the outage: %v; want 503 with Retry-After", err)
+	}
+	ten.down = false
+	if err := s.admit(ctx, unseen.ID); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+}
