@@ -432,7 +432,9 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 			}
 			// Only a receive that found nothing watches (most find messages at once), and it
 			// looks once more after it started watching, so a send in between is not missed.
-			ch, stop := s.cfg.Engine.Watch(q.ID)
+			// A filtered one is woken only by sends that may hold a message it selects, so a
+			// storm of others costs it nothing (SPEC §12).
+			ch, stop := s.cfg.Engine.WatchFilter(q.ID, req.Filter)
 			defer stop()
 			wake = ch
 			tick := time.NewTicker(goneCheck)

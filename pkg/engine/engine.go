@@ -353,6 +353,11 @@ type Engine interface {
 	// coalesce) whenever messages may have become visible in queue q on any replica: a send, a
 	// release, a purge or delete of the queue. Call cancel to stop watching.
 	Watch(q ids.ID) (ch <-chan struct{}, cancel func())
+	// WatchFilter is Watch for a receive with filter f (SPEC §12): a send signals it only when
+	// the send may hold a message f selects (its messages' attribute digests,
+	// filter.WakeDigests, travel with the wake-up; a collision may wake it needlessly, nothing
+	// f selects is missed). Every other wake-up signals it as Watch's do. An empty f is Watch.
+	WatchFilter(q ids.ID, f *filter.Filter) (ch <-chan struct{}, cancel func())
 
 	// StoredBytes is the project's stored payload bytes (PayloadBytes of every message it
 	// holds in any state, dead-letter queues and moves under way included), exact within

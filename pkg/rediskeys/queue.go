@@ -2,7 +2,9 @@ package rediskeys
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -219,5 +221,49 @@ func ProjectReservations(p ids.ID) string { return "{t:" + p.String() + "}:r" }
 const ActiveQueues = "{active}:queues"
 
 // WakeChannel is the engine's default pub/sub channel of wake-ups (a send names its queue, so
-// a long poll parked on another replica returns at once).
+// a long poll parked on another replica returns at once). A wake-up's payload is the queue id,
+// or "b:" and the queue id (a barrier is pending), or WakePayload's form: the queue id, '|',
+// and the comma-separated hex digests of the attribute pairs of what the send brought
+// (pkg/filter: WakeDigests), so only parked receives whose filter could match it wake.
 const WakeChannel = "queues:wake"
+
+// WakePayload is a send's wake-up naming its attribute digests (nil: none named, the bare
+// queue id, which wakes every receive parked on q).
+func WakePayload(q ids.ID, digests []uint64) string {
+	if digests == nil {
+		return q.String()
+	}
+	b := make([]byte, 0, 37+17*len(digests))
+	b = append(b, q.String()...)
+	b = append(b, '|')
+	for i, d := range digests {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, d, 16)
+	}
+	return string(b)
+}
+
+// ParseWake reads a wake-up payload (without the barrier prefix): the queue id and the
+// digests it names (nil: none, every receive parked on the queue wakes).
+func ParseWake(payload string) (ids.ID, []uint64, error) {
+	qs, list, named := strings.Cut(payload, "|")
+	q, err := ids.ParseUUID(qs)
+	if err != nil || !named {
+		return q, nil, err
+	}
+	digests := []uint64{}
+	for h := range strings.SplitSeq(list, ",") {
+		if h == "" {
+			continue
+		}
+		d, err := strconv.ParseUint(h, 16, 64)
+		if err != nil {
+			return q, nil, nil // unreadable: wake everyone rather than no one
+		}
+		digests = append(digests, d)
+	}
+	slices.Sort(digests)
+	return q, digests, nil
+}

@@ -43,6 +43,7 @@ import (
 	"github.com/queueshq/queues/pkg/boltformat"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -585,6 +586,12 @@ func (e *Engine) StoredBytes(ctx context.Context, project ids.ID) (int64, error)
 // Watch registers a watcher of the queue's wake-ups (sends, releases, settles that unblock a
 // fifo group, purge, delete, dead-letter arrivals).
 func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) { return e.watch.Watch(q) }
+
+// WatchFilter is Watch for a receive with filter f: a send signals it only when it may hold a
+// message f selects (filter.WakeDigests).
+func (e *Engine) WatchFilter(q ids.ID, f *filter.Filter) (<-chan struct{}, func()) {
+	return e.watch.WatchFilter(q, f)
+}
 
 func (e *Engine) notify(q ids.ID) { e.watch.Notify(q) }
 

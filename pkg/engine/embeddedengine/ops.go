@@ -8,6 +8,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -115,8 +116,17 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	if err := wait(done); err != nil {
 		return nil, err
 	}
-	e.notify(q.ID)
+	e.watch.NotifyDigests(q.ID, sendDigests(msgs)) // only receives whose filter may match wake
 	return res, nil
+}
+
+// sendDigests are the attribute digests a send's wake-up names (filter.WakeDigests).
+func sendDigests(msgs []engine.Message) []uint64 {
+	attrs := make([]map[string]string, len(msgs))
+	for i, m := range msgs {
+		attrs[i] = m.Attributes
+	}
+	return filter.WakeDigests(attrs...)
 }
 
 // overLimit refuses a send that would take the project's stored bytes past q.MaxStoredBytes,

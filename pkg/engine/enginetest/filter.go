@@ -29,6 +29,7 @@ func filterTests(h Harness) []struct {
 		{"FilterBarrier", testFilterBarrier},
 		{"FilterConsumer", testFilterConsumer},
 		{"FilterPartitions", func(t *testing.T, _ *suite) { testFilterPartitions(t, h) }},
+		{"FilterWake", testFilterWake},
 	}
 }
 
@@ -425,5 +426,53 @@ func (s *suite) sendUnmatched(q engine.Queue, n int) {
 			batch = append(batch, amsg(fmt.Sprintf("other%d", j), "k", "other"))
 		}
 		s.sendMsgs(q, batch...)
+	}
+}
+
+// testFilterWake: a send wakes a receive parked with a filter only when it may hold a message
+// the filter selects: 200 sends of others (plain, keyed, fifo) signal it never, a matching one
+// does; an unfiltered watcher is signalled by all. A send to another queue after them, awaited
+// on its own watcher, fences the wake-ups (they travel in order), so "never" is observed.
+func testFilterWake(t *testing.T, s *suite) {
+	for _, kind := range []string{"standard", "keyed", "fifo"} {
+		var opts []queueOpt
+		if kind == "fifo" {
+			opts = append(opts, fifo)
+		}
+		q, fence := s.queue(opts...), s.queue()
+		f := flt([]string{"color", "blue", "green"}, []string{"size", "L"})
+		fw, fstop := s.e.WatchFilter(q.ID, f)
+		aw, astop := s.e.Watch(q.ID)
+		gw, gstop := s.e.Watch(fence.ID)
+		msg := func(i int, kv ...string) engine.Message {
+			m := amsg(fmt.Sprintf("%s-%d", kind, i), kv...)
+			switch kind {
+			case "keyed":
+				m.Key = fmt.Sprintf("k%d", i)
+			case "fifo":
+				m.GroupID = "g"
+			}
+			return m
+		}
+		for i := range 200 {
+			kv := []string{"color", "red", "size", "L"} // size matches, color does not
+			if i%2 == 1 {
+				kv = []string{"color", "blue"} // color matches, size missing
+			}
+			s.sendMsgs(q, msg(i, kv...))
+		}
+		s.send(fence, "fence")
+		waitSignal(t, gw, kind+": the fence's wake-up")
+		select {
+		case <-fw:
+			t.Fatalf("%s: 200 sends the filter cannot select woke the filtered receive", kind)
+		default:
+		}
+		waitSignal(t, aw, kind+": an unfiltered watcher")
+		s.sendMsgs(q, msg(200, "color", "green", "size", "L"))
+		waitSignal(t, fw, kind+": a matching send")
+		fstop()
+		astop()
+		gstop()
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Conflation (SPEC §13). A keyed message lives in the partition its key hashes to (jump
@@ -104,6 +105,7 @@ func (e *Engine) sendKeyed(ctx context.Context, q engine.Queue, msgs []engine.Me
 	budget := engine.NewMergeBudget() // every try's merges together
 	var lastErr error
 	stored := false
+	wake := rediskeys.WakePayload(q.ID, wakeDigests(msgs)) // every partition's: a superset
 	for try := 0; try < conflictRetries && len(todo) > 0; try++ {
 		plan, err := e.planKeyed(ctx, q, msgs, todo, n, other, res, budget)
 		if err != nil {
@@ -111,7 +113,7 @@ func (e *Engine) sendKeyed(ctx context.Context, q engine.Queue, msgs []engine.Me
 			break
 		}
 		var fenced map[int][]int
-		todo, fenced, lastErr = e.runKeyed(ctx, q, plan, res, &stored)
+		todo, fenced, lastErr = e.runKeyed(ctx, q, plan, res, &stored, wake)
 		if len(fenced) > 0 {
 			again, err := e.holdKeyed(ctx, q, msgs, fenced, res)
 			if err != nil {
@@ -324,7 +326,7 @@ func (e *Engine) holdKeyed(ctx context.Context, q engine.Queue, msgs []engine.Me
 // runKeyed runs one ksend.lua call per partition of plan and fills res; it returns the
 // messages of partitions whose expectations failed (to plan again), those of partitions
 // fenced for a barrier (partition -> messages) and the last call error.
-func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]kmsg, res []engine.SendResult, stored *bool) ([]int, map[int][]int, error) {
+func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]kmsg, res []engine.SendResult, stored *bool, wake string) ([]int, map[int][]int, error) {
 	now := e.nowMs()
 	parts := make([]int, 0, len(plan))
 	calls := make([]scriptCall, 0, len(plan))
@@ -334,7 +336,7 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 		k := keysOf(q.ID, p)
 		var bytes int64
 		args := make([]any, 0, 6+5*len(ms))
-		args = append(args, now, e.opts.Channel, q.ID.String(), now+retention(q).Milliseconds(), max(q.MaxStoredBytes, 0), q.Project.String())
+		args = append(args, now, e.opts.Channel, wake, now+retention(q).Milliseconds(), max(q.MaxStoredBytes, 0), q.Project.String())
 		for _, m := range ms {
 			bytes += int64(len(m.payload))
 			args = append(args, string(m.id[:]), m.payload, now+m.vis, m.key, m.expect)

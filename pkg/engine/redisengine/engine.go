@@ -32,6 +32,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/rediskeys"
 )
@@ -459,19 +460,25 @@ func (e *Engine) grow(ctx context.Context, q ids.ID, seen int, now int64) {
 // any replica: they arrive over the engine's one pub/sub subscription.
 func (e *Engine) Watch(q ids.ID) (<-chan struct{}, func()) { return e.watch.Watch(q) }
 
+// WatchFilter is Watch for a receive with filter f: a send's wake-up signals it only when the
+// send may hold a message f selects (its attribute digests travel in the wake-up).
+func (e *Engine) WatchFilter(q ids.ID, f *filter.Filter) (<-chan struct{}, func()) {
+	return e.watch.WatchFilter(q, f)
+}
+
 // listen delivers wake-ups until the subscription closes (go-redis reconnects it meanwhile).
 func (e *Engine) listen(ch <-chan *redis.Message) {
 	defer close(e.listened)
 	for msg := range ch {
 		pl, barrier := strings.CutPrefix(msg.Payload, barrierPrefix)
-		q, err := ids.ParseUUID(pl)
+		q, digests, err := rediskeys.ParseWake(pl)
 		if err != nil {
 			continue
 		}
 		if barrier {
 			e.markBarrier(q, true)
 		}
-		e.notify(q)
+		e.watch.NotifyDigests(q, digests)
 	}
 }
 

@@ -62,7 +62,9 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 const (
@@ -245,7 +247,12 @@ func (s *fifoSend) calls(parts []int, byPart map[int][]*fitem) ([]scriptCall, []
 	for i, p := range parts {
 		k := keysOf(q.ID, p)
 		touched[i] = k
-		args := []any{now, e.opts.Channel, q.ID.String(), trim, max(q.MaxStoredBytes, 0), q.Project.String()}
+		attrs := make([]map[string]string, len(byPart[p]))
+		for j, it := range byPart[p] {
+			attrs[j] = it.pl.Attributes
+		}
+		wake := rediskeys.WakePayload(q.ID, filter.WakeDigests(attrs...))
+		args := []any{now, e.opts.Channel, wake, trim, max(q.MaxStoredBytes, 0), q.Project.String()}
 		for _, it := range byPart[p] {
 			it.pl.Sequence = it.seq
 			resv := "0"

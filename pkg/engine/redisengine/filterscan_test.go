@@ -132,3 +132,45 @@ func TestBrowsePageByteCap(t *testing.T) {
 		}
 	}
 }
+
+// TestFilteredWake: across replicas (a send on engine A, a receive parked on engine B), 200
+// sends that a parked filtered receive cannot want signal it 0 times, and a matching send
+// signals it; the digests travel in the pub/sub payload. Before wake filtering each of the
+// 200 sends signalled it (and each woken receive scanned the queue again).
+func TestFilteredWake(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Redis(t)
+	clk := enginetest.NewClock()
+	a := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), clk, redisengine.Options{})
+	b := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), clk, redisengine.Options{})
+	ctx := context.Background()
+	q, fence := newQueue(), newQueue()
+	f := &filter.Filter{Attributes: map[string][]string{"tenant": {"t1"}}}
+	fch, stop := b.WatchFilter(q.ID, f)
+	defer stop()
+	gch, gstop := b.Watch(fence.ID)
+	defer gstop()
+	for i := range 200 {
+		must(a.Send(ctx, q, []engine.Message{{Body: "x", Attributes: map[string]string{"tenant": "t" + strconv.Itoa(i+2)}}}))
+	}
+	must(a.Send(ctx, fence, []engine.Message{{Body: "fence"}})) // after the others on the channel
+	select {
+	case <-gch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fence's wake-up did not arrive")
+	}
+	if n := b.FilteredSignals(); n != 0 {
+		t.Fatalf("200 sends the filter cannot select signalled it %d times, want 0", n)
+	}
+	select {
+	case <-fch:
+		t.Fatal("a non-matching send woke the filtered receive")
+	default:
+	}
+	must(a.Send(ctx, q, []engine.Message{{Body: "x", Attributes: map[string]string{"tenant": "t1"}}}))
+	select {
+	case <-fch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a matching send did not wake the filtered receive")
+	}
+}

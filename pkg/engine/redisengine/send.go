@@ -6,8 +6,20 @@ import (
 	"math/rand/v2"
 
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
+
+// wakeDigests are the attribute digests a send of msgs names in its wake-up, so that only
+// receives whose filter could match one of them wake (filter.WakeDigests).
+func wakeDigests(msgs []engine.Message) []uint64 {
+	attrs := make([]map[string]string, len(msgs))
+	for i, m := range msgs {
+		attrs[i] = m.Attributes
+	}
+	return filter.WakeDigests(attrs...)
+}
 
 // Send stores the messages in one partition (random among the queue's partitions) with one
 // script call (all or nothing: SendResult.Err is never set), and adds a partition when this
@@ -79,6 +91,7 @@ func (e *Engine) sendStandard(ctx context.Context, q engine.Queue, msgs []engine
 	p := rand.IntN(n)
 	job := &sendJob{ctx: ctx, q: q, n: n, ids: make([]ids.ID, len(msgs)), payloads: make([][]byte, len(msgs)),
 		delays: make([]int64, len(msgs)), err: errNotRun}
+	job.wake = wakeDigests(msgs)
 	res := make([]engine.SendResult, len(msgs))
 	for i, m := range msgs {
 		id := ids.New()
@@ -108,8 +121,9 @@ type sendJob struct {
 	n        int // partitions the sender saw
 	ids      []ids.ID
 	payloads [][]byte
-	delays   []int64 // ms, with the priority band (visibleOffset)
-	bytes    int64   // stored bytes of its messages
+	delays   []int64  // ms, with the priority band (visibleOffset)
+	bytes    int64    // stored bytes of its messages
+	wake     []uint64 // its messages' attribute digests (filter.WakeDigests)
 	err      error
 }
 
@@ -155,16 +169,19 @@ func (e *Engine) runSends(p int, batch []*sendJob) {
 func (e *Engine) sendCall(ctx context.Context, q engine.Queue, p int, now int64, batch []*sendJob) (int64, error) {
 	k := keysOf(q.ID, p)
 	total, bytes := 0, int64(0)
-	for _, b := range batch {
+	wakes := make([][]uint64, len(batch))
+	for i, b := range batch {
 		total += len(b.ids)
 		bytes += b.bytes
+		wakes[i] = b.wake
 	}
 	res, err := e.reserveBytes(ctx, q, bytes)
 	if err != nil {
 		return 0, err
 	}
 	args := make([]any, 0, 6+3*total)
-	args = append(args, now, e.opts.Channel, q.ID.String(), now+retention(q).Milliseconds(), max(q.MaxStoredBytes, 0), q.Project.String())
+	args = append(args, now, e.opts.Channel, rediskeys.WakePayload(q.ID, filter.MergeWakeDigests(wakes...)),
+		now+retention(q).Milliseconds(), max(q.MaxStoredBytes, 0), q.Project.String())
 	for _, b := range batch {
 		for i, id := range b.ids {
 			args = append(args, string(id[:]), b.payloads[i], now+b.delays[i])
