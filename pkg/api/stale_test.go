@@ -101,7 +101,9 @@ func TestStaleHandleChargesNoProject(t *testing.T) {
 		}
 	}
 	_, b := call("/v1/queues/q/receive", jwt, `{"waitSeconds":0}`)
-	var got struct{ Messages []struct{ ReceiptHandle string } }
+	var got struct {
+		Messages []struct{ ReceiptHandle string }
+	}
 	if err := json.Unmarshal(b, &got); err != nil || len(got.Messages) != 1 {
 		t.Fatalf("receive: %s", b)
 	}
