@@ -243,3 +243,52 @@ func TestStreamTokenRechecked(t *testing.T) {
 		}
 	})
 }
+
+// upgrade asks for the stream of queue q with a plain request (the refusals come before the
+// upgrade): the status, Retry-After and details.limit.
+func (r *streamRig) upgrade(t *testing.T, jwt string) (status int, retryAfter, limit string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", r.srv.URL+"/v1/queues/q/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+jwt)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error struct {
+			Code    string         `json:"code"`
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	limit, _ = body.Error.Details["limit"].(string)
+	if resp.StatusCode == http.StatusTooManyRequests && body.Error.Code != "rate_limited" {
+		t.Fatalf("429 with code %q, want rate_limited", body.Error.Code)
+	}
+	return resp.StatusCode, resp.Header.Get("Retry-After"), limit
+}
+
+// TestStreamCaps: a project holds at most PerProject streams on a replica and the replica
+// at most PerReplica in all; past either the upgrade is 429 rate_limited, Retry-After 5,
+// details.limit naming the cap; a closed stream frees its slot. Before the fix every
+// upgrade was taken.
+func TestStreamCaps(t *testing.T) {
+	r := newStreamRig(t, StreamLimits{PerProject: 2, PerReplica: 3})
+	_, _, a := r.project(t, nil)
+	_, _, b := r.project(t, nil)
+	a1 := r.dial(t, a)
+	r.dial(t, a)
+	if st, ra, lim := r.upgrade(t, a); st != 429 || ra != "5" || lim != "streamsPerProject" {
+		t.Fatalf("project's third stream: %d, Retry-After %q, limit %q; want 429, 5, streamsPerProject", st, ra, lim)
+	}
+	r.dial(t, b) // another project still gets one: the replica holds 3
+	if st, ra, lim := r.upgrade(t, b); st != 429 || ra != "5" || lim != "streamsPerReplica" {
+		t.Fatalf("replica's fourth stream: %d, Retry-After %q, limit %q; want 429, 5, streamsPerReplica", st, ra, lim)
+	}
+	_ = a1.Close(websocket.StatusNormalClosure, "")
+	await(t, "the closed stream's slot freed", func() bool { return r.s.openStreams() == 2 })
+	r.dial(t, a)
+}

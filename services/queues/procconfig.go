@@ -38,6 +38,7 @@ type apiConfig struct {
 	sendLimit    string
 	moveLease    time.Duration
 	syncReplicas int
+	streams      streamFlags
 	adminAddr    *string
 	adminChosen  func() bool
 }
@@ -58,6 +59,7 @@ func (c *apiConfig) register(fs *flag.FlagSet) {
 	bindEnv(fs, "push-allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
 	bindEnv(fs, "redis-sync-replicas", "QUEUES_REDIS_SYNC_REPLICAS")
 	bindEnv(fs, "move-lease", "QUEUES_MOVE_LEASE")
+	c.streams.register(fs)
 }
 
 // Validate checks what the flag types do not: the send limit's form, the tenancy settings
@@ -68,6 +70,9 @@ func (c *apiConfig) Validate() error {
 	}
 	if c.syncReplicas < 0 {
 		return errors.New("QUEUES_REDIS_SYNC_REPLICAS (-redis-sync-replicas): must be 0 or more")
+	}
+	if err := c.streams.validate(); err != nil {
+		return err
 	}
 	return c.tenancy.validate()
 }
@@ -83,6 +88,7 @@ type serveConfig struct {
 	grace        time.Duration
 	level        string
 	allowPrivate bool
+	streams      streamFlags
 	adminAddr    *string
 	adminChosen  func() bool
 }
@@ -99,10 +105,14 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	bindEnv(fs, "push-allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
 	rateFlags(fs, &c.rates)
 	c.tenancy.register(fs)
+	c.streams.register(fs)
 }
 
-// Validate checks the tenancy settings.
+// Validate checks the tenancy settings and the stream caps.
 func (c *serveConfig) Validate() error {
+	if err := c.streams.validate(); err != nil {
+		return err
+	}
 	return c.tenancy.validate()
 }
 

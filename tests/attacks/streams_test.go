@@ -3,12 +3,18 @@ package attacks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/stack"
 )
 
 // Receive streams against a hostile or careless tenant (issue 31): a stream whose token is
@@ -99,4 +105,114 @@ func TestRevokedStream(t *testing.T) {
 	if n, _ := ms[0].(map[string]any)["receiveCount"].(float64); n != 1 {
 		t.Fatalf("receiveCount %v; the stream's receive of it must not count", n)
 	}
+}
+
+// refusedStream fails t unless opening a stream is refused with 429 rate_limited, Retry-After
+// 5 and details.limit limit.
+func refusedStream(t *testing.T, base, token, queue, limit string) {
+	t.Helper()
+	a := callTo(t, base, "GET", "/v1/queues/"+queue+"/stream", token, nil, http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}})
+	a.is(t, 429, "rate_limited", "")
+	er, _ := a.body["error"].(map[string]any)
+	d, _ := er["details"].(map[string]any)
+	if d["limit"] != limit || a.header.Get("Retry-After") != "5" {
+		t.Fatalf("429 with details.limit %v, Retry-After %q; want %s, 5: %s", d["limit"], a.header.Get("Retry-After"), limit, a.raw)
+	}
+}
+
+// openStreams opens n streams of queue, or fails t.
+func openStreams(t *testing.T, base, token, queue string, n int) []*websocket.Conn {
+	t.Helper()
+	cs := make([]*websocket.Conn, n)
+	for i := range cs {
+		c, resp, err := openStream(t, base, token, queue)
+		if err != nil {
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			t.Fatalf("stream %d of %d: %d %v", i+1, n, status, err)
+		}
+		cs[i] = c
+		t.Cleanup(func() { _ = c.CloseNow() })
+	}
+	return cs
+}
+
+// TestStreamCaps: one project holds at most 256 streams on a replica (the default); past it
+// the upgrade is 429 rate_limited, Retry-After 5, details.limit streamsPerProject, while
+// another project still opens one. A replica with its caps lowered (as
+// QUEUES_STREAM_MAX_PER_PROJECT and QUEUES_STREAM_MAX_PER_REPLICA set them) refuses past
+// either, and a closed stream frees its slot. Before the fix there was no cap: each stream
+// costs the replica its goroutines (about 8) for as long as the tenant keeps it.
+func TestStreamCaps(t *testing.T) {
+	_, a := project(t)
+	call(t, "POST", "/v1/queues", a, map[string]any{"name": "capped"}).is(t, 201, "", "")
+	_, b := project(t)
+	call(t, "POST", "/v1/queues", b, map[string]any{"name": "capped"}).is(t, 201, "", "")
+	goroutines := runtime.NumGoroutine()
+	held := openStreams(t, e.base, a, "capped", api.DefaultStreamsPerProject)
+	t.Logf("%d streams of one project: %d goroutines -> %d", len(held), goroutines, runtime.NumGoroutine())
+	refusedStream(t, e.base, a, "capped", "streamsPerProject")
+	openStreams(t, e.base, b, "capped", 1)
+	for _, c := range held {
+		_ = c.Close(websocket.StatusNormalClosure, "")
+	}
+
+	base, _, stop, err := e.serve(stack.Options{Streams: api.StreamLimits{PerProject: 3, PerReplica: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	as := openStreams(t, base, a, "capped", 3)
+	refusedStream(t, base, a, "capped", "streamsPerProject")
+	openStreams(t, base, b, "capped", 2)
+	refusedStream(t, base, b, "capped", "streamsPerReplica")
+	_ = as[0].Close(websocket.StatusNormalClosure, "")
+	deadline := time.Now().Add(20 * time.Second)
+	for { // the slot is freed once the server has let go of the stream
+		c, _, err := openStream(t, base, b, "capped")
+		if err == nil {
+			_ = c.CloseNow()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the closed stream's slot was not freed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestZeroCreditStreams: streams that never grant credit end after the idle limit (shortened
+// to 2 s here; 60 s by default) with an idle error frame and close 1008, and every goroutine
+// they held ends with them. Before the fix they stayed open, holding their goroutines, for
+// as long as the connection lasted.
+func TestZeroCreditStreams(t *testing.T) {
+	base, _, stop, err := e.serve(stack.Options{Streams: api.StreamLimits{Idle: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, tok := project(t)
+	callTo(t, base, "POST", "/v1/queues", tok, map[string]any{"name": "zero-credit"}, nil).is(t, 201, "", "")
+	goroutines := runtime.NumGoroutine()
+	const n = 100
+	cs := openStreams(t, base, tok, "zero-credit", n)
+	during := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	ends := make([]string, n)
+	for i, c := range cs {
+		wg.Go(func() {
+			code, delivered, status := streamFrames(t, c)
+			ends[i] = fmt.Sprintf("%s/%d/%d", code, delivered, status)
+		})
+	}
+	wg.Wait()
+	for i, end := range ends {
+		if end != "idle/0/1008" {
+			t.Fatalf("stream %d ended %s; want idle/0/1008 (code/delivered/close)", i, end)
+		}
+	}
+	t.Logf("%d zero-credit streams: goroutines %d -> %d while open (%.1f a stream), all closed idle", n, goroutines, during, float64(during-goroutines)/n)
+	waitGoroutines(t, goroutines+10)
 }
