@@ -37,8 +37,9 @@ type streamRig struct {
 	auth    *auth.Authority
 	ticks   chan time.Time
 	checked chan struct{}
-	// received, when set, runs after the engine's receive took messages.
-	received atomic.Pointer[func()]
+	// received, when set, runs after the engine's receive took messages; receiving runs
+	// at every receive.
+	received, receiving atomic.Pointer[func()]
 }
 
 // hookEngine runs the rig's received hook after a receive that took messages.
@@ -48,6 +49,9 @@ type hookEngine struct {
 }
 
 func (h hookEngine) Receive(ctx context.Context, q engine.Queue, req engine.ReceiveRequest) (engine.ReceiveResult, error) {
+	if f := h.r.receiving.Load(); f != nil {
+		(*f)()
+	}
 	res, err := h.Engine.Receive(ctx, q, req)
 	if f := h.r.received.Load(); f != nil && len(res.Messages) > 0 {
 		(*f)()
@@ -291,4 +295,55 @@ func TestStreamCaps(t *testing.T) {
 	_ = a1.Close(websocket.StatusNormalClosure, "")
 	await(t, "the closed stream's slot freed", func() bool { return r.s.openStreams() == 2 })
 	r.dial(t, a)
+}
+
+// TestStreamIdleClosed: a stream that holds no credit and sends no frame for the idle limit
+// (60 s by the fake clock) ends with an idle error frame and close 1008; a frame from the
+// consumer restarts the count, and a stream holding credit (waiting on an empty queue) is not
+// idle however long it waits. Before the fix a zero-credit stream stayed open for good.
+func TestStreamIdleClosed(t *testing.T) {
+	r := newStreamRig(t, StreamLimits{})
+	_, _, jwt := r.project(t, nil)
+
+	c := r.dial(t, jwt)
+	r.clk.Advance(59 * time.Second)
+	r.tick(t)
+	r.awaitChecked(t) // 59 s: still open
+	// A settlement frame is activity; its answer shows it was read.
+	if err := c.Write(t.Context(), websocket.MessageText, []byte(`{"id":"1","ack":{"receiptHandle":"forged"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := c.Read(t.Context()); err != nil || !strings.Contains(string(data), `"id":"1"`) {
+		t.Fatalf("settlement answer %s, %v", data, err)
+	}
+	r.clk.Advance(59 * time.Second)
+	r.tick(t)
+	r.awaitChecked(t) // 118 s open, 59 s since the frame: still open
+	r.clk.Advance(2 * time.Second)
+	r.tick(t)
+	if code, delivered, status := streamEnd(t, c); code != "idle" || delivered != 0 || status != websocket.StatusPolicyViolation {
+		t.Fatalf("stream ended with %q after %d messages, close %d; want idle, 0, 1008", code, delivered, status)
+	}
+
+	r.awaitClosed(t)
+	held := r.dial(t, jwt)
+	// The stream's first receive shows the credit frame was read (and the credit taken).
+	receiving := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case receiving <- struct{}{}:
+		default:
+		}
+	}
+	r.receiving.Store(&signal)
+	defer r.receiving.Store(nil)
+	credit(t, held, 5)
+	select {
+	case <-receiving:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not receive with its credit")
+	}
+	r.clk.Advance(10 * time.Minute)
+	r.tick(t)
+	r.awaitChecked(t)
 }
