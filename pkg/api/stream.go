@@ -65,6 +65,8 @@ type stream struct {
 	done bool
 	// g is what the stream re-checks while open (streamguard.go; under mu).
 	g streamGuard
+	// failOnce writes the first stream-level error only.
+	failOnce sync.Once
 }
 
 func (s *Server) receiveStream(c echo.Context) error {
@@ -183,8 +185,15 @@ func (st *stream) close(code websocket.StatusCode, reason string) {
 	_ = st.conn.Close(code, reason)
 }
 
-// fail writes a stream-level error ({"error": …}) and closes the stream.
+// fail writes a stream-level error ({"error": …}) and closes the stream. Only the first
+// failure is written (a fetcher and the guard may find the same dead token at once); a
+// later caller returns once the first has closed, so its cancel cannot cut the close
+// handshake short.
 func (st *stream) fail(ctx context.Context, err error) {
+	st.failOnce.Do(func() { st.failNow(ctx, err) })
+}
+
+func (st *stream) failNow(ctx context.Context, err error) {
 	ae := asAPI(err)
 	b, _ := json.Marshal(map[string]errorBody{"error": bodyOf(ae)})
 	_ = st.write(ctx, b)

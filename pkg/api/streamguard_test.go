@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
@@ -37,9 +38,24 @@ type streamRig struct {
 	auth    *auth.Authority
 	ticks   chan time.Time
 	checked chan struct{}
+	// down makes every token lookup fail as an unreachable store does.
+	down *downMeta
 	// received, when set, runs after the engine's receive took messages; receiving runs
 	// at every receive.
 	received, receiving atomic.Pointer[func()]
+}
+
+// downMeta is the rig's metadata, whose token lookups fail while down is set.
+type downMeta struct {
+	*metacache.Cache
+	down atomic.Bool
+}
+
+func (m *downMeta) GetToken(ctx context.Context, projectID, tokenID ids.ID) (meta.Token, error) {
+	if m.down.Load() {
+		return meta.Token{}, apierr.ErrUnavailable
+	}
+	return m.Cache.GetToken(ctx, projectID, tokenID)
 }
 
 // hookEngine runs the rig's received hook after a receive that took messages.
@@ -76,7 +92,8 @@ func newStreamRig(t *testing.T, limits StreamLimits) *streamRig {
 	t.Cleanup(cache.Close)
 	r := &streamRig{clk: clk, cache: cache, store: store, auth: auth.New(ring, "op", clk.Now),
 		ticks: make(chan time.Time), checked: make(chan struct{}, 16)}
-	r.s = New(Config{Engine: hookEngine{eng, r}, Meta: cache, Auth: r.auth, Receipts: receipt.NewSigner(ring), Tenancy: store,
+	r.down = &downMeta{Cache: cache}
+	r.s = New(Config{Engine: hookEngine{eng, r}, Meta: r.down, Auth: r.auth, Receipts: receipt.NewSigner(ring), Tenancy: store,
 		Clock: clk, Streams: limits})
 	r.s.streamTicks = func() <-chan time.Time { return r.ticks }
 	r.s.streamChecked = func() { r.checked <- struct{}{} }
@@ -138,6 +155,32 @@ func (r *streamRig) awaitChecked(t *testing.T) {
 	case <-r.checked:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream did not pass its check")
+	}
+}
+
+// TestStreamTokenUncheckable: while the token record cannot be read the stream lives on for
+// the grace (10 s by the fake clock), then ends with unavailable and close 1011; a check
+// that succeeds within the grace restarts it.
+func TestStreamTokenUncheckable(t *testing.T) {
+	r := newStreamRig(t, StreamLimits{})
+	_, _, jwt := r.project(t, nil)
+	c := r.dial(t, jwt)
+	credit(t, c, 1) // not idle
+	r.down.down.Store(true)
+	r.clk.Advance(9 * time.Second)
+	r.tick(t)
+	r.awaitChecked(t) // within the grace
+	r.down.down.Store(false)
+	r.tick(t)
+	r.awaitChecked(t) // checked again: the grace restarts
+	r.down.down.Store(true)
+	r.clk.Advance(9 * time.Second)
+	r.tick(t)
+	r.awaitChecked(t)
+	r.clk.Advance(2 * time.Second)
+	r.tick(t)
+	if code, _, status := streamEnd(t, c); code != "unavailable" || status != websocket.StatusInternalError {
+		t.Fatalf("stream ended with %q, close %d; want unavailable, 1011", code, status)
 	}
 }
 
