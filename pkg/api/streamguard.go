@@ -30,7 +30,7 @@ const (
 
 	// streamCheckEvery is how often an open stream re-checks its token and its idleness. With
 	// the metadata cache's TTL (metacache.DefaultTTL, 4 s) a revocation ends the stream
-	// within 5 s; no batch is written after the cached record shows it (checkBeforeWrite).
+	// within 5 s; no batch is written after the cached record shows it (admitted).
 	streamCheckEvery = time.Second
 	// streamAuthGrace is how long a stream lives on while its token cannot be checked (the
 	// metadata store unreachable and the record no longer cached). Meanwhile it writes no
@@ -78,7 +78,7 @@ type streamSlots struct {
 	byProject map[ids.ID]int
 }
 
-// acquire takes a slot for one stream of project, or refuses with 429 rate_limited naming the
+// acquireStream takes a slot for one stream of project, or refuses with 429 rate_limited naming the
 // cap in details.limit. The caller calls release once the stream ends.
 func (s *Server) acquireStream(project ids.ID) (release func(), err error) {
 	l, c := s.cfg.Streams, &s.streams
