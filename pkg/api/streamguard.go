@@ -78,8 +78,8 @@ type streamSlots struct {
 	byProject map[ids.ID]int
 }
 
-// acquireStream takes a slot for one stream of project, or refuses with 429 rate_limited naming the
-// cap in details.limit. The caller calls release once the stream ends.
+// acquireStream takes a slot for one stream of project, or refuses with 429 rate_limited
+// naming the cap in details.limit. The caller calls release once the stream ends.
 func (s *Server) acquireStream(project ids.ID) (release func(), err error) {
 	l, c := s.cfg.Streams, &s.streams
 	c.mu.Lock()
