@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -56,23 +57,33 @@ func (s *Server) authenticate(c echo.Context) (auth.Principal, error) {
 	if err != nil || p.Operator {
 		return p, err
 	}
-	// A valid signature is not enough: the token may have been revoked. The record comes from
-	// the metadata cache, so revocation takes effect within its TTL on every replica; when the
-	// store cannot be reached and nothing is cached, the request fails closed (503).
+	// A valid signature is not enough: the token may have been revoked.
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
+	if err := s.tokenLive(ctx, p); err != nil {
+		return auth.Principal{}, err
+	}
+	return p, nil
+}
+
+// tokenLive checks a verified project principal against its token record: unknown, revoked or
+// expired is 401 unauthenticated. The record comes from the metadata cache, so revocation takes
+// effect within its TTL on every replica; when the store cannot be reached and nothing is
+// cached, the check fails closed (the store's error, 503). Every request calls it once; an
+// open receive stream calls it again every second and before each batch (streamguard.go).
+func (s *Server) tokenLive(ctx context.Context, p auth.Principal) error {
 	t, err := s.cfg.Meta.GetToken(ctx, p.ProjectID, p.TokenID)
 	switch {
 	case apierr.CodeOf(err) == apierr.NotFound:
-		return auth.Principal{}, apierr.New(apierr.Unauthenticated, "unknown token")
+		return apierr.New(apierr.Unauthenticated, "unknown token")
 	case err != nil:
-		return auth.Principal{}, err
+		return err
 	case t.RevokedAt != nil:
-		return auth.Principal{}, apierr.New(apierr.Unauthenticated, "the token was revoked")
+		return apierr.New(apierr.Unauthenticated, "the token was revoked")
 	case t.ExpiresAt != nil && !s.cfg.Clock.Now().Before(*t.ExpiresAt):
-		return auth.Principal{}, apierr.New(apierr.Unauthenticated, "the token expired")
+		return apierr.New(apierr.Unauthenticated, "the token expired")
 	}
-	return p, nil
+	return nil
 }
 
 func principal(c echo.Context) auth.Principal {

@@ -111,6 +111,10 @@ type Config struct {
 	MoveTasks meta.MoveTaskStore
 	// MoveRunner, when set, is told of a task created here.
 	MoveRunner MoveTaskRunner
+
+	// Streams bound the receive streams of this replica (streamguard.go; zero fields: the
+	// defaults).
+	Streams StreamLimits
 }
 
 // Dependency is a backend the API needs, checked by /readyz. Name is all a caller learns of a
@@ -133,6 +137,12 @@ type Server struct {
 	arb     arbiters // fairness between waiting receives (fairness.go)
 	// limiterWarned is when a failing project limiter was last logged (unix ns).
 	limiterWarned atomic.Int64
+	// streams counts the open receive streams (streamguard.go).
+	streams streamSlots
+	// streamTicks, when set (tests), replaces each stream's check ticker; streamChecked is
+	// called after each check a stream passed.
+	streamTicks   func() <-chan time.Time
+	streamChecked func()
 }
 
 // New builds the API's handler.
@@ -155,6 +165,7 @@ func New(cfg Config) *Server {
 	if cfg.DefaultLimits == (tenancy.Limits{}) {
 		cfg.DefaultLimits = tenancy.Defaults
 	}
+	cfg.Streams = cfg.Streams.withDefaults()
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
 	}

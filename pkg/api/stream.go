@@ -60,7 +60,13 @@ type stream struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	credit int
-	done   bool
+	// out is credit taken by receives under way (not yet delivered or given back).
+	out  int
+	done bool
+	// g is what the stream re-checks while open (streamguard.go; under mu).
+	g streamGuard
+	// failOnce writes the first stream-level error only.
+	failOnce sync.Once
 }
 
 func (s *Server) receiveStream(c echo.Context) error {
@@ -80,6 +86,12 @@ func (s *Server) receiveStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p := principal(c)
+	release, err := s.acquireStream(q.ProjectID) // streamguard.go: the caps
+	if err != nil {
+		return err
+	}
+	defer release()
 	// The server's read and write timeouts bound requests; a stream lives as long as its
 	// consumer, so they are lifted for this connection before it is taken over.
 	rc := http.NewResponseController(c.Response())
@@ -92,6 +104,8 @@ func (s *Server) receiveStream(c echo.Context) error {
 	conn.SetReadLimit(MaxRequestBytes)
 	st := &stream{s: s, conn: conn, q: q, src: source(c), vis: vis, max: maxN, filter: flt, settlers: make(chan struct{}, streamSettlers)}
 	st.cond = sync.NewCond(&st.mu)
+	now := s.cfg.Clock.Now()
+	st.g = streamGuard{p: p, verified: now, active: now}
 	// The request's context ends when the handler returns; the stream's ends with the
 	// connection or the server's drain.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
@@ -142,6 +156,7 @@ func (st *stream) run(ctx context.Context, cancel context.CancelFunc) {
 		wg.Go(func() { st.fetch(ctx, cancel) })
 	}
 	wg.Go(func() { st.keepAlive(ctx) })
+	wg.Go(func() { st.guard(ctx, cancel) })
 	wg.Go(func() {
 		select {
 		case <-st.s.cfg.Draining:
@@ -170,8 +185,15 @@ func (st *stream) close(code websocket.StatusCode, reason string) {
 	_ = st.conn.Close(code, reason)
 }
 
-// fail writes a stream-level error ({"error": …}) and closes the stream.
+// fail writes a stream-level error ({"error": …}) and closes the stream. Only the first
+// failure is written (a fetcher and the guard may find the same dead token at once); a
+// later caller returns once the first has closed, so its cancel cannot cut the close
+// handshake short.
 func (st *stream) fail(ctx context.Context, err error) {
+	st.failOnce.Do(func() { st.failNow(ctx, err) })
+}
+
+func (st *stream) failNow(ctx context.Context, err error) {
 	ae := asAPI(err)
 	b, _ := json.Marshal(map[string]errorBody{"error": bodyOf(ae)})
 	_ = st.write(ctx, b)
@@ -200,18 +222,19 @@ func (st *stream) take() int {
 	}
 	n := min(st.credit, st.max)
 	st.credit -= n
+	st.out += n
 	return n
 }
 
-// give returns credit a receive did not use.
-func (st *stream) give(n int) {
-	if n <= 0 {
-		return
-	}
+// give ends a receive that took n of credit and used used of it: the rest is returned.
+func (st *stream) give(n, used int) {
 	st.mu.Lock()
-	st.credit += n
+	st.out -= n
+	st.credit += n - used
 	st.mu.Unlock()
-	st.cond.Signal()
+	if n > used {
+		st.cond.Signal()
+	}
 }
 
 // fetch is one of the stream's receivers: while it holds credit it receives (long-polling up
@@ -223,13 +246,22 @@ func (st *stream) fetch(ctx context.Context, cancel context.CancelFunc) {
 		if n == 0 {
 			return
 		}
+		if ok, end := st.admitted(ctx, cancel, nil); !ok {
+			st.give(n, 0)
+			if end {
+				return
+			}
+			continue
+		}
 		started := s.cfg.Clock.Now()
 		msgs, err := st.receive(ctx, n)
-		st.give(n - len(msgs))
 		if ctx.Err() != nil {
+			st.give(n, 0)
+			st.giveBack(ctx, msgs) // never written: visible again at once
 			return
 		}
 		if err != nil {
+			st.give(n, 0)
 			ae := asAPI(err)
 			if ae.Code == apierr.RateLimited || ae.Code == apierr.Unavailable {
 				// Over a limit, or storage failing: the stream waits and receives again
@@ -244,6 +276,7 @@ func (st *stream) fetch(ctx context.Context, cancel context.CancelFunc) {
 			return
 		}
 		if len(msgs) == 0 {
+			st.give(n, 0)
 			select {
 			case <-s.cfg.Draining:
 				return
@@ -254,12 +287,23 @@ func (st *stream) fetch(ctx context.Context, cancel context.CancelFunc) {
 			}
 			continue
 		}
+		// The token is checked before every batch: once its record shows it revoked or
+		// expired, nothing more goes out (streamguard.go).
+		if ok, end := st.admitted(ctx, cancel, msgs); !ok {
+			st.give(n, 0)
+			if end {
+				return
+			}
+			continue
+		}
 		out := s.receivedOut(st.q, msgs)
 		bp := bufPool.Get().(*[]byte)
 		b := appendReceiveAnswer((*bp)[:0], out)
 		werr := st.write(ctx, b)
 		*bp = b[:0]
 		bufPool.Put(bp)
+		st.give(n, len(msgs))
+		st.touch()
 		if werr != nil {
 			// The consumer is gone; what it was sent returns when its visibility ends.
 			cancel()
@@ -323,6 +367,7 @@ func (st *stream) read(ctx context.Context) {
 			st.fail(ctx, apierr.Invalid("frame", "frames are JSON text"))
 			return
 		}
+		st.touch()
 		if err := st.frame(ctx, data); err != nil {
 			st.fail(ctx, err)
 			return

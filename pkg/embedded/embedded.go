@@ -100,6 +100,9 @@ type Options struct {
 	// Clock is the node's clock (nil: the wall clock). Tests inject one they can move, to see
 	// what hours or days of delay do without waiting for them.
 	Clock clock.Clock
+	// Streams cap the node's receive streams and bound their idleness (zero fields: the
+	// defaults; QUEUES_STREAM_MAX_PER_PROJECT, QUEUES_STREAM_MAX_PER_REPLICA).
+	Streams api.StreamLimits
 }
 
 // PushOptions configure the in-process pusher.
@@ -225,7 +228,7 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask")}
 	n.API = api.New(api.Config{
-		MoveTasks: store, MoveRunner: mover,
+		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
 		Parking: tenancy.NewLocalParking(),
 		Engine:  eng, Meta: cache, Auth: authority, Receipts: signer,

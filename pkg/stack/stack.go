@@ -75,6 +75,9 @@ type Options struct {
 	// MoveLease is how long a replica holds a move task between checkpoints; another replica
 	// resumes the task once it lapses (default movetask.DefaultLease; QUEUES_MOVE_LEASE).
 	MoveLease time.Duration
+	// Streams cap the replica's receive streams and bound their idleness (zero fields: the
+	// defaults; QUEUES_STREAM_MAX_PER_PROJECT, QUEUES_STREAM_MAX_PER_REPLICA).
+	Streams api.StreamLimits
 }
 
 // Replica is one API tier process's worth of state.
@@ -122,7 +125,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		TrustedProxies: o.TrustedProxies,
 		Tenancy:        store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
 		Parking:   tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
-		MoveTasks: store, MoveRunner: mover,
+		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
 		Dependencies: []api.Dependency{
 			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
 			{Name: "metadata", Check: store.Ping},

@@ -39,6 +39,7 @@ type apiConfig struct {
 	sendLimit    string
 	moveLease    time.Duration
 	syncReplicas int
+	streams      streamFlags
 	adminAddr    *string
 	adminChosen  func() bool
 }
@@ -60,6 +61,7 @@ func (c *apiConfig) register(fs *flag.FlagSet) {
 	bindEnv(fs, "push-allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")
 	bindEnv(fs, "redis-sync-replicas", "QUEUES_REDIS_SYNC_REPLICAS")
 	bindEnv(fs, "move-lease", "QUEUES_MOVE_LEASE")
+	c.streams.register(fs)
 }
 
 // Validate checks what the flag types do not: the send limit's form, the tenancy settings
@@ -72,6 +74,9 @@ func (c *apiConfig) Validate() error {
 		return errors.New("QUEUES_REDIS_SYNC_REPLICAS (-redis-sync-replicas): must be 0 or more")
 	}
 	if err := c.proxies.validate(); err != nil {
+		return err
+	}
+	if err := c.streams.validate(); err != nil {
 		return err
 	}
 	return c.tenancy.validate()
@@ -89,6 +94,7 @@ type serveConfig struct {
 	grace        time.Duration
 	level        string
 	allowPrivate bool
+	streams      streamFlags
 	adminAddr    *string
 	adminChosen  func() bool
 }
@@ -106,11 +112,15 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	rateFlags(fs, &c.rates)
 	c.tenancy.register(fs)
 	c.proxies.register(fs)
+	c.streams.register(fs)
 }
 
-// Validate checks the tenancy settings and the trusted proxies.
+// Validate checks the tenancy settings, the trusted proxies and the stream caps.
 func (c *serveConfig) Validate() error {
 	if err := c.proxies.validate(); err != nil {
+		return err
+	}
+	if err := c.streams.validate(); err != nil {
 		return err
 	}
 	return c.tenancy.validate()

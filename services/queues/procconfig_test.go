@@ -12,6 +12,8 @@ func TestValidateNamesTheVariable(t *testing.T) {
 	runs := map[string]func(context.Context, []string) error{"api": runAPI, "pusher": runPusher}
 	for _, tc := range []struct{ process, name, value string }{
 		{"api", "QUEUES_REDIS_SYNC_REPLICAS", "-1"},
+		{"api", "QUEUES_STREAM_MAX_PER_PROJECT", "0"},
+		{"api", "QUEUES_STREAM_MAX_PER_REPLICA", "-1"},
 		{"pusher", "QUEUES_BACKLOG_TOP", "-3"},
 		{"pusher", "QUEUES_PUSH_MAX_IN_FLIGHT", "-1"},
 	} {
