@@ -22,7 +22,21 @@ const (
 	defaultMoveList = 20
 )
 
-var moveTaskFields = []string{"destination", "filter", "maxMessagesPerSecond", "dryRun"}
+var moveTaskFields = []string{"destination", "filter", "maxMessagesPerSecond", "dryRun", "action"}
+
+// MoveTaskRequest is what starting a move task asks for (SPEC §13).
+type MoveTaskRequest struct {
+	// Destination is the queue moved to; nil: each message back to its dead-letter source.
+	// A delete task has none.
+	Destination *meta.Queue
+	Filter      *movetask.Filter
+	// Rate is in messages a second.
+	Rate int
+	// DryRun only counts what the task would move or delete.
+	DryRun bool
+	// Action is meta.ActionMove or meta.ActionDelete.
+	Action string
+}
 
 // MoveTaskRunner is what the API needs of the replica's runner: a nudge when a task was just
 // created here, so it starts at once rather than at the next poll.
@@ -34,6 +48,7 @@ type moveTaskJSON struct {
 	Source               string           `json:"source"`
 	Destination          *string          `json:"destination"`
 	Filter               *movetask.Filter `json:"filter"`
+	Action               string           `json:"action"`
 	MaxMessagesPerSecond int              `json:"maxMessagesPerSecond"`
 	DryRun               bool             `json:"dryRun"`
 	Moved                int64            `json:"moved"`
@@ -46,8 +61,11 @@ type moveTaskJSON struct {
 
 func moveTaskOut(t meta.MoveTask, dry bool) moveTaskJSON {
 	out := moveTaskJSON{
-		ID: t.ID.String(), Status: t.Status, Source: t.QueueID.String(), MaxMessagesPerSecond: t.MaxPerSecond,
+		ID: t.ID.String(), Status: t.Status, Source: t.QueueID.String(), Action: meta.ActionMove, MaxMessagesPerSecond: t.MaxPerSecond,
 		DryRun: dry, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, StartedAt: formatTime(t.StartedAt),
+	}
+	if t.Deletes() {
+		out.Action = meta.ActionDelete
 	}
 	if !t.Destination.IsZero() {
 		d := t.Destination.String()
@@ -86,6 +104,10 @@ func (s *Server) startMoveTask(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
+	action, aerr := moveAction(o)
+	if aerr != nil {
+		return aerr
+	}
 	var f *movetask.Filter
 	if o.has("filter") && !o.isNull("filter") {
 		if f, aerr = movetask.ParseFilter(o.fields["filter"]); aerr != nil {
@@ -100,6 +122,9 @@ func (s *Server) startMoveTask(c echo.Context) error {
 	defer cancel()
 	var dst *meta.Queue
 	if o.has("destination") && !o.isNull("destination") {
+		if action == meta.ActionDelete {
+			return apierr.Invalid("destination", "must be absent when action is delete")
+		}
 		ref, _, aerr := o.str("destination")
 		if aerr != nil {
 			return aerr
@@ -113,7 +138,7 @@ func (s *Server) startMoveTask(c echo.Context) error {
 		}
 		dst = &d
 	}
-	t, err := s.StartMoveTask(ctx, src, dst, f, int(rate), dry)
+	t, err := s.StartMoveTask(ctx, src, MoveTaskRequest{Destination: dst, Filter: f, Rate: int(rate), DryRun: dry, Action: action})
 	if err != nil {
 		return err
 	}
@@ -123,18 +148,34 @@ func (s *Server) startMoveTask(c echo.Context) error {
 	return c.JSON(http.StatusCreated, moveTaskOut(t, false))
 }
 
-// StartMoveTask starts a move task of src (SPEC §13) to dst (nil: each message back to its
-// dead-letter source) at rate messages a second, counting toMove first; dry only counts and
-// stores nothing. It is the /v1 route's and the SQS door's StartMessageMoveTask.
-func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, dst *meta.Queue, f *movetask.Filter, rate int, dry bool) (meta.MoveTask, error) {
+// moveAction reads the optional "action" field: "move" (default) or "delete".
+func moveAction(o *object) (string, *apierr.Error) {
+	if !o.has("action") || o.isNull("action") {
+		return meta.ActionMove, nil
+	}
+	a, _, aerr := o.str("action")
+	if aerr != nil {
+		return "", aerr
+	}
+	if a != meta.ActionMove && a != meta.ActionDelete {
+		return "", apierr.Invalid("action", "must be move or delete")
+	}
+	return a, nil
+}
+
+// StartMoveTask starts a move task of src (SPEC §13) as req asks, counting toMove first; a
+// dry run only counts and stores nothing. It is the /v1 route's and the SQS door's
+// StartMessageMoveTask.
+func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, req MoveTaskRequest) (meta.MoveTask, error) {
 	if s.cfg.MoveTasks == nil {
 		return meta.MoveTask{}, apierr.New(apierr.Unavailable, "move tasks are not served here")
 	}
+	dry := req.DryRun
 	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
-	t := meta.MoveTask{ID: ids.New(), ProjectID: src.ProjectID, QueueID: src.ID, Filter: f.Encode(),
-		MaxPerSecond: rate, Status: meta.MoveRunning, StartedAt: now}
-	if dst != nil {
-		t.Destination = dst.ID
+	t := meta.MoveTask{ID: ids.New(), ProjectID: src.ProjectID, QueueID: src.ID, Filter: req.Filter.Encode(),
+		MaxPerSecond: req.Rate, Status: meta.MoveRunning, StartedAt: now, Action: req.Action}
+	if req.Destination != nil {
+		t.Destination = req.Destination.ID
 	}
 	ch, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta)
 	if err != nil {

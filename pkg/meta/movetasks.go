@@ -19,6 +19,12 @@ const (
 	MoveFailed    = "failed"
 )
 
+// Move task actions (SPEC §13): a task moves the messages it selects, or deletes them.
+const (
+	ActionMove   = "move"
+	ActionDelete = "delete"
+)
+
 // MoveTask is a move task (redrive and replay) as stored: its request, its progress, and the
 // lease of the replica running it. The store keeps it durably, so a task outlives the replica
 // running it: another replica takes the lease once it expires and resumes from Cursor.
@@ -28,6 +34,8 @@ type MoveTask struct {
 	QueueID   ids.ID // the source
 	// Destination is the queue moved to; zero: each message back to its dead-letter source.
 	Destination ids.ID
+	// Action is ActionMove or ActionDelete ("" is a move: tasks stored before actions).
+	Action string
 	// Filter is the task's filter as the API accepted it (JSON; "" for none).
 	Filter       string
 	MaxPerSecond int
@@ -66,6 +74,9 @@ type MoveTaskStore interface {
 	// never change. A finished task never runs again (ErrMoveTaskConflict).
 	UpdateMoveTask(ctx context.Context, t MoveTask) (MoveTask, error)
 }
+
+// Deletes reports whether t deletes what it selects rather than moving it.
+func (t MoveTask) Deletes() bool { return t.Action == ActionDelete }
 
 // Clone returns t with its times in UTC (stores return what they keep in one shape).
 func (t MoveTask) Clone() MoveTask {

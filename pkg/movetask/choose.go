@@ -19,7 +19,7 @@ type Queues interface {
 // in the source after the task started is left (so a message that fails again and comes back
 // to a dead-letter queue is not moved round in a loop), one the filter rejects is left, and
 // one that matches goes to the destination, or, without one, back to its dead-letter source
-// queue. A matching message that cannot go anywhere — no dead-letter source, or that queue
+// queue (or, for a task with the delete action, is deleted: engine.Discard). A matching message that cannot go anywhere — no dead-letter source, or that queue
 // deleted or no longer of the same project and type — counts as failed and stays.
 type Chooser struct {
 	Task   meta.MoveTask
@@ -74,6 +74,9 @@ func (c *Chooser) Choose(ctx context.Context) func(engine.BrowsedMessage) (*engi
 	return func(m engine.BrowsedMessage) (*engine.Queue, bool) {
 		if arrival(m).After(c.Task.StartedAt) || !c.Filter.Match(m) {
 			return nil, false
+		}
+		if c.Task.Deletes() {
+			return engine.Discard, false
 		}
 		if c.Dest != nil {
 			return c.Dest, false

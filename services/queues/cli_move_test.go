@@ -101,3 +101,22 @@ func TestCLIMove(t *testing.T) {
 		t.Fatalf("move start -h: %d %s", r.code, r.out)
 	}
 }
+
+// TestCLIMoveDelete: queues move start --action delete deletes the matching messages.
+func TestCLIMoveDelete(t *testing.T) {
+	e := newCLIEnv(t)
+	dlq := jsonOf[client.Queue](t, e.run(t, "", "queue", "create", "del-dlq", "--json").ok(t))
+	e.run(t, "", "queue", "create", "del", "--dlq", dlq.ID).ok(t)
+	e.deadLetter(t, "del", 10, 3)
+
+	e.run(t, "", "move", "start", "del-dlq", "--action", "purge").fails(t, exitUsage, "--action wants move or delete")
+	e.run(t, "", "move", "start", "del-dlq", "--action", "delete", "--to", "del").fails(t, exitUsage, "contradict")
+	done := e.run(t, "", "move", "start", "del-dlq", "--action", "delete", "--reason", "bad", "--wait").ok(t)
+	done.has(t, "status: completed", "destination: deleted", "moved: 3 of 3")
+	if c := e.counts(t, "del-dlq"); c.Visible != 7 {
+		t.Fatalf("dead-letter queue after deleting 3 of 10: %+v", c)
+	}
+	if c := e.counts(t, "del"); c.Visible != 0 {
+		t.Fatalf("source after a delete task: %+v", c)
+	}
+}

@@ -167,3 +167,47 @@ func TestMoveTaskRedrive(t *testing.T) {
 		t.Fatalf("cancelled task moved %v and the last %d; want 10 together", m, moved)
 	}
 }
+
+// TestMoveTaskDelete: "action": "delete" (SPEC §13) deletes the matching visible messages
+// with the lifecycle of a move; the rest stay.
+func TestMoveTaskDelete(t *testing.T) {
+	tn := newTenant(t)
+	c := tn.a
+	tn.queue(t, "del-dlq", nil)
+	dlqID := c.do("GET", "/v1/queues/del-dlq", nil).must(t, 200).str("id")
+	tn.queue(t, "del-src", map[string]any{"redrive": map[string]any{"deadLetterQueue": dlqID, "maxReceiveCount": 1}})
+	byKind := deadLettered(t, c, "del-src", 20)
+	path := "/v1/queues/del-dlq/move-tasks"
+
+	c.do("POST", path, map[string]any{"action": "purge"}).fails(t, 400, "invalid_argument", "action")
+	c.do("POST", path, map[string]any{"action": 1}).fails(t, 400, "invalid_argument", "action")
+	c.do("POST", path, map[string]any{"action": "delete", "destination": "del-src"}).fails(t, 400, "invalid_argument", "destination")
+
+	start := c.do("POST", path, map[string]any{"action": "delete", "filter": map[string]any{"reason": "bad"}, "maxMessagesPerSecond": 10000}).must(t, 201)
+	if start.str("action") != "delete" || start.body["destination"] != nil {
+		t.Fatalf("started: %s", start.raw)
+	}
+	done := awaitTask(t, c, "del-dlq", start.str("id"))
+	if done.str("status") != "completed" || done.body["moved"] != 10.0 || done.body["failed"] != 0.0 || done.str("action") != "delete" {
+		t.Fatalf("finished: %s", done.raw)
+	}
+	if n := c.counts(t, "del-dlq")["visible"]; n != 10.0 {
+		t.Fatalf("the dead-letter queue holds %v, want the 10 of kind b", n)
+	}
+	if n := c.counts(t, "del-src")["visible"]; n != 0.0 {
+		t.Fatalf("the source queue holds %v, want nothing (deleted, not moved)", n)
+	}
+	left := map[string]bool{}
+	for _, m := range c.receive(t, "del-dlq", map[string]any{"maxMessages": 10, "waitSeconds": 0}) {
+		left[m["messageId"].(string)] = true
+	}
+	for _, id := range byKind["a"] {
+		if left[id] {
+			t.Fatalf("message %s (reason bad) was not deleted", id)
+		}
+	}
+	// A move task is listed with its action too.
+	if ts := c.do("GET", path, nil).must(t, 200).list("moveTasks"); len(ts) != 1 || ts[0]["action"] != "delete" {
+		t.Fatalf("listed: %v", ts)
+	}
+}

@@ -30,6 +30,8 @@ func moveTests(h Harness) []struct {
 		{"MoveWhileReceiving", testMoveWhileReceiving},
 		{"MoveSameInstant", testMoveSameInstant},
 		{"MoveStoredBytes", func(t *testing.T, s *suite) { testMoveStoredBytes(t, s, h) }},
+		{"MoveDelete", func(t *testing.T, s *suite) { testMoveDelete(t, s, h) }},
+		{"MoveDeleteFIFO", testMoveDeleteFIFO},
 	}
 }
 
@@ -380,4 +382,71 @@ func testMoveSameInstant(t *testing.T, s *suite) {
 	}
 	s.wantCounts(src, 0, 0, 0)
 	s.wantCounts(dst, n, 0, 0)
+}
+
+// discardIf deletes the messages whose attribute k is v and leaves the others.
+func discardIf(k, v string) func(engine.BrowsedMessage) (*engine.Queue, bool) {
+	return func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+		if m.Attributes[k] == v {
+			return engine.Discard, false
+		}
+		return nil, false
+	}
+}
+
+// testMoveDelete: a delete task (engine.Discard) deletes the chosen visible messages, counts
+// them under its tag, leaves the others and messages in flight alone, and gives their bytes
+// back to the project.
+func testMoveDelete(t *testing.T, s *suite, h Harness) {
+	b := &bytesSuite{suite: s, h: h, project: ids.New()}
+	src := b.queue()
+	var msgs []engine.Message
+	for i := range 20 {
+		msgs = append(msgs, engine.Message{Body: "x", Attributes: map[string]string{"k": fmt.Sprint(i % 2)}})
+	}
+	sent := b.sendMsgs(src, msgs...)
+	b.want("send", 20*3)
+	// One of the chosen ones is in flight: it stays.
+	inFlight := s.receive(src, 1, time.Minute)
+	if len(inFlight) != 1 {
+		t.Fatalf("received %d, want 1", len(inFlight))
+	}
+	first := inFlight[0].Attributes["k"]
+	deleted, failed := s.moveAll(src, "del", 3, discardIf("k", first))
+	if deleted != 9 || failed != 0 {
+		t.Fatalf("deleted %d, failed %d; want 9, 0", deleted, failed)
+	}
+	s.wantMovedCount(src, "del", 9)
+	s.wantCounts(src, 10, 1, 0)
+	b.want("after the delete", 11*3)
+	got := s.drain(src)
+	for i, id := range sent {
+		_, ok := got[id]
+		if want := msgs[i].Attributes["k"] != first; ok != want && id != inFlight[0].MessageID {
+			t.Fatalf("message %d (k=%s) present %v after deleting k=%s", i, msgs[i].Attributes["k"], ok, first)
+		}
+	}
+	// The message that was in flight is still settled by its handle.
+	wantNil(t, "ack of the message in flight", s.ack(src, inFlight[0].Delivery)[0])
+}
+
+// testMoveDeleteFIFO: a delete task on a fifo queue deletes a group's visible messages and
+// the group goes on with what is left, in order.
+func testMoveDeleteFIFO(t *testing.T, s *suite) {
+	src := s.queue(fifo)
+	s.sendG(src, "g1", "a1", "a2", "a3")
+	s.sendG(src, "g2", "b1", "b2")
+	del := func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+		if m.GroupID == "g2" || m.Body == "a2" {
+			return engine.Discard, false
+		}
+		return nil, false
+	}
+	deleted, _ := s.moveAll(src, "t", 2, del)
+	if deleted != 3 {
+		t.Fatalf("deleted %d, want 3", deleted)
+	}
+	s.wantMovedCount(src, "t", 3)
+	s.ackAll(src, s.wantBodies(src, 10, time.Minute, "a1", "a3"))
+	s.wantCounts(src, 0, 0, 0)
 }

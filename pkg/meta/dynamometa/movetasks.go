@@ -40,6 +40,7 @@ type moveItem struct {
 	ProjectID    string     `dynamodbav:"projectId"`
 	QueueID      string     `dynamodbav:"queueId"`
 	Destination  string     `dynamodbav:"destination,omitempty"`
+	Action       string     `dynamodbav:"action,omitempty"`
 	Filter       string     `dynamodbav:"filter,omitempty"`
 	MaxPerSecond int        `dynamodbav:"maxPerSecond"`
 	Status       string     `dynamodbav:"status"`
@@ -66,7 +67,7 @@ func toMoveItem(t meta.MoveTask) moveItem {
 	it := moveItem{
 		PK: movesPK(t.QueueID), SK: meta.MoveTaskKey(t.ID),
 		ID: t.ID.String(), ProjectID: t.ProjectID.String(), QueueID: t.QueueID.String(),
-		Filter: t.Filter, MaxPerSecond: t.MaxPerSecond, Status: t.Status,
+		Action: t.Action, Filter: t.Filter, MaxPerSecond: t.MaxPerSecond, Status: t.Status,
 		Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, Error: t.Error, Cursor: t.Cursor,
 		StartedAt: utc(t.StartedAt), Owner: t.Owner, LeaseUntil: utc(t.LeaseUntil), Version: t.Version,
 	}
@@ -93,7 +94,7 @@ func (it moveItem) task() (meta.MoveTask, error) {
 		return meta.MoveTask{}, corrupt("move task %s/%s: %v", it.PK, it.SK, err)
 	}
 	t := meta.MoveTask{
-		ID: id, ProjectID: pid, QueueID: qid, Destination: dst, Filter: it.Filter,
+		ID: id, ProjectID: pid, QueueID: qid, Destination: dst, Action: it.Action, Filter: it.Filter,
 		MaxPerSecond: it.MaxPerSecond, Status: it.Status, Moved: it.Moved, ToMove: it.ToMove,
 		Failed: it.Failed, Error: it.Error, Cursor: it.Cursor, StartedAt: it.StartedAt,
 		Owner: it.Owner, LeaseUntil: it.LeaseUntil, Version: it.Version,

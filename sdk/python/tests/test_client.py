@@ -255,6 +255,19 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((back.message_id, back.body, back.receive_count), (sent.message_id, "back", 1))
         self.assertIsNone(back.dead_letter)
 
+    def test_move_task_delete(self) -> None:
+        name = self.c.create_queue(unique("mv-del")).name
+        self.c.send_batch(name, [SendMessage("drop", attributes={"kind": "x"}), SendMessage("keep")])
+        t = self.c.start_move_task(name, filter={"attributes": {"kind": ["x"]}}, action="delete",
+                                   max_messages_per_second=10000)
+        self.assertEqual(t.action, "delete")
+        deadline = time.monotonic() + 10
+        while t.status == "running" and time.monotonic() < deadline:
+            time.sleep(0.02)
+            t = self.c.get_move_task(name, t.id)
+        self.assertEqual((t.status, t.moved, t.action), ("completed", 1, "delete"))
+        self.assertEqual([m.body for m in self.c.receive(name, max_messages=10, wait_seconds=1)], ["keep"])
+
     def test_consumers(self) -> None:
         name = unique("work")
         q = self.c.create_queue(name, fairness="proportional")

@@ -517,7 +517,11 @@ export interface StartMoveTaskRequest {
   filter?: MoveFilter | null;
   maxMessagesPerSecond?: number;
   dryRun?: boolean;
+  /** `delete` deletes the matching visible messages instead of moving them (same filter, rate, dry run and lifecycle; `destination` must then be absent, else `400 invalid_argument`, field `destination`). */
+  action?: "move" | "delete";
 }
+
+export type MoveTaskAction = "move" | "delete";
 
 export type MoveTaskStatus = "running" | "completed" | "cancelled" | "failed";
 
@@ -528,9 +532,10 @@ export interface MoveTask {
   /** The destination queue's id; null when messages go back to their dead-letter sources. */
   destination: Uuid | null;
   filter: MoveFilter | null;
+  action: MoveTaskAction;
   maxMessagesPerSecond: number;
   dryRun: boolean;
-  /** Messages moved so far (exact, also across a crash of the replica running the task). */
+  /** Messages moved (deleted, for a `delete` task) so far (exact, also across a crash of the replica running the task). */
   moved: number;
   /** Messages that matched when the task started. */
   toMove: number;

@@ -247,6 +247,19 @@ describe('messages and receipts', () => {
     assert.deepEqual(got.map((m) => `${m.body}/${m.priority}`), ['high/9', 'mid/4', 'low/0']);
   });
 
+  test('move tasks: delete', async () => {
+    const name = qname('mvdel');
+    await c.createQueue({ name });
+    await c.sendMessages(name, [{ body: 'drop', attributes: { kind: 'x' } }, { body: 'keep' }]);
+    let t = await c.startMoveTask(name, { action: 'delete', filter: { attributes: { kind: ['x'] } }, maxMessagesPerSecond: 10000 });
+    assert.equal(t.action, 'delete');
+    await until(async () => (t = await c.getMoveTask(name, t.id)).status !== 'running', 10000, 'the delete task to finish');
+    assert.equal(t.status, 'completed');
+    assert.equal(t.moved, 1);
+    const got = await c.receive(name, { maxMessages: 10, waitSeconds: 1 });
+    assert.deepEqual(got.map((m) => m.body), ['keep']);
+  });
+
   test('move tasks: dry run, redrive, list, get, cancel', async () => {
     const name = qname('mv');
     const dlq = await c.createQueue({ name: `${name}-dlq` });
