@@ -7,6 +7,11 @@ import (
 // MaxMoveBatch bounds the messages one MoveBatch examines.
 const MaxMoveBatch = 1000
 
+// MaxMoveBatchBytes bounds the bytes of the messages one MoveBatch reads (BrowseRequest's
+// MaxBytes): at most 4 MiB in the replica's memory and in one storage reply, where 1,000
+// messages of the largest size would be 256 MiB.
+const MaxMoveBatchBytes = 4 << 20
+
 // Discard, as Choose's destination, deletes the message instead of moving it (a move task
 // with "action": "delete"). It is compared by identity; it names no queue.
 var Discard = &Queue{}
@@ -21,7 +26,8 @@ type MoveRequest struct {
 	Tag string
 	// Cursor is where the previous batch ended ("" for the first).
 	Cursor string
-	// Limit is how many messages the batch examines at most (1..MaxMoveBatch).
+	// Limit is how many messages the batch examines at most (1..MaxMoveBatch); the batch also
+	// reads at most MaxMoveBatchBytes of them (at least one message).
 	Limit int
 	// Choose decides one message: a destination queue to move it to, Discard to delete it,
 	// or nil to leave it (fail true: it matched but cannot be moved, and counts as failed).

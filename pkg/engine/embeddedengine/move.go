@@ -39,7 +39,7 @@ func applyCounts(tx *bolt.Tx, cs []countAdd) error {
 // into its destination, and the task's counter, together.
 func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.MoveRequest) (engine.MoveResult, error) {
 	limit := min(max(req.Limit, 1), engine.MaxMoveBatch)
-	page, err := e.Browse(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor})
+	page, err := e.Browse(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor, MaxBytes: engine.MaxMoveBatchBytes})
 	if err != nil {
 		return engine.MoveResult{}, err
 	}

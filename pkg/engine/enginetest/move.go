@@ -3,6 +3,7 @@ package enginetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func moveTests(h Harness) []struct {
 		{"MoveStoredBytes", func(t *testing.T, s *suite) { testMoveStoredBytes(t, s, h) }},
 		{"MoveDelete", func(t *testing.T, s *suite) { testMoveDelete(t, s, h) }},
 		{"MoveDeleteFIFO", testMoveDeleteFIFO},
+		{"MoveBatchBytesBound", testMoveBatchBytesBound},
 	}
 }
 
@@ -449,4 +451,67 @@ func testMoveDeleteFIFO(t *testing.T, s *suite) {
 	s.wantMovedCount(src, "t", 3)
 	s.ackAll(src, s.wantBodies(src, 10, time.Minute, "a1", "a3"))
 	s.wantCounts(src, 0, 0, 0)
+}
+
+// testMoveBatchBytesBound: a batch reads at most MaxMoveBatchBytes of messages (at least one),
+// however many it may examine, and the batches still reach every message: the largest
+// messages, from the never-received list and from the receive sets (released ones), with and
+// without a move.
+func testMoveBatchBytesBound(t *testing.T, s *suite) {
+	for _, typ := range []engine.Type{engine.Standard, engine.FIFO} {
+		t.Run(string(typ), func(t *testing.T) {
+			var src engine.Queue
+			if typ == engine.FIFO {
+				src = s.queue(fifo)
+			} else {
+				src = s.queue()
+			}
+			dst := s.queue()
+			if typ == engine.FIFO {
+				dst = s.queue(fifo)
+			}
+			big := strings.Repeat("b", engine.MaxMessageBytes-10)
+			const n = 40 // 10 MiB: more than two batches' worth
+			for i := range n {
+				m := engine.Message{Body: big, Attributes: map[string]string{"i": fmt.Sprint(i)}}
+				if typ == engine.FIFO {
+					m.GroupID = fmt.Sprint("g", i%4)
+				}
+				s.sendMsgs(src, m)
+			}
+			// Some are received and released: they sit in the receive sets, not the list.
+			for _, m := range s.receive(src, 3, time.Minute) {
+				wantNil(t, "release", s.changeVis(src, m.Delivery, 0))
+			}
+			// Leaving everything: each batch reads within the bound, and the scan ends.
+			examined, cursor, batches := 0, "", 0
+			for {
+				bytes := 0
+				res, err := s.e.MoveBatch(s.ctx, src, engine.MoveRequest{Tag: "look", Cursor: cursor, Limit: engine.MaxMoveBatch,
+					Choose: func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+						bytes += len(m.Body) + 1 + len(m.Attributes["i"])
+						return nil, false
+					}})
+				if err != nil {
+					t.Fatalf("MoveBatch: %v", err)
+				}
+				if bytes > engine.MaxMoveBatchBytes || res.Examined == 0 && res.NextCursor != "" {
+					t.Fatalf("a batch read %d messages, %d bytes; bound %d bytes, at least one message", res.Examined, bytes, engine.MaxMoveBatchBytes)
+				}
+				examined, batches = examined+res.Examined, batches+1
+				if cursor = res.NextCursor; cursor == "" {
+					break
+				}
+			}
+			if examined != n || batches < 3 {
+				t.Fatalf("the scan examined %d of %d messages in %d batches; want all, in 3 or more", examined, n, batches)
+			}
+			// Moving everything: all of them arrive.
+			moved, _ := s.moveAll(src, "t", engine.MaxMoveBatch, to(dst))
+			if moved != n {
+				t.Fatalf("moved %d of %d", moved, n)
+			}
+			s.wantCounts(dst, n, 0, 0)
+		})
+	}
 }

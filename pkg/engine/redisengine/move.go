@@ -31,7 +31,7 @@ func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.Mov
 		return engine.MoveResult{}, err
 	}
 	limit := min(max(req.Limit, 1), engine.MaxMoveBatch)
-	page, at, segs, err := e.browseAt(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor})
+	page, at, segs, err := e.browseAt(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor, MaxBytes: engine.MaxMoveBatchBytes})
 	if err != nil {
 		return engine.MoveResult{}, err
 	}
