@@ -59,10 +59,10 @@ type moveTaskJSON struct {
 	FinishedAt           *string          `json:"finishedAt"`
 }
 
-func moveTaskOut(t meta.MoveTask, dry bool) moveTaskJSON {
+func moveTaskOut(t meta.MoveTask) moveTaskJSON {
 	out := moveTaskJSON{
 		ID: t.ID.String(), Status: t.Status, Source: t.QueueID.String(), Action: meta.ActionMove, MaxMessagesPerSecond: t.MaxPerSecond,
-		DryRun: dry, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, StartedAt: formatTime(t.StartedAt),
+		DryRun: t.DryRun, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, StartedAt: formatTime(t.StartedAt),
 	}
 	if t.Deletes() {
 		out.Action = meta.ActionDelete
@@ -142,10 +142,7 @@ func (s *Server) startMoveTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if dry {
-		return c.JSON(http.StatusOK, moveTaskOut(t, true))
-	}
-	return c.JSON(http.StatusCreated, moveTaskOut(t, false))
+	return c.JSON(http.StatusCreated, moveTaskOut(t))
 }
 
 // moveAction reads the optional "action" field: "move" (default) or "delete".
@@ -163,32 +160,25 @@ func moveAction(o *object) (string, *apierr.Error) {
 	return a, nil
 }
 
-// StartMoveTask starts a move task of src (SPEC §13) as req asks, counting toMove first; a
-// dry run only counts and stores nothing. It is the /v1 route's and the SQS door's
-// StartMessageMoveTask.
+// StartMoveTask starts a move task of src (SPEC §13) as req asks: it is stored running, and
+// the runner counts toMove, then moves; a dry run is a task too, which ends once counted. It
+// is the /v1 route's and the SQS door's StartMessageMoveTask.
 func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, req MoveTaskRequest) (meta.MoveTask, error) {
 	if s.cfg.MoveTasks == nil {
 		return meta.MoveTask{}, apierr.New(apierr.Unavailable, "move tasks are not served here")
 	}
-	dry := req.DryRun
 	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
 	t := meta.MoveTask{ID: ids.New(), ProjectID: src.ProjectID, QueueID: src.ID, Filter: req.Filter.Encode(),
-		MaxPerSecond: req.Rate, Status: meta.MoveRunning, StartedAt: now, Action: req.Action}
+		MaxPerSecond: req.Rate, Status: meta.MoveRunning, StartedAt: now, Action: req.Action,
+		DryRun: req.DryRun, Counting: true}
 	if req.Destination != nil {
 		t.Destination = req.Destination.ID
 	}
-	ch, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta)
-	if err != nil {
+	// The destination is checked now (a few lookups); what matches is counted by the runner
+	// (Counting), so the request costs the same whatever the queue holds.
+	if _, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta); err != nil {
 		return t, err
 	}
-	if t.ToMove, t.Failed, err = ch.Count(ctx, s.cfg.Engine); err != nil {
-		return t, err
-	}
-	if dry {
-		t.Status, t.FinishedAt = meta.MoveCompleted, now
-		return t, nil
-	}
-	t.Failed = 0 // counted again as the task meets them
 	if err := s.cfg.MoveTasks.CreateMoveTask(ctx, t); err != nil {
 		if apierr.CodeOf(err) == apierr.MoveTaskRunning {
 			return t, apierr.New(apierr.MoveTaskRunning, "queue %q has a running move task; cancel it or wait for its end", src.Name)
@@ -228,7 +218,7 @@ func (s *Server) listMoveTasks(c echo.Context) error {
 	}
 	out := make([]moveTaskJSON, len(ts))
 	for i, t := range ts {
-		out[i] = moveTaskOut(t, false)
+		out[i] = moveTaskOut(t)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"moveTasks": out, "nextCursor": cursorOut(next)})
 }
@@ -258,7 +248,7 @@ func (s *Server) getMoveTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, moveTaskOut(t, false))
+	return c.JSON(http.StatusOK, moveTaskOut(t))
 }
 
 // cancelMoveTask is POST /v1/queues/{queue}/move-tasks/{task}/cancel: a running task stops
@@ -275,7 +265,7 @@ func (s *Server) cancelMoveTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, moveTaskOut(up, false))
+	return c.JSON(http.StatusOK, moveTaskOut(up))
 }
 
 // CancelMoveTask stops a running task (the runner sees it at its next batch); a finished one

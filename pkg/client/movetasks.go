@@ -56,7 +56,9 @@ type MoveTaskPage struct {
 	NextCursor *string    `json:"nextCursor"`
 }
 
-// StartMoveTask starts a move task of queue (scope queues:admin); with DryRun it only counts.
+// StartMoveTask starts a move task of queue (scope queues:admin), answered running: the
+// task counts ToMove, then moves. With DryRun it only counts (follow it with GetMoveTask
+// until it is no longer running).
 func (c *Client) StartMoveTask(ctx context.Context, queue string, in StartMoveTaskInput) (*MoveTask, error) {
 	var t MoveTask
 	if err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/move-tasks", nil, in, &t); err != nil {

@@ -40,9 +40,15 @@ type MoveTask struct {
 	Filter       string
 	MaxPerSecond int
 	Status       string
-	Moved        int64
-	ToMove       int64
-	Failed       int64
+	// DryRun only counts: the task ends completed once Counting ends, having moved nothing.
+	DryRun bool
+	// Counting is true while the runner's first pass counts ToMove (and, for a dry run,
+	// Failed); Cursor is then that pass's position. A task starts counting (the request does
+	// no work proportional to the queue); false for tasks stored before counting moved here.
+	Counting bool
+	Moved    int64
+	ToMove   int64
+	Failed   int64
 	// Error says why a failed task failed ("" otherwise).
 	Error      string
 	Cursor     string // where the scan of the source continues

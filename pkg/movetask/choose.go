@@ -100,31 +100,3 @@ func (c *Chooser) Choose(ctx context.Context) func(engine.BrowsedMessage) (*engi
 		return q, q == nil
 	}
 }
-
-// Count scans the source and counts what the task would move (toMove) and what would fail
-// (a dry run). It moves nothing.
-func (c *Chooser) Count(ctx context.Context, eng engine.Engine) (toMove, failed int64, err error) {
-	src := c.Source.Engine(nil)
-	choose := c.Choose(ctx)
-	cursor := ""
-	for {
-		res, err := eng.MoveBatch(ctx, src, engine.MoveRequest{Tag: "count", Cursor: cursor, Limit: engine.MaxMoveBatch,
-			Choose: func(m engine.BrowsedMessage) (*engine.Queue, bool) {
-				q, fail := choose(m)
-				if q != nil {
-					toMove++
-				}
-				return nil, fail
-			}})
-		if err != nil {
-			return 0, 0, err
-		}
-		if c.err != nil {
-			return 0, 0, c.err
-		}
-		failed += int64(res.Failed)
-		if cursor = res.NextCursor; cursor == "" {
-			return toMove, failed, nil
-		}
-	}
-}

@@ -44,6 +44,8 @@ type moveItem struct {
 	Filter       string     `dynamodbav:"filter,omitempty"`
 	MaxPerSecond int        `dynamodbav:"maxPerSecond"`
 	Status       string     `dynamodbav:"status"`
+	DryRun       bool       `dynamodbav:"dryRun,omitempty"`
+	Counting     bool       `dynamodbav:"counting,omitempty"`
 	Moved        int64      `dynamodbav:"moved"`
 	ToMove       int64      `dynamodbav:"toMove"`
 	Failed       int64      `dynamodbav:"failed"`
@@ -68,7 +70,7 @@ func toMoveItem(t meta.MoveTask) moveItem {
 		PK: movesPK(t.QueueID), SK: meta.MoveTaskKey(t.ID),
 		ID: t.ID.String(), ProjectID: t.ProjectID.String(), QueueID: t.QueueID.String(),
 		Action: t.Action, Filter: t.Filter, MaxPerSecond: t.MaxPerSecond, Status: t.Status,
-		Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, Error: t.Error, Cursor: t.Cursor,
+		DryRun: t.DryRun, Counting: t.Counting, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, Error: t.Error, Cursor: t.Cursor,
 		StartedAt: utc(t.StartedAt), Owner: t.Owner, LeaseUntil: utc(t.LeaseUntil), Version: t.Version,
 	}
 	if !t.Destination.IsZero() {
@@ -95,7 +97,7 @@ func (it moveItem) task() (meta.MoveTask, error) {
 	}
 	t := meta.MoveTask{
 		ID: id, ProjectID: pid, QueueID: qid, Destination: dst, Action: it.Action, Filter: it.Filter,
-		MaxPerSecond: it.MaxPerSecond, Status: it.Status, Moved: it.Moved, ToMove: it.ToMove,
+		MaxPerSecond: it.MaxPerSecond, Status: it.Status, DryRun: it.DryRun, Counting: it.Counting, Moved: it.Moved, ToMove: it.ToMove,
 		Failed: it.Failed, Error: it.Error, Cursor: it.Cursor, StartedAt: it.StartedAt,
 		Owner: it.Owner, LeaseUntil: it.LeaseUntil, Version: it.Version,
 	}

@@ -39,7 +39,7 @@ func newMoveTask(q ids.ID) meta.MoveTask {
 func testMoveCreateGetUpdate(t *testing.T, s meta.MoveTaskStore) {
 	ctx := t.Context()
 	tk := newMoveTask(ids.New())
-	tk.Version, tk.Action = 9, meta.ActionDelete
+	tk.Version, tk.Action, tk.DryRun, tk.Counting = 9, meta.ActionDelete, true, true
 	if err := s.CreateMoveTask(ctx, tk); err != nil {
 		t.Fatalf("CreateMoveTask: %v", err)
 	}
@@ -47,7 +47,7 @@ func testMoveCreateGetUpdate(t *testing.T, s meta.MoveTaskStore) {
 	if err != nil {
 		t.Fatalf("GetMoveTask: %v", err)
 	}
-	if got.Version != 1 || got.Status != meta.MoveRunning || got.Filter != tk.Filter || got.Action != meta.ActionDelete || !got.StartedAt.Equal(tk.StartedAt) || got.MaxPerSecond != 500 {
+	if got.Version != 1 || got.Status != meta.MoveRunning || got.Filter != tk.Filter || got.Action != meta.ActionDelete || !got.DryRun || !got.Counting || !got.StartedAt.Equal(tk.StartedAt) || got.MaxPerSecond != 500 {
 		t.Fatalf("stored %+v", got)
 	}
 	if _, err := s.GetMoveTask(ctx, ids.New(), tk.ID); apierr.CodeOf(err) != apierr.NotFound {

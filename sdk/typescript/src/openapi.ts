@@ -537,7 +537,7 @@ export interface MoveTask {
   dryRun: boolean;
   /** Messages moved (deleted, for a `delete` task) so far (exact, also across a crash of the replica running the task). */
   moved: number;
-  /** Messages that matched when the task started. */
+  /** Messages that match (arrived before the task started and pass its filter), counted by the task's first pass; it grows from 0 while the task counts. */
   toMove: number;
   /** Matching messages that could not move (no dead-letter source, or that queue is gone or of another type); they stay in the source. */
   failed: number;

@@ -269,17 +269,20 @@ describe('messages and receipts', () => {
     await c.deadLetter(m!.receiptHandle!, 'poison');
     assert.equal((await c.getQueue(dlq.id)).counts.visible, 1);
 
-    const dry = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, dryRun: true });
+    let dry = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, dryRun: true });
     assert.equal(dry.dryRun, true);
+    // A dry run is a task: the runner counts, and it is listed.
+    await until(async () => (dry = await c.getMoveTask(dlq.id, dry.id)).status !== 'running', 10000, 'the dry run to finish');
+    assert.equal(dry.status, 'completed');
     assert.equal(dry.toMove, 1);
     assert.equal(dry.moved, 0);
-    assert.deepEqual((await c.listMoveTasks(dlq.id)).moveTasks, []); // a dry run is not stored
+    assert.deepEqual((await c.listMoveTasks(dlq.id)).moveTasks.map((x) => x.id), [dry.id]);
     await rejects(c.startMoveTask(dlq.id, { maxMessagesPerSecond: 0 }), 'invalid_argument', 400, 'maxMessagesPerSecond');
 
     let t = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, maxMessagesPerSecond: 10000 });
     assert.equal(t.source, dlq.id);
     assert.equal(t.destination, null);
-    assert.equal(t.toMove, 1);
+    assert.equal(t.status, 'running');
     await until(
       async () => (t = await c.getMoveTask(dlq.id, t.id)).status !== 'running',
       10000,
@@ -287,9 +290,10 @@ describe('messages and receipts', () => {
     );
     assert.equal(t.status, 'completed');
     assert.equal(t.moved, 1);
+    assert.equal(t.toMove, 1);
     assert.ok(t.finishedAt);
     const page = await c.listMoveTasks(dlq.id, { limit: 5 });
-    assert.deepEqual(page.moveTasks.map((x) => x.id), [t.id]);
+    assert.deepEqual(page.moveTasks.map((x) => x.id), [t.id, dry.id]);
     assert.equal(page.nextCursor, null);
     const cancelled = await c.cancelMoveTask(dlq.id, t.id); // finished: answered as it is
     assert.equal(cancelled.status, 'completed');
