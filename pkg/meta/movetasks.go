@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -24,6 +25,21 @@ const (
 	ActionMove   = "move"
 	ActionDelete = "delete"
 )
+
+// MaxRunningMoveTasks bounds the running move tasks of one project (dry runs included): each
+// holds a runner's goroutine and scans storage at up to its rate, so one project could
+// otherwise start one per queue it owns. Past it, CreateMoveTask fails with apierr.Quota
+// naming LimitRunningMoveTasks.
+const MaxRunningMoveTasks = 10
+
+// LimitRunningMoveTasks is the details.limit of that quota_exceeded (not a limit a project
+// sets).
+const LimitRunningMoveTasks = "runningMoveTasks"
+
+// RunningQuota is the error of a project at MaxRunningMoveTasks.
+func RunningQuota() error {
+	return apierr.Quota(LimitRunningMoveTasks, MaxRunningMoveTasks, "cancel one of its running move tasks or wait for one to end")
+}
 
 // MoveTask is a move task (redrive and replay) as stored: its request, its progress, and the
 // lease of the replica running it. The store keeps it durably, so a task outlives the replica
@@ -66,7 +82,8 @@ type MoveTask struct {
 // for a bad cursor, Unavailable when the backend cannot be reached.
 type MoveTaskStore interface {
 	// CreateMoveTask stores a new running task with Version 1, unless its source queue has a
-	// running task already (MoveTaskRunning; checked atomically with the store).
+	// running task already (MoveTaskRunning) or its project has MaxRunningMoveTasks running
+	// (RunningQuota), both checked atomically with the store.
 	CreateMoveTask(ctx context.Context, t MoveTask) error
 	// GetMoveTask reads one task of a queue.
 	GetMoveTask(ctx context.Context, queueID, taskID ids.ID) (MoveTask, error)

@@ -220,3 +220,35 @@ func TestMoveTaskDelete(t *testing.T) {
 		t.Fatalf("listed: %v", ts)
 	}
 }
+
+// TestMoveTaskRunningCap: a project runs at most 10 move tasks at once (dry runs included):
+// the 11th is refused 403 quota_exceeded, details.limit runningMoveTasks, and a cancel frees
+// a place.
+func TestMoveTaskRunningCap(t *testing.T) {
+	tn := newTenant(t)
+	c := tn.a
+	msgs := []map[string]any{{"body": "1"}, {"body": "2"}, {"body": "3"}, {"body": "4"}, {"body": "5"}}
+	var ids []string
+	for i := range 11 {
+		q := fmt.Sprint("cap-", i)
+		tn.queue(t, q, nil)
+		c.do("POST", "/v1/queues/"+q+"/messages", map[string]any{"messages": msgs}).must(t, 200)
+		if i == 10 {
+			break
+		}
+		// One a second over five messages: running for seconds.
+		body := map[string]any{"action": "delete", "maxMessagesPerSecond": 1, "dryRun": i%2 == 0}
+		ids = append(ids, c.do("POST", "/v1/queues/"+q+"/move-tasks", body).must(t, 201).str("id"))
+	}
+	r := c.do("POST", "/v1/queues/cap-10/move-tasks", map[string]any{"action": "delete"})
+	r.fails(t, 403, "quota_exceeded", "")
+	if d, _ := r.body["error"].(map[string]any)["details"].(map[string]any); d["limit"] != "runningMoveTasks" {
+		t.Fatalf("details: %s", r.raw)
+	}
+	c.do("POST", "/v1/queues/cap-0/move-tasks/"+ids[0]+"/cancel", nil).must(t, 200)
+	last := c.do("POST", "/v1/queues/cap-10/move-tasks", map[string]any{"action": "delete", "maxMessagesPerSecond": 1}).must(t, 201)
+	c.do("POST", "/v1/queues/cap-10/move-tasks/"+last.str("id")+"/cancel", nil).must(t, 200)
+	for i, id := range ids[1:] {
+		c.do("POST", fmt.Sprintf("/v1/queues/cap-%d/move-tasks/%s/cancel", i+1, id), nil).must(t, 200)
+	}
+}

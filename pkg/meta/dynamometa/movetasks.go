@@ -7,9 +7,12 @@ package dynamometa
 //	pk=MOVERUN           sk=<queue id>                 the queue's running task (taskId): the
 //	                     put is conditional on the item not existing, so a queue runs one task
 //	                     at a time; the runners list this partition to find work
+//	pk=MOVEPROJ          sk=<project id>               running: how many tasks of the project
+//	                     run, conditionally under meta.MaxRunningMoveTasks
 //
-// Creating a task writes both items in one transaction; the update that ends a task deletes
-// the MOVERUN item in the same transaction.
+// Creating a task writes the three in one transaction; the update that ends a task deletes
+// the MOVERUN item and takes one from MOVEPROJ in the same transaction (only for a task whose
+// item says it was counted, slot: tasks created before the count are not).
 
 import (
 	"context"
@@ -27,7 +30,10 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-const moveRunPK = "MOVERUN"
+const (
+	moveRunPK  = "MOVERUN"
+	moveProjPK = "MOVEPROJ"
+)
 
 var _ meta.MoveTaskStore = (*Store)(nil)
 
@@ -56,6 +62,8 @@ type moveItem struct {
 	Owner        string     `dynamodbav:"owner,omitempty"`
 	LeaseUntil   time.Time  `dynamodbav:"leaseUntil"`
 	Version      int64      `dynamodbav:"version"`
+	// Slot: the task counts in its project's MOVEPROJ item while it runs.
+	Slot bool `dynamodbav:"slot,omitempty"`
 }
 
 type moveRunItem struct {
@@ -116,7 +124,9 @@ func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 		return meta.ZeroID("task or queue")
 	}
 	t.Status, t.Version = meta.MoveRunning, 1
-	item, err := marshal(toMoveItem(t))
+	mi := toMoveItem(t)
+	mi.Slot = true
+	item, err := marshal(mi)
 	if err != nil {
 		return err
 	}
@@ -128,12 +138,30 @@ func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 	err = s.transact(ctx, "create move task", []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(s.table), Item: run, ConditionExpression: notExists}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: notExists}},
+		{Update: &types.Update{
+			TableName: aws.String(s.table), Key: key(moveProjPK, t.ProjectID.String()),
+			UpdateExpression:          aws.String("ADD running :one"),
+			ConditionExpression:       aws.String("attribute_not_exists(running) OR running < :max"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":max": num(meta.MaxRunningMoveTasks)},
+		}},
 	})
 	var c *canceled
-	if errors.As(err, &c) {
+	switch {
+	case errors.As(err, &c) && c.failed(2) && !c.failed(0):
+		return meta.RunningQuota()
+	case errors.As(err, &c):
 		return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", t.QueueID)
 	}
 	return err
+}
+
+// projectDone takes one from a project's running count.
+func (s *Store) projectDone(p ids.ID) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(s.table), Key: key(moveProjPK, p.String()),
+		UpdateExpression:          aws.String("ADD running :minus"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-1)},
+	}}
 }
 
 // GetMoveTask reads one task with a strongly consistent read.
@@ -196,7 +224,15 @@ func (s *Store) RunningMoveTasks(ctx context.Context) ([]meta.MoveTask, error) {
 // UpdateMoveTask replaces a task if its stored Version is t.Version; the update that ends a
 // running task deletes its queue's MOVERUN item in the same transaction.
 func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveTask, error) {
-	cur, err := s.GetMoveTask(ctx, t.QueueID, t.ID)
+	var curItem moveItem
+	ok, err := s.get(ctx, "get move task", movesPK(t.QueueID), meta.MoveTaskKey(t.ID), &curItem)
+	if err != nil {
+		return meta.MoveTask{}, err
+	}
+	if !ok {
+		return meta.MoveTask{}, moveNotFound(t.ID)
+	}
+	cur, err := curItem.task()
 	if err != nil {
 		return meta.MoveTask{}, err
 	}
@@ -206,7 +242,9 @@ func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveT
 	next := t
 	next.ProjectID, next.StartedAt = cur.ProjectID, cur.StartedAt
 	next.Version = cur.Version + 1
-	item, err := marshal(toMoveItem(next))
+	ni := toMoveItem(next)
+	ni.Slot = curItem.Slot
+	item, err := marshal(ni)
 	if err != nil {
 		return meta.MoveTask{}, err
 	}
@@ -222,6 +260,9 @@ func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveT
 			ConditionExpression:       aws.String("taskId = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(t.ID.String())},
 		}})
+		if curItem.Slot {
+			writes = append(writes, s.projectDone(cur.ProjectID))
+		}
 	}
 	err = s.transact(ctx, "update move task", writes)
 	var c *canceled

@@ -59,7 +59,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("embeddedmeta: opening %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bMoves, bMoveRun}, tenancyBuckets...) {
+		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bMoves, bMoveRun, bMoveProj}, tenancyBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

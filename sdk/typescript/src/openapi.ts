@@ -23,8 +23,8 @@ export interface ErrorBody {
     requestId?: string;
     /** On a `/readyz` 503, the dependencies that are down, by name only. */
     dependencies?: ("redis" | "metadata" | "messages" | "clock")[];
-    /** On `quota_exceeded`, the project limit the call would pass. */
-    limit?: "maxQueues" | "maxSubscriptions" | "maxStoredBytes";
+    /** On `quota_exceeded`, the project limit the call would pass (`runningMoveTasks`, at most 10 running move tasks per project, is fixed, not a project setting). */
+    limit?: "maxQueues" | "maxSubscriptions" | "maxStoredBytes" | "runningMoveTasks";
     [key: string]: unknown;
   };
 }
