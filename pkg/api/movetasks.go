@@ -22,7 +22,21 @@ const (
 	defaultMoveList = 20
 )
 
-var moveTaskFields = []string{"destination", "filter", "maxMessagesPerSecond", "dryRun"}
+var moveTaskFields = []string{"destination", "filter", "maxMessagesPerSecond", "dryRun", "action"}
+
+// MoveTaskRequest is what starting a move task asks for (SPEC §13).
+type MoveTaskRequest struct {
+	// Destination is the queue moved to; nil: each message back to its dead-letter source.
+	// A delete task has none.
+	Destination *meta.Queue
+	Filter      *movetask.Filter
+	// Rate is in messages a second.
+	Rate int
+	// DryRun only counts what the task would move or delete.
+	DryRun bool
+	// Action is meta.ActionMove or meta.ActionDelete.
+	Action string
+}
 
 // MoveTaskRunner is what the API needs of the replica's runner: a nudge when a task was just
 // created here, so it starts at once rather than at the next poll.
@@ -34,6 +48,7 @@ type moveTaskJSON struct {
 	Source               string           `json:"source"`
 	Destination          *string          `json:"destination"`
 	Filter               *movetask.Filter `json:"filter"`
+	Action               string           `json:"action"`
 	MaxMessagesPerSecond int              `json:"maxMessagesPerSecond"`
 	DryRun               bool             `json:"dryRun"`
 	Moved                int64            `json:"moved"`
@@ -44,10 +59,13 @@ type moveTaskJSON struct {
 	FinishedAt           *string          `json:"finishedAt"`
 }
 
-func moveTaskOut(t meta.MoveTask, dry bool) moveTaskJSON {
+func moveTaskOut(t meta.MoveTask) moveTaskJSON {
 	out := moveTaskJSON{
-		ID: t.ID.String(), Status: t.Status, Source: t.QueueID.String(), MaxMessagesPerSecond: t.MaxPerSecond,
-		DryRun: dry, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, StartedAt: formatTime(t.StartedAt),
+		ID: t.ID.String(), Status: t.Status, Source: t.QueueID.String(), Action: meta.ActionMove, MaxMessagesPerSecond: t.MaxPerSecond,
+		DryRun: t.DryRun, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, StartedAt: formatTime(t.StartedAt),
+	}
+	if t.Deletes() {
+		out.Action = meta.ActionDelete
 	}
 	if !t.Destination.IsZero() {
 		d := t.Destination.String()
@@ -86,6 +104,10 @@ func (s *Server) startMoveTask(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
+	action, aerr := moveAction(o)
+	if aerr != nil {
+		return aerr
+	}
 	var f *movetask.Filter
 	if o.has("filter") && !o.isNull("filter") {
 		if f, aerr = movetask.ParseFilter(o.fields["filter"]); aerr != nil {
@@ -100,6 +122,9 @@ func (s *Server) startMoveTask(c echo.Context) error {
 	defer cancel()
 	var dst *meta.Queue
 	if o.has("destination") && !o.isNull("destination") {
+		if action == meta.ActionDelete {
+			return apierr.Invalid("destination", "must be absent when action is delete")
+		}
 		ref, _, aerr := o.str("destination")
 		if aerr != nil {
 			return aerr
@@ -113,41 +138,47 @@ func (s *Server) startMoveTask(c echo.Context) error {
 		}
 		dst = &d
 	}
-	t, err := s.StartMoveTask(ctx, src, dst, f, int(rate), dry)
+	t, err := s.StartMoveTask(ctx, src, MoveTaskRequest{Destination: dst, Filter: f, Rate: int(rate), DryRun: dry, Action: action})
 	if err != nil {
 		return err
 	}
-	if dry {
-		return c.JSON(http.StatusOK, moveTaskOut(t, true))
-	}
-	return c.JSON(http.StatusCreated, moveTaskOut(t, false))
+	return c.JSON(http.StatusCreated, moveTaskOut(t))
 }
 
-// StartMoveTask starts a move task of src (SPEC §13) to dst (nil: each message back to its
-// dead-letter source) at rate messages a second, counting toMove first; dry only counts and
-// stores nothing. It is the /v1 route's and the SQS door's StartMessageMoveTask.
-func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, dst *meta.Queue, f *movetask.Filter, rate int, dry bool) (meta.MoveTask, error) {
+// moveAction reads the optional "action" field: "move" (default) or "delete".
+func moveAction(o *object) (string, *apierr.Error) {
+	if !o.has("action") || o.isNull("action") {
+		return meta.ActionMove, nil
+	}
+	a, _, aerr := o.str("action")
+	if aerr != nil {
+		return "", aerr
+	}
+	if a != meta.ActionMove && a != meta.ActionDelete {
+		return "", apierr.Invalid("action", "must be move or delete")
+	}
+	return a, nil
+}
+
+// StartMoveTask starts a move task of src (SPEC §13) as req asks: it is stored running, and
+// the runner counts toMove, then moves; a dry run is a task too, which ends once counted. It
+// is the /v1 route's and the SQS door's StartMessageMoveTask.
+func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, req MoveTaskRequest) (meta.MoveTask, error) {
 	if s.cfg.MoveTasks == nil {
 		return meta.MoveTask{}, apierr.New(apierr.Unavailable, "move tasks are not served here")
 	}
 	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
-	t := meta.MoveTask{ID: ids.New(), ProjectID: src.ProjectID, QueueID: src.ID, Filter: f.Encode(),
-		MaxPerSecond: rate, Status: meta.MoveRunning, StartedAt: now}
-	if dst != nil {
-		t.Destination = dst.ID
+	t := meta.MoveTask{ID: ids.New(), ProjectID: src.ProjectID, QueueID: src.ID, Filter: req.Filter.Encode(),
+		MaxPerSecond: req.Rate, Status: meta.MoveRunning, StartedAt: now, Action: req.Action,
+		DryRun: req.DryRun, Counting: true}
+	if req.Destination != nil {
+		t.Destination = req.Destination.ID
 	}
-	ch, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta)
-	if err != nil {
+	// The destination is checked now (a few lookups); what matches is counted by the runner
+	// (Counting), so the request costs the same whatever the queue holds.
+	if _, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta); err != nil {
 		return t, err
 	}
-	if t.ToMove, t.Failed, err = ch.Count(ctx, s.cfg.Engine); err != nil {
-		return t, err
-	}
-	if dry {
-		t.Status, t.FinishedAt = meta.MoveCompleted, now
-		return t, nil
-	}
-	t.Failed = 0 // counted again as the task meets them
 	if err := s.cfg.MoveTasks.CreateMoveTask(ctx, t); err != nil {
 		if apierr.CodeOf(err) == apierr.MoveTaskRunning {
 			return t, apierr.New(apierr.MoveTaskRunning, "queue %q has a running move task; cancel it or wait for its end", src.Name)
@@ -187,7 +218,7 @@ func (s *Server) listMoveTasks(c echo.Context) error {
 	}
 	out := make([]moveTaskJSON, len(ts))
 	for i, t := range ts {
-		out[i] = moveTaskOut(t, false)
+		out[i] = moveTaskOut(t)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"moveTasks": out, "nextCursor": cursorOut(next)})
 }
@@ -217,7 +248,7 @@ func (s *Server) getMoveTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, moveTaskOut(t, false))
+	return c.JSON(http.StatusOK, moveTaskOut(t))
 }
 
 // cancelMoveTask is POST /v1/queues/{queue}/move-tasks/{task}/cancel: a running task stops
@@ -234,7 +265,7 @@ func (s *Server) cancelMoveTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, moveTaskOut(up, false))
+	return c.JSON(http.StatusOK, moveTaskOut(up))
 }
 
 // CancelMoveTask stops a running task (the runner sees it at its next batch); a finished one

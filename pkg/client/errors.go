@@ -151,7 +151,8 @@ func IsConflict(err error) bool {
 func IsQuotaExceeded(err error) bool { return CodeOf(err) == CodeQuotaExceeded }
 
 // QuotaLimit is the project limit a quota_exceeded error names (details.limit: "maxQueues",
-// "maxSubscriptions" or "maxStoredBytes"), or "".
+// "maxSubscriptions", "maxStoredBytes" or "runningMoveTasks": at most 10 move tasks of the
+// project run at once), or "".
 func QuotaLimit(err error) string {
 	var e *Error
 	if errors.As(err, &e) && e.Code == CodeQuotaExceeded {

@@ -15,10 +15,18 @@ type MoveFilter struct {
 	Attributes map[string][]string `json:"attributes,omitempty"`
 }
 
+// Move task actions: a task moves the messages it selects (the default), or deletes them.
+const (
+	MoveActionMove   = "move"
+	MoveActionDelete = "delete"
+)
+
 // StartMoveTaskInput starts a move task (redrive and replay). Destination empty: each
-// message goes back to its dead-letter source queue. MaxMessagesPerSecond nil: 500.
+// message goes back to its dead-letter source queue. MaxMessagesPerSecond nil: 500. Action
+// empty: MoveActionMove; MoveActionDelete deletes the matching messages (no Destination).
 type StartMoveTaskInput struct {
 	Destination          string      `json:"destination,omitempty"`
+	Action               string      `json:"action,omitempty"`
 	Filter               *MoveFilter `json:"filter,omitempty"`
 	MaxMessagesPerSecond *int        `json:"maxMessagesPerSecond,omitempty"`
 	DryRun               bool        `json:"dryRun,omitempty"`
@@ -31,9 +39,10 @@ type MoveTask struct {
 	Source               string      `json:"source"`
 	Destination          *string     `json:"destination"`
 	Filter               *MoveFilter `json:"filter"`
+	Action               string      `json:"action"` // move or delete
 	MaxMessagesPerSecond int         `json:"maxMessagesPerSecond"`
 	DryRun               bool        `json:"dryRun"`
-	Moved                int64       `json:"moved"`
+	Moved                int64       `json:"moved"` // deleted, for a delete task
 	ToMove               int64       `json:"toMove"`
 	Failed               int64       `json:"failed"`
 	Error                *string     `json:"error"`
@@ -47,7 +56,9 @@ type MoveTaskPage struct {
 	NextCursor *string    `json:"nextCursor"`
 }
 
-// StartMoveTask starts a move task of queue (scope queues:admin); with DryRun it only counts.
+// StartMoveTask starts a move task of queue (scope queues:admin), answered running: the
+// task counts ToMove, then moves. With DryRun it only counts (follow it with GetMoveTask
+// until it is no longer running).
 func (c *Client) StartMoveTask(ctx context.Context, queue string, in StartMoveTaskInput) (*MoveTask, error) {
 	var t MoveTask
 	if err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/move-tasks", nil, in, &t); err != nil {

@@ -263,6 +263,11 @@ type BrowseRequest struct {
 	// then examines at most filter.MaxCandidates messages, so it may hold fewer than Limit
 	// (none, even) and still name a next cursor; it names none once no message follows.
 	Filter *filter.Filter
+	// MaxBytes, when positive, bounds the bytes of the messages the page reads (each one's
+	// stored payload as the engine keeps it): the page holds at least one message, ends
+	// before the one that would take it past MaxBytes, and then names a next cursor. Move
+	// tasks read their batches so (MaxMoveBatchBytes).
+	MaxBytes int64
 }
 
 // BrowsedMessage is a message seen by browsing: no receipt handle.

@@ -7,6 +7,15 @@ import (
 // MaxMoveBatch bounds the messages one MoveBatch examines.
 const MaxMoveBatch = 1000
 
+// MaxMoveBatchBytes bounds the bytes of the messages one MoveBatch reads (BrowseRequest's
+// MaxBytes): at most 4 MiB in the replica's memory and in one storage reply, where 1,000
+// messages of the largest size would be 256 MiB.
+const MaxMoveBatchBytes = 4 << 20
+
+// Discard, as Choose's destination, deletes the message instead of moving it (a move task
+// with "action": "delete"). It is compared by identity; it names no queue.
+var Discard = &Queue{}
+
 // MoveRequest asks for one batch of a move task (SPEC §13, redrive and replay): the engine
 // pages through the source queue's visible messages from Cursor, asks Choose about each, and
 // moves the chosen ones.
@@ -17,10 +26,11 @@ type MoveRequest struct {
 	Tag string
 	// Cursor is where the previous batch ended ("" for the first).
 	Cursor string
-	// Limit is how many messages the batch examines at most (1..MaxMoveBatch).
+	// Limit is how many messages the batch examines at most (1..MaxMoveBatch); the batch also
+	// reads at most MaxMoveBatchBytes of them (at least one message).
 	Limit int
-	// Choose decides one message: a destination queue to move it to, or nil to leave it
-	// (fail true: it matched but cannot be moved, and counts as failed).
+	// Choose decides one message: a destination queue to move it to, Discard to delete it,
+	// or nil to leave it (fail true: it matched but cannot be moved, and counts as failed).
 	Choose func(BrowsedMessage) (dst *Queue, fail bool)
 }
 
@@ -28,7 +38,7 @@ type MoveRequest struct {
 type MoveResult struct {
 	// Moved counts the messages taken out of the source by this batch (each one's copy is in
 	// its destination before MoveBatch returns, or, after a failure there, is finished by
-	// Sweep). Failed counts those Choose failed.
+	// Sweep; a discarded one is deleted). Failed counts those Choose failed.
 	Moved, Failed int
 	// Examined counts the messages Choose was asked about.
 	Examined int

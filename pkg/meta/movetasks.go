@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -19,6 +20,27 @@ const (
 	MoveFailed    = "failed"
 )
 
+// Move task actions (SPEC §13): a task moves the messages it selects, or deletes them.
+const (
+	ActionMove   = "move"
+	ActionDelete = "delete"
+)
+
+// MaxRunningMoveTasks bounds the running move tasks of one project (dry runs included): each
+// holds a runner's goroutine and scans storage at up to its rate, so one project could
+// otherwise start one per queue it owns. Past it, CreateMoveTask fails with apierr.Quota
+// naming LimitRunningMoveTasks.
+const MaxRunningMoveTasks = 10
+
+// LimitRunningMoveTasks is the details.limit of that quota_exceeded (not a limit a project
+// sets).
+const LimitRunningMoveTasks = "runningMoveTasks"
+
+// RunningQuota is the error of a project at MaxRunningMoveTasks.
+func RunningQuota() error {
+	return apierr.Quota(LimitRunningMoveTasks, MaxRunningMoveTasks, "cancel one of its running move tasks or wait for one to end")
+}
+
 // MoveTask is a move task (redrive and replay) as stored: its request, its progress, and the
 // lease of the replica running it. The store keeps it durably, so a task outlives the replica
 // running it: another replica takes the lease once it expires and resumes from Cursor.
@@ -28,13 +50,21 @@ type MoveTask struct {
 	QueueID   ids.ID // the source
 	// Destination is the queue moved to; zero: each message back to its dead-letter source.
 	Destination ids.ID
+	// Action is ActionMove or ActionDelete ("" is a move: tasks stored before actions).
+	Action string
 	// Filter is the task's filter as the API accepted it (JSON; "" for none).
 	Filter       string
 	MaxPerSecond int
 	Status       string
-	Moved        int64
-	ToMove       int64
-	Failed       int64
+	// DryRun only counts: the task ends completed once Counting ends, having moved nothing.
+	DryRun bool
+	// Counting is true while the runner's first pass counts ToMove (and, for a dry run,
+	// Failed); Cursor is then that pass's position. A task starts counting (the request does
+	// no work proportional to the queue); false for tasks stored before counting moved here.
+	Counting bool
+	Moved    int64
+	ToMove   int64
+	Failed   int64
 	// Error says why a failed task failed ("" otherwise).
 	Error      string
 	Cursor     string // where the scan of the source continues
@@ -52,7 +82,8 @@ type MoveTask struct {
 // for a bad cursor, Unavailable when the backend cannot be reached.
 type MoveTaskStore interface {
 	// CreateMoveTask stores a new running task with Version 1, unless its source queue has a
-	// running task already (MoveTaskRunning; checked atomically with the store).
+	// running task already (MoveTaskRunning) or its project has MaxRunningMoveTasks running
+	// (RunningQuota), both checked atomically with the store.
 	CreateMoveTask(ctx context.Context, t MoveTask) error
 	// GetMoveTask reads one task of a queue.
 	GetMoveTask(ctx context.Context, queueID, taskID ids.ID) (MoveTask, error)
@@ -66,6 +97,9 @@ type MoveTaskStore interface {
 	// never change. A finished task never runs again (ErrMoveTaskConflict).
 	UpdateMoveTask(ctx context.Context, t MoveTask) (MoveTask, error)
 }
+
+// Deletes reports whether t deletes what it selects rather than moving it.
+func (t MoveTask) Deletes() bool { return t.Action == ActionDelete }
 
 // Clone returns t with its times in UTC (stores return what they keep in one shape).
 func (t MoveTask) Clone() MoveTask {

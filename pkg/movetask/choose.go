@@ -19,7 +19,7 @@ type Queues interface {
 // in the source after the task started is left (so a message that fails again and comes back
 // to a dead-letter queue is not moved round in a loop), one the filter rejects is left, and
 // one that matches goes to the destination, or, without one, back to its dead-letter source
-// queue. A matching message that cannot go anywhere — no dead-letter source, or that queue
+// queue (or, for a task with the delete action, is deleted: engine.Discard). A matching message that cannot go anywhere — no dead-letter source, or that queue
 // deleted or no longer of the same project and type — counts as failed and stays.
 type Chooser struct {
 	Task   meta.MoveTask
@@ -75,6 +75,9 @@ func (c *Chooser) Choose(ctx context.Context) func(engine.BrowsedMessage) (*engi
 		if arrival(m).After(c.Task.StartedAt) || !c.Filter.Match(m) {
 			return nil, false
 		}
+		if c.Task.Deletes() {
+			return engine.Discard, false
+		}
 		if c.Dest != nil {
 			return c.Dest, false
 		}
@@ -95,33 +98,5 @@ func (c *Chooser) Choose(ctx context.Context) func(engine.BrowsedMessage) (*engi
 			c.back[m.DeadLetter.SourceQueue] = q
 		}
 		return q, q == nil
-	}
-}
-
-// Count scans the source and counts what the task would move (toMove) and what would fail
-// (a dry run). It moves nothing.
-func (c *Chooser) Count(ctx context.Context, eng engine.Engine) (toMove, failed int64, err error) {
-	src := c.Source.Engine(nil)
-	choose := c.Choose(ctx)
-	cursor := ""
-	for {
-		res, err := eng.MoveBatch(ctx, src, engine.MoveRequest{Tag: "count", Cursor: cursor, Limit: engine.MaxMoveBatch,
-			Choose: func(m engine.BrowsedMessage) (*engine.Queue, bool) {
-				q, fail := choose(m)
-				if q != nil {
-					toMove++
-				}
-				return nil, fail
-			}})
-		if err != nil {
-			return 0, 0, err
-		}
-		if c.err != nil {
-			return 0, 0, c.err
-		}
-		failed += int64(res.Failed)
-		if cursor = res.NextCursor; cursor == "" {
-			return toMove, failed, nil
-		}
 	}
 }

@@ -24,8 +24,10 @@ const (
 
 // Runner runs the move tasks of the deployment: every replica runs one. It takes the lease of
 // a running task whose lease is free or expired (compare-and-set on the task's Version, so
-// one replica wins), then moves batch by batch at the task's rate, recording the scan's
-// cursor, the counts and a renewed lease after every batch. A replica that dies loses its
+// one replica wins), then scans the source twice, batch by batch at the task's rate: a first
+// pass counts what matches (toMove; the start request does no work proportional to the
+// queue, and a dry run ends there), a second one moves. After every batch it records the
+// scan's cursor, the counts and a renewed lease. A replica that dies loses its
 // lease within Lease; another resumes from the last cursor, after finishing the moves the
 // dead one left half done (engine.Mover.FinishMoves). The moved count is the engine's, kept
 // with each take-out, so it is exact across a crash.
@@ -159,51 +161,91 @@ func (r *Runner) run(ctx context.Context, t meta.MoveTask) {
 	if err := r.Engine.FinishMoves(ctx, sq); err != nil {
 		return
 	}
+	if t.Counting {
+		var ok bool
+		if t, ok = r.pass(ctx, t, ch, sq, true); !ok {
+			return
+		}
+		t.Counting = false
+		if t.DryRun {
+			r.finish(ctx, t, meta.MoveCompleted, "")
+			return
+		}
+		t.Failed = 0 // counted again as the moves meet them
+		if t, err = r.checkpoint(ctx, t); err != nil {
+			return
+		}
+	}
+	if t, ok := r.pass(ctx, t, ch, sq, false); ok {
+		if err := r.Engine.FinishMoves(ctx, sq); err != nil {
+			return
+		}
+		r.finish(ctx, t, meta.MoveCompleted, "")
+	}
+}
+
+// pass scans the source from t.Cursor to its end, batch by batch at the task's rate,
+// checkpointing after each batch: counting (toMove, and failed) without moving anything,
+// or moving. ok: the scan reached the end; otherwise the task was finished as failed, or lost,
+// or ctx ended.
+func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engine.Queue, counting bool) (_ meta.MoveTask, ok bool) {
 	pace := newPacer(r.Clock.Now(), t.MaxPerSecond)
 	errs := 0
 	for ctx.Err() == nil {
 		limit := min(engine.MaxMoveBatch, max(1, t.MaxPerSecond/10))
 		ch.err = nil
-		res, err := r.Engine.MoveBatch(ctx, sq, engine.MoveRequest{Tag: t.ID.String(), Cursor: t.Cursor, Limit: limit, Choose: ch.Choose(ctx)})
+		choose, matched := ch.Choose(ctx), 0
+		if counting {
+			pick := choose
+			choose = func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+				q, fail := pick(m)
+				if q != nil {
+					matched++
+				}
+				return nil, fail
+			}
+		}
+		res, err := r.Engine.MoveBatch(ctx, sq, engine.MoveRequest{Tag: t.ID.String(), Cursor: t.Cursor, Limit: limit, Choose: choose})
 		if err == nil {
 			err = ch.err
 		}
 		if err != nil {
 			if errors.Is(err, engine.ErrBadCursor) { // the stored cursor: not one the engine reads
 				r.finish(ctx, t, meta.MoveFailed, "the task's position in the source is no longer valid")
-				return
+				return t, false
 			}
 			if errs++; errs >= maxErrors {
 				r.finish(ctx, t, meta.MoveFailed, "storage kept failing")
-				return
+				return t, false
 			}
 			if !sleep(ctx, time.Duration(errs)*100*time.Millisecond) {
-				return
+				return t, false
 			}
 			if t, err = r.checkpoint(ctx, t); err != nil {
-				return
+				return t, false
 			}
 			continue
 		}
 		errs = 0
+		n := res.Moved
+		if counting {
+			t.ToMove, n = t.ToMove+int64(matched), matched
+		}
 		t.Failed += int64(res.Failed)
 		t.Cursor = res.NextCursor
 		if t.Cursor == "" {
-			if err := r.Engine.FinishMoves(ctx, sq); err != nil {
-				return
-			}
-			r.finish(ctx, t, meta.MoveCompleted, "")
-			return
+			return t, true
 		}
 		if t, err = r.checkpoint(ctx, t); err != nil {
-			return
+			return t, false
 		}
-		if d := pace.wait(r.Clock.Now(), res.Moved); d > 0 {
+		if d := pace.wait(r.Clock.Now(), n); d > 0 {
 			if !sleep(ctx, d) || r.stopped(ctx, t) {
-				return
+				return t, false
 			}
 		}
 	}
+	return t, false
 }
 
 // stopped reads t after the runner waited out its pace: a cancel that came meanwhile stops the

@@ -9,13 +9,12 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pkg/movetask"
 )
 
 // MoveTasks is what the door needs of the service's move tasks (SPEC §13), mapped onto SQS's
 // StartMessageMoveTask, ListMessageMoveTasks and CancelMessageMoveTask.
 type MoveTasks interface {
-	StartMoveTask(ctx context.Context, src meta.Queue, dst *meta.Queue, f *movetask.Filter, rate int, dry bool) (meta.MoveTask, error)
+	StartMoveTask(ctx context.Context, src meta.Queue, req api.MoveTaskRequest) (meta.MoveTask, error)
 	ListMoveTasks(ctx context.Context, src meta.Queue, page meta.Page) ([]meta.MoveTask, string, error)
 	GetMoveTask(ctx context.Context, src meta.Queue, id ids.ID) (meta.MoveTask, error)
 	CancelMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveTask, error)
@@ -93,7 +92,7 @@ func (d *Door) startMessageMoveTask(c *call) (any, error) {
 	}
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	t, err := d.cfg.MoveTasks.StartMoveTask(ctx, src, dst, nil, int(rate), false)
+	t, err := d.cfg.MoveTasks.StartMoveTask(ctx, src, api.MoveTaskRequest{Destination: dst, Rate: int(rate), Action: meta.ActionMove})
 	switch apierr.CodeOf(err) {
 	case apierr.MoveTaskRunning:
 		return nil, newErr(errUnsupportedOp, "There is already a task running. Only one active task is allowed for each source queue arn at a given time.")

@@ -20,6 +20,7 @@ func (c *cli) moveCmd() *cobra.Command {
 		`  queues move start orders-dlq                      # each message back to its source queue
   queues move start orders-dlq --dry-run --reason maxReceiveCount
   queues move start orders-dlq --to orders-replay --rate 2000 --wait
+  queues move start orders-dlq --action delete --reason poison
   queues move list orders-dlq
   queues move cancel orders-dlq 0193a5b4-3c4d-7e5f-8061-7c8d9e0f1a2b`,
 		c.moveStartCmd(), c.moveListCmd(), c.moveGetCmd(), c.moveCancelCmd())
@@ -27,10 +28,10 @@ func (c *cli) moveCmd() *cobra.Command {
 
 // moveFlags are the flags of move start.
 type moveFlags struct {
-	to, reason, group, after, before string
-	attrs                            []string
-	rate                             intValue
-	dryRun, wait                     bool
+	to, action, reason, group, after, before string
+	attrs                                    []string
+	rate                                     intValue
+	dryRun, wait                             bool
 }
 
 func (c *cli) moveStartCmd() *cobra.Command {
@@ -41,18 +42,21 @@ func (c *cli) moveStartCmd() *cobra.Command {
 second, to --to, or without --to each back to the queue it was dead-lettered from. A moved
 message keeps its id, body, attributes and group; its receive count restarts at 0. One task
 runs per queue at a time (exit code of a conflict while one runs). --dry-run only counts what
-would move. --wait follows the task until it finishes (exit 1 if it fails).`,
+would move (a task too: the command follows it and prints its counts). --action delete deletes the matching messages instead of moving them (no --to).
+--wait follows the task until it finishes (exit 1 if it fails).`,
 		example: `  queues move start orders-dlq
   queues move start orders-dlq --dry-run --reason maxReceiveCount --sent-after 2026-11-01T00:00:00Z
   queues move start orders-dlq --to orders-replay --rate 2000 --attr kind=refund --attr kind=charge
+  queues move start orders-dlq --action delete --reason poison --sent-before 2026-11-01T00:00:00Z
   queues move start orders-dlq --wait --json`,
 		minArgs: 1, maxArgs: 1, completeArgs: c.queueArg,
 		run: func(ctx context.Context, _ *cobra.Command, args []string) error { return c.moveStart(ctx, args[0], &f) },
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.to, "to", "", "destination queue (id, slug or name; default: each message's dead-letter source)")
+	fl.StringVar(&f.action, "action", "", "move (default) or delete: delete the matching messages instead of moving them")
 	fl.Var(&f.rate, "rate", "messages a second, 1-10000 (default 500)")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "only count what would move (stores nothing)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "only count what would move (moves nothing; waits for the count)")
 	fl.BoolVar(&f.wait, "wait", false, "follow the task until it finishes, printing its progress")
 	fl.StringVar(&f.reason, "reason", "", "filter: only messages dead-lettered for this reason (maxReceiveCount, …)")
 	fl.StringVar(&f.after, "sent-after", "", "filter: only messages sent after this RFC 3339 time")
@@ -65,7 +69,16 @@ would move. --wait follows the task until it finishes (exit 1 if it fails).`,
 
 // input turns the flags into the request, or a usage error naming the flag.
 func (f *moveFlags) input() (client.StartMoveTaskInput, error) {
-	in := client.StartMoveTaskInput{Destination: f.to, MaxMessagesPerSecond: f.rate.ptr(), DryRun: f.dryRun}
+	in := client.StartMoveTaskInput{Destination: f.to, Action: f.action, MaxMessagesPerSecond: f.rate.ptr(), DryRun: f.dryRun}
+	switch f.action {
+	case "", client.MoveActionMove:
+	case client.MoveActionDelete:
+		if f.to != "" {
+			return in, usagef("--to and --action delete contradict each other (a delete task moves nothing)")
+		}
+	default:
+		return in, usagef("--action wants move or delete, not %q", f.action)
+	}
 	var filter client.MoveFilter
 	var err error
 	if filter.SentAfter, err = timeFlag("--sent-after", f.after); err != nil {
@@ -108,22 +121,27 @@ func (c *cli) moveStart(ctx context.Context, queue string, f *moveFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.wait && f.dryRun {
-		return usagef("--wait and --dry-run contradict each other (a dry run answers at once)")
-	}
 	t, err := c.client.StartMoveTask(ctx, queue, in)
 	if err != nil {
 		return err
+	}
+	if f.dryRun { // a dry run is a task that counts: its answer is its end
+		if t, err = c.moveFollow(ctx, queue, t, false); err != nil {
+			return err
+		}
+		return c.out(t, func(w io.Writer) {
+			fmt.Fprintf(w, "dry run: %d would %s, %d could not (nothing %s)\n", t.ToMove, verb(t), t.Failed, verb(t)+"d")
+		})
 	}
 	if f.wait {
 		return c.moveWait(ctx, queue, t)
 	}
 	return c.out(t, func(w io.Writer) {
-		if t.DryRun {
-			fmt.Fprintf(w, "dry run: %d would move, %d could not (nothing moved)\n", t.ToMove, t.Failed)
+		if t.Action == client.MoveActionDelete {
+			fmt.Fprintf(w, "started delete task %s of %s (counting what to delete)\n", t.ID, queue)
 			return
 		}
-		fmt.Fprintf(w, "started move task %s of %s: %d to move to %s\n", t.ID, queue, t.ToMove, moveDest(t))
+		fmt.Fprintf(w, "started move task %s of %s to %s (counting what to move)\n", t.ID, queue, moveDest(t))
 	})
 }
 
@@ -133,23 +151,9 @@ const movePoll = 500 * time.Millisecond
 // moveWait follows t until it leaves running: a progress line each time it changes (text),
 // then the final task. A failed task is a failure of the command.
 func (c *cli) moveWait(ctx context.Context, queue string, t *client.MoveTask) error {
-	tick := time.NewTicker(movePoll)
-	defer tick.Stop()
-	var last int64 = -1
-	for t.Status == "running" {
-		if !c.json && t.Moved != last {
-			fmt.Fprintf(c.io.stdout, "%s: %d of %d moved, %d failed\n", t.ID, t.Moved, t.ToMove, t.Failed)
-			last = t.Moved
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		var err error
-		if t, err = c.client.GetMoveTask(ctx, queue, t.ID); err != nil {
-			return err
-		}
+	t, err := c.moveFollow(ctx, queue, t, !c.json)
+	if err != nil {
+		return err
 	}
 	if err := c.out(t, func(w io.Writer) { printMoveTask(w, t) }); err != nil {
 		return err
@@ -158,6 +162,38 @@ func (c *cli) moveWait(ctx context.Context, queue string, t *client.MoveTask) er
 		return fmt.Errorf("move task %s failed: %s", t.ID, deref(t.Error))
 	}
 	return nil
+}
+
+// moveFollow reads t until it leaves running, printing a progress line each time it changes
+// when progress is set, and answers the final task.
+func (c *cli) moveFollow(ctx context.Context, queue string, t *client.MoveTask, progress bool) (*client.MoveTask, error) {
+	tick := time.NewTicker(movePoll)
+	defer tick.Stop()
+	var last int64 = -1
+	for t.Status == "running" {
+		if progress && t.Moved != last {
+			fmt.Fprintf(c.io.stdout, "%s: %d of %d %sd, %d failed\n", t.ID, t.Moved, t.ToMove, verb(t), t.Failed)
+			last = t.Moved
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-tick.C:
+		}
+		var err error
+		if t, err = c.client.GetMoveTask(ctx, queue, t.ID); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// verb is what a task does to the messages it selects: move or delete.
+func verb(t *client.MoveTask) string {
+	if t.Action == client.MoveActionDelete {
+		return "delete"
+	}
+	return "move"
 }
 
 func (c *cli) moveListCmd() *cobra.Command {
@@ -229,6 +265,9 @@ func printMoveTasks(w io.Writer, ts []client.MoveTask) {
 
 // moveDest names where a task's messages go.
 func moveDest(t *client.MoveTask) string {
+	if t.Action == client.MoveActionDelete {
+		return "deleted"
+	}
 	if t.Destination == nil {
 		return "each message's source queue"
 	}

@@ -52,7 +52,7 @@ func TestCLIMove(t *testing.T) {
 
 	// One a second: the task is still running when the next start and the cancel come.
 	slow := jsonOf[client.MoveTask](t, e.run(t, "", "move", "start", "jobs-dlq", "--reason", "bad", "--rate", "1", "--json").ok(t))
-	if slow.Status != "running" || slow.ToMove != 8 || slow.Destination != nil || slow.Filter == nil || slow.Filter.Reason != "bad" {
+	if slow.Status != "running" || slow.Destination != nil || slow.Filter == nil || slow.Filter.Reason != "bad" {
 		t.Fatalf("started: %+v", slow)
 	}
 	e.run(t, "", "move", "start", "jobs-dlq").fails(t, exitConflict, "move_task_running")
@@ -76,7 +76,7 @@ func TestCLIMove(t *testing.T) {
 		t.Fatalf("dead-letter queue after the moves: %+v", c)
 	}
 	list := jsonOf[[]client.MoveTask](t, e.run(t, "", "move", "list", "jobs-dlq", "--json").ok(t))
-	if len(list) != 2 || list[0].Status != "completed" || list[1].ID != slow.ID {
+	if len(list) != 4 || list[0].Status != "completed" || list[1].ID != slow.ID || !list[3].DryRun {
 		t.Fatalf("list --json, newest first: %+v", list)
 	}
 
@@ -93,11 +93,30 @@ func TestCLIMove(t *testing.T) {
 	e.run(t, "", "move", "start", "nowhere").fails(t, exitNotFound, "not_found")
 	e.run(t, "", "move", "start", "jobs-dlq", "--sent-after", "yesterday").fails(t, exitUsage, "--sent-after wants an RFC 3339 time")
 	e.run(t, "", "move", "start", "jobs-dlq", "--attr", "novalue").fails(t, exitUsage, "--attr wants NAME=VALUE")
-	e.run(t, "", "move", "start", "jobs-dlq", "--dry-run", "--wait").fails(t, exitUsage, "contradict")
 	e.run(t, "", "move", "cancel", "jobs-dlq", "0193a5b4-3c4d-7e5f-8061-7c8d9e0f1a2b").fails(t, exitNotFound, "not_found")
 	e.run(t, "", "move", "cancel", "jobs-dlq").fails(t, exitUsage, "usage: queues move cancel QUEUE TASK_ID")
 	e.run(t, "", "move").fails(t, exitUsage, "usage: queues move <start|list|get|cancel>")
 	if r := e.run(t, "", "move", "start", "-h"); r.code != exitOK || !strings.Contains(r.out, "Examples:") || !strings.Contains(r.out, "--dry-run") {
 		t.Fatalf("move start -h: %d %s", r.code, r.out)
+	}
+}
+
+// TestCLIMoveDelete: queues move start --action delete deletes the matching messages.
+func TestCLIMoveDelete(t *testing.T) {
+	e := newCLIEnv(t)
+	dlq := jsonOf[client.Queue](t, e.run(t, "", "queue", "create", "del-dlq", "--json").ok(t))
+	e.run(t, "", "queue", "create", "del", "--dlq", dlq.ID).ok(t)
+	e.deadLetter(t, "del", 10, 3)
+
+	e.run(t, "", "move", "start", "del-dlq", "--action", "purge").fails(t, exitUsage, "--action wants move or delete")
+	e.run(t, "", "move", "start", "del-dlq", "--action", "delete", "--to", "del").fails(t, exitUsage, "contradict")
+	done := e.run(t, "", "move", "start", "del-dlq", "--action", "delete", "--reason", "bad", "--wait").ok(t)
+	done.has(t, "status: completed", "destination: deleted", "moved: 3 of 3")
+	e.run(t, "", "move", "start", "del-dlq", "--action", "delete", "--dry-run").ok(t).has(t, "dry run: 7 would delete, 0 could not (nothing deleted)")
+	if c := e.counts(t, "del-dlq"); c.Visible != 7 {
+		t.Fatalf("dead-letter queue after deleting 3 of 10: %+v", c)
+	}
+	if c := e.counts(t, "del"); c.Visible != 0 {
+		t.Fatalf("source after a delete task: %+v", c)
 	}
 }

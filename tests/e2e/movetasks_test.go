@@ -89,23 +89,27 @@ func TestMoveTaskRedrive(t *testing.T) {
 	c.as(tn.tokenWith(t, "queues:read")).do("POST", path, nil).fails(t, 403, "permission_denied", "")
 	c.do("GET", path+"/00000000-0000-7000-8000-000000000000", nil).fails(t, 404, "not_found", "")
 
-	// A dry run counts and stores nothing.
-	dry := c.do("POST", path, map[string]any{"dryRun": true, "filter": map[string]any{"reason": "bad"}}).must(t, 200)
-	if dry.body["toMove"] != 10.0 || dry.body["moved"] != 0.0 || dry.body["dryRun"] != true {
+	// A dry run is a task: the runner counts, moves nothing, and it is listed.
+	dryStart := c.do("POST", path, map[string]any{"dryRun": true, "filter": map[string]any{"reason": "bad"}}).must(t, 201)
+	dry := awaitTask(t, c, "mv-dlq", dryStart.str("id"))
+	if dry.str("status") != "completed" || dry.body["toMove"] != 10.0 || dry.body["moved"] != 0.0 || dry.body["dryRun"] != true {
 		t.Fatalf("dry run: %s", dry.raw)
 	}
-	if l := c.do("GET", path, nil).must(t, 200); len(l.list("moveTasks")) != 0 || l.body["nextCursor"] != nil {
-		t.Fatalf("a dry run was listed: %s", l.raw)
+	if l := c.do("GET", path, nil).must(t, 200); len(l.list("moveTasks")) != 1 || l.body["nextCursor"] != nil {
+		t.Fatalf("the dry run is not listed: %s", l.raw)
+	}
+	if n := c.counts(t, "mv-dlq")["visible"]; n != 20.0 {
+		t.Fatalf("a dry run moved something: the dead-letter queue holds %v", n)
 	}
 
 	// Kind a goes back to its source; a second task meanwhile is refused.
 	start := c.do("POST", path, map[string]any{"filter": map[string]any{"attributes": map[string]any{"kind": "a"}}, "maxMessagesPerSecond": 4}).must(t, 201)
-	if start.str("status") != "running" || start.body["toMove"] != 10.0 || start.body["source"] != dlqID || start.body["destination"] != nil {
+	if start.str("status") != "running" || start.body["source"] != dlqID || start.body["destination"] != nil {
 		t.Fatalf("started: %s", start.raw)
 	}
 	c.do("POST", path, nil).fails(t, 409, "move_task_running", "")
 	done := awaitTask(t, tn.b, "mv-dlq", start.str("id"))
-	if done.str("status") != "completed" || done.body["moved"] != 10.0 || done.body["failed"] != 0.0 || done.body["finishedAt"] == nil {
+	if done.str("status") != "completed" || done.body["moved"] != 10.0 || done.body["toMove"] != 10.0 || done.body["failed"] != 0.0 || done.body["finishedAt"] == nil {
 		t.Fatalf("finished: %s", done.raw)
 	}
 	got := map[string]bool{}
@@ -155,7 +159,7 @@ func TestMoveTaskRedrive(t *testing.T) {
 		t.Fatalf("first page: %s", page1.raw)
 	}
 	page2 := c.do("GET", path+"?limit=2&cursor="+page1.str("nextCursor"), nil).must(t, 200)
-	if ts := page2.list("moveTasks"); len(ts) != 1 || ts[0]["id"] != start.str("id") || page2.body["nextCursor"] != nil {
+	if ts := page2.list("moveTasks"); len(ts) != 2 || ts[0]["id"] != start.str("id") || ts[1]["id"] != dryStart.str("id") || page2.body["nextCursor"] != nil {
 		t.Fatalf("second page: %s", page2.raw)
 	}
 	c.do("GET", path+"?cursor=garbage", nil).fails(t, 400, "invalid_argument", "cursor")
@@ -165,5 +169,86 @@ func TestMoveTaskRedrive(t *testing.T) {
 	moved := int(lastDone.body["moved"].(float64))
 	if m := awaitTask(t, c, "mv-dlq", slow.str("id")).body["moved"].(float64); int(m)+moved != 10 {
 		t.Fatalf("cancelled task moved %v and the last %d; want 10 together", m, moved)
+	}
+}
+
+// TestMoveTaskDelete: "action": "delete" (SPEC §13) deletes the matching visible messages
+// with the lifecycle of a move; the rest stay.
+func TestMoveTaskDelete(t *testing.T) {
+	tn := newTenant(t)
+	c := tn.a
+	tn.queue(t, "del-dlq", nil)
+	dlqID := c.do("GET", "/v1/queues/del-dlq", nil).must(t, 200).str("id")
+	tn.queue(t, "del-src", map[string]any{"redrive": map[string]any{"deadLetterQueue": dlqID, "maxReceiveCount": 1}})
+	byKind := deadLettered(t, c, "del-src", 20)
+	path := "/v1/queues/del-dlq/move-tasks"
+
+	c.do("POST", path, map[string]any{"action": "purge"}).fails(t, 400, "invalid_argument", "action")
+	c.do("POST", path, map[string]any{"action": 1}).fails(t, 400, "invalid_argument", "action")
+	c.do("POST", path, map[string]any{"action": "delete", "destination": "del-src"}).fails(t, 400, "invalid_argument", "destination")
+
+	// A dry run of a delete counts and deletes nothing.
+	dry := c.do("POST", path, map[string]any{"action": "delete", "dryRun": true, "filter": map[string]any{"reason": "bad"}}).must(t, 201)
+	if dry = awaitTask(t, c, "del-dlq", dry.str("id")); dry.body["toMove"] != 10.0 || dry.body["moved"] != 0.0 || c.counts(t, "del-dlq")["visible"] != 20.0 {
+		t.Fatalf("dry run of a delete: %s", dry.raw)
+	}
+	start := c.do("POST", path, map[string]any{"action": "delete", "filter": map[string]any{"reason": "bad"}, "maxMessagesPerSecond": 10000}).must(t, 201)
+	if start.str("action") != "delete" || start.body["destination"] != nil {
+		t.Fatalf("started: %s", start.raw)
+	}
+	done := awaitTask(t, c, "del-dlq", start.str("id"))
+	if done.str("status") != "completed" || done.body["moved"] != 10.0 || done.body["failed"] != 0.0 || done.str("action") != "delete" {
+		t.Fatalf("finished: %s", done.raw)
+	}
+	if n := c.counts(t, "del-dlq")["visible"]; n != 10.0 {
+		t.Fatalf("the dead-letter queue holds %v, want the 10 of kind b", n)
+	}
+	if n := c.counts(t, "del-src")["visible"]; n != 0.0 {
+		t.Fatalf("the source queue holds %v, want nothing (deleted, not moved)", n)
+	}
+	left := map[string]bool{}
+	for _, m := range c.receive(t, "del-dlq", map[string]any{"maxMessages": 10, "waitSeconds": 0}) {
+		left[m["messageId"].(string)] = true
+	}
+	for _, id := range byKind["a"] {
+		if left[id] {
+			t.Fatalf("message %s (reason bad) was not deleted", id)
+		}
+	}
+	// A move task is listed with its action too.
+	if ts := c.do("GET", path, nil).must(t, 200).list("moveTasks"); len(ts) != 2 || ts[0]["action"] != "delete" {
+		t.Fatalf("listed: %v", ts)
+	}
+}
+
+// TestMoveTaskRunningCap: a project runs at most 10 move tasks at once (dry runs included):
+// the 11th is refused 403 quota_exceeded, details.limit runningMoveTasks, and a cancel frees
+// a place.
+func TestMoveTaskRunningCap(t *testing.T) {
+	tn := newTenant(t)
+	c := tn.a
+	msgs := []map[string]any{{"body": "1"}, {"body": "2"}, {"body": "3"}, {"body": "4"}, {"body": "5"}}
+	var ids []string
+	for i := range 11 {
+		q := fmt.Sprint("cap-", i)
+		tn.queue(t, q, nil)
+		c.do("POST", "/v1/queues/"+q+"/messages", map[string]any{"messages": msgs}).must(t, 200)
+		if i == 10 {
+			break
+		}
+		// One a second over five messages: running for seconds.
+		body := map[string]any{"action": "delete", "maxMessagesPerSecond": 1, "dryRun": i%2 == 0}
+		ids = append(ids, c.do("POST", "/v1/queues/"+q+"/move-tasks", body).must(t, 201).str("id"))
+	}
+	r := c.do("POST", "/v1/queues/cap-10/move-tasks", map[string]any{"action": "delete"})
+	r.fails(t, 403, "quota_exceeded", "")
+	if d, _ := r.body["error"].(map[string]any)["details"].(map[string]any); d["limit"] != "runningMoveTasks" {
+		t.Fatalf("details: %s", r.raw)
+	}
+	c.do("POST", "/v1/queues/cap-0/move-tasks/"+ids[0]+"/cancel", nil).must(t, 200)
+	last := c.do("POST", "/v1/queues/cap-10/move-tasks", map[string]any{"action": "delete", "maxMessagesPerSecond": 1}).must(t, 201)
+	c.do("POST", "/v1/queues/cap-10/move-tasks/"+last.str("id")+"/cancel", nil).must(t, 200)
+	for i, id := range ids[1:] {
+		c.do("POST", fmt.Sprintf("/v1/queues/cap-%d/move-tasks/%s/cancel", i+1, id), nil).must(t, 200)
 	}
 }

@@ -91,7 +91,11 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		}
 		best := firstAfter(qi.browsable(st), n+1, func(m *msg) bool { return m.expiresAt > now && after(m) })
 		more = len(best) > n
-		for _, m := range best[:min(len(best), n)] {
+		best = best[:min(len(best), n)]
+		if cut := bytesCut(best, req.MaxBytes); cut < len(best) {
+			best, more = best[:cut], true
+		}
+		for _, m := range best {
 			b := engine.BrowsedMessage{
 				MessageID: m.id, ReceiveCount: m.receiveCount(), SentAt: fromMs(m.sentAt),
 				VisibleAt: fromMs(m.at), State: req.State, Priority: int(m.prio),
@@ -149,6 +153,21 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		page.NextCursor = encodeCursor(req.State, last.at, last.seq)
 	}
 	return page, nil
+}
+
+// bytesCut is how many of ms a page bounded to max bytes holds: at least one, and none that
+// would take it past max (max 0: all).
+func bytesCut(ms []*msg, max int64) int {
+	if max <= 0 {
+		return len(ms)
+	}
+	var n int64
+	for i, m := range ms {
+		if n += int64(m.size); n > max && i > 0 {
+			return i
+		}
+	}
+	return len(ms)
 }
 
 // browseStates maps a browsable state to the embedded engine's own.

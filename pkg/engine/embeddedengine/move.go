@@ -34,12 +34,12 @@ func applyCounts(tx *bolt.Tx, cs []countAdd) error {
 	return nil
 }
 
-// MoveBatch examines one page of src's visible messages and moves the chosen ones. Here a
-// message's move is one transaction: out of src, into its destination, and the task's
-// counter, together.
+// MoveBatch examines one page of src's visible messages and moves the chosen ones (deletes
+// those chosen for engine.Discard). Here a message's move is one transaction: out of src,
+// into its destination, and the task's counter, together.
 func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.MoveRequest) (engine.MoveResult, error) {
 	limit := min(max(req.Limit, 1), engine.MaxMoveBatch)
-	page, err := e.Browse(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor})
+	page, err := e.Browse(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor, MaxBytes: engine.MaxMoveBatchBytes})
 	if err != nil {
 		return engine.MoveResult{}, err
 	}
@@ -74,7 +74,13 @@ func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.Mov
 			if m == nil || m.st != stVisible || m.expiresAt <= now {
 				continue // received, settled or expired since the page was read
 			}
-			e.moveTo(&w, qi, m, *p.dst, now)
+			if p.dst == engine.Discard {
+				qi.remove(m)
+				w.delMsg(qi, m)
+				w.wake(qi.id) // a fifo group's next message may be available now
+			} else {
+				e.moveTo(&w, qi, m, *p.dst, now)
+			}
 			res.Moved++
 		}
 	}

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func moveTests(h Harness) []struct {
 		{"MoveWhileReceiving", testMoveWhileReceiving},
 		{"MoveSameInstant", testMoveSameInstant},
 		{"MoveStoredBytes", func(t *testing.T, s *suite) { testMoveStoredBytes(t, s, h) }},
+		{"MoveDelete", func(t *testing.T, s *suite) { testMoveDelete(t, s, h) }},
+		{"MoveDeleteFIFO", testMoveDeleteFIFO},
+		{"MoveBatchBytesBound", testMoveBatchBytesBound},
 	}
 }
 
@@ -380,4 +384,134 @@ func testMoveSameInstant(t *testing.T, s *suite) {
 	}
 	s.wantCounts(src, 0, 0, 0)
 	s.wantCounts(dst, n, 0, 0)
+}
+
+// discardIf deletes the messages whose attribute k is v and leaves the others.
+func discardIf(k, v string) func(engine.BrowsedMessage) (*engine.Queue, bool) {
+	return func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+		if m.Attributes[k] == v {
+			return engine.Discard, false
+		}
+		return nil, false
+	}
+}
+
+// testMoveDelete: a delete task (engine.Discard) deletes the chosen visible messages, counts
+// them under its tag, leaves the others and messages in flight alone, and gives their bytes
+// back to the project.
+func testMoveDelete(t *testing.T, s *suite, h Harness) {
+	b := &bytesSuite{suite: s, h: h, project: ids.New()}
+	src := b.queue()
+	var msgs []engine.Message
+	for i := range 20 {
+		msgs = append(msgs, engine.Message{Body: "x", Attributes: map[string]string{"k": fmt.Sprint(i % 2)}})
+	}
+	sent := b.sendMsgs(src, msgs...)
+	b.want("send", 20*3)
+	// One of the chosen ones is in flight: it stays.
+	inFlight := s.receive(src, 1, time.Minute)
+	if len(inFlight) != 1 {
+		t.Fatalf("received %d, want 1", len(inFlight))
+	}
+	first := inFlight[0].Attributes["k"]
+	deleted, failed := s.moveAll(src, "del", 3, discardIf("k", first))
+	if deleted != 9 || failed != 0 {
+		t.Fatalf("deleted %d, failed %d; want 9, 0", deleted, failed)
+	}
+	s.wantMovedCount(src, "del", 9)
+	s.wantCounts(src, 10, 1, 0)
+	b.want("after the delete", 11*3)
+	got := s.drain(src)
+	for i, id := range sent {
+		_, ok := got[id]
+		if want := msgs[i].Attributes["k"] != first; ok != want && id != inFlight[0].MessageID {
+			t.Fatalf("message %d (k=%s) present %v after deleting k=%s", i, msgs[i].Attributes["k"], ok, first)
+		}
+	}
+	// The message that was in flight is still settled by its handle.
+	wantNil(t, "ack of the message in flight", s.ack(src, inFlight[0].Delivery)[0])
+}
+
+// testMoveDeleteFIFO: a delete task on a fifo queue deletes a group's visible messages and
+// the group goes on with what is left, in order.
+func testMoveDeleteFIFO(t *testing.T, s *suite) {
+	src := s.queue(fifo)
+	s.sendG(src, "g1", "a1", "a2", "a3")
+	s.sendG(src, "g2", "b1", "b2")
+	del := func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+		if m.GroupID == "g2" || m.Body == "a2" {
+			return engine.Discard, false
+		}
+		return nil, false
+	}
+	deleted, _ := s.moveAll(src, "t", 2, del)
+	if deleted != 3 {
+		t.Fatalf("deleted %d, want 3", deleted)
+	}
+	s.wantMovedCount(src, "t", 3)
+	s.ackAll(src, s.wantBodies(src, 10, time.Minute, "a1", "a3"))
+	s.wantCounts(src, 0, 0, 0)
+}
+
+// testMoveBatchBytesBound: a batch reads at most MaxMoveBatchBytes of messages (at least one),
+// however many it may examine, and the batches still reach every message: the largest
+// messages, from the never-received list and from the receive sets (released ones), with and
+// without a move.
+func testMoveBatchBytesBound(t *testing.T, s *suite) {
+	for _, typ := range []engine.Type{engine.Standard, engine.FIFO} {
+		t.Run(string(typ), func(t *testing.T) {
+			var src engine.Queue
+			if typ == engine.FIFO {
+				src = s.queue(fifo)
+			} else {
+				src = s.queue()
+			}
+			dst := s.queue()
+			if typ == engine.FIFO {
+				dst = s.queue(fifo)
+			}
+			big := strings.Repeat("b", engine.MaxMessageBytes-10)
+			const n = 40 // 10 MiB: more than two batches' worth
+			for i := range n {
+				m := engine.Message{Body: big, Attributes: map[string]string{"i": fmt.Sprint(i)}}
+				if typ == engine.FIFO {
+					m.GroupID = fmt.Sprint("g", i%4)
+				}
+				s.sendMsgs(src, m)
+			}
+			// Some are received and released: they sit in the receive sets, not the list.
+			for _, m := range s.receive(src, 3, time.Minute) {
+				wantNil(t, "release", s.changeVis(src, m.Delivery, 0))
+			}
+			// Leaving everything: each batch reads within the bound, and the scan ends.
+			examined, cursor, batches := 0, "", 0
+			for {
+				bytes := 0
+				res, err := s.e.MoveBatch(s.ctx, src, engine.MoveRequest{Tag: "look", Cursor: cursor, Limit: engine.MaxMoveBatch,
+					Choose: func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+						bytes += len(m.Body) + 1 + len(m.Attributes["i"])
+						return nil, false
+					}})
+				if err != nil {
+					t.Fatalf("MoveBatch: %v", err)
+				}
+				if bytes > engine.MaxMoveBatchBytes || res.Examined == 0 && res.NextCursor != "" {
+					t.Fatalf("a batch read %d messages, %d bytes; bound %d bytes, at least one message", res.Examined, bytes, engine.MaxMoveBatchBytes)
+				}
+				examined, batches = examined+res.Examined, batches+1
+				if cursor = res.NextCursor; cursor == "" {
+					break
+				}
+			}
+			if examined != n || batches < 3 {
+				t.Fatalf("the scan examined %d of %d messages in %d batches; want all, in 3 or more", examined, n, batches)
+			}
+			// Moving everything: all of them arrive.
+			moved, _ := s.moveAll(src, "t", engine.MaxMoveBatch, to(dst))
+			if moved != n {
+				t.Fatalf("moved %d of %d", moved, n)
+			}
+			s.wantCounts(dst, n, 0, 0)
+		})
+	}
 }

@@ -48,7 +48,7 @@ func TestOldOutboxEntryJumps(t *testing.T) {
 	}
 	id := ids.New()
 	pl := payload{Body: "old"}
-	reason := destination(dst)
+	reason := destination(&dst)
 	now := clk.Now().UnixMilli()
 	entry := fmt.Sprintf("1|%d|%d|%d|", now, now, len(reason)) + reason + string(pl.encode())
 	if err := rdb.HSet(ctx, keysOf(src.ID, 0).mo, string(id[:]), entry).Err(); err != nil {

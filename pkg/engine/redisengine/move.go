@@ -31,7 +31,7 @@ func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.Mov
 		return engine.MoveResult{}, err
 	}
 	limit := min(max(req.Limit, 1), engine.MaxMoveBatch)
-	page, at, segs, err := e.browseAt(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor})
+	page, at, segs, err := e.browseAt(ctx, src, engine.BrowseRequest{State: engine.StateVisible, Limit: limit, Cursor: req.Cursor, MaxBytes: engine.MaxMoveBatchBytes})
 	if err != nil {
 		return engine.MoveResult{}, err
 	}
@@ -47,14 +47,14 @@ func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.Mov
 		}
 		sg := segs[at[i].seg]
 		if src.Type == engine.FIFO {
-			args[sg.p] = append(args[sg.p], string(m.MessageID[:]), destination(*dst))
+			args[sg.p] = append(args[sg.p], string(m.MessageID[:]), destination(dst))
 			continue
 		}
 		pos := int64(-1)
 		if sg.kind == 'l' {
 			pos = at[i].score
 		}
-		args[sg.p] = append(args[sg.p], string(m.MessageID[:]), pos, destination(*dst))
+		args[sg.p] = append(args[sg.p], string(m.MessageID[:]), pos, destination(dst))
 	}
 	if len(args) == 0 {
 		return res, nil
@@ -95,10 +95,17 @@ func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.Mov
 	return res, nil
 }
 
+// discard is the destination of a move outbox entry whose message is deleted (engine.Discard):
+// finishing it only clears the entry, which takes its bytes off the project.
+const discard = "discard"
+
 // destination is a move outbox entry's destination: "<queue id>,<project id>,<type>,<retention ms>",
-// all that finishing the move needs without the metadata store.
-func destination(q engine.Queue) string {
-	return fmt.Sprintf("%s,%s,%s,%d", q.ID, q.Project, q.Type, retention(q).Milliseconds())
+// all that finishing the move needs without the metadata store, or discard.
+func destination(q *engine.Queue) string {
+	if q == engine.Discard {
+		return discard
+	}
+	return fmt.Sprintf("%s,%s,%s,%d", q.ID, q.Project, q.Type, retention(*q).Milliseconds())
 }
 
 func parseDestination(s string) (engine.Queue, error) {
@@ -138,6 +145,10 @@ func (e *Engine) finishTransfers(ctx context.Context, src engine.Queue, p int, e
 		var dst engine.Queue
 		if err == nil {
 			pl, err = decodePayload(ob.Payload)
+		}
+		if err == nil && ob.Reason == discard {
+			fields = append(fields, kv[0]) // deleted: clearing the entry is all
+			continue
 		}
 		if err == nil {
 			dst, err = parseDestination(ob.Reason)

@@ -52,7 +52,7 @@ func TestMoveInterrupted(t *testing.T) {
 		if r.MessageID != got.Messages[0].MessageID {
 			pos = head
 		}
-		args = append(args, string(r.MessageID[:]), pos, destination(dst))
+		args = append(args, string(r.MessageID[:]), pos, destination(&dst))
 	}
 	vals, err := moveTakeScript.Run(ctx, rdb, e.withBytes(src, k, k.r, k.f, k.m, k.s, k.x, k.l, k.lh, k.mo, k.mt, k.k, k.ki), args...).Slice()
 	if err != nil || len(vals) != 4 {
@@ -123,7 +123,7 @@ func TestMoveSweepFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := keysOf(src.ID, 0)
-	args := []any{clk.Now().UnixMilli(), e.opts.Channel, src.ID.String(), "task", string(res[0].MessageID[:]), destination(dst)}
+	args := []any{clk.Now().UnixMilli(), e.opts.Channel, src.ID.String(), "task", string(res[0].MessageID[:]), destination(&dst)}
 	if err := fMoveTakeScript.Run(ctx, rdb, e.withBytes(src, k, append(k.fifo(), k.mo, k.mt)...), args...).Err(); err != nil {
 		t.Fatal(err)
 	}

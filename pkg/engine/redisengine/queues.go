@@ -303,7 +303,13 @@ func (e *Engine) browseAt(ctx context.Context, q engine.Queue, req engine.Browse
 	if flt.Empty() {
 		flt = nil
 	}
-	w := &browseWalk{e: e, q: q, state: req.State, flt: flt, now: now, lo: lo, hi: hi, cur: cur, hasCur: hasCur}
+	// Every page reads at most filter.MaxScanBytes of messages (a move batch asks for its own
+	// budget), so no browse makes Redis build an unbounded reply.
+	budget := int64(filter.MaxScanBytes)
+	if req.MaxBytes > 0 {
+		budget = min(req.MaxBytes, budget)
+	}
+	w := &browseWalk{e: e, q: q, state: req.State, flt: flt, now: now, lo: lo, hi: hi, cur: cur, hasCur: hasCur, budget: budget}
 	// One message beyond the page is looked for, so that a full last page ends the list
 	// (no cursor); at[i] is where the page after message i starts.
 	want := limit + 1
@@ -313,7 +319,7 @@ func (e *Engine) browseAt(ctx context.Context, q engine.Queue, req engine.Browse
 		si = cur.seg
 	}
 	for si < len(segs) && len(w.page.Messages) < want {
-		if (flt != nil && left <= 0) || w.read >= filter.MaxScanBytes {
+		if flt != nil && left <= 0 {
 			cut = true
 			break
 		}
@@ -321,13 +327,17 @@ func (e *Engine) browseAt(ctx context.Context, q engine.Queue, req engine.Browse
 		if flt != nil {
 			ask = min(max(ask, filterBrowseAsk), left)
 		}
+		if w.budget > 0 && w.read > 0 && w.read >= w.budget {
+			cut = true // the byte budget is spent
+			break
+		}
 		got, err := w.segment(ctx, si, segs[si], ask)
 		if err != nil {
 			return engine.BrowsePage{}, nil, nil, err
 		}
 		left, last = left-got, w.cur
-		if w.read >= filter.MaxScanBytes {
-			cut = true // the byte cap ended the page: it resumes after what was read
+		if w.cut { // the byte budget ended the page inside this segment
+			cut = true
 			break
 		}
 		if got < ask { // this segment is done
@@ -357,11 +367,27 @@ type browseWalk struct {
 	at          []browseCursor
 	cur         browseCursor
 	hasCur      bool
-	read        int // bytes of messages read for the page (filter.MaxScanBytes caps it)
+	// budget bounds the bytes the page reads (0: none); read is what it read so far, and cut
+	// says a script stopped at the budget.
+	budget, read int64
+	cut          bool
 }
 
-// capLeft is the byte cap of the page's next script call.
-func (w *browseWalk) capLeft() int { return max(filter.MaxScanBytes-w.read, 0) }
+// budgetArgs are the scripts' byte-budget arguments: what is left of it (0: no budget) and
+// whether the page already read a message.
+func (w *browseWalk) budgetArgs() (int64, string) {
+	held := "0"
+	if w.read > 0 {
+		held = "1"
+	}
+	if w.budget <= 0 {
+		return 0, held
+	}
+	return max(w.budget-w.read, 1), held
+}
+
+// capLeft is the byte cap of the hold segment's next script call (bbrowse.lua).
+func (w *browseWalk) capLeft() int { return int(max(w.budget-w.read, 0)) }
 
 // keep adds a browsed message that matches the filter, with the cursor after it.
 func (w *browseWalk) keep(m engine.BrowsedMessage, ok bool, after browseCursor) {
@@ -379,7 +405,7 @@ func (w *browseWalk) segment(ctx context.Context, si int, sg segment, ask int) (
 		if err != nil {
 			return 0, err
 		}
-		w.read += read
+		w.read += int64(read)
 		if len(cs) > 0 {
 			w.cur, w.hasCur = cs[len(cs)-1], true
 		}
@@ -400,15 +426,18 @@ func (w *browseWalk) list(ctx context.Context, si int, k partKeys, ask int) (int
 	if w.hasCur {
 		from = w.cur.score + 1
 	}
-	vals, err := browseListScript.Run(ctx, w.e.rdb, []string{k.l, k.lh}, from, ask, w.capLeft()).Slice()
-	if err != nil || len(vals) == 0 {
+	rest, held := w.budgetArgs()
+	vals, err := browseListScript.Run(ctx, w.e.rdb, []string{k.l, k.lh}, from, ask, rest, held).Slice()
+	if err != nil || len(vals) < 2 {
 		return 0, w.e.wrap(ctx, "browse", orBad(err))
 	}
 	first, _ := vals[0].(int64)
+	cut, _ := vals[1].(int64)
+	w.cut = cut == 1
 	got := 0
-	for i, v := range vals[1:] {
+	for i, v := range vals[2:] {
 		got++
-		w.read += len(str(v))
+		w.read += int64(len(str(v)))
 		l, err := parseListed(str(v))
 		w.cur, w.hasCur = browseCursor{seg: si, score: first + int64(i), id: string(l.ID[:])}, true
 		if err != nil {
@@ -431,14 +460,16 @@ func (w *browseWalk) zset(ctx context.Context, si int, sg segment, k partKeys, a
 	if w.hasCur {
 		curScore, curID = strconv.FormatInt(w.cur.score, 10), w.cur.id
 	}
-	vals, err := browseScript.Run(ctx, w.e.rdb, []string{z, k.m, k.s}, w.lo, w.hi, ask, curScore, curID, w.capLeft()).Slice()
+	rest, held := w.budgetArgs()
+	vals, err := browseScript.Run(ctx, w.e.rdb, []string{z, k.m, k.s}, w.lo, w.hi, ask, curScore, curID, rest, held).Slice()
 	if err != nil {
 		return 0, w.e.wrap(ctx, "browse", err)
 	}
+	w.cut = len(vals)%4 == 1 && str(vals[len(vals)-1]) == "cut"
 	got := 0
 	for i := 0; i+3 < len(vals); i += 4 {
 		got++
-		w.read += len(str(vals[i+3]))
+		w.read += int64(len(str(vals[i])) + len(str(vals[i+1])) + len(str(vals[i+2])) + len(str(vals[i+3])))
 		score, _ := strconv.ParseInt(str(vals[i+1]), 10, 64)
 		w.cur, w.hasCur = browseCursor{seg: si, score: score, id: str(vals[i])}, true
 		id, ok := ids.FromBytes([]byte(str(vals[i])))

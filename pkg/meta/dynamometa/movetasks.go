@@ -7,9 +7,12 @@ package dynamometa
 //	pk=MOVERUN           sk=<queue id>                 the queue's running task (taskId): the
 //	                     put is conditional on the item not existing, so a queue runs one task
 //	                     at a time; the runners list this partition to find work
+//	pk=MOVEPROJ          sk=<project id>               running: how many tasks of the project
+//	                     run, conditionally under meta.MaxRunningMoveTasks
 //
-// Creating a task writes both items in one transaction; the update that ends a task deletes
-// the MOVERUN item in the same transaction.
+// Creating a task writes the three in one transaction; the update that ends a task deletes
+// the MOVERUN item and takes one from MOVEPROJ in the same transaction (only for a task whose
+// item says it was counted, slot: tasks created before the count are not).
 
 import (
 	"context"
@@ -27,7 +30,10 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-const moveRunPK = "MOVERUN"
+const (
+	moveRunPK  = "MOVERUN"
+	moveProjPK = "MOVEPROJ"
+)
 
 var _ meta.MoveTaskStore = (*Store)(nil)
 
@@ -40,9 +46,12 @@ type moveItem struct {
 	ProjectID    string     `dynamodbav:"projectId"`
 	QueueID      string     `dynamodbav:"queueId"`
 	Destination  string     `dynamodbav:"destination,omitempty"`
+	Action       string     `dynamodbav:"action,omitempty"`
 	Filter       string     `dynamodbav:"filter,omitempty"`
 	MaxPerSecond int        `dynamodbav:"maxPerSecond"`
 	Status       string     `dynamodbav:"status"`
+	DryRun       bool       `dynamodbav:"dryRun,omitempty"`
+	Counting     bool       `dynamodbav:"counting,omitempty"`
 	Moved        int64      `dynamodbav:"moved"`
 	ToMove       int64      `dynamodbav:"toMove"`
 	Failed       int64      `dynamodbav:"failed"`
@@ -53,6 +62,8 @@ type moveItem struct {
 	Owner        string     `dynamodbav:"owner,omitempty"`
 	LeaseUntil   time.Time  `dynamodbav:"leaseUntil"`
 	Version      int64      `dynamodbav:"version"`
+	// Slot: the task counts in its project's MOVEPROJ item while it runs.
+	Slot bool `dynamodbav:"slot,omitempty"`
 }
 
 type moveRunItem struct {
@@ -66,8 +77,8 @@ func toMoveItem(t meta.MoveTask) moveItem {
 	it := moveItem{
 		PK: movesPK(t.QueueID), SK: meta.MoveTaskKey(t.ID),
 		ID: t.ID.String(), ProjectID: t.ProjectID.String(), QueueID: t.QueueID.String(),
-		Filter: t.Filter, MaxPerSecond: t.MaxPerSecond, Status: t.Status,
-		Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, Error: t.Error, Cursor: t.Cursor,
+		Action: t.Action, Filter: t.Filter, MaxPerSecond: t.MaxPerSecond, Status: t.Status,
+		DryRun: t.DryRun, Counting: t.Counting, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, Error: t.Error, Cursor: t.Cursor,
 		StartedAt: utc(t.StartedAt), Owner: t.Owner, LeaseUntil: utc(t.LeaseUntil), Version: t.Version,
 	}
 	if !t.Destination.IsZero() {
@@ -93,8 +104,8 @@ func (it moveItem) task() (meta.MoveTask, error) {
 		return meta.MoveTask{}, corrupt("move task %s/%s: %v", it.PK, it.SK, err)
 	}
 	t := meta.MoveTask{
-		ID: id, ProjectID: pid, QueueID: qid, Destination: dst, Filter: it.Filter,
-		MaxPerSecond: it.MaxPerSecond, Status: it.Status, Moved: it.Moved, ToMove: it.ToMove,
+		ID: id, ProjectID: pid, QueueID: qid, Destination: dst, Action: it.Action, Filter: it.Filter,
+		MaxPerSecond: it.MaxPerSecond, Status: it.Status, DryRun: it.DryRun, Counting: it.Counting, Moved: it.Moved, ToMove: it.ToMove,
 		Failed: it.Failed, Error: it.Error, Cursor: it.Cursor, StartedAt: it.StartedAt,
 		Owner: it.Owner, LeaseUntil: it.LeaseUntil, Version: it.Version,
 	}
@@ -113,7 +124,9 @@ func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 		return meta.ZeroID("task or queue")
 	}
 	t.Status, t.Version = meta.MoveRunning, 1
-	item, err := marshal(toMoveItem(t))
+	mi := toMoveItem(t)
+	mi.Slot = true
+	item, err := marshal(mi)
 	if err != nil {
 		return err
 	}
@@ -125,12 +138,30 @@ func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 	err = s.transact(ctx, "create move task", []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(s.table), Item: run, ConditionExpression: notExists}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: notExists}},
+		{Update: &types.Update{
+			TableName: aws.String(s.table), Key: key(moveProjPK, t.ProjectID.String()),
+			UpdateExpression:          aws.String("ADD running :one"),
+			ConditionExpression:       aws.String("attribute_not_exists(running) OR running < :max"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":max": num(meta.MaxRunningMoveTasks)},
+		}},
 	})
 	var c *canceled
-	if errors.As(err, &c) {
+	switch {
+	case errors.As(err, &c) && c.failed(2) && !c.failed(0):
+		return meta.RunningQuota()
+	case errors.As(err, &c):
 		return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", t.QueueID)
 	}
 	return err
+}
+
+// projectDone takes one from a project's running count.
+func (s *Store) projectDone(p ids.ID) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(s.table), Key: key(moveProjPK, p.String()),
+		UpdateExpression:          aws.String("ADD running :minus"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-1)},
+	}}
 }
 
 // GetMoveTask reads one task with a strongly consistent read.
@@ -193,7 +224,15 @@ func (s *Store) RunningMoveTasks(ctx context.Context) ([]meta.MoveTask, error) {
 // UpdateMoveTask replaces a task if its stored Version is t.Version; the update that ends a
 // running task deletes its queue's MOVERUN item in the same transaction.
 func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveTask, error) {
-	cur, err := s.GetMoveTask(ctx, t.QueueID, t.ID)
+	var curItem moveItem
+	ok, err := s.get(ctx, "get move task", movesPK(t.QueueID), meta.MoveTaskKey(t.ID), &curItem)
+	if err != nil {
+		return meta.MoveTask{}, err
+	}
+	if !ok {
+		return meta.MoveTask{}, moveNotFound(t.ID)
+	}
+	cur, err := curItem.task()
 	if err != nil {
 		return meta.MoveTask{}, err
 	}
@@ -203,7 +242,9 @@ func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveT
 	next := t
 	next.ProjectID, next.StartedAt = cur.ProjectID, cur.StartedAt
 	next.Version = cur.Version + 1
-	item, err := marshal(toMoveItem(next))
+	ni := toMoveItem(next)
+	ni.Slot = curItem.Slot
+	item, err := marshal(ni)
 	if err != nil {
 		return meta.MoveTask{}, err
 	}
@@ -219,6 +260,9 @@ func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveT
 			ConditionExpression:       aws.String("taskId = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(t.ID.String())},
 		}})
+		if curItem.Slot {
+			writes = append(writes, s.projectDone(cur.ProjectID))
+		}
 	}
 	err = s.transact(ctx, "update move task", writes)
 	var c *canceled

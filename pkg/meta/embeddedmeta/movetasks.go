@@ -5,6 +5,8 @@ package embeddedmeta
 //	moves    queue id ‖ meta.MoveTaskKey(task id) -> JSON of the task (a queue's tasks are one
 //	         key range, newest first)
 //	moverun  queue id -> task id of its running task (at most one per queue)
+//	moveproj project id ‖ queue id -> task id: the project's running tasks (at most
+//	         meta.MaxRunningMoveTasks), written and deleted with moverun
 
 import (
 	"bytes"
@@ -22,8 +24,20 @@ import (
 
 var (
 	bMoves   = []byte("moves")
-	bMoveRun = []byte("moverun")
+	bMoveRun  = []byte("moverun")
+	bMoveProj = []byte("moveproj")
 )
+
+// projectRunning counts a project's running tasks (a prefix of at most
+// meta.MaxRunningMoveTasks keys).
+func projectRunning(tx *bolt.Tx, p ids.ID) int {
+	n := 0
+	c := tx.Bucket(bMoveProj).Cursor()
+	for k, _ := c.Seek(p[:]); k != nil && bytes.HasPrefix(k, p[:]); k, _ = c.Next() {
+		n++
+	}
+	return n
+}
 
 var _ meta.MoveTaskStore = (*Store)(nil)
 
@@ -43,7 +57,13 @@ func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
 		if cur := run.Get(t.QueueID[:]); cur != nil {
 			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", t.QueueID)
 		}
+		if projectRunning(tx, t.ProjectID) >= meta.MaxRunningMoveTasks {
+			return meta.RunningQuota()
+		}
 		if err := run.Put(t.QueueID[:], t.ID[:]); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bMoveProj).Put(cat(t.ProjectID, t.QueueID[:]), t.ID[:]); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bMoves), moveKey(t.QueueID, t.ID), t)
@@ -154,6 +174,9 @@ func (s *Store) UpdateMoveTask(_ context.Context, t meta.MoveTask) (meta.MoveTas
 		next.Version = cur.Version + 1
 		if cur.Status == meta.MoveRunning && next.Status != meta.MoveRunning {
 			if err := tx.Bucket(bMoveRun).Delete(t.QueueID[:]); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bMoveProj).Delete(cat(cur.ProjectID, t.QueueID[:])); err != nil {
 				return err
 			}
 		}

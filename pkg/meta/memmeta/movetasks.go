@@ -15,17 +15,25 @@ var _ meta.MoveTaskStore = (*Store)(nil)
 
 func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move task %s not found", id) }
 
-// CreateMoveTask stores a new running task unless its queue has one running.
+// CreateMoveTask stores a new running task unless its queue has one running or its project
+// meta.MaxRunningMoveTasks.
 func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
 	if t.ID.IsZero() || t.QueueID.IsZero() {
 		return meta.ZeroID("task or queue")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	running := 0
 	for _, o := range s.moves {
 		if o.QueueID == t.QueueID && o.Status == meta.MoveRunning {
 			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", t.QueueID, o.ID)
 		}
+		if o.ProjectID == t.ProjectID && o.Status == meta.MoveRunning {
+			running++
+		}
+	}
+	if running >= meta.MaxRunningMoveTasks {
+		return meta.RunningQuota()
 	}
 	t = t.Clone()
 	t.Status, t.Version = meta.MoveRunning, 1

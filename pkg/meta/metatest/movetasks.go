@@ -23,6 +23,7 @@ func RunMoveTasks(t *testing.T, newStore func(t *testing.T) meta.MoveTaskStore) 
 		{"CreateGetUpdate", testMoveCreateGetUpdate},
 		{"OneRunningPerQueue", testMoveOneRunning},
 		{"ListNewestFirst", testMoveList},
+		{"RunningPerProjectBound", testMoveRunningPerProject},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -39,7 +40,7 @@ func newMoveTask(q ids.ID) meta.MoveTask {
 func testMoveCreateGetUpdate(t *testing.T, s meta.MoveTaskStore) {
 	ctx := t.Context()
 	tk := newMoveTask(ids.New())
-	tk.Version = 9
+	tk.Version, tk.Action, tk.DryRun, tk.Counting = 9, meta.ActionDelete, true, true
 	if err := s.CreateMoveTask(ctx, tk); err != nil {
 		t.Fatalf("CreateMoveTask: %v", err)
 	}
@@ -47,7 +48,7 @@ func testMoveCreateGetUpdate(t *testing.T, s meta.MoveTaskStore) {
 	if err != nil {
 		t.Fatalf("GetMoveTask: %v", err)
 	}
-	if got.Version != 1 || got.Status != meta.MoveRunning || got.Filter != tk.Filter || !got.StartedAt.Equal(tk.StartedAt) || got.MaxPerSecond != 500 {
+	if got.Version != 1 || got.Status != meta.MoveRunning || got.Filter != tk.Filter || got.Action != meta.ActionDelete || !got.DryRun || !got.Counting || !got.StartedAt.Equal(tk.StartedAt) || got.MaxPerSecond != 500 {
 		t.Fatalf("stored %+v", got)
 	}
 	if _, err := s.GetMoveTask(ctx, ids.New(), tk.ID); apierr.CodeOf(err) != apierr.NotFound {
@@ -177,4 +178,48 @@ func testMoveList(t *testing.T, s meta.MoveTaskStore) {
 	_, _, err := s.ListMoveTasks(ctx, q, meta.Page{Cursor: "garbage"})
 	wantRefusal(t, err, meta.ErrBadCursor, apierr.InvalidArgument, "ListMoveTasks with a bad cursor")
 	wantRefusal(t, s.CreateMoveTask(ctx, newMoveTask(ids.ID{})), meta.ErrZeroID, apierr.InvalidArgument, "CreateMoveTask with a zero queue id")
+}
+
+// testMoveRunningPerProject: a project runs at most meta.MaxRunningMoveTasks tasks (each on
+// its own queue); the next is refused quota_exceeded (details.limit runningMoveTasks), another
+// project is not, and a task's end frees a place.
+func testMoveRunningPerProject(t *testing.T, s meta.MoveTaskStore) {
+	ctx := t.Context()
+	p := ids.New()
+	var running []meta.MoveTask
+	for range meta.MaxRunningMoveTasks {
+		tk := newMoveTask(ids.New())
+		tk.ProjectID = p
+		if err := s.CreateMoveTask(ctx, tk); err != nil {
+			t.Fatalf("CreateMoveTask %d: %v", len(running), err)
+		}
+		running = append(running, tk)
+	}
+	over := newMoveTask(ids.New())
+	over.ProjectID = p
+	e := wantCode(t, s.CreateMoveTask(ctx, over), apierr.QuotaExceeded, "one task past the bound")
+	if e.Details["limit"] != meta.LimitRunningMoveTasks {
+		t.Fatalf("details %v, want limit %q", e.Details, meta.LimitRunningMoveTasks)
+	}
+	if got, err := s.GetMoveTask(ctx, over.QueueID, over.ID); apierr.CodeOf(err) != apierr.NotFound {
+		t.Fatalf("the refused task was stored: %+v, %v", got, err)
+	}
+	// A queue with a running task still answers move_task_running, not the quota.
+	again := newMoveTask(running[0].QueueID)
+	again.ProjectID = p
+	wantCode(t, s.CreateMoveTask(ctx, again), apierr.MoveTaskRunning, "a second task on a running queue")
+	if err := s.CreateMoveTask(ctx, newMoveTask(ids.New())); err != nil {
+		t.Fatalf("another project's task: %v", err)
+	}
+	cur, err := s.GetMoveTask(ctx, running[0].QueueID, running[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Status = meta.MoveCancelled
+	if _, err := s.UpdateMoveTask(ctx, cur); err != nil {
+		t.Fatalf("ending a task: %v", err)
+	}
+	if err := s.CreateMoveTask(ctx, over); err != nil {
+		t.Fatalf("a task after one of %d ended: %v", meta.MaxRunningMoveTasks, err)
+	}
 }

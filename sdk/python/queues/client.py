@@ -350,12 +350,16 @@ class Client:
 
     def start_move_task(self, queue: str, *, destination: str | None = None,
                         filter: MoveFilter | dict[str, Any] | None = None,
-                        max_messages_per_second: int | None = None, dry_run: bool = False) -> MoveTask:
+                        max_messages_per_second: int | None = None, dry_run: bool = False,
+                        action: str | None = None) -> MoveTask:
         """Starts a move task of queue (scope queues:admin): its matching visible messages move
-        to ``destination`` (None: each back to its dead-letter source queue). ``dry_run`` only
-        counts (``to_move``, ``failed``) and stores nothing. A queue with a running task raises
+        to ``destination`` (None: each back to its dead-letter source queue), or, with
+        ``action="delete"``, are deleted (no destination; ``moved`` counts them). ``dry_run``
+        only counts (``to_move``, ``failed``). A queue with a running task raises
         ``move_task_running`` (409)."""
         body: dict[str, Any] = {}
+        if action is not None:
+            body["action"] = action
         if destination is not None:
             body["destination"] = destination
         if filter is not None:

@@ -315,13 +315,15 @@ class MoveFilter(Model):
 class MoveTask(Model):
     """A move task (redrive and replay, docs/redrive.md) and its progress: ``status`` is
     running, completed, cancelled or failed; ``destination`` None sends each message back to
-    its dead-letter source queue."""
+    its dead-letter source queue; ``action`` is move or delete (``moved`` then counts the
+    deleted messages)."""
 
     id: str = ""
     status: str = ""
     source: str = ""
     destination: str | None = None
     filter: MoveFilter | None = None
+    action: str = "move"
     max_messages_per_second: int = 0
     dry_run: bool = False
     moved: int = 0

@@ -227,24 +227,28 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.c.get_queue(dlq.id).counts.visible, 1)
 
         dry = self.c.start_move_task(dlq.id, filter=MoveFilter(reason="poison"), dry_run=True)
-        self.assertEqual((dry.dry_run, dry.to_move, dry.moved), (True, 1, 0))
+        deadline = time.monotonic() + 10
+        while dry.status == "running" and time.monotonic() < deadline:  # a dry run is a task
+            time.sleep(0.02)
+            dry = self.c.get_move_task(dlq.id, dry.id)
+        self.assertEqual((dry.status, dry.dry_run, dry.to_move, dry.moved), ("completed", True, 1, 0))
         self.assertEqual(dry.filter, MoveFilter(reason="poison"))
-        self.assertEqual(self.c.list_move_tasks(dlq.id).items, [])  # a dry run is not stored
+        self.assertEqual([x.id for x in self.c.list_move_tasks(dlq.id).items], [dry.id])
         with self.assertRaises(QueuesError) as cm:
             self.c.start_move_task(dlq.id, max_messages_per_second=0)
         self.assertEqual((cm.exception.code, cm.exception.status, cm.exception.field),
                          ("invalid_argument", 400, "maxMessagesPerSecond"))
 
         t = self.c.start_move_task(dlq.id, filter={"reason": "poison"}, max_messages_per_second=10000)
-        self.assertEqual((t.source, t.destination, t.to_move), (dlq.id, None, 1))
+        self.assertEqual((t.source, t.destination, t.status), (dlq.id, None, "running"))
         deadline = time.monotonic() + 10
         while t.status == "running" and time.monotonic() < deadline:
             time.sleep(0.02)
             t = self.c.get_move_task(dlq.id, t.id)
-        self.assertEqual((t.status, t.moved), ("completed", 1))
+        self.assertEqual((t.status, t.moved, t.to_move), ("completed", 1, 1))
         self.assertIsNotNone(t.finished_at)
         page = self.c.list_move_tasks(dlq.id, limit=5)
-        self.assertEqual([x.id for x in page.items], [t.id])
+        self.assertEqual([x.id for x in page.items], [t.id, dry.id])
         self.assertIsNone(page.next_cursor)
         self.assertEqual(self.c.cancel_move_task(dlq.id, t.id).status, "completed")  # finished: as it is
         with self.assertRaises(QueuesError) as cm:
@@ -254,6 +258,19 @@ class ClientTest(unittest.TestCase):
         [back] = self.c.receive(src.id, wait_seconds=1)
         self.assertEqual((back.message_id, back.body, back.receive_count), (sent.message_id, "back", 1))
         self.assertIsNone(back.dead_letter)
+
+    def test_move_task_delete(self) -> None:
+        name = self.c.create_queue(unique("mv-del")).name
+        self.c.send_batch(name, [SendMessage("drop", attributes={"kind": "x"}), SendMessage("keep")])
+        t = self.c.start_move_task(name, filter={"attributes": {"kind": ["x"]}}, action="delete",
+                                   max_messages_per_second=10000)
+        self.assertEqual(t.action, "delete")
+        deadline = time.monotonic() + 10
+        while t.status == "running" and time.monotonic() < deadline:
+            time.sleep(0.02)
+            t = self.c.get_move_task(name, t.id)
+        self.assertEqual((t.status, t.moved, t.action), ("completed", 1, "delete"))
+        self.assertEqual([m.body for m in self.c.receive(name, max_messages=10, wait_seconds=1)], ["keep"])
 
     def test_consumers(self) -> None:
         name = unique("work")

@@ -390,8 +390,9 @@ export class QueuesClient {
 
   /**
    * Starts a move task of queue (scope `queues:admin`): its matching messages move to
-   * `destination`, or without one each back to its dead-letter source queue. With `dryRun`
-   * it only counts (nothing stored). One running task per queue: `move_task_running` (409).
+   * `destination`, or without one each back to its dead-letter source queue; with
+   * `action: 'delete'` they are deleted instead (no `destination`; `moved` counts them). With
+   * `dryRun` it only counts. One running task per queue: `move_task_running` (409).
    */
   startMoveTask(queue: string, req: api.StartMoveTaskRequest = {}, o: CallOptions = {}): Promise<api.MoveTask> {
     return this.call('startMoveTask', { path: { queue }, body: req, signal: o.signal });

@@ -23,8 +23,8 @@ export interface ErrorBody {
     requestId?: string;
     /** On a `/readyz` 503, the dependencies that are down, by name only. */
     dependencies?: ("redis" | "metadata" | "messages" | "clock")[];
-    /** On `quota_exceeded`, the project limit the call would pass. */
-    limit?: "maxQueues" | "maxSubscriptions" | "maxStoredBytes";
+    /** On `quota_exceeded`, the project limit the call would pass (`runningMoveTasks`, at most 10 running move tasks per project, is fixed, not a project setting). */
+    limit?: "maxQueues" | "maxSubscriptions" | "maxStoredBytes" | "runningMoveTasks";
     [key: string]: unknown;
   };
 }
@@ -517,7 +517,11 @@ export interface StartMoveTaskRequest {
   filter?: MoveFilter | null;
   maxMessagesPerSecond?: number;
   dryRun?: boolean;
+  /** `delete` deletes the matching visible messages instead of moving them (same filter, rate, dry run and lifecycle; `destination` must then be absent, else `400 invalid_argument`, field `destination`). */
+  action?: "move" | "delete";
 }
+
+export type MoveTaskAction = "move" | "delete";
 
 export type MoveTaskStatus = "running" | "completed" | "cancelled" | "failed";
 
@@ -528,11 +532,12 @@ export interface MoveTask {
   /** The destination queue's id; null when messages go back to their dead-letter sources. */
   destination: Uuid | null;
   filter: MoveFilter | null;
+  action: MoveTaskAction;
   maxMessagesPerSecond: number;
   dryRun: boolean;
-  /** Messages moved so far (exact, also across a crash of the replica running the task). */
+  /** Messages moved (deleted, for a `delete` task) so far (exact, also across a crash of the replica running the task). */
   moved: number;
-  /** Messages that matched when the task started. */
+  /** Messages that match (arrived before the task started and pass its filter), counted by the task's first pass; it grows from 0 while the task counts. */
   toMove: number;
   /** Matching messages that could not move (no dead-letter source, or that queue is gone or of another type); they stay in the source. */
   failed: number;

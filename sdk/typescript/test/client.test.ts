@@ -247,6 +247,19 @@ describe('messages and receipts', () => {
     assert.deepEqual(got.map((m) => `${m.body}/${m.priority}`), ['high/9', 'mid/4', 'low/0']);
   });
 
+  test('move tasks: delete', async () => {
+    const name = qname('mvdel');
+    await c.createQueue({ name });
+    await c.sendMessages(name, [{ body: 'drop', attributes: { kind: 'x' } }, { body: 'keep' }]);
+    let t = await c.startMoveTask(name, { action: 'delete', filter: { attributes: { kind: ['x'] } }, maxMessagesPerSecond: 10000 });
+    assert.equal(t.action, 'delete');
+    await until(async () => (t = await c.getMoveTask(name, t.id)).status !== 'running', 10000, 'the delete task to finish');
+    assert.equal(t.status, 'completed');
+    assert.equal(t.moved, 1);
+    const got = await c.receive(name, { maxMessages: 10, waitSeconds: 1 });
+    assert.deepEqual(got.map((m) => m.body), ['keep']);
+  });
+
   test('move tasks: dry run, redrive, list, get, cancel', async () => {
     const name = qname('mv');
     const dlq = await c.createQueue({ name: `${name}-dlq` });
@@ -256,17 +269,20 @@ describe('messages and receipts', () => {
     await c.deadLetter(m!.receiptHandle!, 'poison');
     assert.equal((await c.getQueue(dlq.id)).counts.visible, 1);
 
-    const dry = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, dryRun: true });
+    let dry = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, dryRun: true });
     assert.equal(dry.dryRun, true);
+    // A dry run is a task: the runner counts, and it is listed.
+    await until(async () => (dry = await c.getMoveTask(dlq.id, dry.id)).status !== 'running', 10000, 'the dry run to finish');
+    assert.equal(dry.status, 'completed');
     assert.equal(dry.toMove, 1);
     assert.equal(dry.moved, 0);
-    assert.deepEqual((await c.listMoveTasks(dlq.id)).moveTasks, []); // a dry run is not stored
+    assert.deepEqual((await c.listMoveTasks(dlq.id)).moveTasks.map((x) => x.id), [dry.id]);
     await rejects(c.startMoveTask(dlq.id, { maxMessagesPerSecond: 0 }), 'invalid_argument', 400, 'maxMessagesPerSecond');
 
     let t = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, maxMessagesPerSecond: 10000 });
     assert.equal(t.source, dlq.id);
     assert.equal(t.destination, null);
-    assert.equal(t.toMove, 1);
+    assert.equal(t.status, 'running');
     await until(
       async () => (t = await c.getMoveTask(dlq.id, t.id)).status !== 'running',
       10000,
@@ -274,9 +290,10 @@ describe('messages and receipts', () => {
     );
     assert.equal(t.status, 'completed');
     assert.equal(t.moved, 1);
+    assert.equal(t.toMove, 1);
     assert.ok(t.finishedAt);
     const page = await c.listMoveTasks(dlq.id, { limit: 5 });
-    assert.deepEqual(page.moveTasks.map((x) => x.id), [t.id]);
+    assert.deepEqual(page.moveTasks.map((x) => x.id), [t.id, dry.id]);
     assert.equal(page.nextCursor, null);
     const cancelled = await c.cancelMoveTask(dlq.id, t.id); // finished: answered as it is
     assert.equal(cancelled.status, 'completed');

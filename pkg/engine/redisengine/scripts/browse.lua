@@ -1,15 +1,16 @@
 -- browse: one page of one zset of a partition, without changing anything.
 -- KEYS: 1 the zset (r or f), 2 m, 3 s
 -- ARGV: 1 lowest time, exclusive (ms; -1: none), 2 highest time, inclusive (ms), 3 limit,
---       4 cursor score, 5 cursor id ("" for the first page), 6 byte cap: no message is
---       read once the page's payloads reached it (filter.MaxScanBytes)
+--       4 cursor score, 5 cursor id ("" for the first page), 6 byte budget (0: none),
+--       7 "1" when the page already holds a message (else the first one always fits)
 -- Returns: {id, score, state, payload, ...} in (score, id) order after the cursor, band by
 -- band (prelude.lua: BAND; a band's times are the range ARGV 1-2 offset by the band). A
--- message whose state or payload is gone has state and payload false. Resuming after a cursor
+-- message whose state or payload is gone has state and payload false. When the next message
+-- would take the reply's bytes past the budget, the reply ends there with one more element,
+-- "cut" (so a reply stays within the budget, payloads included, in Redis as on the wire). Resuming after a cursor
 -- message that left the zset meanwhile (a move task takes the page it examined) continues at
 -- its old score after its id, so no same-score neighbour is skipped.
 local limit = tonumber(ARGV[3])
-local cap, read = tonumber(ARGV[6] or '0') or 0, 0
 
 -- after reports whether member a sorts after b among members of one score: Redis orders
 -- them bytewise (Lua's own comparison follows the locale).
@@ -39,24 +40,29 @@ local function resume(cs, id, max, n)
   return out
 end
 
+local budget, held = tonumber(ARGV[6] or '0'), ARGV[7] == '1'
+local used, cut = 0, false
 local out = {}
--- emit adds the page's messages of items up to score max.
+-- emit adds the page's messages of items up to score max, within the byte budget.
 local function emit(items, max)
   for k = 1, #items, 2 do
     if #out >= 4 * limit or tonumber(items[k + 1]) > max then return end
-    if read >= cap and #out > 0 then return end
     local id = items[k]
+    local a, ra, ea, sa, payload, _, c = mread(KEYS[2], KEYS[3], id)
+    local st = false
+    if a then st = fmt_state(a, ra, ea, sa, c) else payload = false end
+    if budget > 0 then
+      local size = #id + #items[k + 1] + (st and #st or 0) + (payload and #payload or 0)
+      if used + size > budget and (held or #out > 0) then
+        cut = true
+        return
+      end
+      used = used + size
+    end
     out[#out + 1] = id
     out[#out + 1] = items[k + 1]
-    local a, ra, ea, sa, payload, _, c = mread(KEYS[2], KEYS[3], id)
-    if a then
-      out[#out + 1] = fmt_state(a, ra, ea, sa, c)
-      out[#out + 1] = payload
-      read = read + #payload
-    else
-      out[#out + 1] = false
-      out[#out + 1] = false
-    end
+    out[#out + 1] = st
+    out[#out + 1] = payload
   end
 end
 
@@ -65,7 +71,7 @@ local first = 0
 if ARGV[5] ~= '' then first = pband(tonumber(ARGV[4])) end
 for b = first, math.max(first, ztop(KEYS[1])) do
   local need = limit - #out / 4
-  if need <= 0 or (read >= cap and #out > 0) then break end
+  if need <= 0 or cut then break end
   local min, max = ms(b * BAND + lo + 1), b * BAND + hi
   local items
   if b == first and ARGV[5] ~= '' then
@@ -81,4 +87,5 @@ for b = first, math.max(first, ztop(KEYS[1])) do
   end
   emit(items, max)
 end
+if cut then out[#out + 1] = 'cut' end
 return out
