@@ -69,52 +69,85 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 	if err := e.check(); err != nil {
 		return engine.BrowsePage{}, err
 	}
-	now := e.nowMs()
-	type snap struct {
-		m   engine.BrowsedMessage
-		at  int64
-		seq uint64
-		k   []byte
-	}
-	var sel []snap
-	more := false
-	e.mu.Lock()
-	if qi := e.queues[q.ID]; qi != nil {
-		qi.advance(now)
-		after := func(m *msg) bool { return !hasCur || m.at > curAt || (m.at == curAt && m.seq > curSeq) }
-		// The limit+1 first candidates: one beyond the page tells whether anything follows
-		// it. A filter examines up to filter.MaxCandidates (decoding only their attributes);
-		// filter.MaxScanBytes of messages looked at ends a page either way.
-		n := limit
-		if !req.Filter.Empty() {
-			n = filter.MaxCandidates
-		}
-		best := firstAfter(qi.browsable(st), n+1, func(m *msg) bool { return m.expiresAt > now && after(m) })
-		more = len(best) > n
-		best = best[:min(len(best), n)]
-		if cut := bytesCut(best, req.MaxBytes); cut < len(best) {
-			best, more = best[:cut], true
-		}
-		for _, m := range best {
-			b := engine.BrowsedMessage{
-				MessageID: m.id, ReceiveCount: m.receiveCount(), SentAt: fromMs(m.sentAt),
-				VisibleAt: fromMs(m.at), State: req.State, Priority: int(m.prio),
-			}
-			if m.g != nil {
-				b.GroupID, b.SequenceNumber = m.g.id, m.seq
-			}
-			sel = append(sel, snap{m: b, at: m.at, seq: m.seq, k: key(qi.id, m.id)})
-		}
-	}
-	e.mu.Unlock()
-	var page engine.BrowsePage
+	sel, more := e.browseSelect(q, st, req, limit, browseAfter{hasCur, curAt, curSeq})
 	if len(sel) == 0 {
-		return page, nil
+		return engine.BrowsePage{}, nil
 	}
-	end, lastTaken := -1, -1 // where the page ends when a match beyond it was seen
+	page, end, more, err := e.browseRead(sel, req, limit, more)
+	if err != nil {
+		return engine.BrowsePage{}, engine.StoreUnavailable("browse", err)
+	}
+	if more {
+		if end < 0 {
+			end = len(sel) - 1 // the candidate bound ended the page, not the list
+		}
+		last := sel[end]
+		page.NextCursor = encodeCursor(req.State, last.at, last.seq)
+	}
+	return page, nil
+}
+
+// browseAfter is a browse cursor's position (has: a cursor was given).
+type browseAfter struct {
+	has bool
+	at  int64
+	seq uint64
+}
+
+// browseSnap is a candidate of a browse page, copied out under the lock.
+type browseSnap struct {
+	m   engine.BrowsedMessage
+	at  int64
+	seq uint64
+	k   []byte
+}
+
+// browseSelect copies out, under the lock, the candidates of a page after the cursor: the
+// limit+1 first (one beyond the page tells whether anything follows it), or with a filter
+// up to filter.MaxCandidates (decoding only their attributes later), within req.MaxBytes.
+func (e *Engine) browseSelect(q engine.Queue, st uint8, req engine.BrowseRequest, limit int, c browseAfter) ([]browseSnap, bool) {
+	now := e.nowMs()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	qi := e.queues[q.ID]
+	if qi == nil {
+		return nil, false
+	}
+	qi.advance(now)
+	after := func(m *msg) bool { return !c.has || m.at > c.at || (m.at == c.at && m.seq > c.seq) }
+	n := limit
+	if !req.Filter.Empty() {
+		n = filter.MaxCandidates
+	}
+	best := firstAfter(qi.browsable(st), n+1, func(m *msg) bool { return m.expiresAt > now && after(m) })
+	more := len(best) > n
+	best = best[:min(len(best), n)]
+	if cut := bytesCut(best, req.MaxBytes); cut < len(best) {
+		best, more = best[:cut], true
+	}
+	sel := make([]browseSnap, 0, len(best))
+	for _, m := range best {
+		b := engine.BrowsedMessage{
+			MessageID: m.id, ReceiveCount: m.receiveCount(), SentAt: fromMs(m.sentAt),
+			VisibleAt: fromMs(m.at), State: req.State, Priority: int(m.prio),
+		}
+		if m.g != nil {
+			b.GroupID, b.SequenceNumber = m.g.id, m.seq
+		}
+		sel = append(sel, browseSnap{m: b, at: m.at, seq: m.seq, k: key(qi.id, m.id)})
+	}
+	return sel, more
+}
+
+// browseRead reads the selected candidates' payloads, keeps the filter's matches up to the
+// limit and stops once filter.MaxScanBytes of messages were looked at. end is the candidate
+// the next page starts after when the page ended early (-1: the last one).
+func (e *Engine) browseRead(sel []browseSnap, req engine.BrowseRequest, limit int, more bool) (engine.BrowsePage, int, bool, error) {
+	var page engine.BrowsePage
+	end, lastTaken := -1, -1
 	err := e.db.View(func(tx *bolt.Tx) error {
 		b := payloadsIn(tx)
-		read := 0 // bytes of messages looked at: filter.MaxScanBytes ends the page
+		read := 0
 		for i, s := range sel {
 			if read >= filter.MaxScanBytes {
 				end, more = i-1, true // the next page starts after the last one looked at
@@ -142,17 +175,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		}
 		return nil
 	})
-	if err != nil {
-		return engine.BrowsePage{}, engine.StoreUnavailable("browse", err)
-	}
-	if more {
-		if end < 0 {
-			end = len(sel) - 1 // the candidate bound ended the page, not the list
-		}
-		last := sel[end]
-		page.NextCursor = encodeCursor(req.State, last.at, last.seq)
-	}
-	return page, nil
+	return page, end, more, err
 }
 
 // bytesCut is how many of ms a page bounded to max bytes holds: at least one, and none that
