@@ -41,6 +41,8 @@ type Runner struct {
 	Log   *slog.Logger
 	Lease time.Duration // default DefaultLease
 	Poll  time.Duration // how often the work list is read (default DefaultPoll)
+	// Budget charges each batch to its project's rate budgets (nil: none).
+	Budget Budget
 
 	mu      sync.Mutex
 	running map[ids.ID]bool
@@ -135,6 +137,15 @@ func (r *Runner) scan(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// Budget is the project rate budgets a task's batches are charged to (the API server's): a
+// move is work the project asked for, so it spends what sends would — one request a batch,
+// and the bytes of the messages it moves or deletes from sendBytesPerSecond.
+type Budget interface {
+	// Charge takes requests and bytes from project's budgets, waiting (until ctx ends) while
+	// they have no room; false: ctx ended first.
+	Charge(ctx context.Context, project ids.ID, requests int, bytes int64) bool
+}
+
 // errLost ends a run whose task this replica no longer holds (cancelled, or taken over).
 var errLost = errors.New("movetask: the task is no longer this replica's")
 
@@ -194,16 +205,17 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 	for ctx.Err() == nil {
 		limit := min(engine.MaxMoveBatch, max(1, t.MaxPerSecond/10))
 		ch.err = nil
-		choose, matched := ch.Choose(ctx), 0
-		if counting {
-			pick := choose
-			choose = func(m engine.BrowsedMessage) (*engine.Queue, bool) {
-				q, fail := pick(m)
-				if q != nil {
-					matched++
-				}
+		pick, matched, size := ch.Choose(ctx), 0, int64(0)
+		choose := func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+			q, fail := pick(m)
+			if q != nil {
+				matched++
+				size += engine.PayloadBytes(m.Body, m.Attributes)
+			}
+			if counting {
 				return nil, fail
 			}
+			return q, fail
 		}
 		res, err := r.Engine.MoveBatch(ctx, sq, engine.MoveRequest{Tag: t.ID.String(), Cursor: t.Cursor, Limit: limit, Choose: choose})
 		if err == nil {
@@ -227,6 +239,12 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 			continue
 		}
 		errs = 0
+		if counting {
+			size = 0 // a count moves nothing: its batch costs a request
+		}
+		if r.Budget != nil && !r.Budget.Charge(ctx, t.ProjectID, 1, size) {
+			return t, false
+		}
 		n := res.Moved
 		if counting {
 			t.ToMove, n = t.ToMove+int64(matched), matched

@@ -1,0 +1,117 @@
+package movetask_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/engine/embeddedengine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/memmeta"
+	"github.com/queueshq/queues/pkg/movetask"
+)
+
+// budget records what the runner charges.
+type budget struct {
+	mu       sync.Mutex
+	project  ids.ID
+	requests int
+	bytes    int64
+}
+
+func (b *budget) Charge(ctx context.Context, project ids.ID, requests int, bytes int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.project, b.requests, b.bytes = project, b.requests+requests, b.bytes+bytes
+	return ctx.Err() == nil
+}
+
+// world is a runner's surroundings: the embedded engine and the memory store, with two
+// queues of one project.
+type world struct {
+	eng      *embeddedengine.Engine
+	store    *memmeta.Store
+	src, dst meta.Queue
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	eng, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clock.Real{}, embeddedengine.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	w := &world{eng: eng, store: memmeta.New()}
+	p := ids.New()
+	if err := w.store.CreateProject(t.Context(), meta.Project{ID: p, Name: "p", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []*meta.Queue{&w.src, &w.dst} {
+		*q = meta.Queue{ID: ids.New(), ProjectID: p, Name: ids.New().String(), Type: "standard", CreatedAt: time.Now(),
+			VisibilityTimeoutSeconds: 30, RetentionSeconds: 3600}
+		if err := w.store.CreateQueue(t.Context(), *q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// run starts a runner on t's task and answers the task once it ended.
+func (w *world) run(t *testing.T, r *movetask.Runner, task meta.MoveTask) meta.MoveTask {
+	t.Helper()
+	if err := w.store.CreateMoveTask(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	r.Store, r.Queues, r.Engine, r.Poll = w.store, w.store, w.eng, 10*time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		got, err := w.store.GetMoveTask(t.Context(), task.QueueID, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != meta.MoveRunning {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond) // the store has no change feed to await
+	}
+	t.Fatal("the task is still running after 30 s")
+	return meta.MoveTask{}
+}
+
+// TestRunnerChargesMovedBytes: every batch of a task is charged to its project's budgets —
+// a request each, and the bytes of the messages it moves (a count pass charges no bytes).
+func TestRunnerChargesMovedBytes(t *testing.T) {
+	w := newWorld(t)
+	body := strings.Repeat("m", 10_000)
+	var msgs []engine.Message
+	for range 25 {
+		msgs = append(msgs, engine.Message{Body: body, Attributes: map[string]string{"k": "v"}})
+	}
+	if _, err := w.eng.Send(t.Context(), w.src.Engine(nil), msgs); err != nil {
+		t.Fatal(err)
+	}
+	b := &budget{}
+	task := meta.MoveTask{ID: ids.New(), ProjectID: w.src.ProjectID, QueueID: w.src.ID, Destination: w.dst.ID,
+		MaxPerSecond: 100, Status: meta.MoveRunning, StartedAt: time.Now().Add(time.Second), Counting: true}
+	got := w.run(t, &movetask.Runner{Budget: b}, task)
+	if got.Status != meta.MoveCompleted || got.Moved != 25 || got.ToMove != 25 {
+		t.Fatalf("task ended %+v", got)
+	}
+	want := 25 * engine.PayloadBytes(body, map[string]string{"k": "v"})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// 100 a second: batches of 10, so 3 to count and 3 to move.
+	t.Logf("charged %d requests and %d bytes for 25 messages moved (%d bytes)", b.requests, b.bytes, want)
+	if b.bytes != want || b.requests != 6 || b.project != w.src.ProjectID {
+		t.Fatalf("charged %d requests, %d bytes to %s; want 6 requests, %d bytes to %s", b.requests, b.bytes, b.project, want, w.src.ProjectID)
+	}
+}
