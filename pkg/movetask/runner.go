@@ -204,6 +204,14 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 	errs := 0
 	for ctx.Err() == nil {
 		limit := min(engine.MaxMoveBatch, max(1, t.MaxPerSecond/10))
+		if !counting {
+			if why, err := r.destinationsGone(ctx, t, ch); err != nil || why != "" {
+				if why != "" {
+					r.finish(ctx, t, meta.MoveFailed, why)
+				}
+				return t, false // err: the lease lapses; a later scan retries
+			}
+		}
 		ch.err = nil
 		pick, matched, size := ch.Choose(ctx), 0, int64(0)
 		choose := func(m engine.BrowsedMessage) (*engine.Queue, bool) {
@@ -264,6 +272,27 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 		}
 	}
 	return t, false
+}
+
+// destinationsGone checks, before each batch that moves, that the task's destination still
+// exists: a queue deleted while the task runs must not take the rest of the source with it
+// (an insert recreates a deleted queue's storage, where nothing would ever read the messages
+// again). It answers why the task fails ("" while the destination lives). Without a
+// destination, the dead-letter sources looked up are forgotten, so a source deleted meanwhile
+// makes its messages fail (and stay) rather than go into the void.
+func (r *Runner) destinationsGone(ctx context.Context, t meta.MoveTask, ch *Chooser) (string, error) {
+	ch.Forget()
+	if ch.Dest == nil {
+		return "", nil
+	}
+	_, err := r.Queues.GetQueueByID(ctx, ch.Dest.ID)
+	switch {
+	case apierr.CodeOf(err) == apierr.NotFound:
+		return "the destination queue was deleted while the task ran; the messages not yet moved stay in the source", nil
+	case err != nil:
+		return "", err
+	}
+	return "", nil
 }
 
 // stopped reads t after the runner waited out its pace: a cancel that came meanwhile stops the

@@ -115,3 +115,58 @@ func TestRunnerChargesMovedBytes(t *testing.T) {
 		t.Fatalf("charged %d requests, %d bytes to %s; want 6 requests, %d bytes to %s", b.requests, b.bytes, b.project, want, w.src.ProjectID)
 	}
 }
+
+// onMove runs f once, at the first batch that moved something (its charge), then charges
+// nothing.
+type onMove struct {
+	once sync.Once
+	f    func()
+}
+
+func (o *onMove) Charge(ctx context.Context, _ ids.ID, _ int, bytes int64) bool {
+	if bytes > 0 {
+		o.once.Do(o.f)
+	}
+	return ctx.Err() == nil
+}
+
+// TestMoveTaskDestinationDeleted: a destination deleted while the task runs ends the task
+// failed, with its reason; the messages not yet moved stay in the source (they used to go
+// on into the deleted queue's storage, counted as moved, where nothing reads them).
+func TestMoveTaskDestinationDeleted(t *testing.T) {
+	w := newWorld(t)
+	var msgs []engine.Message
+	for i := range 5 {
+		msgs = append(msgs, engine.Message{Body: strings.Repeat("x", i+1)})
+	}
+	if _, err := w.eng.Send(t.Context(), w.src.Engine(nil), msgs); err != nil {
+		t.Fatal(err)
+	}
+	// 10 a second: one message a batch. The destination goes after the first.
+	del := &onMove{f: func() {
+		if _, err := w.store.DeleteQueue(t.Context(), w.dst.ProjectID, w.dst.ID); err != nil {
+			t.Error(err)
+		}
+		if err := w.eng.DeleteQueue(t.Context(), w.dst.ID); err != nil {
+			t.Error(err)
+		}
+	}}
+	task := meta.MoveTask{ID: ids.New(), ProjectID: w.src.ProjectID, QueueID: w.src.ID, Destination: w.dst.ID,
+		MaxPerSecond: 10, Status: meta.MoveRunning, StartedAt: time.Now().Add(time.Second)}
+	got := w.run(t, &movetask.Runner{Budget: del}, task)
+	st, err := w.eng.Stats(t.Context(), w.src.Engine(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost, err := w.eng.Stats(t.Context(), w.dst.Engine(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("task %s (%q), moved %d; source holds %d, the deleted destination %d", got.Status, got.Error, got.Moved, st.Visible, ghost.Visible)
+	if got.Status != meta.MoveFailed || !strings.Contains(got.Error, "destination queue was deleted") || got.Moved != 1 {
+		t.Fatalf("task ended %s (%q) with %d moved; want failed (destination deleted) with 1 moved", got.Status, got.Error, got.Moved)
+	}
+	if st.Visible != 4 || ghost.Visible != 0 {
+		t.Fatalf("source holds %d, the deleted destination %d; want 4 and 0", st.Visible, ghost.Visible)
+	}
+}
