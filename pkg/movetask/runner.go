@@ -247,6 +247,12 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 			continue
 		}
 		errs = 0
+		if !counting && ch.Dest != nil && res.Moved > 0 {
+			if why, back, err := r.takeBack(ctx, t, ch, sq); err == nil && why != "" {
+				r.end(ctx, t, meta.MoveFailed, why, back)
+				return t, false
+			}
+		}
 		if counting {
 			size = 0 // a count moves nothing: its batch costs a request
 		}
@@ -295,6 +301,39 @@ func (r *Runner) destinationsGone(ctx context.Context, t meta.MoveTask, ch *Choo
 	return "", nil
 }
 
+// takeBack reads the destination again after a batch moved into it: a replica whose metadata
+// cache had not yet seen its deletion may have inserted the batch into the deleted queue's
+// storage, which its insert recreated and nothing reads. Those messages are moved back to the
+// source and the remains of the deleted queue wiped. It answers why the task fails ("" while
+// the destination lives) and how many messages came back (they do not count as moved).
+func (r *Runner) takeBack(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engine.Queue) (string, int64, error) {
+	if _, err := r.Queues.GetQueueByID(ctx, ch.Dest.ID); apierr.CodeOf(err) != apierr.NotFound {
+		return "", 0, nil
+	}
+	ghost, tag := *ch.Dest, t.ID.String()+"/back"
+	back := func(engine.BrowsedMessage) (*engine.Queue, bool) { return &sq, false }
+	for cursor := ""; ; {
+		res, err := r.Engine.MoveBatch(ctx, ghost, engine.MoveRequest{Tag: tag, Cursor: cursor, Limit: engine.MaxMoveBatch, Choose: back})
+		if err != nil {
+			return "", 0, err
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if err := r.Engine.FinishMoves(ctx, ghost); err != nil {
+		return "", 0, err
+	}
+	n, err := r.Engine.MovedCount(ctx, ghost, tag)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := r.Engine.DeleteQueue(ctx, ghost.ID); err != nil {
+		return "", 0, err
+	}
+	return "the destination queue was deleted while the task ran; the messages not yet moved stay in the source", n, nil
+}
+
 // stopped reads t after the runner waited out its pace: a cancel that came meanwhile stops the
 // task before another batch moves (otherwise the next checkpoint would find it, one batch
 // after the cancel's answer). Running at full speed the runner does not wait, and the
@@ -335,9 +374,14 @@ func (r *Runner) checkpoint(ctx context.Context, t meta.MoveTask) (meta.MoveTask
 
 // finish ends a task with status (completed or failed) and its final counts.
 func (r *Runner) finish(ctx context.Context, t meta.MoveTask, status, why string) {
+	r.end(ctx, t, status, why, 0)
+}
+
+// end is finish with less messages taken off the engine's moved count (moved back).
+func (r *Runner) end(ctx context.Context, t meta.MoveTask, status, why string, less int64) {
 	for range 5 {
-		if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n > t.Moved {
-			t.Moved = n
+		if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n-less > t.Moved {
+			t.Moved = n - less
 		}
 		t.Status, t.Error, t.FinishedAt = status, why, r.Clock.Now()
 		_, err := r.Store.UpdateMoveTask(ctx, t)

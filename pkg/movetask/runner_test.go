@@ -68,7 +68,13 @@ func (w *world) run(t *testing.T, r *movetask.Runner, task meta.MoveTask) meta.M
 	if err := w.store.CreateMoveTask(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
-	r.Store, r.Queues, r.Engine, r.Poll = w.store, w.store, w.eng, 10*time.Millisecond
+	return w.runWith(t, r, w.store, task)
+}
+
+// runWith runs a stored task with the runner reading queues from qs.
+func (w *world) runWith(t *testing.T, r *movetask.Runner, qs movetask.Queues, task meta.MoveTask) meta.MoveTask {
+	t.Helper()
+	r.Store, r.Queues, r.Engine, r.Poll = w.store, qs, w.eng, 10*time.Millisecond
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
@@ -168,5 +174,68 @@ func TestMoveTaskDestinationDeleted(t *testing.T) {
 	}
 	if st.Visible != 4 || ghost.Visible != 0 {
 		t.Fatalf("source holds %d, the deleted destination %d; want 4 and 0", st.Visible, ghost.Visible)
+	}
+}
+
+// staleQueues is a metadata cache that has not seen a delete yet: at the nth read of queue id
+// it deletes it (store and engine) and still answers it.
+type staleQueues struct {
+	movetask.Queues
+	id    ids.ID
+	n     int
+	reads int
+	del   func()
+}
+
+func (s *staleQueues) GetQueueByID(ctx context.Context, id ids.ID) (meta.Queue, error) {
+	q, err := s.Queues.GetQueueByID(ctx, id)
+	if id == s.id {
+		if s.reads++; s.reads == s.n {
+			s.del()
+		}
+	}
+	return q, err
+}
+
+// TestMoveTaskDestinationDeletedStale: a replica whose cache still has the destination moves
+// a batch into it after its deletion; the runner reads it again after the batch, moves that
+// batch back to the source, wipes the deleted queue's remains and fails the task.
+func TestMoveTaskDestinationDeletedStale(t *testing.T) {
+	w := newWorld(t)
+	var msgs []engine.Message
+	for i := range 5 {
+		msgs = append(msgs, engine.Message{Body: strings.Repeat("x", i+1)})
+	}
+	if _, err := w.eng.Send(t.Context(), w.src.Engine(nil), msgs); err != nil {
+		t.Fatal(err)
+	}
+	// Reads of the destination: the chooser's, then before and after each batch. The 4th
+	// (before the second batch) deletes it and answers it as it was.
+	qs := &staleQueues{Queues: w.store, id: w.dst.ID, n: 4, del: func() {
+		if _, err := w.store.DeleteQueue(t.Context(), w.dst.ProjectID, w.dst.ID); err != nil {
+			t.Error(err)
+		}
+		if err := w.eng.DeleteQueue(t.Context(), w.dst.ID); err != nil {
+			t.Error(err)
+		}
+	}}
+	task := meta.MoveTask{ID: ids.New(), ProjectID: w.src.ProjectID, QueueID: w.src.ID, Destination: w.dst.ID,
+		MaxPerSecond: 10, Status: meta.MoveRunning, StartedAt: time.Now().Add(time.Second)}
+	r := &movetask.Runner{}
+	if err := w.store.CreateMoveTask(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	got := w.runWith(t, r, qs, task)
+	st, err := w.eng.Stats(t.Context(), w.src.Engine(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost, err := w.eng.Stats(t.Context(), w.dst.Engine(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("task %s (%q), moved %d; source holds %d, the deleted destination %d", got.Status, got.Error, got.Moved, st.Visible, ghost.Visible)
+	if got.Status != meta.MoveFailed || got.Moved != 1 || st.Visible != 4 || ghost.Visible != 0 {
+		t.Fatalf("task %s, %d moved; source %d, deleted destination %d; want failed, 1, 4, 0", got.Status, got.Moved, st.Visible, ghost.Visible)
 	}
 }
