@@ -12,6 +12,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/movetask"
+	"github.com/queueshq/queues/pkg/tenancy"
 )
 
 // Move tasks (SPEC §13): the routes write and read tasks in the metadata store; the replicas'
@@ -296,4 +297,54 @@ func (s *Server) GetMoveTask(ctx context.Context, src meta.Queue, id ids.ID) (me
 		return meta.MoveTask{}, apierr.New(apierr.Unavailable, "move tasks are not served here")
 	}
 	return s.cfg.MoveTasks.GetMoveTask(ctx, src.ID, id)
+}
+
+var _ movetask.Budget = (*Server)(nil)
+
+// Charge is movetask.Budget: a move task's batch takes requests from its project's
+// requestsPerSecond and bytes from its sendBytesPerSecond (in pieces no larger than the
+// rate), waiting while either has no room, so a move costs its project what sends of the
+// same bytes would and neighbours keep their share. The budgets fail open, as for calls.
+// false: ctx ended first.
+func (s *Server) Charge(ctx context.Context, project ids.ID, requests int, bytes int64) bool {
+	if s.cfg.Limiter == nil || s.cfg.Tenancy == nil {
+		return ctx.Err() == nil
+	}
+	lim := s.effectiveLimits(ctx, project)
+	for range requests {
+		if !s.takeWaiting(ctx, func() (time.Duration, error) {
+			return s.cfg.Limiter.Allow(ctx, tenancy.RateKey(project), int(lim.RequestsPerSecond))
+		}) {
+			return false
+		}
+	}
+	bl, ok := s.cfg.Limiter.(ByteLimiter)
+	for rate := lim.SendBytesPerSecond; ok && rate > 0 && bytes > 0; {
+		n := min(bytes, rate)
+		if !s.takeWaiting(ctx, func() (time.Duration, error) {
+			return bl.AllowN(ctx, tenancy.ByteRateKey(project), int(rate), int(n))
+		}) {
+			return false
+		}
+		bytes -= n
+	}
+	return ctx.Err() == nil
+}
+
+// takeWaiting calls take until it answers no wait (or fails: the budget fails open),
+// sleeping each wait; false: ctx ended first.
+func (s *Server) takeWaiting(ctx context.Context, take func() (time.Duration, error)) bool {
+	for {
+		wait, err := take()
+		if err != nil {
+			s.warnLimiter(err)
+			return ctx.Err() == nil
+		}
+		if wait <= 0 {
+			return true
+		}
+		if !sleepCtx(ctx, wait) {
+			return false
+		}
+	}
 }

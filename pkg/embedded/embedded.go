@@ -242,6 +242,7 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 			{Name: "metadata", Check: store.Ping},
 		},
 	})
+	mover.Budget = n.API // a task's batches spend its project's request and byte budgets
 	console.Mount(n.API.Echo())
 	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger, MoveTasks: n.API}).Mount(n.API.Echo())
 	return mover, nil

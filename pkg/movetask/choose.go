@@ -100,3 +100,7 @@ func (c *Chooser) Choose(ctx context.Context) func(engine.BrowsedMessage) (*engi
 		return q, q == nil
 	}
 }
+
+// Forget drops the dead-letter sources looked up so far, so the next batch reads them again
+// (one lookup per distinct source and batch, through the metadata cache).
+func (c *Chooser) Forget() { clear(c.back) }

@@ -41,6 +41,8 @@ type Runner struct {
 	Log   *slog.Logger
 	Lease time.Duration // default DefaultLease
 	Poll  time.Duration // how often the work list is read (default DefaultPoll)
+	// Budget charges each batch to its project's rate budgets (nil: none).
+	Budget Budget
 
 	mu      sync.Mutex
 	running map[ids.ID]bool
@@ -135,6 +137,15 @@ func (r *Runner) scan(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// Budget is the project rate budgets a task's batches are charged to (the API server's): a
+// move is work the project asked for, so it spends what sends would — one request a batch,
+// and the bytes of the messages it moves or deletes from sendBytesPerSecond.
+type Budget interface {
+	// Charge takes requests and bytes from project's budgets, waiting (until ctx ends) while
+	// they have no room; false: ctx ended first.
+	Charge(ctx context.Context, project ids.ID, requests int, bytes int64) bool
+}
+
 // errLost ends a run whose task this replica no longer holds (cancelled, or taken over).
 var errLost = errors.New("movetask: the task is no longer this replica's")
 
@@ -193,17 +204,26 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 	errs := 0
 	for ctx.Err() == nil {
 		limit := min(engine.MaxMoveBatch, max(1, t.MaxPerSecond/10))
-		ch.err = nil
-		choose, matched := ch.Choose(ctx), 0
-		if counting {
-			pick := choose
-			choose = func(m engine.BrowsedMessage) (*engine.Queue, bool) {
-				q, fail := pick(m)
-				if q != nil {
-					matched++
+		if !counting {
+			if why, err := r.destinationsGone(ctx, t, ch); err != nil || why != "" {
+				if why != "" {
+					r.finish(ctx, t, meta.MoveFailed, why)
 				}
+				return t, false // err: the lease lapses; a later scan retries
+			}
+		}
+		ch.err = nil
+		pick, matched, size := ch.Choose(ctx), 0, int64(0)
+		choose := func(m engine.BrowsedMessage) (*engine.Queue, bool) {
+			q, fail := pick(m)
+			if q != nil {
+				matched++
+				size += engine.PayloadBytes(m.Body, m.Attributes)
+			}
+			if counting {
 				return nil, fail
 			}
+			return q, fail
 		}
 		res, err := r.Engine.MoveBatch(ctx, sq, engine.MoveRequest{Tag: t.ID.String(), Cursor: t.Cursor, Limit: limit, Choose: choose})
 		if err == nil {
@@ -227,6 +247,18 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 			continue
 		}
 		errs = 0
+		if !counting && ch.Dest != nil && res.Moved > 0 {
+			if why, back, err := r.takeBack(ctx, t, ch, sq); err == nil && why != "" {
+				r.end(ctx, t, meta.MoveFailed, why, back)
+				return t, false
+			}
+		}
+		if counting {
+			size = 0 // a count moves nothing: its batch costs a request
+		}
+		if r.Budget != nil && !r.Budget.Charge(ctx, t.ProjectID, 1, size) {
+			return t, false
+		}
 		n := res.Moved
 		if counting {
 			t.ToMove, n = t.ToMove+int64(matched), matched
@@ -246,6 +278,60 @@ func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engi
 		}
 	}
 	return t, false
+}
+
+// destinationsGone checks, before each batch that moves, that the task's destination still
+// exists: a queue deleted while the task runs must not take the rest of the source with it
+// (an insert recreates a deleted queue's storage, where nothing would ever read the messages
+// again). It answers why the task fails ("" while the destination lives). Without a
+// destination, the dead-letter sources looked up are forgotten, so a source deleted meanwhile
+// makes its messages fail (and stay) rather than go into the void.
+func (r *Runner) destinationsGone(ctx context.Context, t meta.MoveTask, ch *Chooser) (string, error) {
+	ch.Forget()
+	if ch.Dest == nil {
+		return "", nil
+	}
+	_, err := r.Queues.GetQueueByID(ctx, ch.Dest.ID)
+	switch {
+	case apierr.CodeOf(err) == apierr.NotFound:
+		return "the destination queue was deleted while the task ran; the messages not yet moved stay in the source", nil
+	case err != nil:
+		return "", err
+	}
+	return "", nil
+}
+
+// takeBack reads the destination again after a batch moved into it: a replica whose metadata
+// cache had not yet seen its deletion may have inserted the batch into the deleted queue's
+// storage, which its insert recreated and nothing reads. Those messages are moved back to the
+// source and the remains of the deleted queue wiped. It answers why the task fails ("" while
+// the destination lives) and how many messages came back (they do not count as moved).
+func (r *Runner) takeBack(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engine.Queue) (string, int64, error) {
+	if _, err := r.Queues.GetQueueByID(ctx, ch.Dest.ID); apierr.CodeOf(err) != apierr.NotFound {
+		return "", 0, nil
+	}
+	ghost, tag := *ch.Dest, t.ID.String()+"/back"
+	back := func(engine.BrowsedMessage) (*engine.Queue, bool) { return &sq, false }
+	for cursor := ""; ; {
+		res, err := r.Engine.MoveBatch(ctx, ghost, engine.MoveRequest{Tag: tag, Cursor: cursor, Limit: engine.MaxMoveBatch, Choose: back})
+		if err != nil {
+			return "", 0, err
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if err := r.Engine.FinishMoves(ctx, ghost); err != nil {
+		return "", 0, err
+	}
+	n, err := r.Engine.MovedCount(ctx, ghost, tag)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := r.Engine.DeleteQueue(ctx, ghost.ID); err != nil {
+		return "", 0, err
+	}
+	return "the destination queue was deleted while the task ran; the messages not yet moved stay in the source", n, nil
 }
 
 // stopped reads t after the runner waited out its pace: a cancel that came meanwhile stops the
@@ -288,9 +374,14 @@ func (r *Runner) checkpoint(ctx context.Context, t meta.MoveTask) (meta.MoveTask
 
 // finish ends a task with status (completed or failed) and its final counts.
 func (r *Runner) finish(ctx context.Context, t meta.MoveTask, status, why string) {
+	r.end(ctx, t, status, why, 0)
+}
+
+// end is finish with less messages taken off the engine's moved count (moved back).
+func (r *Runner) end(ctx context.Context, t meta.MoveTask, status, why string, less int64) {
 	for range 5 {
-		if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n > t.Moved {
-			t.Moved = n
+		if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n-less > t.Moved {
+			t.Moved = n - less
 		}
 		t.Status, t.Error, t.FinishedAt = status, why, r.Clock.Now()
 		_, err := r.Store.UpdateMoveTask(ctx, t)

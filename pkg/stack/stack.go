@@ -132,6 +132,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 			{Name: "clock", Check: func(context.Context) error { return eng.ClockErr() }},
 		},
 	})
+	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
 	console.Mount(r.API.Echo())
 	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())

@@ -23,7 +23,7 @@ import (
 )
 
 var (
-	bMoves   = []byte("moves")
+	bMoves    = []byte("moves")
 	bMoveRun  = []byte("moverun")
 	bMoveProj = []byte("moveproj")
 )
