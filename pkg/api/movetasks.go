@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/movetask"
@@ -143,6 +144,9 @@ func (s *Server) startMoveTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if t.Status == meta.MoveCompleted { // a dry run counted whole in the request
+		return c.JSON(http.StatusOK, moveTaskOut(t))
+	}
 	return c.JSON(http.StatusCreated, moveTaskOut(t))
 }
 
@@ -175,10 +179,27 @@ func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, req MoveTask
 	if req.Destination != nil {
 		t.Destination = req.Destination.ID
 	}
-	// The destination is checked now (a few lookups); what matches is counted by the runner
-	// (Counting), so the request costs the same whatever the queue holds.
-	if _, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta); err != nil {
+	// The destination is checked now (a few lookups), and one batch of the source is counted
+	// (at most engine.MaxMoveBatch messages, engine.MaxMoveBatchBytes read): a queue that
+	// small has its exact toMove at once and a dry run its answer (not stored, like before);
+	// a larger one is counted on by the runner from there (Counting), so the request costs
+	// the same whatever the queue holds.
+	ch, err := movetask.NewChooser(ctx, t, src, s.cfg.Meta)
+	if err != nil {
 		return t, err
+	}
+	matched, failed, next, err := movetask.CountBatch(ctx, s.cfg.Engine, t, ch, src.Engine(nil), engine.MaxMoveBatch)
+	if err != nil {
+		return t, err
+	}
+	t.ToMove, t.Failed, t.Cursor = int64(matched), int64(failed), next
+	if next == "" {
+		t.Counting = false
+		if req.DryRun {
+			t.Status, t.FinishedAt = meta.MoveCompleted, now
+			return t, nil
+		}
+		t.Failed = 0 // counted again as the moves meet them
 	}
 	if err := s.cfg.MoveTasks.CreateMoveTask(ctx, t); err != nil {
 		if apierr.CodeOf(err) == apierr.MoveTaskRunning {
@@ -305,12 +326,16 @@ var _ movetask.Budget = (*Server)(nil)
 // requestsPerSecond and bytes from its sendBytesPerSecond (in pieces no larger than the
 // rate), waiting while either has no room, so a move costs its project what sends of the
 // same bytes would and neighbours keep their share. The budgets fail open, as for calls.
-// false: ctx ended first.
+// false: ctx ended first, or the project's limits cannot be read (the runner lets its lease
+// lapse and a later scan retries the batch).
 func (s *Server) Charge(ctx context.Context, project ids.ID, requests int, bytes int64) bool {
 	if s.cfg.Limiter == nil || s.cfg.Tenancy == nil {
 		return ctx.Err() == nil
 	}
-	lim := s.effectiveLimits(ctx, project)
+	lim, err := s.effectiveLimits(ctx, project)
+	if err != nil {
+		return false
+	}
 	for range requests {
 		if !s.takeWaiting(ctx, func() (time.Duration, error) {
 			return s.cfg.Limiter.Allow(ctx, tenancy.RateKey(project), int(lim.RequestsPerSecond))

@@ -94,44 +94,61 @@ func moveServer(t *testing.T) (call func(method, path, body string) (int, string
 	return call, sc, store
 }
 
-// TestMoveTaskStartCost: starting a move task (a dry run too) reads nothing of the source in
-// the request, however much it holds; the task is stored counting, for the runner.
+// TestMoveTaskStartCost: starting a move task (a dry run too) reads at most one batch of the
+// source in the request (one engine call, at most engine.MaxMoveBatchBytes), however much it
+// holds; a larger queue's task is stored counting, for the runner. A queue within one batch is
+// counted whole: its task knows toMove at once, and its dry run answers 200 with the counts.
 func TestMoveTaskStartCost(t *testing.T) {
 	call, sc, store := moveServer(t)
-	for _, q := range []string{`{"name":"q"}`, `{"name":"dst"}`} {
+	for _, q := range []string{`{"name":"q"}`, `{"name":"dst"}`, `{"name":"small"}`} {
 		if code, body := call("POST", "/v1/queues", q); code != 201 {
 			t.Fatalf("create queue: %d %s", code, body)
 		}
 	}
 	big := strings.Repeat("x", 250_000)
-	for range 16 { // 4 MB
-		if code, body := call("POST", "/v1/queues/q/messages", `{"messages":[{"body":"`+big+`"}]}`); code != 200 {
-			t.Fatalf("send: %d %s", code, body)
+	send := func(q, body string, n int) {
+		for range n {
+			if code, out := call("POST", "/v1/queues/"+q+"/messages", `{"messages":[{"body":"`+body+`"}]}`); code != 200 {
+				t.Fatalf("send: %d %s", code, out)
+			}
 		}
 	}
+	send("q", big, 40) // 10 MB
+	send("small", "hi", 3)
 	for _, req := range []string{`{"destination":"dst"}`, `{"dryRun":true}`} {
+		before, _ := sc.read()
+		_, read0 := sc.read()
 		code, body := call("POST", "/v1/queues/q/move-tasks", req)
 		if code != 201 {
 			t.Fatalf("start %s: %d %s", req, code, body)
 		}
 		calls, bytes := sc.read()
+		calls, bytes = calls-before, bytes-read0
 		t.Logf("start %s: %d engine scans, %d message bytes read in the request; answer %d bytes", req, calls, bytes, len(body))
-		if calls != 0 || bytes != 0 {
-			t.Fatalf("the start request scanned the source: %d calls, %d bytes", calls, bytes)
+		if calls != 1 || bytes > engine.MaxMoveBatchBytes {
+			t.Fatalf("the start request read %d batches, %d bytes; want one batch of at most %d", calls, bytes, engine.MaxMoveBatchBytes)
 		}
-		if !strings.Contains(body, `"toMove":0`) || !strings.Contains(body, `"status":"running"`) {
+		if !strings.Contains(body, `"status":"running"`) || strings.Contains(body, `"toMove":40`) {
 			t.Fatalf("started: %s", body)
 		}
 		// The first ends (cancelled) so the queue is free for the dry run.
 		ts, _ := store.RunningMoveTasks(t.Context())
 		for _, tk := range ts {
-			if !tk.Counting {
-				t.Fatalf("stored task %+v is not counting", tk)
+			if !tk.Counting || tk.Cursor == "" {
+				t.Fatalf("stored task %+v is not counting on from the request's batch", tk)
 			}
 			tk.Status = meta.MoveCancelled
 			if _, err := store.UpdateMoveTask(t.Context(), tk); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	if code, body := call("POST", "/v1/queues/small/move-tasks", `{"destination":"dst","dryRun":true}`); code != 200 ||
+		!strings.Contains(body, `"toMove":3`) || !strings.Contains(body, `"status":"completed"`) {
+		t.Fatalf("dry run of a small queue: %d %s", code, body)
+	}
+	if code, body := call("POST", "/v1/queues/small/move-tasks", `{"destination":"dst"}`); code != 201 ||
+		!strings.Contains(body, `"toMove":3`) || !strings.Contains(body, `"status":"running"`) {
+		t.Fatalf("move of a small queue: %d %s", code, body)
 	}
 }

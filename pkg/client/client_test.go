@@ -300,16 +300,8 @@ func TestEveryRoute(t *testing.T) {
 	}
 	dry, err := c.StartMoveTask(ctx, "orders-dlq", client.StartMoveTaskInput{Destination: "orders", DryRun: true,
 		Filter: &client.MoveFilter{Attributes: map[string][]string{}}})
-	if err != nil || !dry.DryRun || dry.Status != "running" {
+	if err != nil || !dry.DryRun || dry.Status != "completed" || dry.ToMove != 1 || dry.Moved != 0 {
 		t.Fatalf("dry run: %+v %v", dry, err)
-	}
-	for dry.Status == "running" { // a dry run is a task: the runner counts
-		if dry, err = c.GetMoveTask(ctx, "orders-dlq", dry.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if dry.Status != "completed" || dry.ToMove != 1 || dry.Moved != 0 {
-		t.Fatalf("dry run done: %+v", dry)
 	}
 	mt, err := c.StartMoveTask(ctx, "orders-dlq", client.StartMoveTaskInput{Destination: "orders", MaxMessagesPerSecond: client.Int(10000)})
 	if err != nil || mt.Status != "running" {

@@ -56,9 +56,10 @@ type MoveTaskPage struct {
 	NextCursor *string    `json:"nextCursor"`
 }
 
-// StartMoveTask starts a move task of queue (scope queues:admin), answered running: the
-// task counts ToMove, then moves. With DryRun it only counts (follow it with GetMoveTask
-// until it is no longer running).
+// StartMoveTask starts a move task of queue (scope queues:admin), answered running with
+// ToMove (the whole count for a queue within one batch; a larger one's task counts on, then
+// moves). With DryRun it only counts: answered completed for a queue within one batch, else
+// running (follow it with GetMoveTask until it is no longer running).
 func (c *Client) StartMoveTask(ctx context.Context, queue string, in StartMoveTaskInput) (*MoveTask, error) {
 	var t MoveTask
 	if err := c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/move-tasks", nil, in, &t); err != nil {

@@ -20,13 +20,17 @@ const (
 	DefaultPoll  = time.Second
 	// maxErrors is how many batches in a row may fail on storage before the task fails.
 	maxErrors = 30
+	// countSpeedup is how much faster than its rate a task counts (each batch still reads at
+	// most engine.MaxMoveBatchBytes and is charged a request of its project's budget).
+	countSpeedup = 10
 )
 
 // Runner runs the move tasks of the deployment: every replica runs one. It takes the lease of
 // a running task whose lease is free or expired (compare-and-set on the task's Version, so
-// one replica wins), then scans the source twice, batch by batch at the task's rate: a first
-// pass counts what matches (toMove; the start request does no work proportional to the
-// queue, and a dry run ends there), a second one moves. After every batch it records the
+// one replica wins), then scans the source batch by batch: a task the start request could
+// not count whole (it counts one batch, so its cost is bounded whatever the queue holds)
+// first counts on what matches (toMove, at ten times its rate; a dry run ends there), then
+// moves at its rate. After every batch it records the
 // scan's cursor, the counts and a renewed lease. A replica that dies loses its
 // lease within Lease; another resumes from the last cursor, after finishing the moves the
 // dead one left half done (engine.Mover.FinishMoves). The moved count is the engine's, kept
@@ -200,7 +204,11 @@ func (r *Runner) run(ctx context.Context, t meta.MoveTask) {
 // or moving. ok: the scan reached the end; otherwise the task was finished as failed, or lost,
 // or ctx ended.
 func (r *Runner) pass(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engine.Queue, counting bool) (_ meta.MoveTask, ok bool) {
-	pace := newPacer(r.Clock.Now(), t.MaxPerSecond)
+	rate := t.MaxPerSecond
+	if counting {
+		rate *= countSpeedup // a count takes nothing: it need not last as long as the moves
+	}
+	pace := newPacer(r.Clock.Now(), rate)
 	errs := 0
 	for ctx.Err() == nil {
 		limit := min(engine.MaxMoveBatch, max(1, t.MaxPerSecond/10))

@@ -125,7 +125,7 @@ func (c *cli) moveStart(ctx context.Context, queue string, f *moveFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.dryRun { // a dry run is a task that counts: its answer is its end
+	if f.dryRun { // a dry run answers its counts, or (a large queue) is a task that counts
 		if t, err = c.moveFollow(ctx, queue, t, false); err != nil {
 			return err
 		}
@@ -138,10 +138,10 @@ func (c *cli) moveStart(ctx context.Context, queue string, f *moveFlags) error {
 	}
 	return c.out(t, func(w io.Writer) {
 		if t.Action == client.MoveActionDelete {
-			fmt.Fprintf(w, "started delete task %s of %s (counting what to delete)\n", t.ID, queue)
+			fmt.Fprintf(w, "started delete task %s of %s (%d to delete so far)\n", t.ID, queue, t.ToMove)
 			return
 		}
-		fmt.Fprintf(w, "started move task %s of %s to %s (counting what to move)\n", t.ID, queue, moveDest(t))
+		fmt.Fprintf(w, "started move task %s of %s to %s (%d to move so far)\n", t.ID, queue, moveDest(t), t.ToMove)
 	})
 }
 

@@ -76,7 +76,7 @@ func TestCLIMove(t *testing.T) {
 		t.Fatalf("dead-letter queue after the moves: %+v", c)
 	}
 	list := jsonOf[[]client.MoveTask](t, e.run(t, "", "move", "list", "jobs-dlq", "--json").ok(t))
-	if len(list) != 4 || list[0].Status != "completed" || list[1].ID != slow.ID || !list[3].DryRun {
+	if len(list) != 2 || list[0].Status != "completed" || list[1].ID != slow.ID { // small dry runs are not stored
 		t.Fatalf("list --json, newest first: %+v", list)
 	}
 

@@ -23,8 +23,8 @@ export interface ErrorBody {
     requestId?: string;
     /** On a `/readyz` 503, the dependencies that are down, by name only. */
     dependencies?: ("redis" | "metadata" | "messages" | "clock")[];
-    /** On `quota_exceeded`, the project limit the call would pass (`runningMoveTasks`, at most 10 running move tasks per project, is fixed, not a project setting). */
-    limit?: "maxQueues" | "maxSubscriptions" | "maxStoredBytes" | "runningMoveTasks";
+    /** On `quota_exceeded`, the project limit the call would pass (`runningMoveTasks`, at most 10 running move tasks per project, is fixed, not a project setting); on a receive stream's `rate_limited`, the stream cap reached. */
+    limit?: "maxQueues" | "maxSubscriptions" | "maxStoredBytes" | "runningMoveTasks" | "streamsPerProject" | "streamsPerReplica";
     [key: string]: unknown;
   };
 }
@@ -323,7 +323,7 @@ export interface SendMessageEntry {
   deliverAt?: string;
   /** string, standard queues, optional: the conflation key, 1–128 characters from `!` to `~`. When a message sent with the same key waits never delivered (visible or delayed, `receiveCount` 0), this send changes that message instead of storing one: it keeps its `messageId`, place and delay, and the send answers its id with `merged: true`. When the key's message is in flight or gone, a new message is stored. */
   key?: string;
-  /** string, with `key`, optional: `replace` (default) replaces the waiting message's body and attributes; `patch` merges the body into the waiting body as an RFC 7396 JSON Merge Patch and merges the attributes, new values winning. With `patch` both bodies must be JSON objects, else the message fails with `invalid_argument` on `messages[i].body`; a first `patch` send of a key is stored as sent. */
+  /** string, with `key`, optional: `replace` (default) replaces the waiting message's body and attributes; `patch` merges the body into the waiting body as an RFC 7396 JSON Merge Patch and merges the attributes, new values winning. With `patch` both bodies must be JSON objects nesting objects and arrays at most 100 deep, else the message fails with `invalid_argument` on `messages[i].body`; a first `patch` send of a key is stored as sent. One send's merges may read at most 8 MiB of waiting bodies and patches (retries after concurrent sends of the key included); the message that would pass it fails with `payload_too_large` on `messages[i].body`. */
   merge?: 'replace' | 'patch';
   /** string, fifo (required there): the message group, 1–128 characters from `!` to `~`. */
   groupId?: string;
@@ -643,9 +643,20 @@ export interface StreamAnswer {
   error?: ErrorBody;
 }
 
-/** The last frame of a receive stream that the service ends. */
+/**
+ * The last frame of a receive stream that the service ends: `invalid_argument` (a
+ * malformed frame), `not_found` (the queue was deleted), `unauthenticated` (the token
+ * was revoked or expired), `unavailable` (the token could not be checked for 10 s),
+ * `internal`, or `idle` (no credit and no frame for 60 s; a stream frame's code only).
+ */
 export interface StreamError {
-  error: ErrorBody;
+  error: {
+    code: ErrorCode | "idle";
+    message: string;
+    details?: {
+      [key: string]: unknown;
+    };
+  };
 }
 
 export interface HealthStatus {

@@ -269,14 +269,12 @@ describe('messages and receipts', () => {
     await c.deadLetter(m!.receiptHandle!, 'poison');
     assert.equal((await c.getQueue(dlq.id)).counts.visible, 1);
 
-    let dry = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, dryRun: true });
+    const dry = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, dryRun: true });
     assert.equal(dry.dryRun, true);
-    // A dry run is a task: the runner counts, and it is listed.
-    await until(async () => (dry = await c.getMoveTask(dlq.id, dry.id)).status !== 'running', 10000, 'the dry run to finish');
     assert.equal(dry.status, 'completed');
     assert.equal(dry.toMove, 1);
     assert.equal(dry.moved, 0);
-    assert.deepEqual((await c.listMoveTasks(dlq.id)).moveTasks.map((x) => x.id), [dry.id]);
+    assert.deepEqual((await c.listMoveTasks(dlq.id)).moveTasks, []); // a small dry run is not stored
     await rejects(c.startMoveTask(dlq.id, { maxMessagesPerSecond: 0 }), 'invalid_argument', 400, 'maxMessagesPerSecond');
 
     let t = await c.startMoveTask(dlq.id, { filter: { reason: 'poison' }, maxMessagesPerSecond: 10000 });
@@ -293,7 +291,7 @@ describe('messages and receipts', () => {
     assert.equal(t.toMove, 1);
     assert.ok(t.finishedAt);
     const page = await c.listMoveTasks(dlq.id, { limit: 5 });
-    assert.deepEqual(page.moveTasks.map((x) => x.id), [t.id, dry.id]);
+    assert.deepEqual(page.moveTasks.map((x) => x.id), [t.id]);
     assert.equal(page.nextCursor, null);
     const cancelled = await c.cancelMoveTask(dlq.id, t.id); // finished: answered as it is
     assert.equal(cancelled.status, 'completed');
