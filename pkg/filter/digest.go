@@ -13,8 +13,10 @@ import (
 // one look, as every wake-up did before), never miss.
 
 // MaxWakeDigests is how many distinct attribute pairs a wake-up carries at most: a send with
-// more names none (WakeDigests answers nil) and wakes every parked receive, as before.
-const MaxWakeDigests = 64
+// more names none (WakeDigests answers nil) and wakes every parked receive, as before. It is
+// what one send script call can hold (16 combined sends × 10 messages × 10 attributes), so
+// no send can reach it to wake everyone; a wake-up is then at most 1,600 × 17 bytes.
+const MaxWakeDigests = 1600
 
 // Digest is the FNV-64a digest of one attribute pair: the name's length (uvarint), the name,
 // then the value, so no two pairs share an input.
