@@ -2,7 +2,7 @@
 -- KEYS: 1 the zset (r or f), 2 m, 3 s
 -- ARGV: 1 lowest time, exclusive (ms; -1: none), 2 highest time, inclusive (ms), 3 limit,
 --       4 cursor score, 5 cursor id ("" for the first page), 6 byte cap: no message is
---       read once the page's payloads reached it (filter.MaxScanBytes)
+--       read once the page's payloads reached it (filter.MaxScanBytes; 0: none)
 -- Returns: {id, score, state, payload, ...} in (score, id) order after the cursor, band by
 -- band (prelude.lua: BAND; a band's times are the range ARGV 1-2 offset by the band). A
 -- message whose state or payload is gone has state and payload false. Resuming after a cursor
@@ -10,6 +10,7 @@
 -- its old score after its id, so no same-score neighbour is skipped.
 local limit = tonumber(ARGV[3])
 local cap, read = tonumber(ARGV[6] or '0') or 0, 0
+if cap <= 0 then cap = math.huge end -- none given: the limit alone
 
 -- after reports whether member a sorts after b among members of one score: Redis orders
 -- them bytewise (Lua's own comparison follows the locale).
