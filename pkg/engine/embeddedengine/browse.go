@@ -70,13 +70,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		return engine.BrowsePage{}, err
 	}
 	now := e.nowMs()
-	type snap struct {
-		m   engine.BrowsedMessage
-		at  int64
-		seq uint64
-		k   []byte
-	}
-	var sel []snap
+	var sel []browseSnap
 	more := false
 	e.mu.Lock()
 	if qi := e.queues[q.ID]; qi != nil {
@@ -99,16 +93,44 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			if m.g != nil {
 				b.GroupID, b.SequenceNumber = m.g.id, m.seq
 			}
-			sel = append(sel, snap{m: b, at: m.at, seq: m.seq, k: key(qi.id, m.id)})
+			sel = append(sel, browseSnap{m: b, at: m.at, seq: m.seq, k: key(qi.id, m.id)})
 		}
 	}
 	e.mu.Unlock()
-	var page engine.BrowsePage
 	if len(sel) == 0 {
-		return page, nil
+		return engine.BrowsePage{}, nil
 	}
+	page, end, beyond, err := e.browseRead(sel, req.Filter, limit)
+	more = more || beyond
+	if err != nil {
+		return engine.BrowsePage{}, engine.StoreUnavailable("browse", err)
+	}
+	if more {
+		if end < 0 {
+			end = len(sel) - 1 // the candidate bound ended the page, not the list
+		}
+		last := sel[end]
+		page.NextCursor = encodeCursor(req.State, last.at, last.seq)
+	}
+	return page, nil
+}
+
+// browseSnap is a browse candidate chosen under the engine's lock: its message as browsed so
+// far (no body yet), its position and its payload's key.
+type browseSnap struct {
+	m   engine.BrowsedMessage
+	at  int64
+	seq uint64
+	k   []byte
+}
+
+// browseRead reads the payloads of sel in one read transaction and keeps those f selects, up
+// to limit. When more is true the next page starts after sel[end] (end -1: after the last of
+// sel): a match beyond the page was seen, or filter.MaxScanBytes of messages were looked at.
+// Only attributes are decoded until a message is kept.
+func (e *Engine) browseRead(sel []browseSnap, f *filter.Filter, limit int) (page engine.BrowsePage, end int, more bool, err error) {
 	end, lastTaken := -1, -1 // where the page ends when a match beyond it was seen
-	err := e.db.View(func(tx *bolt.Tx) error {
+	err = e.db.View(func(tx *bolt.Tx) error {
 		b := payloadsIn(tx)
 		read := 0 // bytes of messages looked at: filter.MaxScanBytes ends the page
 		for i, s := range sel {
@@ -122,7 +144,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 			}
 			read += len(raw)
 			attrs, err := decodeAttributes(raw)
-			if err != nil || !req.Filter.Match(attrs) {
+			if err != nil || !f.Match(attrs) {
 				continue
 			}
 			if len(page.Messages) == limit { // only with a filter: a match beyond the page
@@ -138,17 +160,7 @@ func (e *Engine) Browse(ctx context.Context, q engine.Queue, req engine.BrowseRe
 		}
 		return nil
 	})
-	if err != nil {
-		return engine.BrowsePage{}, engine.StoreUnavailable("browse", err)
-	}
-	if more {
-		if end < 0 {
-			end = len(sel) - 1 // the candidate bound ended the page, not the list
-		}
-		last := sel[end]
-		page.NextCursor = encodeCursor(req.State, last.at, last.seq)
-	}
-	return page, nil
+	return page, end, more, err
 }
 
 // browseStates maps a browsable state to the embedded engine's own.
