@@ -34,7 +34,14 @@ func Digest(name, value string) uint64 {
 // messages without attributes answers an empty, non-nil slice: it can wake no filtered
 // receive.
 func WakeDigests(attrs ...map[string]string) []uint64 {
-	seen := make(map[uint64]struct{})
+	n := 0
+	for _, a := range attrs {
+		n += len(a)
+	}
+	if n == 0 {
+		return []uint64{} // the common send: no attributes, nothing to hash
+	}
+	seen := make(map[uint64]struct{}, min(n, MaxWakeDigests+1))
 	for _, a := range attrs {
 		for k, v := range a {
 			seen[Digest(k, v)] = struct{}{}
