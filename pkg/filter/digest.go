@@ -13,8 +13,10 @@ import (
 // one look, as every wake-up did before), never miss.
 
 // MaxWakeDigests is how many distinct attribute pairs a wake-up carries at most: a send with
-// more names none (WakeDigests answers nil) and wakes every parked receive, as before.
-const MaxWakeDigests = 64
+// more names none (WakeDigests answers nil) and wakes every parked receive, as before. It is
+// what one send script call can hold (16 combined sends × 10 messages × 10 attributes), so
+// no send can reach it to wake everyone; a wake-up is then at most 1,600 × 17 bytes.
+const MaxWakeDigests = 1600
 
 // Digest is the FNV-64a digest of one attribute pair: the name's length (uvarint), the name,
 // then the value, so no two pairs share an input.
@@ -32,7 +34,14 @@ func Digest(name, value string) uint64 {
 // messages without attributes answers an empty, non-nil slice: it can wake no filtered
 // receive.
 func WakeDigests(attrs ...map[string]string) []uint64 {
-	seen := make(map[uint64]struct{})
+	n := 0
+	for _, a := range attrs {
+		n += len(a)
+	}
+	if n == 0 {
+		return []uint64{} // the common send: no attributes, nothing to hash
+	}
+	seen := make(map[uint64]struct{}, min(n, MaxWakeDigests+1))
 	for _, a := range attrs {
 		for k, v := range a {
 			seen[Digest(k, v)] = struct{}{}

@@ -461,6 +461,17 @@ func testFilterWake(t *testing.T, s *suite) {
 			}
 			s.sendMsgs(q, msg(i, kv...))
 		}
+		// One send of as many distinct pairs as a send can hold (10 messages × 10
+		// attributes) names them all: it cannot wake every receive by overflowing.
+		wide := make([]engine.Message, engine.MaxBatch)
+		for i := range wide {
+			var kv []string
+			for j := range engine.MaxAttributes {
+				kv = append(kv, fmt.Sprintf("a%d", j), fmt.Sprintf("v%d-%d", i, j))
+			}
+			wide[i] = msg(300+i, kv...)
+		}
+		s.sendMsgs(q, wide...)
 		s.send(fence, "fence")
 		waitSignal(t, gw, kind+": the fence's wake-up")
 		select {

@@ -13,7 +13,7 @@ import (
 // candidates its script examines (filtered receives, filter.go).
 // claim is one partition's share of a receive: n messages wanted, scan candidates examined at
 // most (0: the default for n) and, with a filter, scanBytes of stored messages read at most
-// (0: none read beyond the first candidate).
+// (and the one that crosses it; 0: no byte bound).
 type claim struct{ p, n, scan, scanBytes int }
 
 // scanned is what a receive's scripts examined: candidates and the bytes of stored messages

@@ -4,7 +4,7 @@
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 groups looked at at most, 6 messages looked at at most, 7 redrive reason,
 --       8 attribute filter (prelude.lua: fparse; "": none), 9 scan byte budget (with a
---       filter: bytes of stored messages read at most, and the one that crosses it)
+--       filter: bytes of stored messages read at most, and the one that crosses it; 0: none)
 -- Returns: like receive.lua {nextVisibleAt ms, {id, state, payload, ...}, {id, outbox value, ...},
 --          1 when stored bytes changed else 0, {} (no priorities), messages examined,
 --          bytes of stored messages read (with a filter)}
@@ -27,6 +27,7 @@ local K, G = fkeys()
 local flt, fn = false, 0
 if ARGV[8] ~= '' then flt, fn = fparse(ARGV[8]) end
 local sbytes = tonumber(ARGV[9] or '0') or 0
+if sbytes <= 0 then sbytes = math.huge end -- none given: the candidate bound alone
 local read = 0 -- bytes of candidates read (filtered)
 local deadline = now + vis
 bkeys(11)

@@ -9,14 +9,15 @@
 --       queue: the claimed messages are removed here, not put in flight (their bytes leave
 --       the count in this same step), 8 attribute filter (prelude.lua: fparse; "": none),
 --       9 scan byte budget (with a filter: bytes of stored messages read at most, and the
---       one that crosses it; filter.MaxScanBytes)
+--       one that crosses it; filter.MaxScanBytes; 0: no byte bound)
 -- Returns: {nextVisibleAt ms (0: none; only computed when nothing is returned),
 --           {id, value, ...} of the claimed messages (value: their m value after the claim,
 --           state then payload, see mstate),
 --           {id, outbox value, ...} of messages moved to the outbox,
 --           1 when stored bytes changed else 0,
 --           {priority, ...} of the claimed messages, in their order,
---           candidates examined, bytes of stored messages read (with a filter)}
+--           candidates examined, bytes of stored messages read (with a filter; list
+--           elements read but not examined included)}
 -- Candidates are, from the highest priority band down (prelude.lua: BAND), the lowest scores
 -- <= now of r and f and, in band 0, the head of l (score: its send time), merged by score.
 -- An empty band costs one range read of each zset, so the work stays bounded by the scan.
@@ -40,6 +41,7 @@ local amo = ARGV[7] == '1'
 local flt, fn = false, 0
 if ARGV[8] ~= '' then flt, fn = fparse(ARGV[8]) end
 local sbytes = tonumber(ARGV[9] or '0') or 0
+if sbytes <= 0 then sbytes = math.huge end -- none given: the candidate bound alone
 local read = 0 -- bytes of candidates read (filtered)
 local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 bkeys(11)
@@ -76,14 +78,18 @@ end
 local lwant = max + 2
 if flt then lwant = scan end
 local cl = {}
+local lread, lexam = 0, 0 -- bytes of list elements read, and of those examined (filtered)
 if #cands < scan and flt then
-  -- A few elements at a time, up to the byte budget: an element is a whole message.
-  local lread = 0
+  -- A few elements at a time, up to the byte budget: an element is a whole message. After
+  -- the first 8, each read takes what the budget left holds at their average size (at least
+  -- one), so the budget is passed by about one element, not by a whole read.
+  local step = 8
   while #cl < lwant and lread < sbytes do
-    local upto = math.min(#cl + 8, lwant)
+    local upto = math.min(#cl + step, lwant)
     local chunk = redis.call('LRANGE', KEYS[7], #cl, upto - 1)
     for _, v in ipairs(chunk) do cl[#cl + 1] = v; lread = lread + #v end
     if #cl < upto then break end
+    step = math.max(1, math.min(8, math.floor((sbytes - lread) * #cl / math.max(lread, 1))))
   end
 elseif #cands < scan then
   cl = redis.call('LRANGE', KEYS[7], 0, lwant - 1)
@@ -124,7 +130,7 @@ for _, c in ipairs(cands) do
   if #take >= max then break end
   if flt and read >= sbytes and examined > 0 then break end -- the byte budget is spent
   examined = examined + 1
-  if flt and c[3] == 'l' then read = read + #c[5] end
+  if flt and c[3] == 'l' then read = read + #c[5]; lexam = lexam + #c[5] end
   if c[3] == 'l' and flt and c[8] and c[4] > now and not fmatch(flt, fn, c[5], c[8]) then
     lkept = true -- stays where it is
   elseif c[3] == 'l' then
@@ -227,4 +233,4 @@ end
 bchg(-gone - moved, moved)
 local changed = 0
 if gone + moved > 0 then changed = 1 end
-return {next_at, outt, outd, changed, prio, examined, read}
+return {next_at, outt, outd, changed, prio, examined, read + lread - lexam}
