@@ -482,8 +482,6 @@ func (e *Engine) listen(ch <-chan *redis.Message) {
 	}
 }
 
-func (e *Engine) notify(q ids.ID) { e.watch.Notify(q) }
-
 // publish wakes the queue's watchers on every replica.
 func (e *Engine) publish(ctx context.Context, q ids.ID) {
 	if err := e.rdb.Publish(ctx, e.opts.Channel, q.String()).Err(); err != nil {
