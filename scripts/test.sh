@@ -110,6 +110,8 @@ go test -run '^$' -fuzz '^FuzzParseDefaults$' -fuzztime 20000x ./pkg/tenancy/
 go test -run '^$' -fuzz '^FuzzLimitsPatch$' -fuzztime 20000x ./pkg/api/
 go test -count=1 -race -timeout 5m ./pkg/tenancy/
 go test -run '^$' -fuzz '^FuzzValidTraceparent$' -fuzztime 20000x ./pkg/telemetry/
+go test -run '^$' -fuzz '^FuzzClientIP$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzParseWake$' -fuzztime 20000x ./pkg/rediskeys/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/
