@@ -50,12 +50,7 @@ func WakeDigests(attrs ...map[string]string) []uint64 {
 			}
 		}
 	}
-	out := make([]uint64, 0, len(seen))
-	for d := range seen {
-		out = append(out, d)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return sortedDigests(seen)
 }
 
 // WakeSets is, per attribute f names (in name order), the digests of its allowed values: the
@@ -90,6 +85,11 @@ func MergeWakeDigests(lists ...[]uint64) []uint64 {
 			return nil
 		}
 	}
+	return sortedDigests(seen)
+}
+
+// sortedDigests is the set's digests in ascending order, the form wake-ups carry.
+func sortedDigests(seen map[uint64]struct{}) []uint64 {
 	out := make([]uint64, 0, len(seen))
 	for d := range seen {
 		out = append(out, d)
