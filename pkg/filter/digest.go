@@ -73,6 +73,26 @@ func (f *Filter) WakeSets() [][]uint64 {
 // MergeWakeDigests is the digests of one wake-up covering several sends (each as
 // WakeDigests gives them): nil when any is nil or together they pass MaxWakeDigests.
 func MergeWakeDigests(lists ...[]uint64) []uint64 {
+	// The common case, sends without attributes (or one send with them), needs no merging.
+	var only []uint64
+	for _, l := range lists {
+		switch {
+		case l == nil:
+			return nil
+		case len(l) > 0 && only != nil:
+			return mergeDigests(lists)
+		case len(l) > 0:
+			only = l
+		}
+	}
+	if only == nil {
+		return []uint64{}
+	}
+	return only
+}
+
+// mergeDigests is MergeWakeDigests of several non-empty lists.
+func mergeDigests(lists [][]uint64) []uint64 {
 	seen := make(map[uint64]struct{})
 	for _, l := range lists {
 		if l == nil {

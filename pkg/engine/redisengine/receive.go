@@ -9,8 +9,6 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// claim is how many messages a receive asks of one partition; scan, when not 0, bounds the
-// candidates its script examines (filtered receives, filter.go).
 // claim is one partition's share of a receive: n messages wanted, scan candidates examined at
 // most (0: the default for n) and, with a filter, scanBytes of stored messages read at most
 // (and the one that crosses it; 0: no byte bound).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/filter"
@@ -14,6 +15,9 @@ import (
 // wakeDigests are the attribute digests a send of msgs names in its wake-up, so that only
 // receives whose filter could match one of them wake (filter.WakeDigests).
 func wakeDigests(msgs []engine.Message) []uint64 {
+	if !slices.ContainsFunc(msgs, func(m engine.Message) bool { return len(m.Attributes) > 0 }) {
+		return []uint64{} // the common send: nothing to hash, nothing to allocate
+	}
 	attrs := make([]map[string]string, len(msgs))
 	for i, m := range msgs {
 		attrs[i] = m.Attributes
