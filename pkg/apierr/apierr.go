@@ -37,6 +37,11 @@ const (
 	// MessageInFlight refuses deleting a message by id while a consumer holds it (SPEC §13):
 	// settle it with its receipt handle instead.
 	MessageInFlight Code = "message_in_flight"
+	// TopicExists refuses creating a topic under a name the project already uses (SPEC §14).
+	TopicExists Code = "topic_exists"
+	// BindingExists refuses binding a queue to a topic it is already bound to (SPEC §14):
+	// a second binding would copy every message twice; change the filter instead.
+	BindingExists Code = "binding_exists"
 )
 
 var statuses = map[Code]int{
@@ -60,6 +65,8 @@ var statuses = map[Code]int{
 	Unavailable:             http.StatusServiceUnavailable,
 	Internal:                http.StatusInternalServerError,
 	MessageInFlight:         http.StatusConflict,
+	TopicExists:             http.StatusConflict,
+	BindingExists:           http.StatusConflict,
 }
 
 // Codes lists every code, for documentation checks.

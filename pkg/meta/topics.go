@@ -1,0 +1,113 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// ErrTopicConflict is returned by UpdateTopic when the topic changed since it was read.
+var ErrTopicConflict = errors.New("meta: topic changed concurrently")
+
+// ErrBindingConflict is returned by UpdateBinding when the binding changed since it was read.
+var ErrBindingConflict = errors.New("meta: binding changed concurrently")
+
+// Topic and binding bounds (SPEC §14).
+const (
+	// MaxSourcesPerQueue bounds the bindings of one queue.
+	MaxSourcesPerQueue = 10
+	// MaxBindingsPerTopic bounds the bindings of one topic.
+	MaxBindingsPerTopic = 100
+	// MaxTopicRetentionSeconds bounds a topic's retentionSeconds (14 days).
+	MaxTopicRetentionSeconds = 1_209_600
+	// DefaultTopicRetentionSeconds is a topic's retentionSeconds when created without one.
+	DefaultTopicRetentionSeconds = 86_400
+)
+
+// The details.limit names of the binding bounds' quota_exceeded (not limits a project sets).
+const (
+	LimitSourcesPerQueue  = "sourcesPerQueue"
+	LimitBindingsPerTopic = "bindingsPerTopic"
+)
+
+// Topic is a topic's stored settings (SPEC §14).
+type Topic struct {
+	ID        ids.ID
+	ProjectID ids.ID
+	Name      string
+	Type      string // "standard" or "fifo", fixed at creation
+	// RetentionSeconds is how long the topic's log keeps what was published (0: nothing
+	// beyond fan-out).
+	RetentionSeconds int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	// Version increases with every update (optimistic concurrency for UpdateTopic).
+	Version int64
+}
+
+// Binding is a queue's source: one topic, with a filter (SPEC §14). Its fan-out state (the
+// cursor, copied and failed counts) lives in the engine beside the topic's log.
+type Binding struct {
+	ID        ids.ID
+	ProjectID ids.ID
+	QueueID   ids.ID
+	TopicID   ids.ID
+	// Filter is the binding's attribute filter as the API accepted it (JSON; "" for none).
+	Filter string
+	// From is where the binding started as it was asked ("now", "earliest", a sequence or
+	// an RFC 3339 time), and StartSequence the first sequence it takes.
+	From          string
+	StartSequence uint64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	// Version increases with every update (optimistic concurrency for UpdateBinding).
+	Version int64
+}
+
+// TopicStore keeps topics and bindings. Errors carry apierr codes: NotFound for a missing
+// record, TopicExists for a taken topic name, BindingExists for a queue bound to the topic
+// already, QuotaExceeded (details.limit maxTopics, sourcesPerQueue or bindingsPerTopic) for
+// a bound a create would pass, ErrBadCursor (InvalidArgument) for a bad cursor, Unavailable
+// when the backend cannot be reached.
+type TopicStore interface {
+	// CreateTopicWithin stores a new topic whose name is free among the project's topics,
+	// failing with QuotaExceeded (maxTopics) when the project already has maxTopics topics,
+	// checked atomically with the create. maxTopics <= 0: no limit.
+	CreateTopicWithin(ctx context.Context, t Topic, maxTopics int64) error
+	// GetTopic finds a topic by id within a project; GetTopicByName by name within a
+	// project; GetTopicByID by id alone (the fan-out knows topics by id).
+	GetTopic(ctx context.Context, projectID, topicID ids.ID) (Topic, error)
+	GetTopicByName(ctx context.Context, projectID ids.ID, name string) (Topic, error)
+	GetTopicByID(ctx context.Context, topicID ids.ID) (Topic, error)
+	// ListTopics lists a project's topics whose names start with prefix, in name order.
+	ListTopics(ctx context.Context, projectID ids.ID, prefix string, page Page) (ts []Topic, nextCursor string, err error)
+	// CountTopics counts a project's topics.
+	CountTopics(ctx context.Context, projectID ids.ID) (int64, error)
+	// UpdateTopic replaces RetentionSeconds if the stored Version equals t.Version (else
+	// ErrTopicConflict) and returns what is stored, with the new Version.
+	UpdateTopic(ctx context.Context, t Topic) (Topic, error)
+	// DeleteTopic deletes a topic and its bindings, frees its name, and returns the topic
+	// and the bindings deleted.
+	DeleteTopic(ctx context.Context, projectID, topicID ids.ID) (Topic, []Binding, error)
+
+	// CreateBinding stores a new binding of an existing queue to an existing topic of the
+	// same project (NotFound for either missing), at most MaxSourcesPerQueue per queue and
+	// MaxBindingsPerTopic per topic (QuotaExceeded), one per queue and topic (BindingExists).
+	CreateBinding(ctx context.Context, b Binding) error
+	// GetBinding reads one binding of a queue.
+	GetBinding(ctx context.Context, queueID, bindingID ids.ID) (Binding, error)
+	// QueueBindings lists a queue's bindings (at most MaxSourcesPerQueue) and TopicBindings
+	// a topic's (at most MaxBindingsPerTopic), in creation order.
+	QueueBindings(ctx context.Context, queueID ids.ID) ([]Binding, error)
+	TopicBindings(ctx context.Context, topicID ids.ID) ([]Binding, error)
+	// UpdateBinding replaces Filter if the stored Version equals b.Version (else
+	// ErrBindingConflict) and returns what is stored, with the new Version.
+	UpdateBinding(ctx context.Context, b Binding) (Binding, error)
+	// DeleteBinding deletes one binding of a queue and returns it.
+	DeleteBinding(ctx context.Context, queueID, bindingID ids.ID) (Binding, error)
+	// DeleteQueueBindings deletes every binding of a queue (the queue is being deleted) and
+	// returns them.
+	DeleteQueueBindings(ctx context.Context, queueID ids.ID) ([]Binding, error)
+}
