@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -477,18 +478,16 @@ func testTopicKeyedState(t *testing.T, ts *topicSuite) {
 }
 
 // testTopicPatchRefused: a patch that is not an object, or onto a state that is not one,
-// fails the publish whole with invalid_argument.
+// fails the publish whole with a refusal naming the message (pkg/api answers it as
+// invalid_argument naming messages[i].body).
 func testTopicPatchRefused(t *testing.T, ts *topicSuite) {
 	tp := ts.topic()
 	ts.publish(tp, keyed("num", `5`, engine.MergeReplace, nil))
 	_, err := ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{{Message: engine.Message{Body: "plain"}},
 		keyed("obj", `[1,2]`, engine.MergePatch, nil)})
-	wantCode(t, "a patch body that is not an object", err, apierr.InvalidArgument)
-	if f := apierr.As(err); f == nil || f.Field != "messages[1].body" {
-		t.Fatalf("the refusal %v does not name field messages[1].body", err)
-	}
+	wantPatchRefusal(t, err, engine.ErrPatchNotObject, 1)
 	_, err = ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{keyed("num", `{"a":1}`, engine.MergePatch, nil)})
-	wantCode(t, "a patch onto a state that is not an object", err, apierr.InvalidArgument)
+	wantPatchRefusal(t, err, engine.ErrPatchWaitingNotObject, 0)
 	ts.wantBounds("refused publishes append nothing", tp, 1, 1)
 	if st := ts.state(tp, "num"); st.Body != "5" {
 		t.Fatalf("state %+v after refused patches", st)
@@ -527,5 +526,13 @@ func testTopicStatePage(t *testing.T, ts *topicSuite) {
 	}
 	if !slices.Equal(got, []string{"a", "b", "c", "d", "e"}) {
 		t.Fatalf("state pages hold keys %v, want a..e in order", got)
+	}
+}
+
+func wantPatchRefusal(t *testing.T, err, sentinel error, index int) {
+	t.Helper()
+	var r *engine.Refusal
+	if !errors.Is(err, sentinel) || !errors.As(err, &r) || r.Index != index {
+		t.Fatalf("publish: error %v, want a refusal %v of message %d", err, sentinel, index)
 	}
 }
