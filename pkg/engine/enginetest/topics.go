@@ -332,8 +332,8 @@ func testTopicBounds(t *testing.T, ts *topicSuite) {
 	}
 	ts.publish(tp, engine.PublishMessage{Message: engine.Message{Body: "abc", Attributes: map[string]string{"k": "vv"}}})
 	ts.pub(tp, "de", "f")
-	if b := ts.wantBounds("after publishes", tp, 1, 3); b.Bytes != 8 {
-		t.Fatalf("the log holds %d bytes, want 8", b.Bytes)
+	if b := ts.wantBounds("after publishes", tp, 1, 3); b.Bytes != 9 {
+		t.Fatalf("the log holds %d bytes, want 9", b.Bytes)
 	}
 	ts.clk.Advance(time.Hour + time.Second)
 	ts.trim(tp)
