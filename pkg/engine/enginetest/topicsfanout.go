@@ -146,6 +146,11 @@ func testTopicCopyStandard(t *testing.T, ts *topicSuite) {
 	}
 	ts.copyAll(q, tp, b, batch)
 	ts.wantCounts(q, 0, 3, 0)
+	for _, m := range got {
+		wantNil(t, "ack", ts.ack(q, m.Delivery)[0])
+	}
+	ts.copyAll(q, tp, b, batch) // acknowledged copies are not stored again either
+	ts.wantCounts(q, 0, 0, 0)
 }
 
 // testTopicCopyOverlap: overlapping batches store each entry once; another binding into the
