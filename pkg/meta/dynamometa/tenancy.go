@@ -4,9 +4,11 @@ package dynamometa
 //
 //	pk=P#<project>  sk=P              the project item also holds the project's own limits
 //	                                  (limit_<name>, absent: the default) and its counts
-//	                                  (queueCount, subCount), which CreateQueue/DeleteQueue and
-//	                                  CreateSubscription/DeleteSubscription move in their
-//	                                  transactions, conditional on the quota when one is given
+//	                                  (queueCount, subCount, topicCount), which
+//	                                  CreateQueue/DeleteQueue, CreateSubscription/
+//	                                  DeleteSubscription and CreateTopicWithin/DeleteTopic move
+//	                                  in their transactions, conditional on the quota when one
+//	                                  is given
 //	pk=P#<project>  sk=U#<hour>       the project's metered use in one UTC hour
 //	                                  (2006-01-02T15): the counters, f_<replica> = the last
 //	                                  flush of that replica added (a flush is added on the
@@ -167,7 +169,8 @@ func (s *Store) Counts(ctx context.Context, project ids.ID) (meta.ProjectCounts,
 	}
 	q, _ := numAttr(item, queueCountAttr)
 	sub, _ := numAttr(item, subCountAttr)
-	return meta.ProjectCounts{Queues: max(q, 0), Subscriptions: max(sub, 0)}, nil
+	topics, _ := numAttr(item, topicCountAttr)
+	return meta.ProjectCounts{Queues: max(q, 0), Subscriptions: max(sub, 0), Topics: max(topics, 0)}, nil
 }
 
 // counterAttrs are the counters' attribute names, in Counters field order. A counter is
