@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -239,10 +240,29 @@ func (s *Server) Publish(ctx context.Context, t meta.Topic, p *PublishBatch) err
 	return nil
 }
 
-// refusedMessage finds which message an engine's invalid_argument about messages[i].<field>
-// names (-1 when the error is not about one message of n); the error it answers has the
-// field without the "messages[i]" prefix.
+// refusedMessage finds which of n messages an engine's refusal of a publish names (-1 when
+// it names none): a *engine.Refusal with the message's Index (a patch of a key's state that
+// is no JSON object), or an invalid_argument naming messages[i].<field>. The error it
+// answers names the field relative to the message.
 func refusedMessage(err error, n int) (int, *apierr.Error) {
+	var r *engine.Refusal
+	if errors.As(err, &r) {
+		ae := engineRefusal(err)
+		switch {
+		case errors.Is(err, engine.ErrPatchWaitingNotObject):
+			ae = apierr.Invalid("body", "merge \"patch\" needs JSON objects; the key's state is not one")
+		case errors.Is(err, engine.ErrPatchWaitingTooDeep):
+			ae = apierr.Invalid("body", "merge \"patch\" needs JSON objects nesting at most %d deep; the key's state nests deeper", engine.MaxPatchDepth)
+		}
+		if r.Index < 0 || r.Index >= n || (ae.Code != apierr.InvalidArgument && ae.Code != apierr.PayloadTooLarge) {
+			return -1, nil
+		}
+		c := *ae
+		if _, rest, ok := strings.Cut(c.Field, "]"); ok && strings.HasPrefix(c.Field, "messages[") {
+			c.Field = strings.TrimPrefix(rest, ".")
+		}
+		return r.Index, &c
+	}
 	ae := apierr.As(err)
 	if ae.Code != apierr.InvalidArgument || !strings.HasPrefix(ae.Field, "messages[") {
 		return -1, nil

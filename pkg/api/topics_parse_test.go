@@ -84,7 +84,12 @@ func TestRefusedMessage(t *testing.T) {
 	if i != 1 || ae.Field != "body" || ae.WithPrefix("messages[4]").Field != "messages[4].body" {
 		t.Fatalf("%d %v", i, ae)
 	}
+	i, ae = refusedMessage(&engine.Refusal{Err: engine.ErrPatchWaitingNotObject, Index: 2}, 3)
+	if i != 2 || ae.Field != "body" || ae.Code != apierr.InvalidArgument || !strings.Contains(ae.Message, "state") {
+		t.Fatalf("an engine's refusal of message 2: %d %v", i, ae)
+	}
 	for _, err := range []error{
+		&engine.Refusal{Err: engine.ErrPatchNotObject, Index: 3},
 		apierr.Invalid("messages[3].body", "out of range"),
 		apierr.Invalid("body", "no index"),
 		apierr.New(apierr.QuotaExceeded, "full"),
