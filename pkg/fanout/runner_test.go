@@ -3,6 +3,8 @@ package fanout_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ func (g *rig) queue(filter string) (ids.ID, ids.ID) {
 
 func (g *rig) runner() *fanout.Runner {
 	return &fanout.Runner{Engine: g.f, Topics: g.m, Queues: g.m, Bindings: g.m, Limits: g.m, Meter: g.m,
-		Clock: g.clk, Owner: ids.New().String(), Poll: 10 * time.Millisecond, IdleAfter: time.Hour}
+		Clock: g.clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Owner: ids.New().String(), Poll: 10 * time.Millisecond, IdleAfter: time.Hour}
 }
 
 // run runs r until the test ends (or stop is called); stop waits for it to return.

@@ -37,8 +37,8 @@ func TestSelectBatchBoundsAndThrough(t *testing.T) {
 		t.Errorf("through %d, want 201 (202 is selected and left for the next batch)", through)
 	}
 	batch, through = selectBatch(es, 201, f, false)
-	if len(batch) != 24 || through != 250 {
-		t.Errorf("second batch %d through %d, want 24 through 250", len(batch), through)
+	if len(batch) != 25 || through != 250 {
+		t.Errorf("second batch %d through %d, want 25 through 250", len(batch), through)
 	}
 	batch, through = selectBatch(es, 10, &filter.Filter{Attributes: map[string][]string{"color": {"green"}}}, false)
 	if len(batch) != 0 || through != 250 {
