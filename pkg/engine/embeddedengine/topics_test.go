@@ -92,3 +92,45 @@ func TestTopicsRestart(t *testing.T) {
 		t.Fatalf("republish within the window, across a reopen: %+v", dup[0])
 	}
 }
+
+// TestTopicsRecount: the project's stored-bytes counter, moved by publishes, replaces,
+// patches, deletes of state, trims and topic deletes, matches a recount of the disk.
+func TestTopicsRecount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := enginetest.NewClock()
+	e := open(t, filepath.Join(t.TempDir(), "messages.db"), clk)
+	project := ids.New()
+	check := func(what string) {
+		t.Helper()
+		got := must(e.StoredBytes(ctx, project))
+		if re := embeddedengine.Recount(t, e, project, nil); re != got {
+			t.Fatalf("%s: StoredBytes %d, a recount of the disk %d", what, got, re)
+		}
+	}
+	tp := engine.Topic{ID: ids.New(), Project: project, Type: engine.Standard, Retention: time.Hour}
+	other := engine.Topic{ID: ids.New(), Project: project, Type: engine.Standard, Retention: 0}
+	must(0, e.CreateTopic(ctx, tp))
+	must(0, e.CreateTopic(ctx, other))
+	pub := func(t engine.Topic, ms ...engine.PublishMessage) { must(e.Publish(ctx, t, ms)) }
+	pub(tp, engine.PublishMessage{Message: engine.Message{Body: "plain", Attributes: map[string]string{"a": "b"}}},
+		engine.PublishMessage{Message: engine.Message{Key: "k", Body: `{"x":"yy"}`}})
+	check("publishes")
+	pub(tp, engine.PublishMessage{Message: engine.Message{Key: "k", Body: `{"z":1}`, Merge: engine.MergePatch}},
+		engine.PublishMessage{Message: engine.Message{Key: "j", Body: `{}`}})
+	check("a patch")
+	pub(tp, engine.PublishMessage{Message: engine.Message{Key: "j"}, Delete: true})
+	check("a state deleted")
+	pub(other, engine.PublishMessage{Message: engine.Message{Body: "gone at once"}})
+	must(0, e.Trim(ctx, other))
+	check("a trim at retention 0 without bindings")
+	clk.Advance(2 * time.Hour)
+	pub(tp, engine.PublishMessage{Message: engine.Message{Body: "young"}})
+	must(0, e.Trim(ctx, tp))
+	check("a trim by retention")
+	must(0, e.DeleteTopic(ctx, tp))
+	check("a topic deleted")
+	if got := must(e.StoredBytes(ctx, project)); got != 0 {
+		t.Fatalf("StoredBytes %d with every topic empty or deleted", got)
+	}
+}
