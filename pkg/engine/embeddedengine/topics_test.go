@@ -2,8 +2,11 @@ package embeddedengine_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,5 +135,50 @@ func TestTopicsRecount(t *testing.T) {
 	check("a topic deleted")
 	if got := must(e.StoredBytes(ctx, project)); got != 0 {
 		t.Fatalf("StoredBytes %d with every topic empty or deleted", got)
+	}
+}
+
+// TestTopicsConcurrentPatches: patches of one key published at once by many callers each
+// merge into the state the one before left, whether that one's commit is done or still
+// queued (a topic's pending states), and every publish gets its own sequence.
+func TestTopicsConcurrentPatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := open(t, filepath.Join(t.TempDir(), "messages.db"), enginetest.NewClock())
+	tp := engine.Topic{ID: ids.New(), Project: ids.New(), Type: engine.Standard, Retention: time.Hour}
+	const writers, each = 8, 20
+	var wg sync.WaitGroup
+	seqs := make(chan uint64, writers*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				body := fmt.Sprintf(`{"w%d_%d":%d}`, w, i, i)
+				res, err := e.Publish(ctx, tp, []engine.PublishMessage{{Message: engine.Message{Key: "k", Body: body, Merge: engine.MergePatch}}})
+				if err != nil {
+					t.Errorf("Publish: %v", err)
+					return
+				}
+				seqs <- res[0].Sequence
+			}
+		}()
+	}
+	wg.Wait()
+	close(seqs)
+	var got []uint64
+	for s := range seqs {
+		got = append(got, s)
+	}
+	slices.Sort(got)
+	if len(got) != writers*each || got[0] != 1 || got[len(got)-1] != writers*each || len(slices.Compact(got)) != writers*each {
+		t.Fatalf("sequences %v, want 1..%d once each", got, writers*each)
+	}
+	var state map[string]int
+	if err := json.Unmarshal([]byte(must(e.State(ctx, tp, "k")).Body), &state); err != nil {
+		t.Fatal(err)
+	}
+	if len(state) != writers*each {
+		t.Fatalf("the state holds %d members, want %d: a patch merged into a state older than the one before it", len(state), writers*each)
 	}
 }
