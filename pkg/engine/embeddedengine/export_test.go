@@ -84,3 +84,20 @@ func recountTopics(tx *bolt.Tx, project ids.ID) (int64, error) {
 	})
 	return n, err
 }
+
+// TopicDedups counts the dedup-window records on disk of a topic.
+func TopicDedups(t *testing.T, eng engine.Engine, topic ids.ID) int {
+	t.Helper()
+	n := 0
+	err := eng.(*Engine).db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketTopicDedup).Cursor()
+		for k, _ := c.Seek(topic[:]); k != nil && ids.ID(k[:16]) == topic; k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -182,3 +182,27 @@ func TestTopicsConcurrentPatches(t *testing.T) {
 		t.Fatalf("the state holds %d members, want %d: a patch merged into a state older than the one before it", len(state), writers*each)
 	}
 }
+
+// TestTopicDedupWindowsEnd: a fifo topic's ended dedup windows leave the disk at its next
+// trim, also when they ended while the engine was closed.
+func TestTopicDedupWindowsEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "messages.db")
+	clk := enginetest.NewClock()
+	e := open(t, path, clk)
+	tp := engine.Topic{ID: ids.New(), Project: ids.New(), Type: engine.FIFO, Retention: time.Hour}
+	must(e.Publish(ctx, tp, []engine.PublishMessage{{Message: engine.Message{Body: "a", GroupID: "g", DedupID: "d1"}},
+		{Message: engine.Message{Body: "b", GroupID: "g", DedupID: "d2"}}}))
+	must(0, e.Trim(ctx, tp))
+	if n := embeddedengine.TopicDedups(t, e, tp.ID); n != 2 {
+		t.Fatalf("%d dedup records within the window, want 2", n)
+	}
+	must(0, e.Close())
+	clk.Advance(engine.DedupWindow)
+	e = open(t, path, clk)
+	must(0, e.Trim(ctx, tp))
+	if n := embeddedengine.TopicDedups(t, e, tp.ID); n != 0 {
+		t.Fatalf("%d dedup records after the window, want 0", n)
+	}
+}
