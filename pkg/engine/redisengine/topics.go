@@ -3,6 +3,7 @@ package redisengine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,13 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 			return nil, err
 		}
 		res, err := e.publishCall(ctx, t, p)
+		if err == nil && slices.ContainsFunc(res, func(r engine.PublishResult) bool { return !r.Duplicate }) {
+			// Named again after the append (topicbind.go: the work list). The publish is
+			// durable: a failure here is logged, not answered (a retry would publish twice).
+			if err := e.markActive(ctx, t.ID); err != nil {
+				e.log.Warn("redisengine: naming a published topic active failed", "topic", t.ID.String(), "error", err)
+			}
+		}
 		if !errors.Is(err, errConflict) {
 			return res, err
 		}
@@ -186,8 +194,12 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 			switch {
 			case m.Delete:
 				op, body = "d", ""
-			case m.Merge == engine.MergePatch && cur.present:
-				body, attrs, err = engine.Merged(budget, cur.body, cur.attrs, m.Message)
+			case m.Merge == engine.MergePatch:
+				base, baseAttrs := "{}", map[string]string(nil) // a key without state patches {}
+				if cur.present {
+					base, baseAttrs = cur.body, cur.attrs
+				}
+				body, attrs, err = engine.Merged(budget, base, baseAttrs, m.Message)
 				if err != nil {
 					return nil, atIndex(err, i)
 				}
