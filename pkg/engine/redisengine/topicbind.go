@@ -136,7 +136,7 @@ func (e *Engine) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) e
 func (e *Engine) State(ctx context.Context, t engine.Topic, key string) (engine.StateEntry, error) {
 	v, err := e.rdb.HGet(ctx, rediskeys.TopicState(t.ID), key).Result()
 	if errors.Is(err, redis.Nil) {
-		return engine.StateEntry{}, apierr.New(apierr.NotFound, "the topic has no state for this key")
+		return engine.StateEntry{}, engine.ErrNoState(key)
 	}
 	if err != nil {
 		return engine.StateEntry{}, e.wrap(ctx, "state", err)

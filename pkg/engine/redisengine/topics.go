@@ -149,13 +149,6 @@ type pubPlan struct {
 	bytes int64
 }
 
-// stateView is a key's state as a publish's messages change it, in order.
-type stateView struct {
-	present bool
-	body    string
-	attrs   map[string]string
-}
-
 // planPublish builds the script call: the merges of patch publishes (from the state read
 // now), the entries, the state changes and the dedup markers.
 func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.PublishMessage, msgIDs []ids.ID, budget *engine.MergeBudget) (*pubPlan, error) {
@@ -171,7 +164,7 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 	}
 	p.args = []any{e.nowMs(), e.opts.Channel, t.ID.String(), max(t.MaxStoredBytes, 0), t.Project.String(),
 		engine.DedupWindow.Milliseconds(), (engine.DedupWindow + dedupMargin).Milliseconds(), e.inline(q)}
-	view := map[string]*stateView{}
+	view := map[string]*engine.StateEntry{} // a key's state as the messages so far leave it (nil: none)
 	dedupIdx := map[string]int{}
 	for i, m := range msgs {
 		body, attrs := m.Body, m.Attributes
@@ -179,35 +172,23 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 		if m.Key != "" {
 			cur, seen := view[m.Key]
 			if !seen {
-				st := stored[m.Key]
-				cur = &stateView{present: st != nil}
-				if st != nil {
-					cur.body, cur.attrs = st.Body, st.Attributes
-				}
+				cur = stored[m.Key]
 				if m.Merge == engine.MergePatch && !m.Delete {
-					expect = "0"
-					if st != nil {
-						expect = strconv.FormatUint(st.Sequence, 10)
+					expect = "0" // the state this patch merges into must still be there
+					if cur != nil {
+						expect = strconv.FormatUint(cur.Sequence, 10)
 					}
 				}
 			}
-			switch {
-			case m.Delete:
-				op, body = "d", ""
-			case m.Merge == engine.MergePatch:
-				base, baseAttrs := "{}", map[string]string(nil) // a key without state patches {}
-				if cur.present {
-					base, baseAttrs = cur.body, cur.attrs
-				}
-				body, attrs, err = engine.Merged(budget, base, baseAttrs, m.Message)
-				if err != nil {
-					return nil, atIndex(err, i)
-				}
-				op = "r"
-			default:
-				op = "r"
+			var deleted bool
+			body, attrs, deleted, err = engine.MergeState(budget, i, cur, m)
+			if err != nil {
+				return nil, err
 			}
-			view[m.Key] = &stateView{present: !m.Delete, body: body, attrs: attrs}
+			op, view[m.Key] = "r", &engine.StateEntry{Body: body, Attributes: attrs}
+			if deleted {
+				op, view[m.Key] = "d", nil
+			}
 		}
 		size := engine.PayloadBytes(body, attrs)
 		if op == "r" {
@@ -226,17 +207,6 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 		p.args = append(p.args, encodeEntry(msgIDs[i], m, body, attrs), size, dk, m.Key, op, expect, tail)
 	}
 	return p, nil
-}
-
-// atIndex is a merge's refusal of message i.
-func atIndex(err error, i int) error {
-	var r *engine.Refusal
-	if errors.As(err, &r) {
-		c := *r
-		c.Index = i
-		return &c
-	}
-	return &engine.Refusal{Err: err, Index: i}
 }
 
 // readPatchBases reads the state of every key whose first message in the publish is a patch
