@@ -132,6 +132,8 @@ type Node struct {
 	Store  *embeddedmeta.Store
 	Meta   *metacache.Cache
 	Auth   *auth.Authority
+	// Topics keeps topics and bindings: Store itself, named for the API and the fan-out.
+	Topics meta.TopicStore
 	// Meter counts use per project and hour (flushed to the store).
 	Meter *tenancy.Meter
 	// Pusher pushes every subscription's messages; Attempts is its attempts log.
@@ -187,7 +189,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	}
 	cache := metacache.New(store, &metacache.LocalBus{}, clk, o.CacheTTL)
 	authority := auth.New(ring, o.OperatorToken, clk.Now)
-	n = &Node{Engine: eng, Store: store, Meta: cache, Auth: authority, Attempts: embeddedmeta.NewAttemptLog(store),
+	n = &Node{Engine: eng, Store: store, Meta: cache, Auth: authority, Attempts: embeddedmeta.NewAttemptLog(store), Topics: store,
 		draining: make(chan struct{}), done: make(chan struct{}), pushDone: make(chan struct{})}
 	defer func() {
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/metacache"
@@ -87,6 +88,8 @@ type Replica struct {
 	Engine *redisengine.Engine
 	Meta   *metacache.Cache
 	Auth   *auth.Authority
+	// Topics keeps topics and bindings (the DynamoDB store), for the API and the fan-out.
+	Topics meta.TopicStore
 	// Meter counts the replica's use per project and hour (flushed to DynamoDB).
 	Meter *tenancy.Meter
 	// Fanout copies topics' log entries into their bound queues (nil while the engine or the
@@ -119,7 +122,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	meter := tenancy.NewMeter(clk, "")
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask"), Lease: o.MoveLease}
-	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, draining: make(chan struct{}), done: make(chan struct{})}
+	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
