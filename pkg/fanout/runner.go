@@ -115,21 +115,6 @@ type Runner struct {
 	missing map[ids.ID]time.Time
 }
 
-// ForStores is a Runner over eng and store when they keep topics (eng an engine.Topics and
-// store a meta.TopicStore, which also serves the topic lookups); nil when either does not,
-// as no topic can exist then. The caller sets the other fields.
-func ForStores(eng, store any) *Runner {
-	te, ok := eng.(engine.Topics)
-	if !ok {
-		return nil
-	}
-	ts, ok := store.(meta.TopicStore)
-	if !ok {
-		return nil
-	}
-	return &Runner{Engine: te, Topics: ts, Bindings: ts}
-}
-
 func (r *Runner) init() {
 	r.once.Do(func() {
 		r.held, r.kicked = map[ids.ID]bool{}, map[ids.ID]bool{}
