@@ -10,24 +10,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
+	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
+	"github.com/queueshq/queues/pkg/testenv"
 )
 
-// signalling is the embedded engine, announcing every AdvanceBindings so tests await the
-// fan-out's progress instead of polling.
+// topicEngine is an engine that keeps topics (both of the project's do).
+type topicEngine interface {
+	engine.Engine
+	engine.Topics
+}
+
+// signalling is an engine announcing every AdvanceBindings, so tests await the fan-out's
+// progress instead of polling.
 type signalling struct {
-	*embeddedengine.Engine
+	topicEngine
 	advanced chan struct{}
 }
 
 func (s *signalling) AdvanceBindings(ctx context.Context, t engine.Topic, as []engine.Advance) error {
-	err := s.Engine.AdvanceBindings(ctx, t, as)
+	err := s.topicEngine.AdvanceBindings(ctx, t, as)
 	select {
 	case s.advanced <- struct{}{}:
 	default:
@@ -35,23 +45,55 @@ func (s *signalling) AdvanceBindings(ctx context.Context, t engine.Topic, as []e
 	return err
 }
 
-// embeddedWorld is a topic of type typ with two bound queues, on the embedded engine and the
-// memory store.
-type embeddedWorld struct {
+// world is a topic of type typ with two bound queues, on an engine (the embedded
+// one unless the test names another) and the memory store.
+type world struct {
 	eng    *signalling
 	store  *memmeta.Store
 	topic  meta.Topic
 	queues []meta.Queue
 }
 
-func newEmbeddedWorld(t *testing.T, typ string) *embeddedWorld {
-	t.Helper()
-	e, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clock.Real{}, embeddedengine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
+// engineMaker makes the engine of one test.
+type engineMaker func(t *testing.T) topicEngine
+
+// onEngines runs test on the embedded engine, on Redis and on Redis Cluster (each its own
+// server from pkg/testenv).
+func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
+	t.Run("embedded", func(t *testing.T) {
+		test(t, func(t *testing.T) topicEngine {
+			e, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clock.Real{}, embeddedengine.Options{NoSync: true})
+			must(t, err)
+			t.Cleanup(func() { e.Close() })
+			return e
+		})
+	})
+	if testing.Short() {
+		return
 	}
-	t.Cleanup(func() { e.Close() })
-	w := &embeddedWorld{eng: &signalling{Engine: e, advanced: make(chan struct{}, 1)}, store: memmeta.New()}
+	t.Run("redis", func(t *testing.T) {
+		test(t, func(t *testing.T) topicEngine {
+			return redisEngine(t, redis.NewClient(&redis.Options{Addr: testenv.Redis(t)}))
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		test(t, func(t *testing.T) topicEngine {
+			return redisEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.RedisCluster(t)}))
+		})
+	})
+}
+
+func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
+	e, err := redisengine.New(rdb, clock.Real{}, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	t.Cleanup(func() { e.Close(); rdb.Close() })
+	return e
+}
+
+func newEmbeddedWorld(t *testing.T, mk engineMaker, typ string) *world {
+	t.Helper()
+	e := mk(t)
+	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1)}, store: memmeta.New()}
 	ctx, p, now := t.Context(), ids.New(), time.Now()
 	must(t, w.store.CreateProject(ctx, meta.Project{ID: p, Name: "p", CreatedAt: now}))
 	w.topic = meta.Topic{ID: ids.New(), ProjectID: p, Name: "orders", Type: typ, RetentionSeconds: 3600, CreatedAt: now}
@@ -74,16 +116,16 @@ func newEmbeddedWorld(t *testing.T, typ string) *embeddedWorld {
 	return w
 }
 
-func (w *embeddedWorld) engineTopic() engine.Topic {
+func (w *world) engineTopic() engine.Topic {
 	return engine.Topic{ID: w.topic.ID, Project: w.topic.ProjectID, Type: engine.Type(w.topic.Type), Retention: time.Hour}
 }
 
-func (w *embeddedWorld) runner() *fanout.Runner {
+func (w *world) runner() *fanout.Runner {
 	return &fanout.Runner{Engine: w.eng, Topics: w.store, Queues: w.store, Bindings: w.store,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 10 * time.Millisecond, IdleAfter: time.Hour}
 }
 
-func (w *embeddedWorld) publish(t *testing.T, msgs ...engine.PublishMessage) []engine.PublishResult {
+func (w *world) publish(t *testing.T, msgs ...engine.PublishMessage) []engine.PublishResult {
 	t.Helper()
 	res, err := w.eng.Publish(t.Context(), w.engineTopic(), msgs)
 	must(t, err)
@@ -91,7 +133,7 @@ func (w *embeddedWorld) publish(t *testing.T, msgs ...engine.PublishMessage) []e
 }
 
 // awaitCursors waits until every binding has handled last.
-func (w *embeddedWorld) awaitCursors(t *testing.T, last uint64) {
+func (w *world) awaitCursors(t *testing.T, last uint64) {
 	t.Helper()
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
@@ -118,7 +160,7 @@ func minCursor(bs []engine.Binding) uint64 {
 }
 
 // receiveAll takes every visible message of q (ids and group, in receive order).
-func (w *embeddedWorld) receiveAll(t *testing.T, q meta.Queue) []engine.Received {
+func (w *world) receiveAll(t *testing.T, q meta.Queue) []engine.Received {
 	t.Helper()
 	var got []engine.Received
 	for {
@@ -138,8 +180,12 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func TestEmbeddedPublishReachesEveryBoundQueue(t *testing.T) {
-	w := newEmbeddedWorld(t, "standard")
+func TestIntegrationPublishReachesEveryBoundQueue(t *testing.T) {
+	onEngines(t, testPublishReachesEveryBoundQueue)
+}
+
+func testPublishReachesEveryBoundQueue(t *testing.T, mk engineMaker) {
+	w := newEmbeddedWorld(t, mk, "standard")
 	run(t, w.runner())
 	res := w.publish(t, engine.PublishMessage{Message: engine.Message{Body: "a"}}, engine.PublishMessage{Message: engine.Message{Body: "b"}})
 	w.awaitCursors(t, res[1].Sequence)
@@ -159,8 +205,12 @@ func TestEmbeddedPublishReachesEveryBoundQueue(t *testing.T) {
 
 // A runner ended between its Copy and its AdvanceBindings leaves copies in the queues and the
 // cursors behind them; a second runner finishes, and every queue holds each message once.
-func TestEmbeddedCrashBetweenCopyAndAdvance(t *testing.T) {
-	w := newEmbeddedWorld(t, "standard")
+func TestIntegrationCrashBetweenCopyAndAdvance(t *testing.T) {
+	onEngines(t, testCrashBetweenCopyAndAdvance)
+}
+
+func testCrashBetweenCopyAndAdvance(t *testing.T, mk engineMaker) {
+	w := newEmbeddedWorld(t, mk, "standard")
 	first := w.runner()
 	ctx, cancel := context.WithCancel(t.Context())
 	first.AfterCopy = func(ids.ID) { cancel() }
@@ -199,8 +249,12 @@ func TestEmbeddedCrashBetweenCopyAndAdvance(t *testing.T) {
 }
 
 // On fifo each group's order holds in every bound queue.
-func TestEmbeddedFifoKeepsGroupOrder(t *testing.T) {
-	w := newEmbeddedWorld(t, "fifo")
+func TestIntegrationFifoKeepsGroupOrder(t *testing.T) {
+	onEngines(t, testFifoKeepsGroupOrder)
+}
+
+func testFifoKeepsGroupOrder(t *testing.T, mk engineMaker) {
+	w := newEmbeddedWorld(t, mk, "fifo")
 	run(t, w.runner())
 	var msgs []engine.PublishMessage
 	for i := range 6 {
