@@ -277,6 +277,7 @@ type limitsJSON = tenancy.Limits
 type projectUsageJSON struct {
 	Queues        int64 `json:"queues"`
 	Subscriptions int64 `json:"subscriptions"`
+	Topics        int64 `json:"topics"`
 	StoredBytes   int64 `json:"storedBytes"`
 }
 
@@ -301,7 +302,7 @@ func (s *Server) projectDetail(ctx context.Context, p meta.Project) (projectDeta
 	if err != nil {
 		return out, err
 	}
-	out.Usage.Queues, out.Usage.Subscriptions = counts.Queues, counts.Subscriptions
+	out.Usage.Queues, out.Usage.Subscriptions, out.Usage.Topics = counts.Queues, counts.Subscriptions, counts.Topics
 	if s.cfg.StoredBytes != nil {
 		if out.Usage.StoredBytes, err = s.cfg.StoredBytes.StoredBytes(ctx, p.ID); err != nil {
 			return out, err
@@ -403,6 +404,7 @@ type usageHourJSON struct {
 	BytesOut          int64  `json:"bytesOut"`
 	PushAttempts      int64  `json:"pushAttempts"`
 	StoredByteHours   int64  `json:"storedByteHours"`
+	MessagesPublished int64  `json:"messagesPublished"`
 }
 
 // usageRange reads ?from=&to= (RFC 3339; default the last 24 hours; at most 31 days).
@@ -458,6 +460,7 @@ func (s *Server) answerUsage(c echo.Context, project ids.ID) error {
 				Hour: formatTime(h.Hour), Requests: h.Requests, MessagesSent: h.MessagesSent,
 				MessagesDelivered: h.MessagesDelivered, MessagesAcked: h.MessagesAcked,
 				BytesIn: h.BytesIn, BytesOut: h.BytesOut, PushAttempts: h.PushAttempts, StoredByteHours: h.StoredByteHours,
+				MessagesPublished: h.MessagesPublished,
 			})
 		}
 	}

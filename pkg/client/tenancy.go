@@ -11,6 +11,7 @@ import (
 type Limits struct {
 	MaxQueues          int64 `json:"maxQueues"`
 	MaxSubscriptions   int64 `json:"maxSubscriptions"`
+	MaxTopics          int64 `json:"maxTopics"`
 	MaxStoredBytes     int64 `json:"maxStoredBytes"`
 	RequestsPerSecond  int64 `json:"requestsPerSecond"`
 	MaxWaitingReceives int64 `json:"maxWaitingReceives"`
@@ -21,6 +22,7 @@ type Limits struct {
 type ProjectUsage struct {
 	Queues        int64 `json:"queues"`
 	Subscriptions int64 `json:"subscriptions"`
+	Topics        int64 `json:"topics"`
 	StoredBytes   int64 `json:"storedBytes"`
 }
 
@@ -28,6 +30,7 @@ type ProjectUsage struct {
 const (
 	LimitMaxQueues          = "maxQueues"
 	LimitMaxSubscriptions   = "maxSubscriptions"
+	LimitMaxTopics          = "maxTopics"
 	LimitMaxStoredBytes     = "maxStoredBytes"
 	LimitRequestsPerSecond  = "requestsPerSecond"
 	LimitMaxWaitingReceives = "maxWaitingReceives"
@@ -38,6 +41,7 @@ const (
 type LimitsUpdate struct {
 	MaxQueues          *int64
 	MaxSubscriptions   *int64
+	MaxTopics          *int64
 	MaxStoredBytes     *int64
 	RequestsPerSecond  *int64
 	MaxWaitingReceives *int64
@@ -47,7 +51,7 @@ type LimitsUpdate struct {
 func (u LimitsUpdate) body() map[string]any {
 	m := map[string]any{}
 	for name, v := range map[string]*int64{
-		LimitMaxQueues: u.MaxQueues, LimitMaxSubscriptions: u.MaxSubscriptions, LimitMaxStoredBytes: u.MaxStoredBytes,
+		LimitMaxQueues: u.MaxQueues, LimitMaxSubscriptions: u.MaxSubscriptions, LimitMaxTopics: u.MaxTopics, LimitMaxStoredBytes: u.MaxStoredBytes,
 		LimitRequestsPerSecond: u.RequestsPerSecond, LimitMaxWaitingReceives: u.MaxWaitingReceives,
 	} {
 		if v != nil {
@@ -94,6 +98,8 @@ type UsageHour struct {
 	BytesOut          int64     `json:"bytesOut"`
 	PushAttempts      int64     `json:"pushAttempts"`
 	StoredByteHours   int64     `json:"storedByteHours"`
+	// MessagesPublished counts the messages published to the project's topics.
+	MessagesPublished int64 `json:"messagesPublished"`
 }
 
 // UsageRange selects the hours of a usage read: [From, To), at most 31 days; zero values take

@@ -12,6 +12,7 @@ import (
 const (
 	LimitMaxQueues          = "maxQueues"
 	LimitMaxSubscriptions   = "maxSubscriptions"
+	LimitMaxTopics          = "maxTopics"
 	LimitMaxStoredBytes     = "maxStoredBytes"
 	LimitRequestsPerSecond  = "requestsPerSecond"
 	LimitMaxWaitingReceives = "maxWaitingReceives"
@@ -19,7 +20,7 @@ const (
 )
 
 // LimitNames lists every project limit in the order the API shows them.
-var LimitNames = []string{LimitMaxQueues, LimitMaxSubscriptions, LimitMaxStoredBytes, LimitRequestsPerSecond, LimitMaxWaitingReceives, LimitSendBytesPerSecond}
+var LimitNames = []string{LimitMaxQueues, LimitMaxSubscriptions, LimitMaxTopics, LimitMaxStoredBytes, LimitRequestsPerSecond, LimitMaxWaitingReceives, LimitSendBytesPerSecond}
 
 // Limits are the limit values a project has of its own, by name; an absent name takes the
 // operator's default.
@@ -49,6 +50,7 @@ func (l Limits) Apply(p LimitsPatch) Limits {
 type ProjectCounts struct {
 	Queues        int64
 	Subscriptions int64
+	Topics        int64
 }
 
 // Counters are one project's metered use over one UTC hour.
@@ -61,6 +63,9 @@ type Counters struct {
 	BytesOut          int64
 	PushAttempts      int64
 	StoredByteHours   int64
+	// MessagesPublished counts messages appended to topics' logs (duplicates not counted);
+	// their copies into queues count in MessagesSent.
+	MessagesPublished int64
 }
 
 // Add adds o to c.
@@ -73,6 +78,7 @@ func (c *Counters) Add(o Counters) {
 	c.BytesOut += o.BytesOut
 	c.PushAttempts += o.PushAttempts
 	c.StoredByteHours += o.StoredByteHours
+	c.MessagesPublished += o.MessagesPublished
 }
 
 // IsZero reports whether nothing was counted.
@@ -106,7 +112,7 @@ type TenancyStore interface {
 	GetLimits(ctx context.Context, project ids.ID) (Limits, error)
 	// UpdateLimits applies patch to a project's own limits and returns the result.
 	UpdateLimits(ctx context.Context, project ids.ID, patch LimitsPatch) (Limits, error)
-	// Counts reads how many queues and subscriptions a project has.
+	// Counts reads how many queues, subscriptions and topics a project has.
 	Counts(ctx context.Context, project ids.ID) (ProjectCounts, error)
 	// CreateQueueWithin is CreateQueue that also fails with QuotaExceeded (maxQueues) when the
 	// project already has maxQueues queues, checked atomically with the create so concurrent

@@ -3,8 +3,10 @@ package meta
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -99,7 +101,8 @@ type TopicStore interface {
 	// GetBinding reads one binding of a queue.
 	GetBinding(ctx context.Context, queueID, bindingID ids.ID) (Binding, error)
 	// QueueBindings lists a queue's bindings (at most MaxSourcesPerQueue) and TopicBindings
-	// a topic's (at most MaxBindingsPerTopic), in creation order.
+	// a topic's (at most MaxBindingsPerTopic), in creation order: binding id order (ids.New
+	// is time-ordered), as ListProjects.
 	QueueBindings(ctx context.Context, queueID ids.ID) ([]Binding, error)
 	TopicBindings(ctx context.Context, topicID ids.ID) ([]Binding, error)
 	// UpdateBinding replaces Filter if the stored Version equals b.Version (else
@@ -110,4 +113,71 @@ type TopicStore interface {
 	// DeleteQueueBindings deletes every binding of a queue (the queue is being deleted) and
 	// returns them.
 	DeleteQueueBindings(ctx context.Context, queueID ids.ID) ([]Binding, error)
+}
+
+// CheckNew is what every store refuses before creating t: a zero id (or project id) or no
+// name.
+func (t Topic) CheckNew() error {
+	if t.ID.IsZero() || t.ProjectID.IsZero() {
+		return ZeroID("topic or project")
+	}
+	if t.Name == "" {
+		return ErrEmptyName
+	}
+	return nil
+}
+
+// CheckNew is what every store refuses before creating b: a zero binding, queue or topic id.
+func (b Binding) CheckNew() error {
+	if b.ID.IsZero() || b.QueueID.IsZero() || b.TopicID.IsZero() {
+		return ZeroID("binding, queue or topic")
+	}
+	return nil
+}
+
+// TopicNameTaken is the TopicExists error of a create under a name the project's topics use.
+func TopicNameTaken(name string) error {
+	return apierr.New(apierr.TopicExists, "topic name %q is taken in this project", name)
+}
+
+// BindingTaken is the BindingExists error of a second binding of a queue to one topic.
+func BindingTaken(queueID, topicID ids.ID) error {
+	return apierr.New(apierr.BindingExists, "queue %s is bound to topic %s already; change that binding's filter instead", queueID, topicID)
+}
+
+// TopicQuota is the QuotaExceeded error of a topic create past the project's maxTopics.
+func TopicQuota(maxTopics int64) error {
+	return apierr.Quota(LimitMaxTopics, maxTopics, "delete a topic or ask for a higher limit")
+}
+
+// SourcesQuota is the QuotaExceeded error of an 11th binding of one queue.
+func SourcesQuota() error {
+	return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": LimitSourcesPerQueue},
+		Message: fmt.Sprintf("a queue has at most %d sources: unbind one first", MaxSourcesPerQueue)}
+}
+
+// BindingsQuota is the QuotaExceeded error of a 101st binding of one topic.
+func BindingsQuota() error {
+	return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": LimitBindingsPerTopic},
+		Message: fmt.Sprintf("a topic has at most %d bindings: unbind a queue first", MaxBindingsPerTopic)}
+}
+
+// TopicNotFound is the NotFound error of a missing topic.
+func TopicNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "topic %s not found", id) }
+
+// BindingNotFound is the NotFound error of a missing binding.
+func BindingNotFound(id ids.ID) error {
+	return apierr.New(apierr.NotFound, "binding %s not found", id)
+}
+
+// CloneTopic returns t with its times in UTC.
+func CloneTopic(t Topic) Topic {
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	return t
+}
+
+// CloneBinding returns b with its times in UTC.
+func CloneBinding(b Binding) Binding {
+	b.CreatedAt, b.UpdatedAt = b.CreatedAt.UTC(), b.UpdatedAt.UTC()
+	return b
 }

@@ -21,7 +21,9 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
+	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/metacache"
@@ -86,8 +88,13 @@ type Replica struct {
 	Engine *redisengine.Engine
 	Meta   *metacache.Cache
 	Auth   *auth.Authority
+	// Topics keeps topics and bindings (the DynamoDB store), for the API and the fan-out.
+	Topics meta.TopicStore
 	// Meter counts the replica's use per project and hour (flushed to DynamoDB).
-	Meter    *tenancy.Meter
+	Meter *tenancy.Meter
+	// Fanout copies topics' log entries into their bound queues (nil while the engine or the
+	// store keeps no topics).
+	Fanout   *fanout.Runner
 	draining chan struct{}
 	drain    sync.Once
 	stop     context.CancelFunc
@@ -115,7 +122,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	meter := tenancy.NewMeter(clk, "")
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask"), Lease: o.MoveLease}
-	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, draining: make(chan struct{}), done: make(chan struct{})}
+	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
@@ -133,6 +140,13 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
+	fan := fanout.ForStores(eng, store)
+	if fan != nil {
+		fan.Queues, fan.Meter, fan.Clock, fan.Registry = cache, meter, clk, o.Registry
+		fan.Log = o.Logger.With("component", "fanout")
+		fan.Limits = r.API // copies are bounded by the project's maxStoredBytes, as sends
+	}
+	r.Fanout = fan
 	console.Mount(r.API.Echo())
 	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
@@ -145,6 +159,10 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		go func() { defer wg.Done(); mover.Run(bg) }()
 		go func() { defer wg.Done(); meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
+		if fan != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); fan.Run(bg) }()
+		}
 		if o.SweepEvery >= 0 {
 			sweeper.Run(bg, store, eng, o.SweepEvery, o.Logger)
 		}

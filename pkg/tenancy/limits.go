@@ -18,6 +18,7 @@ import (
 type Limits struct {
 	MaxQueues          int64 `json:"maxQueues"`
 	MaxSubscriptions   int64 `json:"maxSubscriptions"`
+	MaxTopics          int64 `json:"maxTopics"`
 	MaxStoredBytes     int64 `json:"maxStoredBytes"`
 	RequestsPerSecond  int64 `json:"requestsPerSecond"`
 	MaxWaitingReceives int64 `json:"maxWaitingReceives"`
@@ -29,19 +30,20 @@ type Limits struct {
 // Defaults are the limits of a project that has none of its own, unless the operator
 // configures others.
 var Defaults = Limits{
-	MaxQueues: 1000, MaxSubscriptions: 100, MaxStoredBytes: 1 << 30,
+	MaxQueues: 1000, MaxSubscriptions: 100, MaxTopics: 100, MaxStoredBytes: 1 << 30,
 	RequestsPerSecond: 10_000, MaxWaitingReceives: 1000, SendBytesPerSecond: 64 << 20,
 }
 
 // Range is the values a limit may take.
 type Range struct{ Min, Max int64 }
 
-// Ranges bound each limit. Zero queues, subscriptions or waiting receives is a valid freeze;
+// Ranges bound each limit. Zero queues, subscriptions, topics or waiting receives is a valid freeze;
 // a stored-bytes or request-rate limit of zero would be the engine's and limiter's "none",
 // so those start at 1.
 var Ranges = map[string]Range{
 	meta.LimitMaxQueues:          {0, 1_000_000},
 	meta.LimitMaxSubscriptions:   {0, 1_000_000},
+	meta.LimitMaxTopics:          {0, 1_000_000},
 	meta.LimitMaxStoredBytes:     {1, 1 << 50},
 	meta.LimitRequestsPerSecond:  {1, 10_000_000},
 	meta.LimitMaxWaitingReceives: {0, 1_000_000},
@@ -54,6 +56,8 @@ func (l *Limits) field(name string) *int64 {
 		return &l.MaxQueues
 	case meta.LimitMaxSubscriptions:
 		return &l.MaxSubscriptions
+	case meta.LimitMaxTopics:
+		return &l.MaxTopics
 	case meta.LimitMaxStoredBytes:
 		return &l.MaxStoredBytes
 	case meta.LimitRequestsPerSecond:

@@ -27,6 +27,7 @@ func TestParseDefaults(t *testing.T) {
 		`{"maxQueues": 1.5}`:       "maxQueues: must be an integer",
 		`{"maxQueues": "5"}`:       "maxQueues: must be an integer",
 		`{"requestsPerSecond": 0}`: "requestsPerSecond: must be",
+		`{"maxTopics": 1000001}`:   "maxTopics: must be an integer from 0 to 1000000",
 		`[1]`:                      "JSON object",
 		`{"maxQueues": 5} x`:       "JSON object",
 		`null`:                     "JSON object",
@@ -35,6 +36,20 @@ func TestParseDefaults(t *testing.T) {
 		if _, err := ParseDefaults(in); err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("ParseDefaults(%q) = %v, want an error with %q", in, err, wantErr)
 		}
+	}
+}
+
+// TestMaxTopics: maxTopics is a limit like maxQueues: 100 by default, 0 (a freeze) allowed.
+func TestMaxTopics(t *testing.T) {
+	if Defaults.MaxTopics != 100 || Defaults.Get(meta.LimitMaxTopics) != 100 {
+		t.Fatalf("default maxTopics %d", Defaults.MaxTopics)
+	}
+	l, err := ParseDefaults(`{"maxTopics": 0}`)
+	if err != nil || l.MaxTopics != 0 || l.MaxQueues != Defaults.MaxQueues {
+		t.Fatalf("maxTopics 0: %+v, %v", l, err)
+	}
+	if got := Defaults.With(meta.Limits{meta.LimitMaxTopics: 7}).MaxTopics; got != 7 {
+		t.Fatalf("With maxTopics 7: %d", got)
 	}
 }
 

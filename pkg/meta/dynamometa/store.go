@@ -12,6 +12,9 @@
 //	pk=QID#<queue>   sk=Q             the id index of a queue (project, name, type) and refs: how
 //	                                  many queues name it as their dead-letter queue
 //
+// Topics and bindings are laid out in topics.go, subscriptions in subscriptions.go, move
+// tasks in movetasks.go, limits, counts and usage in tenancy.go.
+//
 // Every change that touches more than one item is one TransactWriteItems with conditions, so
 // the id index, the name item and the reference counts never disagree: creating a queue whose
 // redrive names D adds 1 to D's refs on the condition that D exists in the same project;

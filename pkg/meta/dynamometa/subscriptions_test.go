@@ -21,3 +21,10 @@ func TestMoveTaskConformance(t *testing.T) {
 		return dynamometa.New(c, newTable(t, c))
 	})
 }
+
+func TestTopicConformance(t *testing.T) {
+	c := client(t)
+	metatest.RunTopics(t, func(t *testing.T) metatest.TopicStore {
+		return dynamometa.New(c, newTable(t, c))
+	})
+}

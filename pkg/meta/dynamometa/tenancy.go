@@ -4,9 +4,11 @@ package dynamometa
 //
 //	pk=P#<project>  sk=P              the project item also holds the project's own limits
 //	                                  (limit_<name>, absent: the default) and its counts
-//	                                  (queueCount, subCount), which CreateQueue/DeleteQueue and
-//	                                  CreateSubscription/DeleteSubscription move in their
-//	                                  transactions, conditional on the quota when one is given
+//	                                  (queueCount, subCount, topicCount), which
+//	                                  CreateQueue/DeleteQueue, CreateSubscription/
+//	                                  DeleteSubscription and CreateTopicWithin/DeleteTopic move
+//	                                  in their transactions, conditional on the quota when one
+//	                                  is given
 //	pk=P#<project>  sk=U#<hour>       the project's metered use in one UTC hour
 //	                                  (2006-01-02T15): the counters, f_<replica> = the last
 //	                                  flush of that replica added (a flush is added on the
@@ -167,14 +169,16 @@ func (s *Store) Counts(ctx context.Context, project ids.ID) (meta.ProjectCounts,
 	}
 	q, _ := numAttr(item, queueCountAttr)
 	sub, _ := numAttr(item, subCountAttr)
-	return meta.ProjectCounts{Queues: max(q, 0), Subscriptions: max(sub, 0)}, nil
+	topics, _ := numAttr(item, topicCountAttr)
+	return meta.ProjectCounts{Queues: max(q, 0), Subscriptions: max(sub, 0), Topics: max(topics, 0)}, nil
 }
 
-// counterAttrs are the counters' attribute names, in Counters field order.
-var counterAttrs = []string{"requests", "messagesSent", "messagesDelivered", "messagesAcked", "bytesIn", "bytesOut", "pushAttempts", "storedByteHours"}
+// counterAttrs are the counters' attribute names, in Counters field order. A counter is
+// added at the end: hour items written before it lack the attribute, which reads as 0.
+var counterAttrs = []string{"requests", "messagesSent", "messagesDelivered", "messagesAcked", "bytesIn", "bytesOut", "pushAttempts", "storedByteHours", "messagesPublished"}
 
 func counterValues(c meta.Counters) []int64 {
-	return []int64{c.Requests, c.MessagesSent, c.MessagesDelivered, c.MessagesAcked, c.BytesIn, c.BytesOut, c.PushAttempts, c.StoredByteHours}
+	return []int64{c.Requests, c.MessagesSent, c.MessagesDelivered, c.MessagesAcked, c.BytesIn, c.BytesOut, c.PushAttempts, c.StoredByteHours, c.MessagesPublished}
 }
 
 func countersOf(item map[string]types.AttributeValue) meta.Counters {
@@ -183,7 +187,7 @@ func countersOf(item map[string]types.AttributeValue) meta.Counters {
 		v[i], _ = numAttr(item, a)
 	}
 	return meta.Counters{Requests: v[0], MessagesSent: v[1], MessagesDelivered: v[2], MessagesAcked: v[3],
-		BytesIn: v[4], BytesOut: v[5], PushAttempts: v[6], StoredByteHours: v[7]}
+		BytesIn: v[4], BytesOut: v[5], PushAttempts: v[6], StoredByteHours: v[7], MessagesPublished: v[8]}
 }
 
 func usageSK(hour time.Time) string { return usagePre + meta.HourOf(hour).Format(hourLayout) }

@@ -68,13 +68,15 @@ func Open(path string) (*Store, error) {
 }
 
 // FormatVersion is the layout of the store's file that this binary writes (pkg/boltformat):
-// 1 is the buckets below and in subscriptions.go and tenancy.go, records as JSON. Open
-// refuses newer files.
+// 1 is the buckets below and in subscriptions.go, tenancy.go and topics.go, records as JSON.
+// Open refuses newer files. The topic buckets were added within version 1: Open creates them
+// in a file that lacks them, and an older binary leaves them alone.
 const FormatVersion = 1
 
 func createBuckets(db *bolt.DB) error {
 	return db.Update(func(tx *bolt.Tx) error {
-		for _, b := range append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bMoves, bMoveRun, bMoveProj}, tenancyBuckets...) {
+		all := append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bMoves, bMoveRun, bMoveProj}, tenancyBuckets...)
+		for _, b := range append(all, topicBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -93,7 +95,7 @@ func storageErr(err error) error {
 	}
 	var ae *apierr.Error
 	if errors.As(err, &ae) || errors.Is(err, meta.ErrVersionConflict) || errors.Is(err, meta.ErrSubscriptionConflict) ||
-		errors.Is(err, meta.ErrMoveTaskConflict) {
+		errors.Is(err, meta.ErrMoveTaskConflict) || errors.Is(err, meta.ErrTopicConflict) || errors.Is(err, meta.ErrBindingConflict) {
 		return err
 	}
 	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("metadata store: %v", err)}

@@ -105,7 +105,7 @@ func (s *Store) UpdateLimits(_ context.Context, project ids.ID, patch meta.Limit
 	return l, err
 }
 
-// Counts counts a project's queues and subscriptions.
+// Counts counts a project's queues, subscriptions and topics.
 func (s *Store) Counts(_ context.Context, project ids.ID) (meta.ProjectCounts, error) {
 	var c meta.ProjectCounts
 	err := s.view(func(tx *bolt.Tx) error {
@@ -114,6 +114,7 @@ func (s *Store) Counts(_ context.Context, project ids.ID) (meta.ProjectCounts, e
 		}
 		c.Queues = countQueues(tx, project)
 		var err error
+		c.Topics = countPrefix(tx, bTopicNames, project[:])
 		c.Subscriptions, err = countSubs(tx, project)
 		return err
 	})

@@ -40,6 +40,7 @@ type Store struct {
 	subs     map[ids.ID]meta.Subscription // by queue id (subscriptions.go)
 	tenancy  tenancy                      // tenancy.go
 	moves    map[ids.ID]meta.MoveTask     // by task id (movetasks.go)
+	ts       topicState                   // topics.go
 }
 
 var _ meta.Store = (*Store)(nil)
@@ -54,6 +55,7 @@ func New() *Store {
 		subs:     map[ids.ID]meta.Subscription{},
 		tenancy:  newTenancy(),
 		moves:    map[ids.ID]meta.MoveTask{},
+		ts:       newTopicState(),
 	}
 }
 

@@ -17,3 +17,8 @@ func TestMoveTaskConformance(t *testing.T) {
 	t.Parallel()
 	metatest.RunMoveTasks(t, func(*testing.T) meta.MoveTaskStore { return memmeta.New() })
 }
+
+func TestTopicConformance(t *testing.T) {
+	t.Parallel()
+	metatest.RunTopics(t, func(*testing.T) metatest.TopicStore { return memmeta.New() })
+}

@@ -69,10 +69,11 @@ func (s *Store) countsLocked(project ids.ID) meta.ProjectCounts {
 			c.Subscriptions++
 		}
 	}
+	c.Topics = s.topicsOf(project)
 	return c
 }
 
-// Counts counts a project's queues and subscriptions.
+// Counts counts a project's queues, subscriptions and topics.
 func (s *Store) Counts(_ context.Context, project ids.ID) (meta.ProjectCounts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

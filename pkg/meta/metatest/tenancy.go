@@ -191,7 +191,7 @@ func usageOf(t *testing.T, s TenancyStore, p ids.ID, from, to time.Time) []meta.
 func testUsageOnce(t *testing.T, s TenancyStore) {
 	ctx := ctxOf(t)
 	p := newProject(t, s, "p")
-	c := meta.Counters{Requests: 3, MessagesSent: 2, MessagesDelivered: 1, MessagesAcked: 1, BytesIn: 100, BytesOut: 50, PushAttempts: 4}
+	c := meta.Counters{Requests: 3, MessagesSent: 2, MessagesDelivered: 1, MessagesAcked: 1, BytesIn: 100, BytesOut: 50, PushAttempts: 4, MessagesPublished: 5}
 	f := meta.UsageFlush{Replica: "r1", Seq: 1, Hours: []meta.UsageHour{{Project: p.ID, Hour: hour0, Counters: c}}}
 	must(t, s.AddUsage(ctx, f), "AddUsage")
 	must(t, s.AddUsage(ctx, f), "AddUsage retried") // a retry after an unknown outcome
