@@ -117,6 +117,7 @@ func (s *Server) DeleteQueue(ctx context.Context, q meta.Queue) error {
 		return err
 	}
 	s.deleteQueueSubscription(ctx, q)
+	s.deleteQueueBindings(ctx, q) // bindings.go
 	// The queue is gone for every caller now; its messages are unreachable (new queues get new
 	// ids) and are freed here. A failure leaves only unreachable data behind, so it is logged
 	// rather than reported as a failed delete.

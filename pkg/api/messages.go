@@ -71,30 +71,8 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, r sendRule
 		return m, apierr.Invalid(o.path("body"), "must be a non-empty string")
 	}
 	m.Body = body
-	size := len(body)
-	if o.has("attributes") && !o.isNull("attributes") {
-		ao, err := parseObjectIn(o.fields["attributes"], o.valid, o.path("attributes"), false, anyKey...)
-		if err != nil {
-			return m, err
-		}
-		if len(ao.fields) > engine.MaxAttributes {
-			return m, apierr.Invalid(ao.prefix, "at most %d attributes, has %d", engine.MaxAttributes, len(ao.fields))
-		}
-		m.Attributes = make(map[string]string, len(ao.fields))
-		for name, v := range ao.fields {
-			if !utf8.ValidString(name) || !attrNamePattern.MatchString(name) {
-				return m, apierr.Invalid(ao.prefix, "attribute name %q must be 1 to 256 of A-Z, a-z, 0-9, _, . and -", name)
-			}
-			val, err := parseString(v, ao.prefix+"."+name)
-			if err != nil {
-				return m, err
-			}
-			m.Attributes[name] = val
-			size += len(name) + len(val)
-		}
-	}
-	if size > engine.MaxMessageBytes {
-		return m, apierr.Field(apierr.PayloadTooLarge, prefix, "the message is %d bytes (body and attributes); the limit is %d", size, engine.MaxMessageBytes)
+	if m.Attributes, err = parseAttributes(o, len(body)); err != nil {
+		return m, err
 	}
 	if err := parseTraceparentField(o, &m); err != nil {
 		return m, err
@@ -139,6 +117,38 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, r sendRule
 		return m, err
 	}
 	return m, nil
+}
+
+// parseAttributes reads a message's optional "attributes" and checks the message's size
+// (bodyBytes and the attributes' names and values) against engine.MaxMessageBytes.
+func parseAttributes(o *object, bodyBytes int) (map[string]string, *apierr.Error) {
+	size := bodyBytes
+	var attrs map[string]string
+	if o.has("attributes") && !o.isNull("attributes") {
+		ao, err := parseObjectIn(o.fields["attributes"], o.valid, o.path("attributes"), false, anyKey...)
+		if err != nil {
+			return nil, err
+		}
+		if len(ao.fields) > engine.MaxAttributes {
+			return nil, apierr.Invalid(ao.prefix, "at most %d attributes, has %d", engine.MaxAttributes, len(ao.fields))
+		}
+		attrs = make(map[string]string, len(ao.fields))
+		for name, v := range ao.fields {
+			if !utf8.ValidString(name) || !attrNamePattern.MatchString(name) {
+				return nil, apierr.Invalid(ao.prefix, "attribute name %q must be 1 to 256 of A-Z, a-z, 0-9, _, . and -", name)
+			}
+			val, err := parseString(v, ao.prefix+"."+name)
+			if err != nil {
+				return nil, err
+			}
+			attrs[name] = val
+			size += len(name) + len(val)
+		}
+	}
+	if size > engine.MaxMessageBytes {
+		return nil, apierr.Field(apierr.PayloadTooLarge, o.prefix, "the message is %d bytes (body and attributes); the limit is %d", size, engine.MaxMessageBytes)
+	}
+	return attrs, nil
 }
 
 // parsePriority reads a message's priority (SPEC §12): 0 to 9 on standard queues; a fifo

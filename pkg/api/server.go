@@ -112,6 +112,13 @@ type Config struct {
 	// MoveRunner, when set, is told of a task created here.
 	MoveRunner MoveTaskRunner
 
+	// Topics keeps topics and bindings and TopicEngine their logs, keyed state and binding
+	// cursors (SPEC §14, topics.go); with either nil the topic and source routes are not
+	// served. Topics should be the metadata cache's (metacache.Topics): a publish resolves
+	// its topic through it.
+	Topics      meta.TopicStore
+	TopicEngine engine.Topics
+
 	// Streams bound the receive streams of this replica (streamguard.go; zero fields: the
 	// defaults).
 	Streams StreamLimits
@@ -236,6 +243,10 @@ func (s *Server) routes() {
 		v1.DELETE("/queues/:queue/subscription", s.deleteSubscription, admin)
 		v1.POST("/queues/:queue/subscription/rotate-secret", s.rotateSecret, admin)
 		v1.GET("/queues/:queue/subscription/attempts", s.listAttempts, read)
+	}
+
+	if s.cfg.Topics != nil && s.cfg.TopicEngine != nil {
+		s.topicRoutes(v1, admin, read)
 	}
 
 	v1.POST("/receipts/ack", s.ack)

@@ -7,6 +7,11 @@
 // A file's version is an 8-byte big-endian integer under the key "version" of the top-level
 // bucket "format". A file without one predates the stamp (version 0: every layout up to
 // version 1, which the stores' own migrations bring forward at Open).
+//
+// When a layout needs a new version: when a binary of the current version would misread
+// the file, i.e. records move or change meaning. New buckets that older binaries never open
+// keep the version (messages.db's topic buckets, issue 30, were added within version 1: an
+// older binary ignores them and leaves them as they are).
 package boltformat
 
 import (

@@ -33,6 +33,8 @@ const (
 	CodeInternal                Code = "internal"
 	CodeMessageInFlight         Code = "message_in_flight"
 	CodeMoveTaskRunning         Code = "move_task_running"
+	CodeTopicExists             Code = "topic_exists"
+	CodeBindingExists           Code = "binding_exists"
 )
 
 // codeStatus is the HTTP status of each code, for errors that arrive inside a 200 answer
@@ -41,6 +43,7 @@ var codeStatus = map[Code]int{
 	CodeInvalidArgument: 400, CodePayloadTooLarge: 413, CodeUnsupportedMediaType: 415,
 	CodeUnauthenticated: 401, CodePermissionDenied: 403, CodeNotFound: 404, CodeMethodNotAllowed: 405,
 	CodeQueueExists: 409, CodeQueueInUse: 409, CodeSubscriptionExists: 409, CodeMessageInFlight: 409, CodeMoveTaskRunning: 409,
+	CodeTopicExists: 409, CodeBindingExists: 409,
 	CodeReceiptHandleInvalid: 400, CodeReceiptHandleStale: 410, CodeVisibilityLimitExceeded: 400,
 	CodePurgeTooSoon: 429, CodeQuotaExceeded: 403, CodeRateLimited: 429, CodeUnavailable: 503, CodeInternal: 500,
 }
@@ -102,6 +105,8 @@ var (
 	ErrSubscriptionExists = &Error{Code: CodeSubscriptionExists}
 	ErrMessageInFlight    = &Error{Code: CodeMessageInFlight}
 	ErrMoveTaskRunning    = &Error{Code: CodeMoveTaskRunning}
+	ErrTopicExists        = &Error{Code: CodeTopicExists}
+	ErrBindingExists      = &Error{Code: CodeBindingExists}
 	ErrRateLimited        = &Error{Code: CodeRateLimited}
 	ErrPurgeTooSoon       = &Error{Code: CodePurgeTooSoon}
 	ErrQuotaExceeded      = &Error{Code: CodeQuotaExceeded}
@@ -137,10 +142,11 @@ func IsInvalid(err error) bool {
 }
 
 // IsConflict: the resource exists already or is in use (queue_exists, queue_in_use,
-// subscription_exists, message_in_flight, move_task_running).
+// subscription_exists, message_in_flight, move_task_running, topic_exists, binding_exists).
 func IsConflict(err error) bool {
 	switch CodeOf(err) {
-	case CodeQueueExists, CodeQueueInUse, CodeSubscriptionExists, CodeMessageInFlight, CodeMoveTaskRunning:
+	case CodeQueueExists, CodeQueueInUse, CodeSubscriptionExists, CodeMessageInFlight, CodeMoveTaskRunning,
+		CodeTopicExists, CodeBindingExists:
 		return true
 	}
 	return false
@@ -151,8 +157,8 @@ func IsConflict(err error) bool {
 func IsQuotaExceeded(err error) bool { return CodeOf(err) == CodeQuotaExceeded }
 
 // QuotaLimit is the project limit a quota_exceeded error names (details.limit: "maxQueues",
-// "maxSubscriptions", "maxStoredBytes" or "runningMoveTasks": at most 10 move tasks of the
-// project run at once), or "".
+// "maxSubscriptions", "maxStoredBytes", "maxTopics", "sourcesPerQueue", "bindingsPerTopic"
+// or "runningMoveTasks": at most 10 move tasks of the project run at once), or "".
 func QuotaLimit(err error) string {
 	var e *Error
 	if errors.As(err, &e) && e.Code == CodeQuotaExceeded {

@@ -42,6 +42,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
+	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
@@ -138,6 +139,9 @@ type Node struct {
 	// Pusher pushes every subscription's messages; Attempts is its attempts log.
 	Pusher   *pusher.Pusher
 	Attempts meta.AttemptLog
+	// Fanout copies topics' log entries into their bound queues (nil while the engine or the
+	// store keeps no topics).
+	Fanout *fanout.Runner
 	// Project is the default project; Token its all-scopes token (from <data-dir>/token).
 	Project meta.Project
 	Token   string
@@ -209,8 +213,8 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 	return n, nil
 }
 
-// wire builds the node's pusher, API (with the console and the SQS door) and move runner
-// over its engine and stores.
+// wire builds the node's pusher, API (with the console and the SQS door), move runner and
+// topic fan-out over its engine and stores.
 func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus.Registry) (*movetask.Runner, error) {
 	eng, store, cache, authority := n.Engine, n.Store, n.Meta, n.Auth
 	signer := receipt.NewSigner(ring)
@@ -245,13 +249,18 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		},
 	})
 	mover.Budget = n.API // a task's batches spend its project's request and byte budgets
+	if n.Fanout = fanout.ForStores(eng, store); n.Fanout != nil {
+		n.Fanout.Queues, n.Fanout.Meter, n.Fanout.Clock, n.Fanout.Registry = cache, n.Meter, clk, reg
+		n.Fanout.Log = o.Logger.With("component", "fanout")
+		n.Fanout.Limits = n.API // copies are bounded by the project's maxStoredBytes, as sends
+	}
 	console.Mount(n.API.Echo())
 	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger, MoveTasks: n.API}).Mount(n.API.Echo())
 	return mover, nil
 }
 
-// start runs the node's background work: move tasks, usage metering and sampling, the
-// backlog sampler, the sweeper and the pusher; Close stops them.
+// start runs the node's background work: move tasks, topic fan-out, usage metering and
+// sampling, the backlog sampler, the sweeper and the pusher; Close stops them.
 func (n *Node) start(o Options, clk clock.Clock, mover *movetask.Runner, reg *prometheus.Registry) {
 	eng, store := n.Engine, n.Store
 	stored := eng
@@ -271,6 +280,10 @@ func (n *Node) start(o Options, clk clock.Clock, mover *movetask.Runner, reg *pr
 		go func() { defer wg.Done(); mover.Run(bg) }()
 		go func() { defer wg.Done(); n.Meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
+		if fan := n.Fanout; fan != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); fan.Run(bg) }()
+		}
 		if sampler != nil {
 			sampled := make(chan struct{})
 			go func() { defer close(sampled); sampler.Run(bg) }()

@@ -130,9 +130,13 @@ type Topics interface {
 
 	// Publish appends msgs to the log durably before returning, all or nothing. The messages
 	// are valid (the API checks them). A message with Key also sets the key's state: Merge
-	// MergePatch merges its body into the state's (both must be JSON objects, else
-	// apierr.InvalidArgument naming messages[i].body) and the merged message is what the log
-	// holds; a Deleted message (Body "" with Key and Delete set) removes the state.
+	// MergePatch merges its body into the state's (MergeState: both must be JSON objects,
+	// else the publish fails whole with a *Refusal of ErrPatchNotObject or
+	// ErrPatchWaitingNotObject whose Index is the message, which pkg/api answers as
+	// invalid_argument naming messages[i].body: engines name no request fields) and the
+	// merged message is what the log holds; a Deleted message (Body "" with Key and Delete
+	// set) removes the state. Stored bytes: each entry counts PayloadBytes of its body and
+	// attributes, and each key's state the same of the state's.
 	Publish(ctx context.Context, t Topic, msgs []PublishMessage) ([]PublishResult, error)
 	// ReadLog returns up to limit entries (at most MaxLogRead, MaxLogReadBytes) with
 	// sequence ≥ from, ascending. An entry already trimmed is skipped.

@@ -20,6 +20,8 @@ const (
 	QueuePrefix        = "que_"
 	SubscriptionPrefix = "qsb_"
 	TokenPrefix        = "tok_"
+	TopicPrefix        = "top_"
+	BindingPrefix      = "qbd_"
 )
 
 var (

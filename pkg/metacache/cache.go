@@ -44,6 +44,7 @@ type entry[T any] struct {
 type invalidation struct {
 	queue ids.ID
 	token tokenKey
+	topic ids.ID
 }
 
 // invalidationLog is how many invalidations a load can look back over; a load overtaken by
@@ -78,6 +79,9 @@ type Cache struct {
 	byID          map[ids.ID]entry[meta.Queue]
 	byName        map[nameKey]entry[meta.Queue]
 	gone          map[ids.ID]time.Time
+	// topicsByID and topicsByName cache topics (topics.go) as byID and byName do queues.
+	topicsByID   map[ids.ID]entry[meta.Topic]
+	topicsByName map[nameKey]entry[meta.Topic]
 	// goneSwept is len(gone) after its last sweep: the next sweep waits until it doubles.
 	goneSwept int
 	// gen counts invalidations, and log holds the latest of them: a load that started
@@ -101,6 +105,8 @@ func New(store meta.Store, bus Bus, clk clock.Clock, ttl time.Duration) *Cache {
 		byID:          map[ids.ID]entry[meta.Queue]{},
 		byName:        map[nameKey]entry[meta.Queue]{},
 		gone:          map[ids.ID]time.Time{},
+		topicsByID:    map[ids.ID]entry[meta.Topic]{},
+		topicsByName:  map[nameKey]entry[meta.Topic]{},
 	}
 	c.stop = bus.Subscribe(c.apply)
 	return c
@@ -113,7 +119,7 @@ func (c *Cache) Close() {
 }
 
 // Invalidation messages: "q <queue id>" (settings changed), "d <queue id>" (deleted),
-// "t <project id> <token id>" (revoked).
+// "t <project id> <token id>" (revoked), "tp <topic id>" (a topic changed or was deleted).
 func (c *Cache) apply(msg string) {
 	f := strings.Fields(msg)
 	c.mu.Lock()
@@ -128,6 +134,11 @@ func (c *Cache) apply(msg string) {
 		c.dropQueueLocked(id)
 		if f[0] == "d" {
 			c.goneLocked(id)
+		}
+	case len(f) == 2 && f[0] == topicChanged:
+		if id, err := ids.ParseUUID(f[1]); err == nil {
+			c.logLocked(invalidation{topic: id})
+			c.dropTopicLocked(id)
 		}
 	case len(f) == 3 && f[0] == "t":
 		p, err1 := ids.ParseUUID(f[1])

@@ -21,6 +21,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
+	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
@@ -90,7 +91,10 @@ type Replica struct {
 	// Topics keeps topics and bindings (the DynamoDB store), for the API and the fan-out.
 	Topics meta.TopicStore
 	// Meter counts the replica's use per project and hour (flushed to DynamoDB).
-	Meter    *tenancy.Meter
+	Meter *tenancy.Meter
+	// Fanout copies topics' log entries into their bound queues (nil while the engine or the
+	// store keeps no topics).
+	Fanout   *fanout.Runner
 	draining chan struct{}
 	drain    sync.Once
 	stop     context.CancelFunc
@@ -136,6 +140,13 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
+	fan := fanout.ForStores(eng, store)
+	if fan != nil {
+		fan.Queues, fan.Meter, fan.Clock, fan.Registry = cache, meter, clk, o.Registry
+		fan.Log = o.Logger.With("component", "fanout")
+		fan.Limits = r.API // copies are bounded by the project's maxStoredBytes, as sends
+	}
+	r.Fanout = fan
 	console.Mount(r.API.Echo())
 	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
@@ -148,6 +159,10 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		go func() { defer wg.Done(); mover.Run(bg) }()
 		go func() { defer wg.Done(); meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
+		if fan != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); fan.Run(bg) }()
+		}
 		if o.SweepEvery >= 0 {
 			sweeper.Run(bg, store, eng, o.SweepEvery, o.Logger)
 		}

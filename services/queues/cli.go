@@ -1,7 +1,7 @@
 package main
 
 // The client commands of the queues binary (queue, send, message, move, receive, tail, sub,
-// project): a command line over the Go SDK (pkg/client), built on cobra. They find the service with --url
+// project, topic): a command line over the Go SDK (pkg/client), built on cobra. They find the service with --url
 // or QUEUES_URL (default http://127.0.0.1:8080) and present --token or QUEUES_TOKEN.
 //
 // Adding a client command or a flag:
@@ -37,13 +37,13 @@ const (
 	exitUsage       = 2 // bad command line
 	exitNotFound    = 3 // not_found: no such queue, subscription, project or token
 	exitAuth        = 4 // unauthenticated or permission_denied: check the token and its scopes
-	exitConflict    = 5 // queue_exists, queue_in_use, subscription_exists, message_in_flight, move_task_running
+	exitConflict    = 5 // queue_exists, queue_in_use, subscription_exists, message_in_flight, move_task_running, topic_exists, binding_exists
 	exitUnavailable = 6 // rate_limited, purge_too_soon, unavailable, or the service is unreachable
 )
 
 const exitCodesHelp = `Exit codes: 0 ok, 1 API error (the code and message are printed) or other failure,
 2 usage, 3 not found, 4 unauthenticated or permission denied, 5 conflict (exists, in use, in
-flight or a move task running),
+flight, a move task running, or a queue already bound to the topic),
 6 unavailable, rate limited or unreachable (try again later).`
 
 // cliIO is what a command reads and writes (the process's, or a test's).
@@ -308,7 +308,8 @@ func reportAPI(cio cliIO, name string, e *client.Error) int {
 		return exitNotFound
 	case client.CodeUnauthenticated, client.CodePermissionDenied:
 		return exitAuth
-	case client.CodeQueueExists, client.CodeQueueInUse, client.CodeSubscriptionExists, client.CodeMessageInFlight, client.CodeMoveTaskRunning:
+	case client.CodeQueueExists, client.CodeQueueInUse, client.CodeSubscriptionExists, client.CodeMessageInFlight, client.CodeMoveTaskRunning,
+		client.CodeTopicExists, client.CodeBindingExists:
 		return exitConflict
 	case client.CodeRateLimited, client.CodePurgeTooSoon, client.CodeUnavailable:
 		return exitUnavailable

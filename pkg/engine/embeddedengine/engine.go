@@ -108,6 +108,13 @@ type Engine struct {
 	// cons holds each queue's consumers (consumers.go); guarded by mu.
 	cons map[ids.ID]map[string]*consumerRec
 
+	// Topics (topics.go), guarded by mu: each topic's in-memory part, the copies'
+	// high-water marks by queue and binding, and the fan-out leases (in this process only).
+	topics map[ids.ID]*topic
+	marks  map[ids.ID]map[ids.ID]uint64
+	leases map[ids.ID]topicLease
+	twatch watch.Hub // watchers of topics' publishes
+
 	closeOnce sync.Once
 	bg        sync.WaitGroup
 	bgStop    chan struct{}
@@ -149,6 +156,9 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		db: db, clk: clk, log: opts.Logger, path: path,
 		queues:   map[ids.ID]*queue{},
 		projects: map[ids.ID]*int64{},
+		topics:   map[ids.ID]*topic{},
+		marks:    map[ids.ID]map[ids.ID]uint64{},
+		leases:   map[ids.ID]topicLease{},
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		cleaning: make(chan ids.ID, 1024),
@@ -160,6 +170,9 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("embeddedengine: %w", err)
 	}
 	dirty, err := e.load()
+	if err == nil {
+		err = e.loadTopics()
+	}
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -174,14 +187,18 @@ func Open(path string, clk clock.Clock, opts Options) (*Engine, error) {
 }
 
 // FormatVersion is the layout of the engine's file that this binary writes (pkg/boltformat):
-// 1 is buckets s, q, d, b, mv and a payload bucket per queue (pq‖queue id). Open migrates
-// older files to it and refuses newer ones.
+// 1 is buckets s, q, d, b, mv and a payload bucket per queue (pq‖queue id), and the topics'
+// buckets t, tb, td, hw and a log and a state bucket per topic (tl‖, ts‖topic id;
+// topiccodec.go). The topics' buckets were added within version 1: a binary that predates
+// them ignores them, and Open creates them in a file that lacks them. Open migrates older
+// files to it and refuses newer ones.
 const FormatVersion = 1
 
 // prepare creates the buckets and migrates an older layout's payloads (migratePayloads).
 func prepare(db *bolt.DB) error {
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketQueue, bucketDedup, bucketBarrier, bucketMoved} {
+		for _, b := range [][]byte{bucketState, bucketQueue, bucketDedup, bucketBarrier, bucketMoved,
+			bucketTopic, bucketBindings, bucketTopicDedup, bucketMarks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

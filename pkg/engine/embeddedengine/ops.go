@@ -78,36 +78,12 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 				continue
 			}
 		}
-		delay := q.Delay
-		if m.Delay != nil && !fifo {
-			delay = *m.Delay
-		}
-		mm := &msg{id: ids.New(), seq: qi.nextSeq, sentAt: now, expiresAt: now + ret, at: now + max(delay, 0).Milliseconds(), size: sizes[i],
-			barrier: m.Barrier && !fifo}
-		if !fifo {
-			mm.prio = uint8(min(max(m.Priority, 0), engine.MaxPriority))
-		}
-		qi.nextSeq++
-		group := ""
-		if fifo {
-			group = m.GroupID
-		}
-		qi.add(mm, group, now)
-		stored[i] = mm
+		ckey := ""
 		if steps != nil && steps[i] != nil {
-			qi.index(mm, m.Key, m.Body, m.Attributes)
+			ckey = m.Key
 		}
-		w.putMsg(qi, mm)
-		w.put(bucketPayloads, key(qi.id, mm.id), pls[i])
-		if mm.barrier {
-			w.put(bucketBarrier, key(qi.id, mm.id), []byte{1})
-		}
-		if dk := dks[i]; dk != "" {
-			d := dedupEntry{id: mm.id, expiresAt: now + engine.DedupWindow.Milliseconds()}
-			qi.dedup[dk] = d
-			qi.dedupQ = append(qi.dedupQ, dedupItem{key: dk, expiresAt: d.expiresAt})
-			w.put(bucketDedup, dedupKey(qi.id, dk), encodeDedup(d))
-		}
+		mm := store(&w, qi, q, m, newMsg{id: ids.New(), ckey: ckey, dk: dks[i], pl: pls[i], size: sizes[i], now: now, ret: ret})
+		stored[i] = mm
 		res[i] = engine.SendResult{MessageID: mm.id}
 	}
 	w.putQueue(qi)
@@ -118,6 +94,53 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	}
 	e.watch.NotifyDigests(q.ID, sendDigests(msgs)) // only receives whose filter may match wake
 	return res, nil
+}
+
+// newMsg is what store needs of a message besides the send's: its id, its conflation key
+// ("" for none), fifo dedup key ("" for none), encoded payload and size, and the times.
+type newMsg struct {
+	id       ids.ID
+	ckey, dk string
+	pl       []byte
+	size     uint32
+	now, ret int64
+}
+
+// store adds message m to qi's index and its records to w: the one insert path of sends and
+// topic copies (Copy), so receive, browse, stats and stored bytes see both alike. Call under
+// e.mu.
+func store(w *writes, qi *queue, q engine.Queue, m engine.Message, n newMsg) *msg {
+	fifo := q.Type == engine.FIFO
+	delay := q.Delay
+	if m.Delay != nil && !fifo {
+		delay = *m.Delay
+	}
+	mm := &msg{id: n.id, seq: qi.nextSeq, sentAt: n.now, expiresAt: n.now + n.ret, at: n.now + max(delay, 0).Milliseconds(), size: n.size,
+		barrier: m.Barrier && !fifo}
+	if !fifo {
+		mm.prio = uint8(min(max(m.Priority, 0), engine.MaxPriority))
+	}
+	qi.nextSeq++
+	group := ""
+	if fifo {
+		group = m.GroupID
+	}
+	qi.add(mm, group, n.now)
+	if n.ckey != "" {
+		qi.index(mm, n.ckey, m.Body, m.Attributes)
+	}
+	w.putMsg(qi, mm)
+	w.put(bucketPayloads, key(qi.id, mm.id), n.pl)
+	if mm.barrier {
+		w.put(bucketBarrier, key(qi.id, mm.id), []byte{1})
+	}
+	if n.dk != "" {
+		d := dedupEntry{id: mm.id, expiresAt: n.now + engine.DedupWindow.Milliseconds()}
+		qi.dedup[n.dk] = d
+		qi.dedupQ = append(qi.dedupQ, dedupItem{key: n.dk, expiresAt: d.expiresAt})
+		w.put(bucketDedup, dedupKey(qi.id, n.dk), encodeDedup(d))
+	}
+	return mm
 }
 
 // sendDigests are the attribute digests a send's wake-up names (filter.WakeDigests).

@@ -87,6 +87,10 @@ func (e *Engine) DeleteQueue(ctx context.Context, id ids.ID) error {
 	qi.dedup, qi.dedupQ = map[string]dedupEntry{}, nil
 	w.drops = append(w.drops, id) // an empty queue's bucket goes now; the cleaner drops the rest
 	delete(e.cons, id)
+	for b := range e.marks[id] { // the topics' copy marks kept with the queue
+		w.del(bucketMarks, pairKey(id, b))
+	}
+	delete(e.marks, id)
 	done := e.commit(&w)
 	e.mu.Unlock()
 	if err := wait(done); err != nil {

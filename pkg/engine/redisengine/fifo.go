@@ -107,6 +107,7 @@ type fitem struct {
 	holder  ids.ID // for a dedup id held by another message: that message and its partition
 	holderP int
 	move    bool // a dead-letter move's insert (runs at full memory; sends do not)
+	keep    bool // a topic's copy (copy.go): its id is the published one, kept when fenced
 }
 
 // groupPrefix is a group member's prefix: "<g>\x00" + 16 hex digits of seq.
@@ -308,7 +309,10 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 			s.res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p}
 			s.stored = true
 		case 2: // fenced: never stored, never answered; go again as a new message
-			it.id, it.mode = ids.New(), "n"
+			if !it.keep { // a copy keeps its id: whoever took the reservation over may have stored it
+				it.id = ids.New()
+			}
+			it.mode = "n"
 			next = append(next, it)
 		case 3: // a later sequence number of its group landed first
 			it.mode = "r"

@@ -84,3 +84,6 @@ func consumerHoldKey(q ids.ID, t engine.ConsumerTag) string {
 func seqKey(q ids.ID) string                 { return rediskeys.Seq(q) }
 func groupMapKey(q ids.ID) string            { return rediskeys.GroupMap(q) }
 func dedupKey(q ids.ID, dedup string) string { return rediskeys.Dedup(q, dedup) }
+
+// topicCopiedKey is queue q's hash of topic bindings' high-water marks (copy.go).
+func topicCopiedKey(q ids.ID) string { return rediskeys.TopicCopied(q) }

@@ -87,6 +87,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, q ids.ID) error {
 			pipe.Unlink(ctx, keysOf(q, p).all()...)
 		}
 		pipe.Unlink(ctx, partitionsKey(q), purgeKey(q), seqKey(q), groupMapKey(q), holdKey(q))
+		pipe.Unlink(ctx, topicCopiedKey(q)) // partition 0's slot
 		return nil
 	}); err != nil {
 		return e.wrap(ctx, "delete queue", err)

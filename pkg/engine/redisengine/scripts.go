@@ -86,6 +86,17 @@ var (
 	// run at full memory like every step of a drain.
 	fReserveMoveScript = loadDrainScript("freserve")
 	fSendMoveScript    = loadDrainScript("fsend")
+
+	// Topics (topics.go, topicbind.go, copy.go): the publish and the copy take memory like a
+	// send; trims, reads and bookkeeping run at full memory.
+	tPublishScript = loadScript("tpublish")
+	copyScript     = loadScript("copy")
+	tTrimScript    = loadDrainScript("ttrim")
+	tSeqAtScript   = loadDrainScript("tseqat")
+	tLeaseScript   = loadDrainScript("tlease")
+	tReleaseScript = loadDrainScript("trelease")
+	tAdvanceScript = loadDrainScript("tadvance")
+	tFilterScript  = loadDrainScript("tfilter")
 )
 
 // allowOOM is the shebang of the scripts that must run when Redis is at its maxmemory (SPEC

@@ -8,6 +8,8 @@ from .errors import QueuesError, TransportError, WebhookVerificationError
 from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
                      PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, SendMessage, SendResult, SentMessage,
                      Subscription, TokenCreated, UsageHour)
+from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, PublishMessage, PublishResult, StateEntry,
+                     Topic)
 from .webhooks import PushBatch, handle_push, sign, verify
 
 __all__ = [
@@ -17,5 +19,6 @@ __all__ = [
     "ROUTES", "Redrive", "Retry", "RetryAfter", "RetryPolicy", "SCOPE_ALL", "SendMessage", "SendResult",
     "SentMessage", "Subscription", "TokenCreated", "TransportError", "UNSET", "UsageHour",
     "WebhookVerificationError", "handle_push", "outcome_of", "sign", "verify",
+    "Binding", "BindingFailure", "LogEntry", "PublishMessage", "PublishResult", "PublishedMessage", "StateEntry", "Topic",
 ]
 __version__ = "0.1.0"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ._http import RetryPolicy, Transport
 from .errors import QueuesError
 from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
                      PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
                      UsageHour)
+from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, StateEntry, Topic
 
 ENV_URL, ENV_TOKEN = "QUEUES_URL", "QUEUES_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -67,6 +68,20 @@ ROUTES: dict[tuple[str, str], str] = {
     ("POST", "/v1/receipts/visibility"): "change_visibility_batch",
     ("POST", "/v1/receipts/dead-letter"): "dead_letter_batch",
     ("POST", "/v1/receipts/cancel"): "cancel_batch",
+    ("POST", "/v1/topics"): "create_topic",
+    ("GET", "/v1/topics"): "list_topics",
+    ("GET", "/v1/topics/{topic}"): "get_topic",
+    ("PATCH", "/v1/topics/{topic}"): "update_topic",
+    ("DELETE", "/v1/topics/{topic}"): "delete_topic",
+    ("POST", "/v1/topics/{topic}/messages"): "publish_batch",
+    ("GET", "/v1/topics/{topic}/messages"): "read_log",
+    ("GET", "/v1/topics/{topic}/state"): "list_state",
+    ("GET", "/v1/topics/{topic}/bindings"): "topic_bindings",
+    ("POST", "/v1/queues/{queue}/sources"): "bind",
+    ("GET", "/v1/queues/{queue}/sources"): "list_sources",
+    ("GET", "/v1/queues/{queue}/sources/{binding}"): "get_source",
+    ("PATCH", "/v1/queues/{queue}/sources/{binding}"): "update_source_filter",
+    ("DELETE", "/v1/queues/{queue}/sources/{binding}"): "unbind",
     ("GET", "/healthz"): "health",
     ("GET", "/readyz"): "ready",
 }
@@ -83,6 +98,26 @@ def filter_body(f: Mapping[str, str | Sequence[str]]) -> dict[str, Any]:
 
 def _q(queue: str) -> str:
     return "/v1/queues/" + _seg(queue)
+
+
+def _t(topic: str) -> str:
+    return "/v1/topics/" + _seg(topic)
+
+
+def _position(v: Any) -> str | None:
+    """A position in a topic's log for a query or body: a sequence, an RFC 3339 string, or
+    an aware datetime."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return str(v)
+    return v.isoformat()
+
+
+def _filter_query(query: dict[str, Any], f: Mapping[str, str | Sequence[str]] | None) -> dict[str, Any]:
+    for name, values in (f or {}).items():
+        query["attribute." + name] = [values] if isinstance(values, str) else list(values)
+    return query
 
 
 def _settings(**kw: Any) -> dict[str, Any]:
@@ -104,6 +139,17 @@ def _batch_errors(answer: Any, n: int) -> list[QueuesError | None]:
         if r.get("error") and 0 <= i < n:
             out[i] = QueuesError.from_body(r["error"])
     return out
+
+
+def _pages(read: Callable[[str | None], Page[Any]]) -> Iterator[Any]:
+    """The items of a cursor-paged list; ``read`` reads the page at a cursor."""
+    cursor = None
+    while True:
+        page = read(cursor)
+        yield from page.items
+        if not page.next_cursor:
+            return
+        cursor = page.next_cursor
 
 
 class Client:
@@ -289,9 +335,7 @@ class Client:
         ``filter`` (as receive's) only matching ones, sent as ``attribute.<name>=<value>``. A
         filtered page examines at most 1,000 messages, so it may be short and still have a
         cursor."""
-        query: dict[str, Any] = {"state": state, "limit": limit, "cursor": cursor}
-        for name, values in (filter or {}).items():
-            query["attribute." + name] = [values] if isinstance(values, str) else list(values)
+        query = _filter_query({"state": state, "limit": limit, "cursor": cursor}, filter)
         a = self.call("GET", _q(queue) + "/messages", query)
         return Page([BrowsedMessage.from_dict(m) for m in a["messages"]], a.get("nextCursor"))
 
@@ -384,6 +428,117 @@ class Client:
         """Stops a running move task (scope queues:admin); what it moved stays moved. A
         finished task is answered as it is."""
         return MoveTask.from_dict(self.call("POST", _q(queue) + "/move-tasks/" + _seg(task) + "/cancel"))
+
+    # Topics (SPEC §14, docs/topics.md).
+
+    def create_topic(self, name: str, *, type: str = UNSET, retention_seconds: int = UNSET) -> Topic:  # noqa: A002
+        """Creates a topic (``type`` "standard", the default, or "fifo", fixed;
+        ``retention_seconds`` 0–1,209,600, default 86,400); a taken name raises
+        ``topic_exists`` (409)."""
+        body = {"name": name, **_settings(type=type, retention_seconds=retention_seconds)}
+        return Topic.from_dict(self.call("POST", "/v1/topics", body=body))
+
+    def list_topics(self, *, limit: int | None = None, cursor: str | None = None,
+                    prefix: str | None = None) -> Page[Topic]:
+        a = self.call("GET", "/v1/topics", {"limit": limit, "cursor": cursor, "prefix": prefix})
+        return Page([Topic.from_dict(t) for t in a["topics"]], a.get("nextCursor"))
+
+    def all_topics(self, *, prefix: str | None = None) -> Iterator[Topic]:
+        """Every topic whose name starts with ``prefix``, page by page."""
+        return _pages(lambda cursor: self.list_topics(cursor=cursor, prefix=prefix))
+
+    def get_topic(self, topic: str) -> Topic:
+        """A topic by id, slug or name, with its log's bounds."""
+        return Topic.from_dict(self.call("GET", _t(topic)))
+
+    def update_topic(self, topic: str, *, retention_seconds: int = UNSET) -> Topic:
+        return Topic.from_dict(self.call("PATCH", _t(topic), body=_settings(retention_seconds=retention_seconds)))
+
+    def delete_topic(self, topic: str) -> None:
+        """Deletes a topic with its log, keyed state and bindings; the queues stay."""
+        self.call("DELETE", _t(topic))
+
+    def publish_batch(self, topic: str, messages: Iterable[PublishMessage | str | dict[str, Any]]) -> PublishResult:
+        """Publishes 1–10 messages. A problem with one message fails only that one, in the
+        result's ``failed``; a problem with the request raises."""
+        wire = []
+        for m in messages:
+            if isinstance(m, str):
+                m = PublishMessage(m)
+            wire.append(m.to_dict() if isinstance(m, PublishMessage) else m)
+        return PublishResult.from_answer(self.call("POST", _t(topic) + "/messages", body={"messages": wire}))
+
+    def publish(self, topic: str, body: str | None, *, attributes: dict[str, str] | None = None,
+                group_id: str | None = None, dedup_id: str | None = None, key: str | None = None,
+                merge: str | None = None) -> PublishedMessage:
+        """Publishes one message and answers its id and ``sequence``; a problem with it raises
+        its QueuesError. ``body=None`` with ``key`` deletes the key's state."""
+        r = self.publish_batch(topic, [PublishMessage(body, attributes, group_id, dedup_id, key, merge)])
+        r.raise_for_failed()
+        return r.messages[0]
+
+    def read_log(self, topic: str, *, from_: Any = None, to: Any = None, limit: int | None = None,
+                 cursor: str | None = None,
+                 filter: Mapping[str, str | Sequence[str]] | None = None) -> Page[LogEntry]:  # noqa: A002
+        """One page of the topic's log in sequence order, from ``from_`` (a sequence, an RFC
+        3339 string or an aware datetime; default the oldest held) to ``to`` (inclusive;
+        default the last); ``filter`` as browse's."""
+        query = _filter_query({"from": _position(from_), "to": _position(to), "limit": limit, "cursor": cursor}, filter)
+        a = self.call("GET", _t(topic) + "/messages", query)
+        return Page([LogEntry.from_dict(m) for m in a["messages"]], a.get("nextCursor"))
+
+    def log_entries(self, topic: str, *, from_: Any = None, to: Any = None,
+                    filter: Mapping[str, str | Sequence[str]] | None = None) -> Iterator[LogEntry]:  # noqa: A002
+        """Every entry read_log selects, page by page."""
+        return _pages(lambda cursor: self.read_log(topic, from_=from_, to=to, cursor=cursor, filter=filter))
+
+    def get_state(self, topic: str, key: str) -> StateEntry:
+        """One key's state; a key without state raises ``not_found`` (404)."""
+        return StateEntry.from_dict(self.call("GET", _t(topic) + "/state", {"key": key}))
+
+    def list_state(self, topic: str, *, limit: int | None = None, cursor: str | None = None) -> Page[StateEntry]:
+        """One page of the topic's keyed state, in key order."""
+        a = self.call("GET", _t(topic) + "/state", {"limit": limit, "cursor": cursor})
+        return Page([StateEntry.from_dict(s) for s in a["state"]], a.get("nextCursor"))
+
+    def all_state(self, topic: str) -> Iterator[StateEntry]:
+        """Every key's state in key order, page by page."""
+        return _pages(lambda cursor: self.list_state(topic, cursor=cursor))
+
+    def topic_bindings(self, topic: str) -> list[Binding]:
+        """The topic's bindings."""
+        return [Binding.from_dict(b) for b in self.call("GET", _t(topic) + "/bindings")["bindings"]]
+
+    def bind(self, queue: str, topic: str, *, filter: Mapping[str, str | Sequence[str]] | None = None,  # noqa: A002
+             from_: Any = None) -> Binding:
+        """Binds queue to a topic: it receives one copy of every message published from
+        ``from_`` on ("now", the default; "earliest"; a sequence; an RFC 3339 string or an
+        aware datetime) that ``filter`` (as receive's) selects. Raises ``binding_exists`` (409)
+        when bound already."""
+        body: dict[str, Any] = {"topic": topic}
+        if filter:
+            body["filter"] = filter_body(filter)
+        if from_ is not None:
+            body["from"] = from_ if isinstance(from_, (str, int)) else from_.isoformat()
+        return Binding.from_dict(self.call("POST", _q(queue) + "/sources", body=body))
+
+    def list_sources(self, queue: str) -> list[Binding]:
+        """The queue's bindings."""
+        return [Binding.from_dict(b) for b in self.call("GET", _q(queue) + "/sources")["sources"]]
+
+    def get_source(self, queue: str, binding: str) -> Binding:
+        return Binding.from_dict(self.call("GET", _q(queue) + "/sources/" + _seg(binding)))
+
+    def update_source_filter(self, queue: str, binding: str,
+                             filter: Mapping[str, str | Sequence[str]] | None) -> Binding:  # noqa: A002
+        """Replaces a binding's filter (None: every message enters the queue)."""
+        body = {"filter": filter_body(filter) if filter else None}
+        return Binding.from_dict(self.call("PATCH", _q(queue) + "/sources/" + _seg(binding), body=body))
+
+    def unbind(self, queue: str, binding: str) -> None:
+        """Deletes a binding: the queue receives nothing more from the topic, and keeps what
+        it has."""
+        self.call("DELETE", _q(queue) + "/sources/" + _seg(binding))
 
     # Receipts: the handle is the credential.
 

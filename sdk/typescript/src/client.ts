@@ -4,6 +4,7 @@ import { DEFAULT_URL } from './limits.js';
 import type * as api from './openapi.js';
 import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
 import { routes, type RouteName } from './routes.js';
+import type * as topics from './topics.js';
 import { injectTraceparent } from './tracing.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
@@ -65,6 +66,31 @@ function filterQuery(f: api.FilterAttributes | undefined): Record<string, string
   const out: Record<string, string[]> = {};
   for (const [name, v] of Object.entries(f ?? {})) out[`attribute.${name}`] = Array.isArray(v) ? v : [v];
   return out;
+}
+
+export interface ListTopicsOptions extends PageOptions {
+  /** Only topics whose name starts with this. */
+  prefix?: string;
+}
+
+export interface ReadLogOptions extends PageOptions {
+  /** The first entry: a sequence, or an RFC 3339 time (default the oldest held). */
+  from?: number | string | Date;
+  /** The last entry (inclusive): a sequence or a time (default the last). */
+  to?: number | string | Date;
+  /** Only entries whose attributes match, as a browse's filter. */
+  filter?: api.FilterAttributes;
+}
+
+/** A position in a topic's log as the query or body carries it. */
+function position(v: number | string | Date | undefined): string | undefined {
+  return v instanceof Date ? v.toISOString() : v === undefined ? undefined : String(v);
+}
+
+/** The error of a failed entry of a 200 answer (send, publish), with the status its code has. */
+function failedEntryError(e: { code: string; message: string; details?: Record<string, unknown> | undefined }): QueuesError {
+  const status = e.code === 'payload_too_large' ? 413 : e.code === 'quota_exceeded' ? 403 : 400;
+  return new QueuesError({ code: e.code, message: e.message, status, details: e.details });
 }
 
 /** Attempts are listed newest first; `cursor` pages to older ones where the server keeps them. */
@@ -331,13 +357,9 @@ export class QueuesClient {
     const m = typeof message === 'string' ? { body: message } : message;
     const r = await this.sendMessages(queue, [m], o);
     const f = r.failed[0];
-    if (f) {
-      // The answer was 200 with this message in `failed`; status is what the same problem
-      // answers when it fails a whole request.
-      const code: string = f.error.code;
-      const status = code === 'payload_too_large' ? 413 : code === 'quota_exceeded' ? 403 : 400;
-      throw new QueuesError({ code: f.error.code, message: f.error.message, status, details: f.error.details });
-    }
+    // The answer was 200 with this message in `failed`; status is what the same problem
+    // answers when it fails a whole request.
+    if (f) throw failedEntryError(f.error);
     return r.messages[0]!;
   }
 
@@ -502,6 +524,132 @@ export class QueuesClient {
       query: { limit: o.limit, cursor: o.cursor },
       signal: o.signal,
     });
+  }
+
+  // ---- topics (SPEC §14, docs/topics.md) ----
+
+  /** Creates a topic (scope `queues:admin`): `topic_exists` (409) for a taken name. */
+  createTopic(req: topics.CreateTopicRequest, o: CallOptions = {}): Promise<topics.Topic> {
+    return this.call('createTopic', { body: req, signal: o.signal });
+  }
+
+  /** One page of the project's topics, by name. */
+  listTopics(o: ListTopicsOptions = {}): Promise<topics.TopicList> {
+    return this.call('listTopics', { query: { limit: o.limit, cursor: o.cursor, prefix: o.prefix }, signal: o.signal });
+  }
+
+  /** Every topic of the project, page by page. */
+  async *allTopics(o: Omit<ListTopicsOptions, 'cursor'> = {}): AsyncGenerator<topics.Topic> {
+    let cursor: string | null = null;
+    do {
+      const page: topics.TopicList = await this.listTopics({ ...o, cursor });
+      yield* page.topics;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** A topic by id, slug or name, with its log's bounds. */
+  getTopic(topic: string, o: CallOptions = {}): Promise<topics.Topic> {
+    return this.call('getTopic', { path: { topic }, signal: o.signal });
+  }
+
+  /** Changes a topic's retention (scope `queues:admin`). */
+  updateTopic(topic: string, req: topics.UpdateTopicRequest, o: CallOptions = {}): Promise<topics.Topic> {
+    return this.call('updateTopic', { path: { topic }, body: req, signal: o.signal });
+  }
+
+  /** Deletes a topic with its log, keyed state and bindings; the queues stay. */
+  async deleteTopic(topic: string, o: CallOptions = {}): Promise<void> {
+    await this.call('deleteTopic', { path: { topic }, signal: o.signal });
+  }
+
+  /** Publishes 1–10 messages; each one's problem is reported in `failed`, not thrown. */
+  publishMessages(topic: string, messages: topics.PublishMessageEntry[], o: CallOptions = {}): Promise<topics.PublishResult> {
+    return this.call('publishMessages', { path: { topic }, body: { messages }, signal: o.signal });
+  }
+
+  /** Publishes one message and answers its id and sequence; a problem with it is thrown. */
+  async publish(topic: string, message: string | topics.PublishMessageEntry, o: CallOptions = {}): Promise<topics.PublishedMessage> {
+    const m = typeof message === 'string' ? { body: message } : message;
+    const r = await this.publishMessages(topic, [m], o);
+    const f = r.failed[0];
+    if (f) throw failedEntryError(f.error);
+    return r.messages[0]!;
+  }
+
+  /** Reads one page of a topic's log in sequence order (scope `queues:read`). */
+  readLog(topic: string, o: ReadLogOptions = {}): Promise<topics.LogPage> {
+    return this.call('readTopicLog', {
+      path: { topic },
+      query: { from: position(o.from), to: position(o.to), limit: o.limit, cursor: o.cursor, ...filterQuery(o.filter) },
+      signal: o.signal,
+    });
+  }
+
+  /** Every log entry `o` selects, page by page. */
+  async *logEntries(topic: string, o: Omit<ReadLogOptions, 'cursor'> = {}): AsyncGenerator<topics.LogEntry> {
+    let cursor: string | null = null;
+    do {
+      const page: topics.LogPage = await this.readLog(topic, { ...o, cursor });
+      yield* page.messages;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** One key's state; `not_found` (404) when the key has none. */
+  getState(topic: string, key: string, o: CallOptions = {}): Promise<topics.StateEntry> {
+    return this.call('getTopicState', { path: { topic }, query: { key }, signal: o.signal });
+  }
+
+  /** One page of the topic's keyed state, in key order. */
+  listState(topic: string, o: PageOptions = {}): Promise<topics.StatePage> {
+    return this.call('getTopicState', { path: { topic }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every key's state, in key order, page by page. */
+  async *allState(topic: string, o: Omit<PageOptions, 'cursor'> = {}): AsyncGenerator<topics.StateEntry> {
+    let cursor: string | null = null;
+    do {
+      const page: topics.StatePage = await this.listState(topic, { ...o, cursor });
+      yield* page.state;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** The topic's bindings (scope `queues:read`). */
+  async topicBindings(topic: string, o: CallOptions = {}): Promise<topics.Binding[]> {
+    return (await this.call<{ bindings: topics.Binding[] }>('listTopicBindings', { path: { topic }, signal: o.signal })).bindings;
+  }
+
+  /**
+   * Binds queue to a topic (scope `queues:admin`): it receives one copy of every message
+   * published from `from` on that `filter` selects. `binding_exists` (409) when already bound.
+   */
+  bind(queue: string, req: topics.BindRequest, o: CallOptions = {}): Promise<topics.Binding> {
+    const body: Record<string, unknown> = { topic: req.topic };
+    if (req.filter) body.filter = req.filter;
+    if (req.from !== undefined) body.from = req.from instanceof Date ? req.from.toISOString() : req.from;
+    return this.call('createSource', { path: { queue }, body, signal: o.signal });
+  }
+
+  /** The queue's bindings (its sources). */
+  async listSources(queue: string, o: CallOptions = {}): Promise<topics.Binding[]> {
+    return (await this.call<{ sources: topics.Binding[] }>('listSources', { path: { queue }, signal: o.signal })).sources;
+  }
+
+  /** One of the queue's bindings, by id or slug. */
+  getSource(queue: string, binding: string, o: CallOptions = {}): Promise<topics.Binding> {
+    return this.call('getSource', { path: { queue, binding }, signal: o.signal });
+  }
+
+  /** Replaces a binding's filter (null: every message enters the queue). */
+  updateSourceFilter(queue: string, binding: string, filter: topics.BindingFilter | null, o: CallOptions = {}): Promise<topics.Binding> {
+    return this.call('updateSource', { path: { queue, binding }, body: { filter }, signal: o.signal });
+  }
+
+  /** Deletes a binding: the queue receives nothing more from the topic and keeps what it has. */
+  async unbind(queue: string, binding: string, o: CallOptions = {}): Promise<void> {
+    await this.call('deleteSource', { path: { queue, binding }, signal: o.signal });
   }
 
   // ---- consuming ----

@@ -9,7 +9,9 @@ export type {
   ClientOptions,
   EntryErrors,
   ListQueuesOptions,
+  ListTopicsOptions,
   PageOptions,
+  ReadLogOptions,
   RetryPolicy,
   RouteCall,
 } from './client.js';
@@ -42,3 +44,4 @@ export {
 export { TRACER_NAME } from './tracing.js';
 export type { ProjectLimits, ProjectUsageNow, UsageQuery, UsageReport } from './project.js';
 export type * from './openapi.js';
+export type * from './topics.js';

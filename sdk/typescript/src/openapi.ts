@@ -5,11 +5,11 @@
  * A stable error code. Each maps to one HTTP status: 400 `invalid_argument`,
  * `receipt_handle_invalid`, `visibility_limit_exceeded`; 401 `unauthenticated`;
  * 403 `permission_denied`, `quota_exceeded`; 404 `not_found`; 405 `method_not_allowed`; 409 `queue_exists`,
- * `queue_in_use`, `subscription_exists`, `message_in_flight`, `move_task_running`; 410 `receipt_handle_stale`;
+ * `queue_in_use`, `subscription_exists`, `message_in_flight`, `move_task_running`, `topic_exists`, `binding_exists`; 410 `receipt_handle_stale`;
  * 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`,
  * `purge_too_soon`; 500 `internal`; 503 `unavailable`.
  */
-export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "move_task_running" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "quota_exceeded" | "rate_limited" | "unavailable" | "internal" | "message_in_flight";
+export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "topic_exists" | "binding_exists" | "move_task_running" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "quota_exceeded" | "rate_limited" | "unavailable" | "internal" | "message_in_flight";
 
 export interface ErrorBody {
   code: ErrorCode;
@@ -364,6 +364,182 @@ export interface FailedMessage {
 export interface SendResult {
   messages: SentMessage[];
   failed: FailedMessage[];
+}
+
+/** A queue name's rules (1–80 of `[A-Za-z0-9_-]`, a fifo topic's may end in `.fifo`), unique among the project's topics; may not start with `top_`. */
+export type TopicName = string;
+
+/** How long the log keeps what was published (default 86,400); 0 keeps nothing beyond fan-out. */
+export type TopicRetentionSeconds = number;
+
+/** A position in a topic's log, strictly increasing per topic and never reused (the bookmark). */
+export type Sequence = number;
+
+export interface Topic {
+  id: Uuid;
+  slug: string;
+  name: TopicName;
+  type: QueueType;
+  retentionSeconds: TopicRetentionSeconds;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+  /** The oldest sequence the log still holds (`lastSequence + 1` when it holds none). */
+  firstSequence: number;
+  /** The last sequence assigned (0 before the first publish). */
+  lastSequence: Sequence;
+  /** The bytes of the log and the keyed state (counted in the project's `storedBytes`). */
+  storedBytes: number;
+  /** How many queues the topic feeds. */
+  bindings: number;
+}
+
+export interface TopicList {
+  topics: Topic[];
+  nextCursor: NextCursor;
+}
+
+export interface CreateTopicRequest {
+  name: TopicName;
+  type?: QueueType;
+  retentionSeconds?: TopicRetentionSeconds;
+}
+
+export interface UpdateTopicRequest {
+  retentionSeconds?: TopicRetentionSeconds;
+}
+
+/**
+ * One message, shaped as a send's. Everything about a message is checked per message,
+ * and a problem fails only that message (reported in `failed` with the 200 answer,
+ * `details.field` naming the field), so this schema documents the fields without
+ * enforcing them: `body` a non-empty UTF-8 string, or `null` with a `key` (deletes the
+ * key's state); `attributes` up to 10 string values; body plus attributes at most
+ * 256 KiB (`payload_too_large`); `groupId` required on fifo topics, rejected on
+ * standard ones; `dedupId` fifo only; `key` 1–128 characters from `!` to `~`; `merge`
+ * only with `key`. Any other field (a send's `delaySeconds`, `deliverAt`, `priority`,
+ * `barrier`, `traceparent`) fails the message.
+ */
+export interface PublishMessageEntry {
+  /** string or null: the message body, non-empty UTF-8; null only with `key`, which deletes the key's state. */
+  body: string | null;
+  /** object of strings, optional: up to 10 attributes (null is none). */
+  attributes?: Record<string, string> | null;
+  /** string, fifo topics (required there): the message group. */
+  groupId?: string;
+  /** string, fifo topics, optional: a second publish with the same `dedupId` within 5 minutes answers the first one's `messageId` and `sequence` with `duplicate: true` and appends nothing. */
+  dedupId?: string;
+  /** string, optional: the state key. The message also sets the key's state (`GET /v1/topics/{topic}/state`). */
+  key?: string;
+  /** string, with `key`, optional: `replace` (default) or `patch`, an RFC 7396 JSON Merge Patch of the key's state (both JSON objects, else the message fails on `messages[i].body`); the merged message is what the log and the queues receive. */
+  merge?: 'replace' | 'patch';
+}
+
+export interface PublishRequest {
+  messages: PublishMessageEntry[];
+}
+
+export interface PublishedMessage {
+  index: number;
+  messageId: Uuid;
+  sequence: Sequence;
+  /** fifo: true when this publish was a duplicate; `messageId` and `sequence` are the original's. */
+  duplicate: boolean;
+}
+
+export interface PublishResult {
+  messages: PublishedMessage[];
+  failed: FailedMessage[];
+}
+
+export interface LogEntry {
+  sequence: Sequence;
+  messageId: Uuid;
+  /** The published body; null on an entry that deleted its key's state (`deleted`). */
+  body: string | null;
+  attributes: Attributes;
+  publishedAt: Timestamp;
+  groupId?: GroupId;
+  dedupId?: GroupId;
+  key?: GroupId;
+  /** true on a keyed publish of a null body, which deleted the key's state. */
+  deleted?: boolean;
+}
+
+export interface LogPage {
+  messages: LogEntry[];
+  nextCursor: NextCursor;
+}
+
+export interface StateEntry {
+  key: GroupId;
+  body: string;
+  attributes: Attributes;
+  /** The sequence of the publish that last set the key. */
+  sequence: Sequence;
+  publishedAt: Timestamp;
+}
+
+export interface StatePage {
+  state: StateEntry[];
+  nextCursor: NextCursor;
+}
+
+/** Where a binding starts: `"now"` (the default), `"earliest"` (the oldest entry the log holds), a sequence (a number or a decimal string, 1 or more) or an RFC 3339 time (the first entry published at or after it). */
+export type BindingFrom = string | number;
+
+export interface CreateBindingRequest {
+  /** The topic's id, slug or name. */
+  topic: string;
+  /** Only messages whose attributes match enter the queue (SPEC §12's filter object); null or absent is none. */
+  filter?: AttributeFilter | null;
+  from?: BindingFrom;
+}
+
+export interface UpdateBindingRequest {
+  /** The new filter; null removes it. */
+  filter: AttributeFilter | null;
+}
+
+export interface BindingFailure {
+  reason: string;
+  at: Timestamp;
+}
+
+export interface Binding {
+  id: Uuid;
+  slug: string;
+  queueId: Uuid;
+  /** The queue's name. */
+  queue: string;
+  topicId: Uuid;
+  /** The topic's name. */
+  topic: string;
+  filter: AttributeFilter | null;
+  /** What the create asked (`now`, `earliest`, a sequence in decimal or an RFC 3339 time). */
+  from: string;
+  /** The first sequence the binding takes. */
+  startSequence: Sequence;
+  /** The last sequence the binding has handled (copied, filtered out or refused). */
+  sequence: Sequence;
+  /** The topic's `lastSequence` minus `sequence`. */
+  lag: number;
+  /** Messages that entered the queue. */
+  copied: number;
+  /** Messages the queue refused (its byte quota, a fifo dedup id held by another message). */
+  failed: number;
+  lastFailure: BindingFailure | null;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+}
+
+export interface SourceList {
+  sources: Binding[];
+  nextCursor: NextCursor;
+}
+
+export interface BindingList {
+  bindings: Binding[];
+  nextCursor: NextCursor;
 }
 
 export interface ReceiveRequest {

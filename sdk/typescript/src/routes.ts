@@ -2,7 +2,7 @@
  * Every HTTP route the client calls, and the client methods that call it. The tests check
  * this table against openapi.yaml: each operation there must have a route here with the same
  * method and path, and each route's methods must exist on QueuesClient. Routes may be here
- * before openapi.yaml describes them (the project routes of the tenancy work).
+ * before openapi.yaml describes them (the project routes of the tenancy work, the topic routes).
  */
 export const routes = {
   createProject: { method: 'POST', path: '/v1/projects', client: ['createProject'] },
@@ -58,6 +58,20 @@ export const routes = {
     client: ['changeVisibility', 'changeVisibilityBatch'],
   },
   deadLetterReceipts: { method: 'POST', path: '/v1/receipts/dead-letter', client: ['deadLetter', 'deadLetterBatch'] },
+  createTopic: { method: 'POST', path: '/v1/topics', client: ['createTopic'] },
+  listTopics: { method: 'GET', path: '/v1/topics', client: ['listTopics', 'allTopics'] },
+  getTopic: { method: 'GET', path: '/v1/topics/{topic}', client: ['getTopic'] },
+  updateTopic: { method: 'PATCH', path: '/v1/topics/{topic}', client: ['updateTopic'] },
+  deleteTopic: { method: 'DELETE', path: '/v1/topics/{topic}', client: ['deleteTopic'] },
+  publishMessages: { method: 'POST', path: '/v1/topics/{topic}/messages', client: ['publishMessages', 'publish'] },
+  readTopicLog: { method: 'GET', path: '/v1/topics/{topic}/messages', client: ['readLog', 'logEntries'] },
+  getTopicState: { method: 'GET', path: '/v1/topics/{topic}/state', client: ['getState', 'listState', 'allState'] },
+  listTopicBindings: { method: 'GET', path: '/v1/topics/{topic}/bindings', client: ['topicBindings'] },
+  createSource: { method: 'POST', path: '/v1/queues/{queue}/sources', client: ['bind'] },
+  listSources: { method: 'GET', path: '/v1/queues/{queue}/sources', client: ['listSources'] },
+  getSource: { method: 'GET', path: '/v1/queues/{queue}/sources/{binding}', client: ['getSource'] },
+  updateSource: { method: 'PATCH', path: '/v1/queues/{queue}/sources/{binding}', client: ['updateSourceFilter'] },
+  deleteSource: { method: 'DELETE', path: '/v1/queues/{queue}/sources/{binding}', client: ['unbind'] },
   getHealth: { method: 'GET', path: '/healthz', client: ['health'] },
   getReadiness: { method: 'GET', path: '/readyz', client: ['ready'] },
 } as const satisfies Record<string, { method: string; path: string; client: readonly string[] }>;

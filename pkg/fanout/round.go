@@ -1,0 +1,249 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
+	"github.com/queueshq/queues/pkg/meta"
+)
+
+// copyConcurrency bounds the bindings one round copies for at once: a topic with many
+// bindings reaches all its queues in a few storage round trips, not one per binding.
+const copyConcurrency = 8
+
+// errFilter stalls a binding whose stored filter cannot be read: copying everything would
+// put unselected messages into its queue, and skipping would lose selected ones.
+var errFilter = errors.New("fanout: the binding's filter cannot be read")
+
+// round is one step of a held topic: it reads the log after the smallest binding cursor,
+// then the bindings again (their filters, as they are now, judge the entries read: a filter
+// replaced before a publish was answered judges that publish), copies one batch per binding
+// and records every binding's progress. caughtUp: the log holds nothing after the smallest
+// cursor. An error (storage) leaves the bindings it concerns where they were.
+func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
+	r := h.r
+	before, err := r.Engine.Bindings(ctx, h.topic)
+	if err != nil {
+		return false, h.fail("bindings", err)
+	}
+	if len(before) == 0 {
+		return true, nil
+	}
+	from := minSequence(before, 0) + 1
+	entries, err := r.Engine.ReadLog(ctx, h.topic, from, r.ReadLimit)
+	if err != nil {
+		return false, h.fail("read", err)
+	}
+	if len(entries) == 0 {
+		return true, nil
+	}
+	after, err := r.Engine.Bindings(ctx, h.topic)
+	if err != nil {
+		return false, h.fail("bindings", err)
+	}
+	after = h.dropOrphans(ctx, after)
+	var maxBytes int64
+	if r.Limits != nil {
+		if maxBytes, err = r.Limits.MaxStoredBytes(ctx, h.topic.Project); err != nil {
+			return false, h.fail("limits", err)
+		}
+	}
+	advances, err := h.copyAll(ctx, after, from, entries, maxBytes)
+	if r.AfterCopy != nil {
+		r.AfterCopy(h.id)
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err() // ending: what was copied is recorded by the next holder's Copy
+	}
+	if len(advances) > 0 {
+		if aerr := r.Engine.AdvanceBindings(ctx, h.topic, advances); aerr != nil {
+			return false, h.fail("advance", aerr)
+		}
+	}
+	return false, err
+}
+
+// fail counts and logs a storage error of op and returns it.
+func (h *holder) fail(op string, err error) error {
+	if !errors.Is(err, context.Canceled) {
+		h.r.metrics.errors.WithLabelValues(op).Inc()
+		h.r.Log.Warn("fanout: "+op+" failed", "topic", h.id.String(), "error", err)
+	}
+	return err
+}
+
+// copyAll copies one batch for every binding the entries concern and answers the advances of
+// the bindings whose batch was stored (or had nothing to store), and the first error met.
+func (h *holder) copyAll(ctx context.Context, bs []engine.Binding, from uint64, entries []engine.LogEntry, maxBytes int64) ([]engine.Advance, error) {
+	last := entries[len(entries)-1].Sequence
+	type result struct {
+		adv engine.Advance
+		ok  bool
+		err error
+	}
+	res := make([]result, len(bs))
+	sem := make(chan struct{}, copyConcurrency)
+	var wg sync.WaitGroup
+	for i, b := range bs {
+		// A binding whose cursor is before from (bound meanwhile, further back) was not read
+		// for: the next round starts at its cursor.
+		if b.Sequence >= last || b.Sequence+1 < from {
+			continue
+		}
+		f, ok := h.filter(b.Filter)
+		if !ok {
+			res[i].err = fmt.Errorf("%w: binding %s", errFilter, b.ID)
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res[i].adv, res[i].ok, res[i].err = h.copyBinding(ctx, b, f, entries, maxBytes)
+		}()
+	}
+	wg.Wait()
+	var advances []engine.Advance
+	var first error
+	for _, x := range res {
+		if x.ok {
+			advances = append(advances, x.adv)
+		}
+		if x.err != nil && first == nil {
+			first = x.err
+		}
+	}
+	return advances, first
+}
+
+// copyBinding copies b's batch of entries into its queue. ok: the batch is stored (or
+// refused message by message, or empty) and adv records it. A binding whose queue is gone is
+// unbound (ok false: there is nothing to advance).
+func (h *holder) copyBinding(ctx context.Context, b engine.Binding, f *filter.Filter, entries []engine.LogEntry, maxBytes int64) (engine.Advance, bool, error) {
+	r := h.r
+	batch, through := selectBatch(entries, b.Sequence, f, h.topic.Type == engine.FIFO)
+	adv := engine.Advance{Binding: b.ID, Through: through}
+	if len(batch) == 0 {
+		return adv, true, nil
+	}
+	q, err := r.Queues.GetQueueByID(ctx, b.Queue)
+	if apierr.CodeOf(err) == apierr.NotFound {
+		h.unbind(ctx, b, "its queue was deleted")
+		return adv, false, nil
+	}
+	if err != nil {
+		return adv, false, h.fail("queue", err)
+	}
+	eq, err := meta.EngineQueue(ctx, r.Queues, q)
+	if err != nil {
+		return adv, false, h.fail("queue", err)
+	}
+	eq.MaxStoredBytes = maxBytes
+	errs, err := r.Engine.Copy(ctx, eq, engine.CopyBatch{Topic: h.id, Binding: b.ID, Messages: batch})
+	if err != nil {
+		return adv, false, h.fail("copy", err)
+	}
+	var sent meta.Counters
+	now := r.Clock.Now()
+	for i, m := range batch {
+		if i < len(errs) && errs[i] != nil {
+			adv.Failed++
+			adv.LastError = reason(errs[i])
+			continue
+		}
+		adv.Copied++
+		sent.MessagesSent++
+		sent.BytesIn += engine.PayloadBytes(m.Message.Body, m.Message.Attributes)
+		r.metrics.delay.Observe(max(now.Sub(entries[indexOf(entries, m.Sequence)].PublishedAt).Seconds(), 0))
+	}
+	r.metrics.copies.Add(float64(adv.Copied))
+	r.metrics.refused.Add(float64(adv.Failed))
+	if r.Meter != nil && !sent.IsZero() {
+		r.Meter.Add(eq.Project, sent)
+	}
+	return adv, true, nil
+}
+
+// selectBatch picks the entries after cursor that f selects, at most MaxBatch of them and
+// MaxBatchBytes (at least one). through is the last sequence the batch accounts for: the
+// last entry read, or the one before the first selected entry left for the next batch (the
+// entries filtered out before it are handled too).
+func selectBatch(entries []engine.LogEntry, cursor uint64, f *filter.Filter, fifo bool) (batch []engine.CopyMessage, through uint64) {
+	var size int64
+	for _, e := range entries {
+		if e.Sequence <= cursor || !f.Match(e.Attributes) {
+			continue
+		}
+		n := engine.PayloadBytes(e.Body, e.Attributes)
+		if len(batch) == MaxBatch || (len(batch) > 0 && size+n > MaxBatchBytes) {
+			return batch, e.Sequence - 1
+		}
+		batch = append(batch, copyOf(e, fifo))
+		size += n
+	}
+	return batch, entries[len(entries)-1].Sequence
+}
+
+// copyOf is entry e as a queue stores it: no conflation key (a keyed publish sets the topic's
+// state, not the queue's), and on fifo its group and a dedup id (the published one, else the
+// message id: a copy stored again is then a duplicate of itself).
+func copyOf(e engine.LogEntry, fifo bool) engine.CopyMessage {
+	m := engine.Message{Body: e.Body, Attributes: e.Attributes}
+	if fifo {
+		m.GroupID, m.DedupID = e.GroupID, e.DedupID
+		if m.DedupID == "" {
+			m.DedupID = e.MessageID.String()
+		}
+	}
+	return engine.CopyMessage{Sequence: e.Sequence, Message: m, ID: e.MessageID}
+}
+
+// indexOf finds the entry of sequence seq (entries ascend).
+func indexOf(entries []engine.LogEntry, seq uint64) int {
+	lo, hi := 0, len(entries)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if entries[mid].Sequence < seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return min(lo, len(entries)-1)
+}
+
+// filter parses a binding's filter once per hold ("" or null: none). false: it cannot be
+// read.
+func (h *holder) filter(raw string) (*filter.Filter, bool) {
+	if raw == "" || raw == "null" {
+		return nil, true
+	}
+	if f, ok := h.filters[raw]; ok {
+		return f, f != nil
+	}
+	f, err := filter.Parse([]byte(raw))
+	if err != nil {
+		h.r.metrics.errors.WithLabelValues("filter").Inc()
+		h.r.Log.Error("fanout: a binding's filter cannot be read; the binding waits", "topic", h.id.String(), "error", err)
+		f = nil
+	}
+	if len(h.filters) > 2*meta.MaxBindingsPerTopic {
+		clear(h.filters)
+	}
+	h.filters[raw] = f
+	return f, f != nil
+}
+
+// reason is what a binding records of a refused copy.
+func reason(err error) string {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae.Message
+	}
+	return err.Error()
+}

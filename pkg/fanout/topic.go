@@ -1,0 +1,239 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
+	"github.com/queueshq/queues/pkg/ids"
+)
+
+// holder is one held topic's state, owned by the goroutine that fans the topic out.
+type holder struct {
+	r       *Runner
+	id      ids.ID
+	topic   engine.Topic
+	renewed time.Time
+	// trimmed is when the topic was last trimmed by this holder (zero: not yet).
+	trimmed time.Time
+	// orphansChecked is when the bindings were last compared with the metadata store.
+	orphansChecked time.Time
+	filters        map[string]*filter.Filter
+}
+
+// errLost ends a hold whose lease another replica has taken.
+var errLost = errors.New("fanout: the topic's lease was lost")
+
+// hold fans topic out while this replica holds its lease: a round after every publish
+// (WatchTopic), until the topic has been caught up for IdleAfter; then it is idled and
+// released. It answers whether the topic should be tried again at once (a publish came as
+// it was let go).
+func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
+	watch, cancel := r.Engine.WatchTopic(topic)
+	defer cancel()
+	h := &holder{r: r, id: topic, renewed: r.Clock.Now(), filters: map[string]*filter.Filter{}}
+	defer h.release()
+	if err := h.load(ctx); err != nil {
+		if ctx.Err() == nil && apierr.CodeOf(err) != apierr.NotFound {
+			r.Log.Warn("fanout: reading a topic failed", "topic", topic.String(), "error", err)
+		}
+		return false
+	}
+	var quiet, backoff time.Duration
+	for ctx.Err() == nil {
+		if err := h.renew(ctx); err != nil {
+			return false
+		}
+		h.maybeTrim(ctx)
+		caughtUp, err := h.round(ctx)
+		switch {
+		case err != nil:
+			backoff = min(max(2*backoff, 50*time.Millisecond), maxBackoff)
+			if !sleep(ctx, backoff) {
+				return false
+			}
+			continue
+		case !caughtUp:
+			backoff, quiet = 0, 0
+			continue
+		}
+		backoff = 0
+		wait := min(r.IdleAfter-quiet, r.Lease/3)
+		if waitFor(ctx, watch, wait) {
+			quiet = 0
+			continue
+		}
+		if quiet += wait; quiet >= r.IdleAfter {
+			if h.idle(ctx) {
+				return pending(watch)
+			}
+			quiet = 0
+		}
+	}
+	return false
+}
+
+// load reads the topic's settings (its retention may change while it is held: maybeTrim
+// reads them again).
+func (h *holder) load(ctx context.Context) error {
+	t, err := h.r.Topics.GetTopicByID(ctx, h.id)
+	if err != nil {
+		return err
+	}
+	h.topic = engine.Topic{ID: t.ID, Project: t.ProjectID, Type: engine.Type(t.Type),
+		Retention: time.Duration(t.RetentionSeconds) * time.Second}
+	return nil
+}
+
+// renew renews the lease once a third of its ttl has passed since the last renewal;
+// errLost when another replica holds it now. A renewal that fails on storage is retried at
+// the next round: the lease is still ours until its ttl ends, and a Copy made after it ended
+// is still stored once (the queue's high-water mark), so the worst is work done twice.
+func (h *holder) renew(ctx context.Context) error {
+	r := h.r
+	now := r.Clock.Now()
+	if now.Sub(h.renewed) < r.Lease/3 {
+		return nil
+	}
+	ok, err := r.Engine.LeaseTopic(ctx, h.id, r.Owner, r.Lease)
+	switch {
+	case err != nil:
+		r.metrics.errors.WithLabelValues("lease").Inc()
+		if now.Sub(h.renewed) >= r.Lease {
+			return errLost // it lapsed meanwhile: stop rather than race a new holder
+		}
+		return nil
+	case !ok:
+		r.metrics.leasesLost.Inc()
+		r.Log.Info("fanout: topic lease lost", "topic", h.id.String())
+		return errLost
+	}
+	h.renewed = now
+	return nil
+}
+
+// maybeTrim trims the log at most once per TrimEvery while the topic is held, reading the
+// topic's retention afresh first.
+func (h *holder) maybeTrim(ctx context.Context) {
+	r := h.r
+	now := r.Clock.Now()
+	if !h.trimmed.IsZero() && now.Sub(h.trimmed) < r.TrimEvery {
+		return
+	}
+	if !r.trimDue(h.id, now) {
+		h.trimmed = now
+		return
+	}
+	h.trimmed = now
+	if err := h.load(ctx); err != nil {
+		return
+	}
+	if err := r.Engine.Trim(ctx, h.topic); err != nil && ctx.Err() == nil {
+		r.metrics.errors.WithLabelValues("trim").Inc()
+		r.Log.Warn("fanout: trimming a topic failed", "topic", h.id.String(), "error", err)
+	}
+}
+
+// idle lets a caught-up topic go: trimmed once more, removed from ActiveTopics unless a
+// publish came after the last sequence every binding has reached. false: it is not caught up
+// after all (a publish raced the wait), or storage failed.
+func (h *holder) idle(ctx context.Context) bool {
+	r := h.r
+	b, err := r.Engine.Bounds(ctx, h.topic)
+	if err != nil {
+		return false
+	}
+	bs, err := r.Engine.Bindings(ctx, h.topic)
+	if err != nil || minSequence(bs, b.Last) < b.Last {
+		return false
+	}
+	h.trimmed = time.Time{}
+	h.maybeTrim(ctx)
+	if err := r.Engine.IdleTopic(ctx, h.id, b.Last); err != nil {
+		r.metrics.errors.WithLabelValues("idle").Inc()
+		return false
+	}
+	return true
+}
+
+// release gives the lease up (with a context of its own: the runner's may have ended) so
+// another replica can take the topic at once.
+func (h *holder) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = h.r.Engine.ReleaseTopic(ctx, h.id, h.r.Owner)
+}
+
+// trimDue records that topic is trimmed at now unless it was within TrimEvery (by an earlier
+// hold of this replica): holds of a topic published to in bursts come and go every few
+// seconds, and each need not trim.
+func (r *Runner) trimDue(topic ids.ID, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trims == nil {
+		r.trims = map[ids.ID]time.Time{}
+	}
+	if at, ok := r.trims[topic]; ok && now.Sub(at) < r.TrimEvery {
+		return false
+	}
+	r.trims[topic] = now
+	if len(r.trims) >= 2*max(r.trimsSwept, 64) { // forget old entries in O(1) per entry
+		for k, at := range r.trims {
+			if now.Sub(at) >= r.TrimEvery {
+				delete(r.trims, k)
+			}
+		}
+		r.trimsSwept = len(r.trims)
+	}
+	return true
+}
+
+// minSequence is the smallest binding cursor (none: def).
+func minSequence(bs []engine.Binding, def uint64) uint64 {
+	if len(bs) == 0 {
+		return def
+	}
+	m := uint64(math.MaxUint64)
+	for _, b := range bs {
+		m = min(m, b.Sequence)
+	}
+	return m
+}
+
+// waitFor waits for a signal on watch (true) or for d to pass or ctx to end (false).
+func waitFor(ctx context.Context, watch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-watch:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+// pending reports whether watch has a signal waiting.
+func pending(watch <-chan struct{}) bool {
+	select {
+	case <-watch:
+		return true
+	default:
+		return false
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
