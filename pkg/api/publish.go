@@ -286,6 +286,7 @@ func (s *Server) meterPublished(t meta.Topic, msgs []engine.PublishMessage, res 
 	var c meta.Counters
 	for i, r := range res {
 		if !r.Duplicate && i < len(msgs) {
+			c.MessagesPublished++
 			c.BytesIn += payloadSize(msgs[i].Body, msgs[i].Attributes)
 		}
 	}
