@@ -56,23 +56,33 @@ func newStack(t *testing.T, redisDir string, apis, pushers int) *stack {
 	} else {
 		r = startRedis(t, "--appendfsync", "always")
 	}
+	s := newStackOn(t, []string{"QUEUES_REDIS_URL=redis://" + r.addr()}, apis, pushers)
+	s.redis = r
+	return s
+}
+
+// newStackOn is newStack on a Redis the caller started (a proxy before a primary, a
+// cluster's seeds), named by redisEnv (QUEUES_REDIS_URL and the like); s.redis stays nil.
+func newStackOn(t *testing.T, redisEnv []string, apis, pushers int) *stack {
+	t.Helper()
+	queuesBin(t)
 	ring, err := keys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, redis: r, op: "op_" + hexToken(16),
+	s := &stack{t: t, op: "op_" + hexToken(16),
 		hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	t.Cleanup(s.hc.CloseIdleConnections)
-	s.env = []string{"QUEUES_REDIS_URL=redis://" + r.addr(),
-		"QUEUES_DYNAMODB_ENDPOINT=" + testenv.DynamoDB(t),
-		"QUEUES_DYNAMODB_TABLE=" + testenv.TableName("faults"),
-		"QUEUES_OPERATOR_TOKEN=" + s.op,
-		"QUEUES_SIGNING_KEYS=" + ring.String(),
+	s.env = append(redisEnv,
+		"QUEUES_DYNAMODB_ENDPOINT="+testenv.DynamoDB(t),
+		"QUEUES_DYNAMODB_TABLE="+testenv.TableName("faults"),
+		"QUEUES_OPERATOR_TOKEN="+s.op,
+		"QUEUES_SIGNING_KEYS="+ring.String(),
 		"QUEUES_LOG_LEVEL=warn",
 		"QUEUES_ADMIN_LISTEN=off",
 		"QUEUES_PUSH_ALLOW_PRIVATE=true",
 		`QUEUES_DEFAULT_LIMITS={"requestsPerSecond":10000000}`,
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"}
+		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
 	cmd := exec.Command(queuesBin(t), "migrate")
 	cmd.Env = crashtest.Environ([]string{"QUEUES_", "AWS_"}, s.env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
