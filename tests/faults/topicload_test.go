@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -283,24 +285,50 @@ type tsource struct {
 	Lag      int64  `json:"lag"`
 }
 
-// lagging answers the bindings not caught up (their lag, or why it cannot be read).
-func (tl *topicLoad) lagging() []string {
-	var left []string
+// lagging answers the bindings not caught up (their lag, or why it cannot be read) and
+// their total lag (-1: a binding could not be read).
+func (tl *topicLoad) lagging() (left []string, total int64) {
 	for _, tp := range tl.topics {
 		for _, q := range tp.queues {
 			var a struct{ Sources []map[string]any }
 			if st, err := tl.call(http.MethodGet, "/v1/queues/"+q.id+"/sources", nil, &a); err != nil || st != http.StatusOK {
 				left = append(left, fmt.Sprintf("queue %s: %d %v", q.id, st, err))
+				total = -1
 				continue
 			}
 			for _, b := range a.Sources {
 				if lag, _ := b["lag"].(float64); lag != 0 {
 					left = append(left, fmt.Sprintf("binding %v (queue %s): lag %v", b["id"], q.id, b["lag"]))
+					if total >= 0 {
+						total += int64(lag)
+					}
 				}
 			}
 		}
 	}
-	return left
+	return left, total
+}
+
+// awaitCaughtUp waits until every binding's lag is 0 (three reads in a row). The backlog a
+// fast load leaves depends on the machine, so the bound is on progress: it fails when the
+// total lag has not fallen for stall (the fan-out stopped), not after a fixed time.
+func (tl *topicLoad) awaitCaughtUp(stall time.Duration) {
+	tl.t.Helper()
+	best, since, ok := int64(math.MaxInt64), time.Now(), 0
+	for ; ok < 3; time.Sleep(100 * time.Millisecond) {
+		left, total := tl.lagging()
+		if len(left) == 0 {
+			ok++
+			continue
+		}
+		ok = 0
+		if total >= 0 && total < best {
+			best, since = total, time.Now()
+		}
+		if time.Since(since) > stall {
+			tl.t.Fatalf("the fan-out made no progress for %v: %s\nthe replicas:%s", stall, strings.Join(left, "; "), fanoutState(tl.s))
+		}
+	}
 }
 
 // queuesLeft answers the queues not empty (visible, in flight or delayed).
@@ -363,4 +391,27 @@ func (tl *topicLoad) logged(tp *ttopic) map[int]bool {
 		}
 		cursor = *a.NextCursor
 	}
+}
+
+// fanoutState is what the API replicas tell of their fan-out (for a stalled catch-up): their
+// queues_fanout_ metrics and their logs' tails.
+func fanoutState(s *stack) string {
+	s.mu.Lock()
+	apis := append([]*proc(nil), s.apis...)
+	s.mu.Unlock()
+	var b strings.Builder
+	for _, p := range apis {
+		fmt.Fprintf(&b, "\n%s:", p.name)
+		if resp, err := http.Get(p.metrics); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, line := range strings.Split(string(body), "\n") {
+				if strings.HasPrefix(line, "queues_fanout_") && !strings.Contains(line, "_bucket") {
+					b.WriteString("\n  " + line)
+				}
+			}
+		}
+		b.WriteString("\n  log: " + crashtest.TailOf(p.log))
+	}
+	return b.String()
 }

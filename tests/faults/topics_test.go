@@ -61,7 +61,7 @@ func (tl *topicLoad) finish() tFigures {
 	tl.t.Helper()
 	tl.stopPub.Store(true)
 	tl.pubWG.Wait()
-	tl.await("every binding's lag 0", 90*time.Second, tl.lagging)
+	tl.awaitCaughtUp(30 * time.Second)
 	tl.await("every bound queue drained", 90*time.Second, tl.queuesLeft)
 	tl.stopCons.Store(true)
 	tl.consWG.Wait()
@@ -191,9 +191,12 @@ func killFanoutHolders(t *testing.T, s *stack, tl *topicLoad, kills int) []strin
 // then the holder that took over is killed too (full form: three rounds of two). The lease
 // ends 10 s after the kill's last renewal and another replica takes the topic over, reading
 // from the binding cursors: what the killed holder copied but did not record is read again
-// and skipped by the queue's high-water mark.
+// and skipped by the queue's high-water mark. Redis keeps no AOF here (its durability is
+// not the question), so the load runs fast and the holder is always in a round: a kill
+// lands between a Copy and its AdvanceBindings often.
 func TestTopicsKillReplica(t *testing.T) {
-	s := newStack(t, "", 3, 0)
+	r := startRedis(t, "--appendonly", "no")
+	s := newStackOn(t, []string{"QUEUES_REDIS_URL=redis://" + r.addr()}, 3, 0)
 	tl := newTopicLoad(t, s, topicShape{standard: 1, fifo: 1, bindings: 3})
 	tl.start()
 	killed := killFanoutHolders(t, s, tl, 2*rounds())
