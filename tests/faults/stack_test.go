@@ -14,6 +14,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testenv/tcpproxy"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
@@ -31,6 +32,10 @@ type stack struct {
 	apis    []*proc
 	pushers []*proc
 	seq     int // names the processes started
+	// proxied, when set, is the Redis address each API replica reaches through a proxy of
+	// its own (proxies): a test holds one replica's replies (topics_test.go).
+	proxied string
+	proxies map[*proc]*tcpproxy.Proxy
 	// spared is how many replicas at the end of apis and of pushers no fault of the soak
 	// touches: the witnesses whose memory and goroutines it follows (soakwatch_test.go).
 	spared int
@@ -116,8 +121,26 @@ func freeAddr(t *testing.T) string {
 // on a port of its own.
 func (s *stack) startAPI() *proc {
 	addr, admin := freeAddr(s.t), freeAddr(s.t)
-	p := startProc(s.t, s.name("api"), "http://"+addr+"/readyz", append(s.env, "QUEUES_LISTEN="+addr, "QUEUES_ADMIN_LISTEN="+admin), "api")
+	env := append(append([]string(nil), s.env...), "QUEUES_LISTEN="+addr, "QUEUES_ADMIN_LISTEN="+admin)
+	var px *tcpproxy.Proxy
+	if s.proxied != "" {
+		var err error
+		if px, err = tcpproxy.Start(s.proxied); err != nil {
+			s.t.Fatal(err)
+		}
+		s.t.Cleanup(px.Close)
+		env = append(env, "QUEUES_REDIS_URL=redis://"+px.Addr()) // the last setting counts
+	}
+	p := startProc(s.t, s.name("api"), "http://"+addr+"/readyz", env, "api")
 	p.metrics = "http://" + admin + "/metrics"
+	if px != nil {
+		s.mu.Lock()
+		if s.proxies == nil {
+			s.proxies = map[*proc]*tcpproxy.Proxy{}
+		}
+		s.proxies[p] = px
+		s.mu.Unlock()
+	}
 	return p
 }
 

@@ -171,39 +171,118 @@ func awaitFanoutHolder(t *testing.T, s *stack) int {
 	}
 }
 
+// windowOpen answers the bindings whose queue holds copies past the binding's cursor (its
+// high-water mark above its sequence): a holder between its Copy and its AdvanceBindings.
+func (tl *topicLoad) windowOpen(rdb redis.UniversalClient) map[string]bool {
+	ctx := context.Background()
+	open := map[string]bool{}
+	for _, tp := range tl.topics {
+		tid, _ := ids.ParseUUID(tp.id)
+		for _, q := range tp.queues {
+			qid, _ := ids.ParseUUID(q.id)
+			bd, err1 := rdb.HGet(ctx, rediskeys.TopicBindings(tid), q.binding).Result()
+			mark, err2 := rdb.HGet(ctx, rediskeys.TopicCopied(qid), q.binding).Int64()
+			var cursor int64
+			if _, err := fmt.Sscan(strings.SplitN(bd, "|", 2)[0], &cursor); err1 == nil && err2 == nil && err == nil && mark > cursor {
+				open[q.binding] = true
+			}
+		}
+	}
+	return open
+}
+
+// stillOpen reports whether a binding open now is still open after a pause: a live holder
+// advances within it, a held or killed one cannot.
+func (tl *topicLoad) stillOpen(rdb redis.UniversalClient) bool {
+	first := tl.windowOpen(rdb)
+	if len(first) == 0 {
+		return false
+	}
+	time.Sleep(300 * time.Millisecond) // long enough for a live holder to advance
+	for b := range tl.windowOpen(rdb) {
+		if first[b] {
+			return true
+		}
+	}
+	return false
+}
+
+// holdInWindow holds the replies of a replica's Redis proxy until the replica is caught
+// between a Copy (run by Redis, its reply held) and its AdvanceBindings, trying up to tries
+// times (releasing between tries). true: caught, the proxy still holding.
+func holdInWindow(tl *topicLoad, rdb redis.UniversalClient, px *tcpproxy.Proxy, tries int) bool {
+	for range tries {
+		px.Hold()
+		held := make(chan struct{})
+		go func() { px.WaitHeld(); close(held) }()
+		select {
+		case <-held:
+		case <-time.After(5 * time.Second):
+		}
+		if tl.stillOpen(rdb) {
+			return true
+		}
+		px.Release()
+		time.Sleep(time.Duration(10+tries%7) * time.Millisecond) // let a round begin
+	}
+	return false
+}
+
 // killFanoutHolders kills (-9) the replica holding a topic's fan-out lease, mid fan-out
 // (the publishers running), and starts another in its place; kills times, each of the
-// holder of the moment (after the first, another replica: the takeover's).
-func killFanoutHolders(t *testing.T, s *stack, tl *topicLoad, kills int) []string {
-	var what []string
+// holder of the moment (after the first, another replica: the takeover's). A replica behind
+// a proxy of its own is first caught between a Copy and its AdvanceBindings (holdInWindow);
+// inWindow counts the kills that left a binding's queue ahead of its cursor.
+func killFanoutHolders(t *testing.T, s *stack, tl *topicLoad, rdb redis.UniversalClient, kills int) (what []string, inWindow int) {
 	for range kills {
 		tl.awaitPublishes(topicLoadSize())
 		i := awaitFanoutHolder(t, s)
-		old := s.apis[i].name
+		s.mu.Lock()
+		victim := s.apis[i]
+		px := s.proxies[victim]
+		s.mu.Unlock()
+		caught := px != nil && holdInWindow(tl, rdb, px, 100)
+		victim.kill()
+		if px != nil {
+			px.Cut()
+		}
+		if caught || tl.stillOpen(rdb) {
+			inWindow++
+		}
 		s.killAndRestart(&s.apis, i, s.startAPI)
-		what = append(what, old)
+		what = append(what, victim.name)
 	}
-	return what
+	return what, inWindow
 }
 
-// TestTopicsKillReplica: three API replicas (they run the fan-out); the replica holding a
-// topic's fan-out lease is killed with SIGKILL in the middle of the fan-out and restarted,
-// then the holder that took over is killed too (full form: three rounds of two). The lease
-// ends 10 s after the kill's last renewal and another replica takes the topic over, reading
-// from the binding cursors: what the killed holder copied but did not record is read again
-// and skipped by the queue's high-water mark. Redis keeps no AOF here (its durability is
-// not the question), so the load runs fast and the holder is always in a round: a kill
-// lands between a Copy and its AdvanceBindings often.
+// TestTopicsKillReplica: three API replicas (they run the fan-out), each reaching Redis
+// through a proxy of its own; the replica holding a topic's fan-out lease is caught between
+// a Copy and its AdvanceBindings (its proxy holds Redis's replies: the copy is stored, its
+// answer and the advance never come), killed with SIGKILL and restarted; then the holder
+// that took over is killed too (full form: three rounds of two). The lease ends 10 s after
+// the killed holder's last renewal and another replica takes the topic over, reading from
+// the binding cursors: what the killed holder copied but did not record is read again and
+// must be skipped by the queue's high-water mark. Redis keeps no AOF here (its durability is
+// not the question).
 func TestTopicsKillReplica(t *testing.T) {
 	r := startRedis(t, "--appendonly", "no")
-	s := newStackOn(t, []string{"QUEUES_REDIS_URL=redis://" + r.addr()}, 3, 0)
+	s := newStackOn(t, []string{"QUEUES_REDIS_URL=redis://" + r.addr()}, 0, 0)
+	s.proxied = r.addr()
+	for range 3 {
+		s.apis = append(s.apis, s.startAPI())
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr()})
+	defer rdb.Close()
 	tl := newTopicLoad(t, s, topicShape{standard: 1, fifo: 1, bindings: 3})
 	tl.start()
-	killed := killFanoutHolders(t, s, tl, 2*rounds())
+	killed, hits := killFanoutHolders(t, s, tl, rdb, 2*rounds())
 	tl.awaitPublishes(topicLoadSize())
 	f := tl.finish()
-	t.Logf("topics, kill -9 of the fan-out holder %d times (%s): %s", len(killed), strings.Join(killed, ", "), f)
+	t.Logf("topics, kill -9 of the fan-out holder %d times (%s), %d of them between a Copy and its AdvanceBindings: %s", len(killed), strings.Join(killed, ", "), hits, f)
 	wantTopicsClean(t, f)
+	if hits == 0 {
+		t.Error("no kill landed between a Copy and its AdvanceBindings: the crash window was not tried")
+	}
 }
 
 // TestTopicsRedisRestart (F7-like): Redis (appendfsync always) killed with SIGKILL under the
@@ -358,10 +437,13 @@ func TestTopicsCluster(t *testing.T) {
 	s := newStackOn(t, []string{"QUEUES_REDIS_URL=" + strings.Join(urls, ","), "QUEUES_REDIS_CLUSTER=true"}, 2, 0)
 	tl := newTopicLoad(t, s, topicShape{standard: 1, fifo: 1, bindings: 3})
 	slots := assertSlots(t, addrs[0], tl)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer rdb.Close()
 	tl.start()
-	killed := killFanoutHolders(t, s, tl, 2*rounds())
+	killed, hits := killFanoutHolders(t, s, tl, rdb, 2*rounds())
 	tl.awaitPublishes(topicLoadSize())
 	f := tl.finish()
-	t.Logf("topics on Redis Cluster (%s), kill -9 of the fan-out holder %d times (%s): %s", slots, len(killed), strings.Join(killed, ", "), f)
+	t.Logf("topics on Redis Cluster (%s), kill -9 of the fan-out holder %d times (%s), %d of them between a Copy and its AdvanceBindings: %s",
+		slots, len(killed), strings.Join(killed, ", "), hits, f)
 	wantTopicsClean(t, f)
 }
