@@ -7,10 +7,12 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -412,6 +414,19 @@ func fanoutState(s *stack) string {
 			}
 		}
 		b.WriteString("\n  log: " + crashtest.TailOf(p.log))
+	}
+	for _, p := range apis { // where each replica's fan-out is: SIGQUIT dumps its goroutines
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+		}
+		dump, _ := os.ReadFile(p.log)
+		for _, g := range strings.Split(string(dump), "\n\n") {
+			if strings.Contains(g, "fanout") {
+				fmt.Fprintf(&b, "\n%s goroutine: %s", p.name, g)
+			}
+		}
 	}
 	return b.String()
 }
