@@ -233,7 +233,10 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	n.Pusher.OnApplied = o.Push.OnApplied
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask")}
+	// The fan-out is built before the API, whose publishes tell it (fanout.Notifying).
+	n.Fanout = fanout.ForStores(eng, store)
 	n.API = api.New(api.Config{
+		Topics: cache.Topics(store), TopicEngine: fanout.Notifying(eng, n.Fanout),
 		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
 		Parking: tenancy.NewLocalParking(),
@@ -249,7 +252,7 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		},
 	})
 	mover.Budget = n.API // a task's batches spend its project's request and byte budgets
-	if n.Fanout = fanout.ForStores(eng, store); n.Fanout != nil {
+	if n.Fanout != nil {
 		n.Fanout.Queues, n.Fanout.Meter, n.Fanout.Clock, n.Fanout.Registry = cache, n.Meter, clk, reg
 		n.Fanout.Log = o.Logger.With("component", "fanout")
 		n.Fanout.Limits = n.API // copies are bounded by the project's maxStoredBytes, as sends

@@ -123,7 +123,11 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask"), Lease: o.MoveLease}
 	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, draining: make(chan struct{}), done: make(chan struct{})}
+	// The fan-out is built before the API, whose publishes tell it (fanout.Notifying) so this
+	// replica takes an idle topic's lease at once.
+	fan := fanout.ForStores(eng, store)
 	r.API = api.New(api.Config{
+		Topics: cache.Topics(store), TopicEngine: fanout.Notifying(eng, fan),
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Draining: r.draining, Registry: o.Registry,
@@ -140,7 +144,6 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
-	fan := fanout.ForStores(eng, store)
 	if fan != nil {
 		fan.Queues, fan.Meter, fan.Clock, fan.Registry = cache, meter, clk, o.Registry
 		fan.Log = o.Logger.With("component", "fanout")
