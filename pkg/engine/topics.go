@@ -18,9 +18,6 @@ import (
 // batch copied again after a crash — by this replica or another — stores nothing twice. The
 // topic-side cursor (Binding.Sequence) only saves work; it may lag what was copied.
 
-// IdleGrace is how long after a publish IdleTopic may still keep the topic active.
-const IdleGrace = 30 * time.Second
-
 // MaxLogRead bounds the entries one ReadLog call returns.
 const MaxLogRead = 1000
 
@@ -191,9 +188,7 @@ type Topics interface {
 	// every topic published to since it was last marked idle.
 	ActiveTopics(ctx context.Context) ([]ids.ID, error)
 	// IdleTopic removes the topic from ActiveTopics unless a publish after sequence last
-	// happened (the fan-out calls it once every binding reached last). An engine may also
-	// keep a topic published to less than IdleGrace ago (Redis does: its publish marks the
-	// topic before it appends); the fan-out calls it again when it next lets the topic go.
+	// happened (the fan-out calls it once every binding reached last).
 	IdleTopic(ctx context.Context, topic ids.ID, last uint64) error
 	// WatchTopic signals (coalescing, without blocking) whenever a publish to the topic may
 	// have happened on any replica.

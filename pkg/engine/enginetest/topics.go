@@ -470,10 +470,9 @@ func testTopicKeyedState(t *testing.T, ts *topicSuite) {
 	if es := ts.readLog(tp, del[0].Sequence, 1); len(es) != 1 || !es[0].Deleted || es[0].Body != "" || es[0].Key != "k1" {
 		t.Fatalf("the deleting publish's entry: %+v", es)
 	}
-	// A patch of a key without state is the state as published (as a keyed send that finds
-	// no waiting message, SPEC §13).
+	// A patch of a key without state merges into {} (RFC 7396: its nulls are dropped).
 	ts.publish(tp, keyed("k1", `{"d":4,"e":null}`, engine.MergePatch, nil))
-	if st := ts.state(tp, "k1"); !sameJSON(t, st.Body, `{"d":4,"e":null}`) {
+	if st := ts.state(tp, "k1"); !sameJSON(t, st.Body, `{"d":4}`) {
 		t.Fatalf("state %+v after a patch of a deleted key", st)
 	}
 }
@@ -489,12 +488,17 @@ func testTopicPatchRefused(t *testing.T, ts *topicSuite) {
 	wantPatchRefusal(t, err, engine.ErrPatchNotObject, 1)
 	_, err = ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{keyed("num", `{"a":1}`, engine.MergePatch, nil)})
 	wantPatchRefusal(t, err, engine.ErrPatchWaitingNotObject, 0)
+	_, err = ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{keyed("new", `"text"`, engine.MergePatch, nil)})
+	wantPatchRefusal(t, err, engine.ErrPatchNotObject, 0) // a key without state too
 	ts.wantBounds("refused publishes append nothing", tp, 1, 2)
 	if st := ts.state(tp, "num"); st.Body != "5" {
 		t.Fatalf("state %+v after refused patches", st)
 	}
 	if st := ts.state(tp, "obj"); st.Body != `{"a":1}` {
 		t.Fatalf("state %+v after a refused patch", st)
+	}
+	if _, err := ts.tp.State(ts.ctx, tp, "new"); apierr.CodeOf(err) != apierr.NotFound {
+		t.Fatalf("a refused publish set state: %v", err)
 	}
 }
 
