@@ -2,7 +2,9 @@ package redisengine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ var topicCases = []struct {
 	{"PublishReadBounds", testPublishReadBounds},
 	{"FifoDedup", testTopicFifoDedup},
 	{"KeyedState", testTopicKeyedState},
+	{"ConcurrentPatches", testTopicConcurrentPatches},
 	{"BindingsAdvance", testTopicBindings},
 	{"TrimAndSequenceAt", testTopicTrim},
 	{"LeaseActiveWatch", testTopicLeaseActiveWatch},
@@ -393,4 +396,48 @@ func mustActive(t *testing.T, e *redisengine.Engine) []ids.ID {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// testTopicConcurrentPatches: patch publishes of one key from several replicas at once each
+// merge into the state the others left (the version check of tpublish.lua): every field
+// lands, and the state's sequence is the last publish's.
+func testTopicConcurrentPatches(t *testing.T, env topicEnv) {
+	ctx := context.Background()
+	clk := enginetest.NewClock()
+	top := newTopic(engine.Standard)
+	const writers, each = 4, 5
+	engines := make([]*redisengine.Engine, writers)
+	for i := range engines {
+		engines[i] = env.engine(t, clk)
+	}
+	errs := make(chan error, writers)
+	for w, e := range engines {
+		go func() {
+			for j := range each {
+				body := fmt.Sprintf(`{"w%d_%d":%d}`, w, j, j)
+				_, err := e.Publish(ctx, top, []engine.PublishMessage{{Message: engine.Message{Body: body, Key: "k", Merge: engine.MergePatch}}})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := engines[0].State(ctx, top, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]int
+	if err := json.Unmarshal([]byte(st.Body), &got); err != nil || len(got) != writers*each {
+		t.Fatalf("state %s: %d fields, want %d (%v)", st.Body, len(got), writers*each, err)
+	}
+	if st.Sequence != writers*each {
+		t.Fatalf("state sequence %d, want %d", st.Sequence, writers*each)
+	}
 }
