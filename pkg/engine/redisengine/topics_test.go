@@ -243,7 +243,11 @@ func testTopicBindings(t *testing.T, env topicEnv) {
 	if err := e.AdvanceBindings(ctx, top, []engine.Advance{{Binding: b1.ID, Through: 7, Copied: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SetFilter(ctx, top, b1.ID, ""); err != nil {
+	const odd = `{"attributes":{"a":"x|1:2"}}` // separators of the stored value inside the filter
+	if err := e.SetFilter(ctx, top, b1.ID, odd); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AdvanceBindings(ctx, top, []engine.Advance{{Binding: b1.ID, Through: 8}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.SetFilter(ctx, top, ids.New(), ""); !errors.Is(err, &apierr.Error{Code: apierr.NotFound}) {
@@ -255,7 +259,7 @@ func testTopicBindings(t *testing.T, env topicEnv) {
 	}
 	got := map[ids.ID]engine.Binding{bs[0].ID: bs[0], bs[1].ID: bs[1]}
 	g1 := got[b1.ID]
-	if g1.Sequence != 9 || g1.Copied != 4 || g1.Failed != 1 || g1.LastError != "full|x:" || g1.Filter != "" ||
+	if g1.Sequence != 9 || g1.Copied != 4 || g1.Failed != 1 || g1.LastError != "full|x:" || g1.Filter != odd ||
 		!g1.LastErrorAt.Equal(enginetest.Epoch) || g1.Queue != b1.Queue {
 		t.Fatalf("binding 1: %+v", g1)
 	}
