@@ -17,6 +17,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
@@ -41,6 +42,8 @@ var topicCases = []struct {
 	{"ConcurrentPatches", testTopicConcurrentPatches},
 	{"BindingsAdvance", testTopicBindings},
 	{"TrimAndSequenceAt", testTopicTrim},
+	{"TrimInSteps", testTopicTrimSteps},
+	{"CounterBehindLog", testTopicCounterBehindLog},
 	{"LeaseActiveWatch", testTopicLeaseActiveWatch},
 	{"CopyStandardCrashWindow", testCopyCrashWindow},
 	{"CopyFifo", testCopyFifo},
@@ -443,5 +446,53 @@ func testTopicConcurrentPatches(t *testing.T, env topicEnv) {
 	}
 	if st.Sequence != writers*each {
 		t.Fatalf("state sequence %d, want %d", st.Sequence, writers*each)
+	}
+}
+
+// testTopicTrimSteps: a log longer than one trim step is trimmed over several bounded
+// script calls by one Trim, its bytes with it.
+func testTopicTrimSteps(t *testing.T, env topicEnv) {
+	ctx := context.Background()
+	e := env.engine(t, enginetest.NewClock())
+	top := newTopic(engine.Standard)
+	top.Retention = 0
+	msgs := make([]engine.PublishMessage, engine.MaxBatch)
+	for i := range msgs {
+		msgs[i] = pm("x")
+	}
+	const n = 1234 / engine.MaxBatch
+	for range n {
+		publish(t, e, top, msgs...)
+	}
+	if err := e.Trim(ctx, top); err != nil {
+		t.Fatal(err)
+	}
+	last := uint64(n * engine.MaxBatch)
+	if b, _ := e.Bounds(ctx, top); b.First != last+1 || b.Last != last || b.Bytes != 0 {
+		t.Fatalf("after the trim: %+v", b)
+	}
+	if got, _ := e.StoredBytes(ctx, top.Project); got != 0 {
+		t.Fatalf("project bytes %d after the trim", got)
+	}
+}
+
+// testTopicCounterBehindLog: a sequence counter behind its log (a damaged store) fails the
+// publish before it writes anything, rather than half-way.
+func testTopicCounterBehindLog(t *testing.T, env topicEnv) {
+	ctx := context.Background()
+	e := env.engine(t, enginetest.NewClock())
+	top := newTopic(engine.Standard)
+	publish(t, e, top, pm("a"), engine.PublishMessage{Message: engine.Message{Body: "{}", Key: "k"}})
+	rdb := env.newClient()
+	defer rdb.Close()
+	if err := rdb.Set(ctx, rediskeys.TopicSeq(top.ID), "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Publish(ctx, top, []engine.PublishMessage{{Message: engine.Message{Body: `{"b":1}`, Key: "k"}}})
+	if apierr.CodeOf(err) != apierr.Internal {
+		t.Fatalf("publish on a damaged counter: %v", err)
+	}
+	if st, _ := e.State(ctx, top, "k"); st.Body != "{}" || st.Sequence != 2 {
+		t.Fatalf("the refused publish changed the state: %+v", st)
 	}
 }
