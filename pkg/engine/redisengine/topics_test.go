@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -494,5 +495,41 @@ func testTopicCounterBehindLog(t *testing.T, env topicEnv) {
 	}
 	if st, _ := e.State(ctx, top, "k"); st.Body != "{}" || st.Sequence != 2 {
 		t.Fatalf("the refused publish changed the state: %+v", st)
+	}
+}
+
+// TestTopicPublishWaitsForReplicas: with SyncReplicas, a publish is answered once a replica
+// holds it, as a send is; with no replica to confirm it, it answers unavailable.
+func TestTopicPublishWaitsForReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := testenv.Redis(t)
+	host, port, _ := strings.Cut(primary, ":")
+	opts := redisengine.Options{SyncReplicas: 1, SyncTimeout: 200 * time.Millisecond}
+	lonely := newEngine(t, redis.NewClient(&redis.Options{Addr: primary}), enginetest.NewClock(), opts)
+	top := newTopic(engine.Standard)
+	if _, err := lonely.Publish(ctx, top, []engine.PublishMessage{pm("a")}); apierr.CodeOf(err) != apierr.Unavailable {
+		t.Fatalf("a publish no replica confirmed: %v", err)
+	}
+	replica := testenv.Redis(t, "--replicaof", host, port)
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	defer rc.Close()
+	if err := testenv.WaitFor(ctx, 10*time.Second, func(ctx context.Context) error {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = errors.New("replica not linked yet")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	opts.SyncTimeout = 10 * time.Second
+	e := newEngine(t, redis.NewClient(&redis.Options{Addr: primary}), enginetest.NewClock(), opts)
+	res, err := e.Publish(ctx, top, []engine.PublishMessage{pm("b")})
+	if err != nil || res[0].Sequence != 2 {
+		t.Fatalf("a publish with a replica: %+v, %v", res, err)
+	}
+	if n, err := rc.Get(ctx, rediskeys.TopicSeq(top.ID)).Result(); err != nil || n != "2" {
+		t.Fatalf("the replica holds sequence %q, %v", n, err)
 	}
 }
