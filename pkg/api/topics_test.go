@@ -230,12 +230,24 @@ func TestTopicLifecycle(t *testing.T) {
 
 func TestTopicQuota(t *testing.T) {
 	lim := tenancy.Defaults
-	lim.MaxTopics = 1
+	lim.MaxTopics, lim.MaxStoredBytes = 1, 20
 	w := newTopicWorld(t, true, lim)
 	w.must(201, "POST", "/v1/topics", `{"name":"a"}`, nil)
 	var e topicErr
 	if st := w.call("POST", "/v1/topics", `{"name":"b"}`, &e); st != 403 || e.Error.Code != "quota_exceeded" || e.Error.Details["limit"] != "maxTopics" {
 		t.Fatalf("past maxTopics: %d %+v", st, e)
+	}
+	// A publish past maxStoredBytes fails whole: nothing is appended.
+	w.must(200, "POST", "/v1/topics/a/messages", `{"messages":[{"body":"0123456789"}]}`, nil)
+	e = topicErr{}
+	if st := w.call("POST", "/v1/topics/a/messages", `{"messages":[{"body":"x"},{"body":"0123456789"}]}`, &e); st != 403 ||
+		e.Error.Code != "quota_exceeded" || e.Error.Details["limit"] != "maxStoredBytes" {
+		t.Fatalf("past maxStoredBytes: %d %+v", st, e)
+	}
+	var tp topicJSON
+	w.must(200, "GET", "/v1/topics/a", "", &tp)
+	if tp.LastSequence != 1 {
+		t.Fatalf("a refused publish appended: %+v", tp)
 	}
 }
 
