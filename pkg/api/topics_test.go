@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +37,29 @@ type topicWorld struct {
 	eng     *embeddedengine.Engine
 	auth    *auth.Authority
 	project ids.ID
+	// reads counts the topic reads that reach the metadata store.
+	reads *countingTopics
+}
+
+// countingTopics counts the topic reads that reach the store.
+type countingTopics struct {
+	meta.TopicStore
+	n atomic.Int64
+}
+
+func (c *countingTopics) GetTopic(ctx context.Context, p, id ids.ID) (meta.Topic, error) {
+	c.n.Add(1)
+	return c.TopicStore.GetTopic(ctx, p, id)
+}
+
+func (c *countingTopics) GetTopicByName(ctx context.Context, p ids.ID, name string) (meta.Topic, error) {
+	c.n.Add(1)
+	return c.TopicStore.GetTopicByName(ctx, p, name)
+}
+
+func (c *countingTopics) GetTopicByID(ctx context.Context, id ids.ID) (meta.Topic, error) {
+	c.n.Add(1)
+	return c.TopicStore.GetTopicByID(ctx, id)
 }
 
 // newTopicWorld starts the server; topics false leaves Config.Topics unset.
@@ -54,13 +79,14 @@ func newTopicWorld(t *testing.T, topics bool, limits tenancy.Limits) *topicWorld
 	t.Cleanup(cache.Close)
 	authority := auth.New(ring, "op", clk.Now)
 	cfg := Config{Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(ring), Tenancy: store, DefaultLimits: limits}
+	reads := &countingTopics{TopicStore: store}
 	if topics {
-		cfg.Topics, cfg.TopicEngine = cache.Topics(store), eng
+		cfg.Topics, cfg.TopicEngine = cache.Topics(reads), eng
 	}
 	srv := httptest.NewServer(New(cfg).Handler())
 	t.Cleanup(srv.Close)
 	chk := apitest.NewChecker(t, srv.URL)
-	w := &topicWorld{t: t, url: srv.URL, client: chk.Client(), store: store, eng: eng, auth: authority}
+	w := &topicWorld{t: t, url: srv.URL, client: chk.Client(), store: store, eng: eng, auth: authority, reads: reads}
 	w.project = ids.New()
 	w.jwt = w.token(w.project, "*")
 	return w
@@ -342,6 +368,23 @@ func TestPublishAndReadTheLog(t *testing.T) {
 	w.must(200, "GET", "/v1/topics/t", "", &tp)
 	if tp.LastSequence != 6 || tp.StoredBytes <= 0 {
 		t.Fatalf("topic after publishes %+v", tp)
+	}
+}
+
+// TestPublishReadsTopicsFromTheCache: publishes resolve their topic through the metadata
+// cache, not the store.
+func TestPublishReadsTopicsFromTheCache(t *testing.T) {
+	w := newTopicWorld(t, true, tenancy.Defaults)
+	var tp topicJSON
+	w.must(201, "POST", "/v1/topics", `{"name":"t"}`, &tp)
+	before := w.reads.n.Load()
+	for _, ref := range []string{"t", tp.ID, tp.Slug} {
+		for range 5 {
+			w.must(200, "POST", "/v1/topics/"+ref+"/messages", `{"messages":[{"body":"x"}]}`, nil)
+		}
+	}
+	if n := w.reads.n.Load() - before; n > 1 {
+		t.Fatalf("15 publishes read the store's topics %d times, want at most one", n)
 	}
 }
 
