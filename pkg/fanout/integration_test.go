@@ -90,7 +90,7 @@ func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
 	return e
 }
 
-func newEmbeddedWorld(t *testing.T, mk engineMaker, typ string) *world {
+func newWorld(t *testing.T, mk engineMaker, typ string) *world {
 	t.Helper()
 	e := mk(t)
 	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1)}, store: memmeta.New()}
@@ -185,7 +185,7 @@ func TestIntegrationPublishReachesEveryBoundQueue(t *testing.T) {
 }
 
 func testPublishReachesEveryBoundQueue(t *testing.T, mk engineMaker) {
-	w := newEmbeddedWorld(t, mk, "standard")
+	w := newWorld(t, mk, "standard")
 	run(t, w.runner())
 	res := w.publish(t, engine.PublishMessage{Message: engine.Message{Body: "a"}}, engine.PublishMessage{Message: engine.Message{Body: "b"}})
 	w.awaitCursors(t, res[1].Sequence)
@@ -210,7 +210,7 @@ func TestIntegrationCrashBetweenCopyAndAdvance(t *testing.T) {
 }
 
 func testCrashBetweenCopyAndAdvance(t *testing.T, mk engineMaker) {
-	w := newEmbeddedWorld(t, mk, "standard")
+	w := newWorld(t, mk, "standard")
 	first := w.runner()
 	ctx, cancel := context.WithCancel(t.Context())
 	first.AfterCopy = func(ids.ID) { cancel() }
@@ -254,7 +254,7 @@ func TestIntegrationFifoKeepsGroupOrder(t *testing.T) {
 }
 
 func testFifoKeepsGroupOrder(t *testing.T, mk engineMaker) {
-	w := newEmbeddedWorld(t, mk, "fifo")
+	w := newWorld(t, mk, "fifo")
 	run(t, w.runner())
 	var msgs []engine.PublishMessage
 	for i := range 6 {
