@@ -48,8 +48,8 @@ func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 		if err := h.renew(ctx); err != nil {
 			return false
 		}
-		h.maybeTrim(ctx)
 		caughtUp, err := h.round(ctx)
+		h.maybeTrim(ctx) // after the round: a publish that woke this topic is not kept waiting
 		switch {
 		case err != nil:
 			backoff = min(max(2*backoff, 50*time.Millisecond), maxBackoff)
