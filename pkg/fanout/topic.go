@@ -143,6 +143,9 @@ func (h *holder) maybeTrim(ctx context.Context) {
 // after all (a publish raced the wait), or storage failed.
 func (h *holder) idle(ctx context.Context) bool {
 	r := h.r
+	r.mu.Lock()
+	delete(r.dropped, h.id) // publishes seen so far are fanned out by the checks below
+	r.mu.Unlock()
 	b, err := r.Engine.Bounds(ctx, h.topic)
 	if err != nil {
 		return false
