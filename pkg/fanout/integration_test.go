@@ -283,3 +283,69 @@ func testFifoKeepsGroupOrder(t *testing.T, mk engineMaker) {
 		}
 	}
 }
+
+func TestIntegrationLeaseLostMidRound(t *testing.T) {
+	onEngines(t, testLeaseLostMidRound)
+}
+
+// A holder paused between its Copy and its AdvanceBindings for longer than its lease (a GC
+// pause, a slow network) is overtaken by another runner, which fans out more; when the first
+// one wakes and advances, nothing is stored twice and no cursor goes back.
+func testLeaseLostMidRound(t *testing.T, mk engineMaker) {
+	w := newWorld(t, mk, "standard")
+	const lease = 200 * time.Millisecond
+	paused, resume := make(chan struct{}), make(chan struct{})
+	first := w.runner()
+	first.Lease = lease
+	var once bool
+	first.AfterCopy = func(ids.ID) {
+		if !once {
+			once = true
+			close(paused)
+			<-resume
+		}
+	}
+	run(t, first)
+	var msgs []engine.PublishMessage
+	for i := range 5 {
+		msgs = append(msgs, engine.PublishMessage{Message: engine.Message{Body: fmt.Sprint("a", i)}})
+	}
+	w.publish(t, msgs...)
+	<-paused
+	second := w.runner()
+	second.Lease = lease
+	run(t, second)
+	w.awaitCursors(t, 5) // the second runner took the lease once it lapsed
+	for i := range msgs {
+		msgs[i].Body = fmt.Sprint("b", i)
+	}
+	res := w.publish(t, msgs...)
+	w.awaitCursors(t, res[4].Sequence)
+	select { // forget the second runner's signals: the next one is the first runner's late advance
+	case <-w.eng.advanced:
+	default:
+	}
+	close(resume)
+	select {
+	case <-w.eng.advanced:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the paused runner never advanced")
+	}
+	bs, err := w.eng.Bindings(t.Context(), w.engineTopic())
+	must(t, err)
+	for _, b := range bs {
+		if b.Sequence != res[4].Sequence {
+			t.Errorf("binding %s at %d, want %d", b.ID, b.Sequence, res[4].Sequence)
+		}
+	}
+	for _, q := range w.queues {
+		got := w.receiveAll(t, q)
+		seen := map[string]int{}
+		for _, m := range got {
+			seen[m.Body]++
+		}
+		if len(got) != 10 || len(seen) != 10 {
+			t.Errorf("queue %s received %d messages (%d bodies), want 10 once each", q.Name, len(got), len(seen))
+		}
+	}
+}
