@@ -34,6 +34,16 @@ type topicEngine interface {
 type signalling struct {
 	topicEngine
 	advanced chan struct{}
+	released chan struct{}
+}
+
+func (s *signalling) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) error {
+	err := s.topicEngine.ReleaseTopic(ctx, topic, owner)
+	select {
+	case s.released <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 func (s *signalling) AdvanceBindings(ctx context.Context, t engine.Topic, as []engine.Advance) error {
@@ -93,7 +103,7 @@ func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
 func newWorld(t *testing.T, mk engineMaker, typ string) *world {
 	t.Helper()
 	e := mk(t)
-	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1)}, store: memmeta.New()}
+	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1), released: make(chan struct{}, 1)}, store: memmeta.New()}
 	ctx, p, now := t.Context(), ids.New(), time.Now()
 	must(t, w.store.CreateProject(ctx, meta.Project{ID: p, Name: "p", CreatedAt: now}))
 	w.topic = meta.Topic{ID: ids.New(), ProjectID: p, Name: "orders", Type: typ, RetentionSeconds: 3600, CreatedAt: now}
@@ -347,5 +357,37 @@ func testLeaseLostMidRound(t *testing.T, mk engineMaker) {
 		if len(got) != 10 || len(seen) != 10 {
 			t.Errorf("queue %s received %d messages (%d bodies), want 10 once each", q.Name, len(got), len(seen))
 		}
+	}
+}
+
+func TestIntegrationDeletedTopicLetGo(t *testing.T) {
+	onEngines(t, testDeletedTopicLetGo)
+}
+
+// A topic deleted while held (the API deletes its metadata, then its storage) is let go
+// rather than held for ever.
+func testDeletedTopicLetGo(t *testing.T, mk engineMaker) {
+	w := newWorld(t, mk, "standard")
+	r := w.runner()
+	r.IdleAfter = 50 * time.Millisecond
+	run(t, r)
+	res := w.publish(t, engine.PublishMessage{Message: engine.Message{Body: "a"}})
+	w.awaitCursors(t, res[0].Sequence)
+	select {
+	case <-w.eng.released:
+	default:
+	}
+	_, _, err := w.store.DeleteTopic(t.Context(), w.topic.ProjectID, w.topic.ID)
+	must(t, err)
+	must(t, w.eng.DeleteTopic(t.Context(), w.engineTopic()))
+	select {
+	case <-w.eng.released:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the deleted topic is still held")
+	}
+	active, err := w.eng.ActiveTopics(t.Context())
+	must(t, err)
+	if slices.Contains(active, w.topic.ID) {
+		t.Errorf("the deleted topic is still in the work list")
 	}
 }
