@@ -41,6 +41,7 @@ import (
 	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
+	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/ids"
@@ -233,7 +234,14 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	n.Pusher.OnApplied = o.Push.OnApplied
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask")}
+	n.Fanout = fanout.ForStores(eng, store)
+	var topics meta.TopicStore // the topic routes are served only with a fan-out to feed the queues
+	var topicEngine engine.Topics
+	if n.Fanout != nil {
+		topics, topicEngine = cache.Topics(store), fanout.Notifying(n.Fanout.Engine, n.Fanout)
+	}
 	n.API = api.New(api.Config{
+		Topics: topics, TopicEngine: topicEngine,
 		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
 		Parking: tenancy.NewLocalParking(),
@@ -249,7 +257,7 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		},
 	})
 	mover.Budget = n.API // a task's batches spend its project's request and byte budgets
-	if n.Fanout = fanout.ForStores(eng, store); n.Fanout != nil {
+	if n.Fanout != nil {
 		n.Fanout.Queues, n.Fanout.Meter, n.Fanout.Clock, n.Fanout.Registry = cache, n.Meter, clk, reg
 		n.Fanout.Log = o.Logger.With("component", "fanout")
 		n.Fanout.Limits = n.API // copies are bounded by the project's maxStoredBytes, as sends

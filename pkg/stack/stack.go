@@ -20,6 +20,7 @@ import (
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
+	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/keys"
@@ -123,7 +124,10 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask"), Lease: o.MoveLease}
 	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, draining: make(chan struct{}), done: make(chan struct{})}
+	fan := fanout.ForStores(eng, store)
+	topics, topicEngine := topicRoutes(fan, cache, store)
 	r.API = api.New(api.Config{
+		Topics: topics, TopicEngine: topicEngine,
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Draining: r.draining, Registry: o.Registry,
@@ -140,7 +144,6 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
-	fan := fanout.ForStores(eng, store)
 	if fan != nil {
 		fan.Queues, fan.Meter, fan.Clock, fan.Registry = cache, meter, clk, o.Registry
 		fan.Log = o.Logger.With("component", "fanout")
@@ -168,6 +171,17 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		}
 	}()
 	return r, nil
+}
+
+// topicRoutes is what the API needs to serve the topic routes: the store behind the metadata
+// cache (a publish resolves its topic without reading the store) and the engine whose
+// publishes wake the fan-out at once. Both nil (routes not served) without a fan-out, which
+// is when the engine or the store keeps no topics.
+func topicRoutes(fan *fanout.Runner, cache *metacache.Cache, store meta.TopicStore) (meta.TopicStore, engine.Topics) {
+	if fan == nil {
+		return nil, nil
+	}
+	return cache.Topics(store), fanout.Notifying(fan.Engine, fan)
 }
 
 // Handler is the replica's HTTP handler.
