@@ -165,6 +165,15 @@ func TestCLITopic(t *testing.T) {
 	e.run(t, "", "topic", "bind", "eu", "prices", "--filter", "region=eu").ok(t).has(t, "bound queue eu to topic prices (qbd_", "from sequence 1")
 	e.run(t, "", "topic", "bind", "every", "prices", "--from", "earliest").ok(t)
 	e.run(t, "", "topic", "bind", "eu", "prices").fails(t, exitConflict, "binding_exists")
+	if got := e.run(t, "", "__complete", "topic", "bind", "eu", "pr").ok(t); !strings.Contains(got.out, "prices\n") {
+		t.Fatalf("bind's topic not completed:\n%s", got.out)
+	}
+	if got := e.run(t, "", "__complete", "topic", "bind", "ev").ok(t); !strings.Contains(got.out, "every\n") {
+		t.Fatalf("bind's queue not completed:\n%s", got.out)
+	}
+	if got := e.run(t, "", "__complete", "topic", "log", "").ok(t); !strings.Contains(got.out, "prices\n") {
+		t.Fatalf("topic names not completed:\n%s", got.out)
+	}
 	e.run(t, "eu-1\n", "topic", "publish", "prices", "--attr", "region=eu").ok(t).has(t, "at sequence 1")
 	e.run(t, "", "topic", "publish", "prices", "us-1", "--attr", "region=us").ok(t).has(t, "at sequence 2")
 	e.run(t, "", "topic", "publish", "prices", `{"bid":1}`, "--key", "AAPL").ok(t).has(t, "at sequence 3")

@@ -144,6 +144,7 @@ class TopicsWireTest(unittest.TestCase):
         with self.assertRaises(QueuesError) as cm:
             c.bind("eu", "prices", from_=at)
         self.assertEqual((cm.exception.code, cm.exception.status), ("binding_exists", 409))
+        self.assertEqual(QueuesError("topic_exists").status, 409)  # as it would inside a 200 answer
         c.bind("us", "prices", from_="earliest")
         self.assertEqual([x.slug for x in c.list_sources("eu")], ["qbd_x"])
         self.assertEqual(c.topic_bindings("prices"), [])
