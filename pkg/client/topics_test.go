@@ -184,6 +184,16 @@ func logRoutes(t *testing.T, c *client.Client) {
 	if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) {
 		t.Fatalf("log entries: %v", seqs)
 	}
+	seqs = nil
+	for e, err := range c.LogEntries(ctx, "prices", client.ReadLogInput{From: client.AtSequence(2), To: client.AtSequence(3), Page: client.Page{Limit: 1}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, e.Sequence)
+	}
+	if !slices.Equal(seqs, []uint64{2, 3}) {
+		t.Fatalf("log entries 2 to 3, a page each: %v", seqs)
+	}
 	if f, err := c.ReadLog(ctx, "prices", client.ReadLogInput{Filter: client.Attr("region", "eu"), To: client.AtSequence(3)}); err != nil ||
 		len(f.Messages) != 1 || f.Messages[0].Sequence != 1 {
 		t.Fatalf("filtered log: %+v %v", f, err)
