@@ -30,6 +30,7 @@ type fakeTopics struct {
 	owner  string
 	until  time.Time
 	active bool
+	wakeAt time.Time // IdleTopic's (zero: none)
 
 	watchers map[int]chan struct{}
 	nextW    int
@@ -305,17 +306,25 @@ func (f *fakeTopics) ActiveTopics(context.Context) ([]ids.ID, error) {
 	defer f.mu.Unlock()
 	f.polls++
 	f.touch()
-	if !f.active {
+	if !f.active && (f.wakeAt.IsZero() || f.clk.Now().Before(f.wakeAt)) {
 		return nil, nil
 	}
 	return []ids.ID{f.topic}, nil
 }
 
-func (f *fakeTopics) IdleTopic(_ context.Context, _ ids.ID, last uint64) error {
+func (f *fakeTopics) WakeTopic(context.Context, ids.ID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = true
+	f.touch()
+	return nil
+}
+
+func (f *fakeTopics) IdleTopic(_ context.Context, _ ids.ID, last uint64, wakeAt time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if uint64(len(f.log)) == last {
-		f.active = false
+		f.active, f.wakeAt = false, wakeAt
 	}
 	f.idled = append(f.idled, last)
 	f.touch()

@@ -156,7 +156,7 @@ func (h *holder) idle(ctx context.Context) bool {
 	}
 	h.trimmed = time.Time{}
 	h.maybeTrim(ctx)
-	if err := r.Engine.IdleTopic(ctx, h.id, b.Last); err != nil {
+	if err := r.Engine.IdleTopic(ctx, h.id, b.Last, time.Time{}); err != nil {
 		r.metrics.errors.WithLabelValues("idle").Inc()
 		return false
 	}
