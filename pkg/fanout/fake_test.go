@@ -44,6 +44,7 @@ type fakeTopics struct {
 	leaseAsks map[string]int // LeaseTopic calls by owner
 	polls     int            // ActiveTopics calls
 	trims     int
+	trimmedAt time.Duration // the retention of the last Trim
 
 	afterReadLog func()                                             // runs (unlocked) after each ReadLog
 	copyErr      func(b engine.CopyBatch) error                     // a storage failure of a Copy
@@ -174,10 +175,11 @@ func (f *fakeTopics) Bounds(context.Context, engine.Topic) (engine.LogBounds, er
 func (f *fakeTopics) SequenceAt(context.Context, engine.Topic, time.Time) (uint64, error) {
 	return 0, nil
 }
-func (f *fakeTopics) Trim(context.Context, engine.Topic) error {
+func (f *fakeTopics) Trim(_ context.Context, t engine.Topic) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.trims++
+	f.trimmedAt = t.Retention
 	f.touch()
 	return nil
 }
@@ -355,6 +357,8 @@ type metaWorld struct {
 }
 
 func (m *metaWorld) GetTopicByID(_ context.Context, id ids.ID) (meta.Topic, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if id != m.topic.ID {
 		return meta.Topic{}, apierr.New(apierr.NotFound, "no such topic")
 	}
