@@ -1,8 +1,13 @@
 package fanout_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
 )
 
 // An idle topic is let go with the time its oldest entry passes the retention as its wake
@@ -73,5 +78,102 @@ func TestShortenedRetentionTrimsAtOnce(t *testing.T) {
 	// The trim a moment ago bounds the wake time: a minute after it, not 10 s after the publish.
 	if want := published.Add(time.Minute); !g.f.wakeAt.Equal(want) {
 		t.Errorf("let go with wake time %v, want %v", g.f.wakeAt, want)
+	}
+}
+
+func TestIntegrationIdleTopicTrimmed(t *testing.T) {
+	onClockedEngines(t, testIdleTopicTrimmed)
+}
+
+// A topic nobody publishes to any more is trimmed as its entries pass the retention (an
+// hour): the log's first sequence moves and the project's stored bytes drop, with no publish;
+// once its log is empty it leaves the work list for good.
+func testIdleTopicTrimmed(t *testing.T, mk clockedMaker) {
+	clk := clock.NewFake(time.Now().Truncate(time.Millisecond))
+	w := newWorld(t, func(t *testing.T) topicEngine { return mk(t, clk) }, "standard")
+	r := w.runner()
+	r.Clock, r.IdleAfter = clk, 50*time.Millisecond
+	run(t, r)
+	body := engine.PublishMessage{Message: engine.Message{Body: strings.Repeat("x", 1000)}}
+	w.publish(t, body, body)
+	clk.Advance(30 * time.Minute)
+	res := w.publish(t, body)
+	w.awaitCursors(t, res[0].Sequence)
+	w.awaitIdle(t)
+	before := w.storage(t)
+	if before.bounds.First != 1 || before.bounds.Last != 3 {
+		t.Fatalf("bounds %+v before any entry passed the retention", before.bounds)
+	}
+
+	clk.Advance(31 * time.Minute) // the first two entries are an hour and a minute old
+	w.awaitTrimmedTo(t, 3)
+	after := w.storage(t)
+	if drop := before.stored - after.stored; drop < 2000 || before.bounds.Bytes-after.bounds.Bytes != drop {
+		t.Errorf("stored bytes %d → %d and the log's %d → %d: want both to drop by the two entries' bytes",
+			before.stored, after.stored, before.bounds.Bytes, after.bounds.Bytes)
+	}
+	w.awaitIdle(t)
+
+	clk.Advance(30 * time.Minute) // the last entry is an hour and a minute old
+	w.awaitTrimmedTo(t, 4)
+	w.awaitIdle(t)
+	clk.Advance(24 * time.Hour)
+	active, err := w.eng.ActiveTopics(t.Context())
+	must(t, err)
+	if slices.Contains(active, w.topic.ID) {
+		t.Errorf("a topic with an empty log is listed a day later")
+	}
+}
+
+// stored is a topic's log bounds and its project's stored bytes.
+type stored struct {
+	bounds engine.LogBounds
+	stored int64
+}
+
+func (w *world) storage(t *testing.T) stored {
+	t.Helper()
+	b, err := w.eng.Bounds(t.Context(), w.engineTopic())
+	must(t, err)
+	n, err := w.eng.StoredBytes(t.Context(), w.topic.ProjectID)
+	must(t, err)
+	return stored{b, n}
+}
+
+// awaitIdle waits until the topic is let go: released and off the work list.
+func (w *world) awaitIdle(t *testing.T) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		active, err := w.eng.ActiveTopics(t.Context())
+		must(t, err)
+		if !slices.Contains(active, w.topic.ID) {
+			return
+		}
+		select {
+		case <-w.eng.released:
+		case <-deadline.C:
+			t.Fatal("the caught-up topic was not let go")
+		}
+	}
+}
+
+// awaitTrimmedTo waits until the log's first sequence is first.
+func (w *world) awaitTrimmedTo(t *testing.T, first uint64) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		b, err := w.eng.Bounds(t.Context(), w.engineTopic())
+		must(t, err)
+		if b.First == first {
+			return
+		}
+		select {
+		case <-w.eng.trimmed:
+		case <-deadline.C:
+			t.Fatalf("the log's bounds are %+v, want its first sequence at %d", b, first)
+		}
 	}
 }
