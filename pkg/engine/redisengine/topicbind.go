@@ -25,7 +25,9 @@ import (
 // either before the second check (which then names the topic again) or after it, and then
 // its own naming after the append comes after the removal. (The brief's alternative, a grace
 // of 30 s on the naming's age, would keep a caught-up topic listed for 30 s, which the
-// conformance suite refuses: idling is at once.)
+// conformance suite refuses: idling is at once.) An idle topic's wake time is in
+// {active}:twake, set with the removal; ActiveTopics adds the topics whose time has passed
+// (the fan-out trims them: a topic nobody publishes to is still trimmed on time).
 const (
 	// topicTouchEvery is how often one Engine names a topic before publishing to it.
 	topicTouchEvery = 10 * time.Second
