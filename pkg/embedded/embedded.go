@@ -249,6 +249,9 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		},
 	})
 	mover.Budget = n.API // a task's batches spend its project's request and byte budgets
+	if mover.Replays = movetask.ForStores(eng, store); mover.Replays != nil {
+		mover.Replays.Limits, mover.Replays.Meter = n.API, n.Meter // replayed copies are sends
+	}
 	if n.Fanout = fanout.ForStores(eng, store); n.Fanout != nil {
 		n.Fanout.Queues, n.Fanout.Meter, n.Fanout.Clock, n.Fanout.Registry = cache, n.Meter, clk, reg
 		n.Fanout.Log = o.Logger.With("component", "fanout")

@@ -140,6 +140,9 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
+	if mover.Replays = movetask.ForStores(eng, store); mover.Replays != nil {
+		mover.Replays.Limits, mover.Replays.Meter = r.API, meter // replayed copies are sends
+	}
 	fan := fanout.ForStores(eng, store)
 	if fan != nil {
 		fan.Queues, fan.Meter, fan.Clock, fan.Registry = cache, meter, clk, o.Registry
