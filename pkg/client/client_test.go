@@ -335,6 +335,9 @@ func TestEveryRoute(t *testing.T) {
 		t.Fatalf("get a deleted queue: %v", err)
 	}
 	tenancyRoutes(t, tn)
+	if topicsDocumented(t) {
+		topicRoutes(t, c)
+	}
 	chk.RequireAll(t)
 }
 

@@ -40,6 +40,8 @@ type fakeTopics struct {
 	unbound   []ids.ID
 	idled     []uint64
 	releases  int
+	leaseAsks map[string]int // LeaseTopic calls by owner
+	polls     int            // ActiveTopics calls
 
 	afterReadLog func()                                             // runs (unlocked) after each ReadLog
 	copyErr      func(b engine.CopyBatch) error                     // a storage failure of a Copy
@@ -260,6 +262,10 @@ func (f *fakeTopics) LeaseTopic(_ context.Context, _ ids.ID, owner string, ttl t
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clk.Now()
+	if f.leaseAsks == nil {
+		f.leaseAsks = map[string]int{}
+	}
+	f.leaseAsks[owner]++
 	if f.owner != "" && f.owner != owner && now.Before(f.until) {
 		return false, nil
 	}
@@ -290,6 +296,8 @@ func (f *fakeTopics) steal() {
 func (f *fakeTopics) ActiveTopics(context.Context) ([]ids.ID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.polls++
+	f.touch()
 	if !f.active {
 		return nil, nil
 	}

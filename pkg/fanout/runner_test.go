@@ -327,3 +327,24 @@ func TestAdvanceFailureRetried(t *testing.T) {
 		t.Errorf("queue holds %v, want [1 2 3]", s)
 	}
 }
+
+// A replica does not ask for a lease another replica held moments ago at every poll.
+func TestBusyTopicNotAskedEveryPoll(t *testing.T) {
+	g := newRig("standard")
+	_, b := g.queue("")
+	run(t, g.runner())
+	g.f.publish(nil)
+	g.f.await(t, "the binding at 1", func() bool { return g.f.binding(b).Sequence == 1 })
+	other := g.runner()
+	run(t, other)
+	g.f.await(t, "the other runner refused once", func() bool { return g.f.leaseAsks[other.Owner] == 1 })
+	g.f.mu.Lock()
+	polls := g.f.polls
+	g.f.mu.Unlock()
+	g.f.await(t, "20 more polls", func() bool { return g.f.polls >= polls+20 })
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	if n := g.f.leaseAsks[other.Owner]; n != 1 {
+		t.Errorf("the other runner asked %d times for a lease held elsewhere, want once within the busy window", n)
+	}
+}
