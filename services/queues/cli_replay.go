@@ -45,7 +45,9 @@ it and prints the count). --wait follows the replay until it finishes (exit 1 if
   queues topic replay start prices --queue eu-prices --from 120 --to 130 --filter region=eu --rate 2000 --wait
   queues topic replay start prices --queue eu-prices --from 2026-12-04T09:00:00Z --dry-run --json`,
 		minArgs: 1, maxArgs: 1, completeArgs: c.topicArg,
-		run: func(ctx context.Context, _ *cobra.Command, args []string) error { return c.replayStart(ctx, args[0], &f) },
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
+			return c.replayStart(ctx, args[0], &f)
+		},
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "the destination queue (id or name; required)")
