@@ -221,7 +221,7 @@ func (r *Runner) replayPass(ctx context.Context, t meta.MoveTask, run *replayRun
 	return t, false
 }
 
-// replayGone ends a replay whose destination was deleted.
+// replayGone ends a replay whose topic or destination was deleted.
 type replayGone struct{ why string }
 
 func (g *replayGone) Error() string { return g.why }
@@ -230,6 +230,11 @@ func (g *replayGone) Error() string { return g.why }
 // selects, adding to t's counts. n is how many entries it selected, last the last sequence
 // it read (0: none left in the log).
 func (r *Runner) replayBatch(ctx context.Context, t *meta.MoveTask, run *replayRun, from uint64, limit int, counting bool) (n int, last uint64, err error) {
+	if _, err := r.Replays.Topics.GetTopicByID(ctx, t.TopicID); apierr.CodeOf(err) == apierr.NotFound {
+		return 0, 0, &replayGone{"the topic was deleted while the task ran"}
+	} else if err != nil {
+		return 0, 0, err
+	}
 	if !counting {
 		d, err := r.Queues.GetQueueByID(ctx, t.Destination)
 		if apierr.CodeOf(err) == apierr.NotFound {

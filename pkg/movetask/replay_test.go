@@ -221,3 +221,32 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestReplayDestinationDeleted: a destination deleted while the replay runs ends it failed,
+// with its reason, after the batches before.
+func TestReplayDestinationDeleted(t *testing.T) {
+	w, tp := replayWorld(t, 5)
+	del := &onSend{f: func(ctx context.Context) {
+		if _, err := w.store.DeleteQueue(ctx, w.dst.ProjectID, w.dst.ID); err != nil {
+			t.Error(err)
+		}
+	}}
+	got := w.run(t, w.replayRunner(del), newReplay(w, tp, 1, 5, 10))
+	if got.Status != meta.MoveFailed || got.Error != "the destination queue was deleted while the task ran" || got.Moved != 1 {
+		t.Fatalf("task ended %s (%q), %d moved; want failed (destination deleted), 1 moved", got.Status, got.Error, got.Moved)
+	}
+}
+
+// TestReplayTopicDeleted: a topic deleted while its replay runs ends the replay failed.
+func TestReplayTopicDeleted(t *testing.T) {
+	w, tp := replayWorld(t, 5)
+	del := &onSend{f: func(ctx context.Context) {
+		if _, _, err := w.store.DeleteTopic(ctx, tp.ProjectID, tp.ID); err != nil {
+			t.Error(err)
+		}
+	}}
+	got := w.run(t, w.replayRunner(del), newReplay(w, tp, 1, 5, 10))
+	if got.Status != meta.MoveFailed || got.Error != "the topic was deleted while the task ran" {
+		t.Fatalf("task ended %s (%q); want failed (topic deleted)", got.Status, got.Error)
+	}
+}
