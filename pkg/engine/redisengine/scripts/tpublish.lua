@@ -42,6 +42,12 @@ local steps, out, add, seq = {}, {}, 0, last
 for i = 9, #ARGV, 7 do
   local entry, size, dk, key, op, expect = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local id = string.sub(entry, 3, 18)
+  if expect ~= '' then -- checked even for a duplicate: the messages after it merged from the state read
+    local v = redis.call('HGET', KEYS[3], key)
+    local have = 0
+    if v then have = tonumber(string.match(v, '^(%d+)|')) or 0 end
+    if have ~= tonumber(expect) then return {-2} end
+  end
   local dup = nil
   if dk > 0 then
     dup = seen[dk]
@@ -60,15 +66,7 @@ for i = 9, #ARGV, 7 do
     if dk > 0 then seen[dk] = {seq, id} end
     if op ~= '' then
       local cur = view[key]
-      if cur == nil then
-        local v = redis.call('HGET', KEYS[3], key)
-        if expect ~= '' then
-          local have = 0
-          if v then have = tonumber(string.match(v, '^(%d+)|')) or 0 end
-          if have ~= tonumber(expect) then return {-2} end
-        end
-        cur = sbytes(v)
-      end
+      if cur == nil then cur = sbytes(redis.call('HGET', KEYS[3], key)) end
       if op == 'r' then
         add = add + size - cur; view[key] = size
       else
