@@ -132,6 +132,12 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 				e.log.Warn("redisengine: naming a published topic active failed", "topic", t.ID.String(), "error", err)
 			}
 		}
+		if err == nil && e.opts.SyncReplicas > 0 {
+			// As durable as a send (replicas.go): answered once the replicas hold it.
+			if err := e.syncReplicas(ctx, partKeys{w: rediskeys.TopicWait(t.ID)}); err != nil {
+				return nil, err
+			}
+		}
 		if !errors.Is(err, errConflict) {
 			return res, err
 		}

@@ -1,6 +1,7 @@
 package dynamometa_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -60,5 +61,30 @@ func TestTopicDeleteCutShort(t *testing.T) {
 	}
 	if bs, err := s.QueueBindings(ctx, q1.ID); err != nil || len(bs) != 0 {
 		t.Fatalf("q1's bindings: %v, %v", bs, err)
+	}
+}
+
+// TestTopicCallsUnavailable: topic and binding calls of a throttling table answer unavailable.
+func TestTopicCallsUnavailable(t *testing.T) {
+	s, p := faultyStore(t, func(op string, w http.ResponseWriter) bool {
+		dynamoError(w, "ProvisionedThroughputExceededException",
+			`{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"slow down"}`)
+		return true
+	})
+	ctx := t.Context()
+	tp := meta.Topic{ID: ids.New(), ProjectID: p.ID, Name: "t", Type: "standard"}
+	b := meta.Binding{ID: ids.New(), ProjectID: p.ID, QueueID: ids.New(), TopicID: tp.ID}
+	for what, err := range map[string]error{
+		"CreateTopicWithin":   s.CreateTopicWithin(ctx, tp, 10),
+		"GetTopicByID":        func() error { _, err := s.GetTopicByID(ctx, tp.ID); return err }(),
+		"ListTopics":          func() error { _, _, err := s.ListTopics(ctx, p.ID, "", meta.Page{}); return err }(),
+		"CreateBinding":       s.CreateBinding(ctx, b),
+		"TopicBindings":       func() error { _, err := s.TopicBindings(ctx, tp.ID); return err }(),
+		"QueueBindings":       func() error { _, err := s.QueueBindings(ctx, b.QueueID); return err }(),
+		"DeleteQueueBindings": func() error { _, err := s.DeleteQueueBindings(ctx, b.QueueID); return err }(),
+	} {
+		if apierr.CodeOf(err) != apierr.Unavailable {
+			t.Errorf("%s while throttled: %v, want unavailable", what, err)
+		}
 	}
 }

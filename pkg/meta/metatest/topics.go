@@ -50,6 +50,7 @@ func RunTopics(t *testing.T, newStore func(t *testing.T) TopicStore) {
 		{"SourcesPerQueue", testSourcesPerQueue},
 		{"BindingsPerTopic", testBindingsPerTopic},
 		{"BindingUpdate", testBindingUpdate},
+		{"BindingUpdateConcurrent", testBindingUpdateConcurrent},
 		{"BindingDelete", testBindingDelete},
 		{"DeleteQueueBindings", testDeleteQueueBindings},
 	}
