@@ -23,7 +23,7 @@ func (c *cli) topicCmd() *cobra.Command {
   queues topic state prices AAPL`,
 		c.topicCreateCmd(), c.topicListCmd(), c.topicGetCmd(), c.topicUpdateCmd(), c.topicDeleteCmd(),
 		c.topicPublishCmd(), c.topicBindCmd(), c.topicBindingsCmd(), c.topicFilterCmd(), c.topicUnbindCmd(),
-		c.topicLogCmd(), c.topicStateCmd())
+		c.topicLogCmd(), c.topicStateCmd(), c.topicReplayCmd())
 }
 
 // topicArg completes the first argument with the project's topic names (as queueArg does
