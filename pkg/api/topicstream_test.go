@@ -31,6 +31,7 @@ type topicRig struct {
 	*streamRig
 	eng *embeddedengine.Engine
 	top meta.Topic
+	tok meta.Token
 	jwt string
 }
 
@@ -59,8 +60,8 @@ func newTopicRig(t *testing.T, limits StreamLimits) *topicRig {
 	r.srv = httptest.NewServer(r.s.Handler())
 	t.Cleanup(r.srv.Close)
 	tr := &topicRig{streamRig: r, eng: eng}
-	q, _, jwt := r.project(t, nil)
-	tr.jwt = jwt
+	q, tok, jwt := r.project(t, nil)
+	tr.tok, tr.jwt = tok, jwt
 	now := clk.Now().UTC().Truncate(time.Millisecond)
 	tr.top = meta.Topic{ID: ids.New(), ProjectID: q.ProjectID, Name: "t", Type: "standard", RetentionSeconds: 3600, CreatedAt: now, UpdatedAt: now}
 	if err := r.s.CreateTopic(t.Context(), tr.top); err != nil {
