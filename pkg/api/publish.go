@@ -281,11 +281,13 @@ func refusedMessage(err error, n int) (int, *apierr.Error) {
 	return i, &c
 }
 
-// meterPublished meters a publish's appended messages (duplicates append nothing).
+// meterPublished meters a publish's appended messages and their bytes (duplicates append
+// nothing); the fan-out meters each copy into a queue as a send.
 func (s *Server) meterPublished(t meta.Topic, msgs []engine.PublishMessage, res []engine.PublishResult) {
 	var c meta.Counters
 	for i, r := range res {
 		if !r.Duplicate && i < len(msgs) {
+			c.MessagesPublished++
 			c.BytesIn += payloadSize(msgs[i].Body, msgs[i].Attributes)
 		}
 	}

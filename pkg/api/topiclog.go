@@ -16,12 +16,8 @@ import (
 
 // Reading a topic's log and keyed state (docs/topics.md).
 
-// Log read bounds: entries per page, and the entries one page may scan for a filter before
-// it answers what it found with a cursor (so a selective filter costs bounded work a call).
-const (
-	defaultLogLimit = 100
-	maxLogScan      = 10 * engine.MaxLogRead
-)
+// defaultLogLimit is a log page's size when the query names none.
+const defaultLogLimit = 100
 
 // logCursorVersion begins every log cursor, so its encoding may change.
 const logCursorVersion = 1
@@ -160,18 +156,21 @@ func (s *Server) resolveLogRange(ctx context.Context, et engine.Topic, fromQ, to
 	return from, to, nil
 }
 
-// scanLog reads up to r.limit entries of r that match r.flt, scanning at most maxLogScan
-// entries. next is the sequence the next page starts at (0: the range is done).
+// scanLog reads up to r.limit entries of r that match r.flt. One page examines at most
+// engine.MaxLogRead entries and engine.MaxLogReadBytes of payload (and the entry that
+// crosses it), as a browse does, so a selective filter or large entries cost bounded work a
+// call; the page then ends early with a cursor. next is the sequence the next page starts
+// at (0: the range is done).
 func (s *Server) scanLog(ctx context.Context, et engine.Topic, r logRange) (out []engine.LogEntry, next uint64, err error) {
 	out = []engine.LogEntry{}
-	seq, scanned := r.from, 0
+	seq, scanned, bytes := r.from, 0, int64(0)
 	for seq <= r.to && len(out) < r.limit {
-		if scanned >= maxLogScan {
+		if scanned >= engine.MaxLogRead || bytes >= engine.MaxLogReadBytes {
 			return out, seq, nil
 		}
-		want := engine.MaxLogRead
+		want := engine.MaxLogRead - scanned
 		if r.flt.Empty() {
-			want = r.limit - len(out)
+			want = min(want, r.limit-len(out))
 		}
 		entries, err := s.cfg.TopicEngine.ReadLog(ctx, et, seq, want)
 		if err != nil {
@@ -186,11 +185,12 @@ func (s *Server) scanLog(ctx context.Context, et engine.Topic, r logRange) (out 
 			}
 			seq = e.Sequence + 1
 			scanned++
+			bytes += engine.PayloadBytes(e.Body, e.Attributes)
 			if r.flt.Match(e.Attributes) {
 				out = append(out, e)
-				if len(out) == r.limit {
-					break
-				}
+			}
+			if len(out) == r.limit || scanned >= engine.MaxLogRead || bytes >= engine.MaxLogReadBytes {
+				break
 			}
 		}
 	}

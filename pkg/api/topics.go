@@ -197,11 +197,29 @@ func (s *Server) CreateTopic(ctx context.Context, t meta.Topic) error {
 	return err
 }
 
-// topicQuota is the project's maxTopics as CreateTopicWithin takes it (0: no limit). The
-// project limits do not carry maxTopics yet (the metadata branch adds it): until then the
-// store's own bound applies.
-func (s *Server) topicQuota(context.Context, ids.ID) (int64, error) {
-	return 0, nil
+// topicQuota is the project's maxTopics as CreateTopicWithin takes it (0: no limit, when
+// the server keeps no limits), read afresh as every create's limits are. A project already
+// at it is refused here, before the engine does any work (the create's conditional write is
+// what guarantees the limit).
+func (s *Server) topicQuota(ctx context.Context, project ids.ID) (int64, error) {
+	if s.cfg.Tenancy == nil {
+		return 0, nil
+	}
+	lim, err := s.currentLimits(ctx, project)
+	if err != nil {
+		return 0, err
+	}
+	if lim.MaxTopics == 0 {
+		return 0, apierr.Quota(meta.LimitMaxTopics, 0, "this project may not create topics")
+	}
+	counts, err := s.cfg.Tenancy.Counts(ctx, project)
+	if err != nil {
+		return 0, err
+	}
+	if counts.Topics >= lim.MaxTopics {
+		return 0, apierr.Quota(meta.LimitMaxTopics, lim.MaxTopics, "delete a topic or ask for a higher limit")
+	}
+	return lim.MaxTopics, nil
 }
 
 // topicDetail is a topic's answer: its log's bounds and its binding count.

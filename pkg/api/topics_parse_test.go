@@ -3,8 +3,10 @@ package api
 import (
 	"errors"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -234,4 +236,42 @@ func TestBindingOutLag(t *testing.T) {
 	if out.Sequence != 9 || out.Lag != 0 || out.Copied != 3 || out.LastFailure == nil || out.LastFailure.Reason != "full" {
 		t.Fatalf("%+v", out)
 	}
+}
+
+// FuzzPublishRequest drives a publish's decoder: a request is refused whole with
+// invalid_argument, or each message is published or failed with a code and a field inside
+// messages[i]; a published one has a non-empty valid body or deletes a key's state.
+func FuzzPublishRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"messages":[{"body":"hi","attributes":{"a":"b"},"key":"k","merge":"patch"}]}`,
+		`{"messages":[{"body":null,"key":"k"},{"body":"x","groupId":"g","dedupId":"d"}]}`,
+		`{"messages":[{"body":"{\"a\":1}","key":"k","merge":"patch","delaySeconds":1}]}`, `[]`, `{`, `{"messages":null}`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, fifo bool) {
+		msgs, index, failed, err := parsePublish(data, fifo)
+		if err != nil {
+			if err.Code != apierr.InvalidArgument {
+				t.Fatalf("bad error %v", err)
+			}
+			return
+		}
+		if len(msgs) != len(index) || len(msgs)+len(failed) < 1 || len(msgs)+len(failed) > engine.MaxBatch {
+			t.Fatalf("%d published, %d indexes, %d failed", len(msgs), len(index), len(failed))
+		}
+		for _, fm := range failed {
+			field, _ := fm.Error.Details["field"].(string)
+			if (fm.Error.Code != apierr.InvalidArgument && fm.Error.Code != apierr.PayloadTooLarge) ||
+				!strings.HasPrefix(field, "messages["+strconv.Itoa(fm.Index)+"]") {
+				t.Fatalf("message %d failed with %+v", fm.Index, fm.Error)
+			}
+		}
+		for _, m := range msgs {
+			if m.Delete != (m.Body == "") || (m.Delete && m.Key == "") || !utf8.ValidString(m.Body) || (fifo != (m.GroupID != "")) {
+				t.Fatalf("accepted %+v", m)
+			}
+		}
+	})
 }

@@ -10,6 +10,8 @@
 //	         endpoint is a receiver the generator runs (signatures verified, every batch
 //	         acknowledged by its answer); the service's pusher must be running and allowed
 //	         to push to 127.0.0.1 (QUEUES_PUSH_ALLOW_PRIVATE)
+//	publish  producers publish Count messages to a topic bound to Bindings queues, each
+//	         drained by its own consumers; then publish → delivery one message at a time
 //	neighbour project B's ordinary send/receive/ack, alone and then beside a project A the
 //	         phase creates (operator credential) and runs at all its limits: see
 //	         NeighbourConfig
@@ -90,6 +92,8 @@ type Config struct {
 	Stream bool
 	// StreamWindow is each stream's credit in batches (default 4).
 	StreamWindow int
+	// Bindings is how many queues the publish phase binds to its topic (default 1).
+	Bindings int
 }
 
 func (c *Config) defaults() error {
@@ -140,9 +144,9 @@ func (c *Config) defaults() error {
 	}
 	for _, p := range c.Phases {
 		switch p {
-		case PhaseProduce, PhaseConsume, PhaseE2E, PhaseWakeup, PhasePush, PhaseNeighbour:
+		case PhaseProduce, PhaseConsume, PhaseE2E, PhaseWakeup, PhasePush, PhaseNeighbour, PhasePublish:
 		default:
-			return fmt.Errorf("phase %q: must be produce, consume, e2e, wakeup, push or neighbour", p)
+			return fmt.Errorf("phase %q: must be produce, consume, e2e, wakeup, push, neighbour or publish", p)
 		}
 	}
 	if c.Wait == 0 {
@@ -156,6 +160,12 @@ func (c *Config) defaults() error {
 	}
 	if c.Wakeups <= 0 {
 		c.Wakeups = 200
+	}
+	if c.Bindings == 0 {
+		c.Bindings = 1
+	}
+	if c.Bindings < 1 || c.Bindings > MaxBindings {
+		return fmt.Errorf("bindings %d: must be 1 to %d", c.Bindings, MaxBindings)
 	}
 	if c.Prefix == "" {
 		c.Prefix = "bench"
@@ -176,6 +186,11 @@ func (c *Config) workers(phase string) (producers, consumers int) {
 	case PhaseE2E:
 		producers = max((c.InFlight+1)/3, 1)
 		consumers = max(c.InFlight-producers, 1)
+	case PhasePublish:
+		// Each publish feeds Bindings queues: consumers get the larger share, at least one
+		// per bound queue.
+		producers = max((c.InFlight+1)/3, 1)
+		consumers = max(c.InFlight-producers, c.Bindings)
 	}
 	if c.Producers > 0 && producers > 0 {
 		producers = c.Producers
@@ -213,6 +228,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			pr, err = r.push(ctx, i)
 		case PhaseNeighbour:
 			pr, err = r.neighbour(ctx, i)
+		case PhasePublish:
+			pr, err = r.publish(ctx, i)
 		}
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", phase, err)
@@ -228,6 +245,7 @@ type runner struct {
 	run string
 
 	created []string
+	topics  []string // topics the publish phase created
 	// filled is the queue the last produce phase filled completely (consume drains it).
 	filled string
 }
@@ -244,6 +262,9 @@ func (r *runner) newQueue(ctx context.Context, phase string, i int) (string, err
 func (r *runner) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	for _, t := range r.topics {
+		_ = r.c.deleteTopic(ctx, t)
+	}
 	for _, q := range r.created {
 		_ = r.c.deleteQueue(ctx, q)
 	}
@@ -375,8 +396,14 @@ func (r *runner) newSender(worker int) *sender {
 	return &sender{r: r, padding: string(pad), group: worker}
 }
 
-// send sends the messages numbered [first, first+n) in one request.
+// send sends the messages numbered [first, first+n) to queue in one request.
 func (s *sender) send(ctx context.Context, st *stats, queue string, first int64, n int) error {
+	return s.sendTo(ctx, st, queuePath(queue)+"/messages", first, n)
+}
+
+// sendTo posts the messages numbered [first, first+n) to path (a queue's send or a topic's
+// publish: they take and answer the same shape) in one request.
+func (s *sender) sendTo(ctx context.Context, st *stats, path string, first int64, n int) error {
 	now := time.Now()
 	b := append(s.buf[:0], `{"messages":[`...)
 	group := ""
@@ -401,7 +428,7 @@ func (s *sender) send(ctx context.Context, st *stats, queue string, first int64,
 	b = append(b, `]}`...)
 	s.buf = b
 	var resp sendResp
-	err := s.r.c.do(ctx, http.MethodPost, queuePath(queue)+"/messages", b, true, &resp)
+	err := s.r.c.do(ctx, http.MethodPost, path, b, true, &resp)
 	st.request("send", time.Since(now))
 	if err != nil {
 		return err
@@ -497,6 +524,11 @@ func (g *group) go_(ctx context.Context, f func(context.Context) error) {
 
 // producers sends messages [0, count) with n workers; it returns when all are sent or ctx ends.
 func (r *runner) producers(ctx context.Context, g *group, st *stats, queue string, n, count int) {
+	r.producersTo(ctx, g, st, queuePath(queue)+"/messages", n, count)
+}
+
+// producersTo is producers posting to path (a queue's send or a topic's publish).
+func (r *runner) producersTo(ctx context.Context, g *group, st *stats, path string, n, count int) {
 	var next atomic.Int64
 	batch := int64(r.cfg.Batch)
 	for w := range n {
@@ -507,7 +539,7 @@ func (r *runner) producers(ctx context.Context, g *group, st *stats, queue strin
 				if first >= int64(count) {
 					return nil
 				}
-				if err := s.send(ctx, st, queue, first, int(min(batch, int64(count)-first))); err != nil {
+				if err := s.sendTo(ctx, st, path, first, int(min(batch, int64(count)-first))); err != nil {
 					return err
 				}
 			}

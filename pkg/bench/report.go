@@ -50,8 +50,22 @@ func (r *Report) WriteText(w io.Writer) error {
 		if p.Neighbour != nil {
 			p.Neighbour.writeText(w)
 		}
+		if p.Bindings > 0 {
+			p.writePublish(w)
+		}
 	}
 	return nil
+}
+
+// writePublish prints the publish phase's fan-out figures.
+func (p *PhaseReport) writePublish(w io.Writer) {
+	fmt.Fprintf(w, "\npublish: %d binding(s): %.0f publishes/s, %d copies delivered at %.0f copies/s",
+		p.Bindings, p.MsgsPerSec, p.Copies, p.CopiesPerSec)
+	if p.Receivable != nil {
+		fmt.Fprintf(w, "; one at a time, publish -> delivered p50 %.2f ms, p99 %.2f ms (%d copies)",
+			p.Receivable.P50, p.Receivable.P99, p.Receivable.Count)
+	}
+	fmt.Fprintln(w)
 }
 
 func (n *NeighbourReport) writeText(w io.Writer) {
@@ -154,6 +168,12 @@ type PhaseReport struct {
 	PushRefused int64 `json:"pushRefused,omitempty"`
 	// Neighbour is the neighbour phase's outcome.
 	Neighbour *NeighbourReport `json:"neighbour,omitempty"`
+	// Publish phase only: the topic's bound queues, the copies delivered from them (first
+	// deliveries) and their rate, and publish → delivery one message at a time.
+	Bindings     int      `json:"bindings,omitempty"`
+	Copies       int64    `json:"copies,omitempty"`
+	CopiesPerSec float64  `json:"copiesPerSec,omitempty"`
+	Receivable   *Latency `json:"receivable,omitempty"`
 }
 
 // Report is a run's outcome.

@@ -335,6 +335,7 @@ func TestEveryRoute(t *testing.T) {
 		t.Fatalf("get a deleted queue: %v", err)
 	}
 	tenancyRoutes(t, tn)
+	topicRoutes(t, c)
 	chk.RequireAll(t)
 }
 

@@ -139,8 +139,7 @@ type Node struct {
 	// Pusher pushes every subscription's messages; Attempts is its attempts log.
 	Pusher   *pusher.Pusher
 	Attempts meta.AttemptLog
-	// Fanout copies topics' log entries into their bound queues (nil while the engine or the
-	// store keeps no topics).
+	// Fanout copies topics' log entries into their bound queues.
 	Fanout *fanout.Runner
 	// Project is the default project; Token its all-scopes token (from <data-dir>/token).
 	Project meta.Project
@@ -233,8 +232,12 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	n.Pusher.OnApplied = o.Push.OnApplied
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask")}
+	topics := cache.Topics(store)
+	n.Fanout = &fanout.Runner{Engine: eng, Topics: topics, Queues: cache, Bindings: store, Meter: n.Meter, Clock: clk,
+		Log: o.Logger.With("component", "fanout"), Registry: reg}
 	n.API = api.New(api.Config{
 		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
+		Topics: topics, TopicEngine: fanout.Notifying(eng, n.Fanout), // a publish wakes the fan-out at once
 		Tenancy: store, DefaultLimits: o.DefaultLimits, Meter: n.Meter, StoredBytes: stored,
 		Parking: tenancy.NewLocalParking(),
 		Engine:  eng, Meta: cache, Auth: authority, Receipts: signer,
@@ -248,12 +251,8 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 			{Name: "metadata", Check: store.Ping},
 		},
 	})
-	mover.Budget = n.API // a task's batches spend its project's request and byte budgets
-	if n.Fanout = fanout.ForStores(eng, store); n.Fanout != nil {
-		n.Fanout.Queues, n.Fanout.Meter, n.Fanout.Clock, n.Fanout.Registry = cache, n.Meter, clk, reg
-		n.Fanout.Log = o.Logger.With("component", "fanout")
-		n.Fanout.Limits = n.API // copies are bounded by the project's maxStoredBytes, as sends
-	}
+	mover.Budget = n.API    // a task's batches spend its project's request and byte budgets
+	n.Fanout.Limits = n.API // copies are bounded by the project's maxStoredBytes, as sends are
 	console.Mount(n.API.Echo())
 	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger, MoveTasks: n.API}).Mount(n.API.Echo())
 	return mover, nil
@@ -276,14 +275,11 @@ func (n *Node) start(o Options, clk clock.Clock, mover *movetask.Runner, reg *pr
 		defer close(n.done)
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		wg.Add(3)
+		wg.Add(4)
 		go func() { defer wg.Done(); mover.Run(bg) }()
+		go func() { defer wg.Done(); n.Fanout.Run(bg) }()
 		go func() { defer wg.Done(); n.Meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
-		if fan := n.Fanout; fan != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); fan.Run(bg) }()
-		}
 		if sampler != nil {
 			sampled := make(chan struct{})
 			go func() { defer close(sampled); sampler.Run(bg) }()

@@ -40,6 +40,9 @@ type fakeTopics struct {
 	unbound   []ids.ID
 	idled     []uint64
 	releases  int
+	leaseAsks map[string]int // LeaseTopic calls by owner
+	polls     int            // ActiveTopics calls
+	trims     int
 
 	afterReadLog func()                                             // runs (unlocked) after each ReadLog
 	copyErr      func(b engine.CopyBatch) error                     // a storage failure of a Copy
@@ -170,7 +173,13 @@ func (f *fakeTopics) Bounds(context.Context, engine.Topic) (engine.LogBounds, er
 func (f *fakeTopics) SequenceAt(context.Context, engine.Topic, time.Time) (uint64, error) {
 	return 0, nil
 }
-func (f *fakeTopics) Trim(context.Context, engine.Topic) error { return nil }
+func (f *fakeTopics) Trim(context.Context, engine.Topic) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trims++
+	f.touch()
+	return nil
+}
 func (f *fakeTopics) State(context.Context, engine.Topic, string) (engine.StateEntry, error) {
 	return engine.StateEntry{}, apierr.New(apierr.NotFound, "no state")
 }
@@ -260,6 +269,10 @@ func (f *fakeTopics) LeaseTopic(_ context.Context, _ ids.ID, owner string, ttl t
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clk.Now()
+	if f.leaseAsks == nil {
+		f.leaseAsks = map[string]int{}
+	}
+	f.leaseAsks[owner]++
 	if f.owner != "" && f.owner != owner && now.Before(f.until) {
 		return false, nil
 	}
@@ -290,6 +303,8 @@ func (f *fakeTopics) steal() {
 func (f *fakeTopics) ActiveTopics(context.Context) ([]ids.ID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.polls++
+	f.touch()
 	if !f.active {
 		return nil, nil
 	}

@@ -106,29 +106,21 @@ type Runner struct {
 	// has doubled since trimsSwept).
 	trims      map[ids.ID]time.Time
 	trimsSwept int
+	// busy is until when a topic whose lease another replica held is not tried again: every
+	// replica reads the whole work list every Poll, and would otherwise ask for every lease
+	// held elsewhere each time.
+	busy map[ids.ID]time.Time
+	// dropped are the held topics Published was told of since their holder's last idle check.
+	dropped map[ids.ID]bool
 	// missing is when each binding the engine lists was first seen absent from the metadata
 	// store (an entry goes when the binding is seen again or unbound).
 	missing map[ids.ID]time.Time
 }
 
-// ForStores is a Runner over eng and store when they keep topics (eng an engine.Topics and
-// store a meta.TopicStore, which also serves the topic lookups); nil when either does not,
-// as no topic can exist then. The caller sets the other fields.
-func ForStores(eng, store any) *Runner {
-	te, ok := eng.(engine.Topics)
-	if !ok {
-		return nil
-	}
-	ts, ok := store.(meta.TopicStore)
-	if !ok {
-		return nil
-	}
-	return &Runner{Engine: te, Topics: ts, Bindings: ts}
-}
-
 func (r *Runner) init() {
 	r.once.Do(func() {
-		r.held, r.kicked, r.missing = map[ids.ID]bool{}, map[ids.ID]bool{}, map[ids.ID]time.Time{}
+		r.held, r.kicked, r.dropped = map[ids.ID]bool{}, map[ids.ID]bool{}, map[ids.ID]bool{}
+		r.busy, r.missing = map[ids.ID]time.Time{}, map[ids.ID]time.Time{}
 		r.kick = make(chan struct{}, 1)
 		r.metrics = newMetrics(r.Registry)
 		if r.Clock == nil {
@@ -166,9 +158,12 @@ func orDefault(d, def time.Duration) time.Duration {
 func (r *Runner) Published(topic ids.ID) {
 	r.init()
 	r.mu.Lock()
-	if !r.held[topic] {
-		r.kicked[topic] = true
+	if r.held[topic] {
+		r.dropped[topic] = true // the holder may be letting it go: see try
+		r.mu.Unlock()
+		return
 	}
+	r.kicked[topic] = true
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
@@ -208,6 +203,14 @@ func (r *Runner) scan(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	r.takeKicked(ctx, wg)
+	now := r.Clock.Now()
+	r.mu.Lock()
+	for id, until := range r.busy {
+		if !now.Before(until) {
+			delete(r.busy, id)
+		}
+	}
+	r.mu.Unlock()
 	for _, id := range topics {
 		r.try(ctx, wg, id)
 	}
@@ -226,11 +229,18 @@ func (r *Runner) takeKicked(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-// try takes topic's lease unless this replica holds it already or holds its maximum, and
-// fans the topic out in a goroutine of its own while it holds the lease.
+// try takes topic's lease unless this replica holds it already or holds its maximum, or
+// another replica held it moments ago, and fans the topic out in a goroutine of its own while
+// it holds the lease.
+//
+// The busy window is half of IdleAfter (and of the lease): a holder lets a topic go only
+// after IdleAfter without a publish, so a publish kicked here while the topic was busy is
+// still seen by that holder, and a holder that died is taken over within 1.5 ttl.
 func (r *Runner) try(ctx context.Context, wg *sync.WaitGroup, topic ids.ID) {
+	now := r.Clock.Now()
 	r.mu.Lock()
-	skip := r.held[topic] || len(r.held) >= r.MaxHeld
+	until, busy := r.busy[topic]
+	skip := r.held[topic] || len(r.held) >= r.MaxHeld || (busy && now.Before(until))
 	r.mu.Unlock()
 	if skip || ctx.Err() != nil {
 		return
@@ -243,10 +253,13 @@ func (r *Runner) try(ctx context.Context, wg *sync.WaitGroup, topic ids.ID) {
 		}
 		return
 	}
+	r.mu.Lock()
 	if !ok {
+		r.busy[topic] = now.Add(min(r.IdleAfter, r.Lease) / 2)
+		r.mu.Unlock()
 		return
 	}
-	r.mu.Lock()
+	delete(r.busy, topic)
 	r.held[topic] = true
 	r.mu.Unlock()
 	r.metrics.held.Inc()
@@ -256,6 +269,10 @@ func (r *Runner) try(ctx context.Context, wg *sync.WaitGroup, topic ids.ID) {
 		again := r.hold(ctx, topic)
 		r.mu.Lock()
 		delete(r.held, topic)
+		// A publish here after the holder's last look (its idle check) found the topic held
+		// and was dropped: without this its kick would be lost until the next poll.
+		again = again || r.dropped[topic]
+		delete(r.dropped, topic)
 		r.mu.Unlock()
 		r.metrics.held.Dec()
 		if again {

@@ -327,3 +327,44 @@ func TestAdvanceFailureRetried(t *testing.T) {
 		t.Errorf("queue holds %v, want [1 2 3]", s)
 	}
 }
+
+// A replica does not ask for a lease another replica held moments ago at every poll.
+func TestBusyTopicNotAskedEveryPoll(t *testing.T) {
+	g := newRig("standard")
+	_, b := g.queue("")
+	run(t, g.runner())
+	g.f.publish(nil)
+	g.f.await(t, "the binding at 1", func() bool { return g.f.binding(b).Sequence == 1 })
+	other := g.runner()
+	run(t, other)
+	g.f.await(t, "the other runner refused once", func() bool { return g.f.leaseAsks[other.Owner] == 1 })
+	g.f.mu.Lock()
+	polls := g.f.polls
+	g.f.mu.Unlock()
+	g.f.await(t, "20 more polls", func() bool { return g.f.polls >= polls+20 })
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	if n := g.f.leaseAsks[other.Owner]; n != 1 {
+		t.Errorf("the other runner asked %d times for a lease held elsewhere, want once within the busy window", n)
+	}
+}
+
+// A held topic is trimmed at most once a minute, however often it is published to.
+func TestTrimmedAtMostOncePerMinute(t *testing.T) {
+	g := newRig("standard")
+	_, b := g.queue("")
+	run(t, g.runner())
+	for i := range 5 {
+		g.f.publish(nil)
+		g.f.await(t, "the binding caught up", func() bool { return g.f.binding(b).Sequence == uint64(i+1) })
+	}
+	g.f.mu.Lock()
+	n := g.f.trims
+	g.f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("trimmed %d times within a minute, want once", n)
+	}
+	g.clk.Advance(fanout.DefaultTrimEvery)
+	g.f.publish(nil)
+	g.f.await(t, "a second trim a minute later", func() bool { return g.f.trims == 2 })
+}

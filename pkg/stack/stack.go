@@ -92,8 +92,7 @@ type Replica struct {
 	Topics meta.TopicStore
 	// Meter counts the replica's use per project and hour (flushed to DynamoDB).
 	Meter *tenancy.Meter
-	// Fanout copies topics' log entries into their bound queues (nil while the engine or the
-	// store keeps no topics).
+	// Fanout copies topics' log entries into their bound queues.
 	Fanout   *fanout.Runner
 	draining chan struct{}
 	drain    sync.Once
@@ -122,7 +121,10 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	meter := tenancy.NewMeter(clk, "")
 	stored := eng // the engine keeps each project's stored bytes
 	mover := &movetask.Runner{Store: store, Queues: cache, Engine: eng, Clock: clk, Log: o.Logger.With("component", "movetask"), Lease: o.MoveLease}
-	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, draining: make(chan struct{}), done: make(chan struct{})}
+	topics := cache.Topics(store) // a publish resolves its topic without reading DynamoDB
+	fan := &fanout.Runner{Engine: eng, Topics: topics, Queues: cache, Bindings: store, Meter: meter, Clock: clk,
+		Log: o.Logger.With("component", "fanout"), Registry: o.Registry}
+	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, Fanout: fan, draining: make(chan struct{}), done: make(chan struct{})}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
@@ -133,6 +135,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Tenancy:        store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
 		Parking:   tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
 		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
+		Topics: topics, TopicEngine: fanout.Notifying(eng, fan), // a publish here wakes this replica's fan-out at once
 		Dependencies: []api.Dependency{
 			{Name: "redis", Check: func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }},
 			{Name: "metadata", Check: store.Ping},
@@ -140,13 +143,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		},
 	})
 	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
-	fan := fanout.ForStores(eng, store)
-	if fan != nil {
-		fan.Queues, fan.Meter, fan.Clock, fan.Registry = cache, meter, clk, o.Registry
-		fan.Log = o.Logger.With("component", "fanout")
-		fan.Limits = r.API // copies are bounded by the project's maxStoredBytes, as sends
-	}
-	r.Fanout = fan
+	fan.Limits = r.API   // copies are bounded by the project's maxStoredBytes, as sends are
 	console.Mount(r.API.Echo())
 	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
@@ -155,14 +152,11 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		defer close(r.done)
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		wg.Add(3)
+		wg.Add(4)
 		go func() { defer wg.Done(); mover.Run(bg) }()
+		go func() { defer wg.Done(); fan.Run(bg) }()
 		go func() { defer wg.Done(); meter.Run(bg, store, o.MeterEvery, o.Logger) }()
 		go func() { defer wg.Done(); tenancy.RunSampler(bg, clk, store, stored, o.Logger) }()
-		if fan != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); fan.Run(bg) }()
-		}
 		if o.SweepEvery >= 0 {
 			sweeper.Run(bg, store, eng, o.SweepEvery, o.Logger)
 		}

@@ -20,7 +20,8 @@ const adminLimitsUsage = `usage:
   queues admin project limits get -project PROJECT
   queues admin project limits set -project PROJECT NAME=VALUE|NAME=default …
 
-Limits: maxQueues, maxSubscriptions, maxStoredBytes, requestsPerSecond, maxWaitingReceives.
+Limits: maxQueues, maxSubscriptions, maxTopics, maxStoredBytes, requestsPerSecond,
+maxWaitingReceives, sendBytesPerSecond.
 "default" returns a limit to the operator's default (QUEUES_DEFAULT_LIMITS, which this
 command reads to print the effective values). Output is JSON: the effective limits and the
 project's own values.`

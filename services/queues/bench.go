@@ -35,6 +35,10 @@ in the order given (-phases):
            park and more, a queue create/delete loop, and a push subscription whose
            endpoint (on -push-listen) takes -neighbour-push-delay to answer. Prints B's
            p99 alone and beside A and A's refusals by code (docs/tenancy-neighbours.md)
+  publish  producers publish -count messages to a topic bound to -bindings queues, each
+           drained by its own consumers: publish msg/s, copies delivered/s, publish ->
+           delivery at that load; then -wakeups messages published one at a time, each
+           awaited in every bound queue: publish -> receivable below capacity
 
 With -stream, the consumers of consume and e2e each hold one receive stream (a WebSocket:
 batches delivered against credit, acknowledgements on the same connection) instead of
@@ -44,7 +48,7 @@ Each phase prints messages/s, request latency p50/p90/p99/max (all requests and 
 and, for e2e, wakeup and push, send -> delivery latency from a timestamp written into each
 body, with duplicate and lost counts.
 Every phase is bounded by -count and -duration. The run creates its own queues and deletes
-them at the end. The token needs queues:admin, messages:send and messages:receive.
+them (and its topics) at the end. The token needs queues:admin, messages:send and messages:receive.
 
 Example (the workload of docs/performance.md's table):
 
@@ -61,7 +65,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	var (
 		cfg    bench.Config
-		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup, push, neighbour")
+		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup, push, neighbour, publish")
 		asJSON = fs.Bool("json", false, "print the report as JSON")
 		quiet  = fs.Bool("quiet", false, "no progress line")
 		cpuOut = fs.String("cpuprofile", "", "write the generator's own CPU profile (pprof) to this file")
@@ -78,7 +82,8 @@ func runBench(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "longest a phase may run (a phase ends at -count or -duration)")
 	fs.IntVar(&cfg.Wait, "wait", 1, "consumers' long-poll waitSeconds (0-20)")
 	fs.IntVar(&cfg.Groups, "groups", 64, "fifo: message groups the sends are spread over")
-	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends")
+	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends (and the publish phase publishes one at a time)")
+	fs.IntVar(&cfg.Bindings, "bindings", 1, fmt.Sprintf("publish: queues bound to the topic (1-%d)", bench.MaxBindings))
 	fs.StringVar(&cfg.PushListen, "push-listen", "127.0.0.1:0", "address of the push phase's receiver (the pusher must reach it)")
 	fs.BoolVar(&cfg.Stream, "stream", false, "consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")

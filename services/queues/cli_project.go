@@ -42,6 +42,7 @@ func printProject(w io.Writer, p *client.Project) {
 	if l, u := p.Limits, p.Usage; l != nil && u != nil {
 		fmt.Fprintf(tw, "queues\t%d of %d\n", u.Queues, l.MaxQueues)
 		fmt.Fprintf(tw, "subscriptions\t%d of %d\n", u.Subscriptions, l.MaxSubscriptions)
+		fmt.Fprintf(tw, "topics\t%d of %d\n", u.Topics, l.MaxTopics)
 		fmt.Fprintf(tw, "stored bytes\t%d of %d\n", u.StoredBytes, l.MaxStoredBytes)
 		fmt.Fprintf(tw, "requests per second\t%d\n", l.RequestsPerSecond)
 		fmt.Fprintf(tw, "waiting receives\t%d\n", l.MaxWaitingReceives)
@@ -83,10 +84,10 @@ func (c *cli) projectUsageCmd() *cobra.Command {
 			}
 			return c.out(map[string]any{"usage": hours}, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "HOUR\tREQUESTS\tSENT\tDELIVERED\tACKED\tBYTES IN\tBYTES OUT\tPUSHES\tBYTE-HOURS")
+				fmt.Fprintln(tw, "HOUR\tREQUESTS\tSENT\tDELIVERED\tACKED\tBYTES IN\tBYTES OUT\tPUSHES\tBYTE-HOURS\tPUBLISHED")
 				for _, h := range hours {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", h.Hour.UTC().Format(time.RFC3339), h.Requests, h.MessagesSent,
-						h.MessagesDelivered, h.MessagesAcked, h.BytesIn, h.BytesOut, h.PushAttempts, h.StoredByteHours)
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", h.Hour.UTC().Format(time.RFC3339), h.Requests, h.MessagesSent,
+						h.MessagesDelivered, h.MessagesAcked, h.BytesIn, h.BytesOut, h.PushAttempts, h.StoredByteHours, h.MessagesPublished)
 				}
 				tw.Flush()
 			})

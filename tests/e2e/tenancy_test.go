@@ -35,13 +35,13 @@ func TestProjectLimits(t *testing.T) {
 	path := "/v1/projects/" + tn.project
 	p := tn.op.do("GET", path, nil).must(t, 200)
 	lim, use := obj(p, "limits"), obj(p, "usage")
-	want := map[string]int64{"maxQueues": 1000, "maxSubscriptions": 100, "maxStoredBytes": 1 << 30, "requestsPerSecond": 10000, "maxWaitingReceives": 1000}
+	want := map[string]int64{"maxQueues": 1000, "maxSubscriptions": 100, "maxTopics": 100, "maxStoredBytes": 1 << 30, "requestsPerSecond": 10000, "maxWaitingReceives": 1000}
 	for k, v := range want {
 		if num(t, lim, k) != v {
 			t.Fatalf("default %s = %v, want %d: %s", k, lim[k], v, p.raw)
 		}
 	}
-	if num(t, use, "queues") != 0 || num(t, use, "subscriptions") != 0 || num(t, use, "storedBytes") != 0 {
+	if num(t, use, "queues") != 0 || num(t, use, "subscriptions") != 0 || num(t, use, "topics") != 0 || num(t, use, "storedBytes") != 0 {
 		t.Fatalf("usage of a new project: %s", p.raw)
 	}
 
@@ -275,7 +275,8 @@ func TestUsage(t *testing.T) {
 	hour := waitUsage(t, tn.a, func(h map[string]any) bool {
 		return num(t, h, "messagesAcked") == int64(len(msgs)) && num(t, h, "messagesSent") == 3
 	})
-	if num(t, hour, "bytesIn") != 12 || num(t, hour, "messagesDelivered") != int64(len(msgs)) || num(t, hour, "bytesOut") != bytesOut || num(t, hour, "requests") < 6 {
+	if num(t, hour, "bytesIn") != 12 || num(t, hour, "messagesDelivered") != int64(len(msgs)) || num(t, hour, "bytesOut") != bytesOut || num(t, hour, "requests") < 6 ||
+		num(t, hour, "messagesPublished") != 0 {
 		t.Fatalf("usage hour: %v", hour)
 	}
 	if h, _ := hour["hour"].(string); !strings.HasSuffix(h, ":00:00.000Z") {

@@ -10,8 +10,8 @@ import (
 )
 
 // Recount sums the stored bytes of the project's messages by reading every record on disk
-// (queue records for the project and purge watermarks, state records, payloads), without the
-// in-memory counter.
+// (queue records for the project and purge watermarks, state records, payloads; the
+// project's topics' log entries and keyed states), without the in-memory counter.
 func Recount(t *testing.T, eng engine.Engine, project ids.ID, _ []ids.ID) int64 {
 	t.Helper()
 	e := eng.(*Engine)
@@ -28,6 +28,11 @@ func Recount(t *testing.T, eng engine.Engine, project ids.ID, _ []ids.ID) int64 
 		}); err != nil {
 			return err
 		}
+		topics, err := recountTopics(tx, project)
+		if err != nil {
+			return err
+		}
+		n += topics
 		pb := payloadsIn(tx)
 		return tx.Bucket(bucketState).ForEach(func(k, v []byte) error {
 			qid, _ := ids.FromBytes(k[:16])
@@ -46,6 +51,53 @@ func Recount(t *testing.T, eng engine.Engine, project ids.ID, _ []ids.ID) int64 
 	})
 	if err != nil {
 		t.Fatalf("recount: %v", err)
+	}
+	return n
+}
+
+// recountTopics sums the bytes of the log entries and keyed states of the project's topics.
+func recountTopics(tx *bolt.Tx, project ids.ID) (int64, error) {
+	var n int64
+	err := tx.Bucket(bucketTopic).ForEach(func(k, v []byte) error {
+		id, _ := ids.FromBytes(k)
+		ti, err := decodeTopic(id, v)
+		if err != nil || ti.project != project {
+			return err
+		}
+		if b := tx.Bucket(topicLogBucket(id)); b != nil {
+			if err := b.ForEach(func(k, v []byte) error {
+				en, err := decodeEntry(k, v)
+				n += engine.PayloadBytes(en.Body, en.Attributes)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		if b := tx.Bucket(topicStateBucket(id)); b != nil {
+			return b.ForEach(func(k, v []byte) error {
+				st, err := decodeStateEntry(k, v)
+				n += engine.PayloadBytes(st.Body, st.Attributes)
+				return err
+			})
+		}
+		return nil
+	})
+	return n, err
+}
+
+// TopicDedups counts the dedup-window records on disk of a topic.
+func TopicDedups(t *testing.T, eng engine.Engine, topic ids.ID) int {
+	t.Helper()
+	n := 0
+	err := eng.(*Engine).db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketTopicDedup).Cursor()
+		for k, _ := c.Seek(topic[:]); k != nil && ids.ID(k[:16]) == topic; k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }

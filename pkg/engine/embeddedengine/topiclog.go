@@ -110,9 +110,12 @@ func (e *Engine) SequenceAt(ctx context.Context, t engine.Topic, at time.Time) (
 }
 
 // Trim drops the entries past the retention (at retention 0, those every binding passed),
-// in chunks of trimChunk entries, each its own transaction.
+// in chunks of trimChunk entries, each its own transaction, and the ended fifo dedup windows.
 func (e *Engine) Trim(ctx context.Context, t engine.Topic) error {
 	if err := e.check(); err != nil {
+		return err
+	}
+	if err := e.trimDedups(t); err != nil {
 		return err
 	}
 	for {

@@ -177,15 +177,7 @@ func (ti *topic) commitPublish(p *pubPlan, now int64) func(tx *bolt.Tx) error {
 		ti.dedupQ = append(ti.dedupQ, dedupItem{key: k, expiresAt: d.expiresAt})
 		dedups = append(dedups, rec{topicDedupKey(ti.id, k), encodeTopicDedup(d)})
 	}
-	var expired [][]byte
-	for len(ti.dedupQ) > 0 && ti.dedupQ[0].expiresAt <= now {
-		it := ti.dedupQ[0]
-		ti.dedupQ = ti.dedupQ[1:]
-		if d, ok := ti.dedup[it.key]; ok && d.expiresAt == it.expiresAt {
-			delete(ti.dedup, it.key)
-			expired = append(expired, topicDedupKey(ti.id, it.key))
-		}
-	}
+	expired := ti.expireDedups(now)
 	states := map[string][]byte{} // nil: delete
 	for k, ps := range p.states {
 		ti.pending[k] = ps
@@ -248,4 +240,48 @@ func putStates(tx *bolt.Tx, topic ids.ID, states map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// expireDedups forgets the dedup windows that ended by now and returns their records' keys
+// (call under e.mu; the caller deletes the records).
+func (ti *topic) expireDedups(now int64) [][]byte {
+	var expired [][]byte
+	for len(ti.dedupQ) > 0 && ti.dedupQ[0].expiresAt <= now {
+		it := ti.dedupQ[0]
+		ti.dedupQ = ti.dedupQ[1:]
+		if d, ok := ti.dedup[it.key]; ok && d.expiresAt == it.expiresAt {
+			delete(ti.dedup, it.key)
+			expired = append(expired, topicDedupKey(ti.id, it.key))
+		}
+	}
+	if len(ti.dedupQ) == 0 {
+		ti.dedupQ = nil
+	}
+	return expired
+}
+
+// trimDedups deletes the topic's ended dedup windows (Trim: a topic no longer published to
+// keeps none).
+func (e *Engine) trimDedups(t engine.Topic) error {
+	e.mu.Lock()
+	ti := e.topics[t.ID]
+	var expired [][]byte
+	if ti != nil {
+		expired = ti.expireDedups(e.nowMs())
+	}
+	if len(expired) == 0 {
+		e.mu.Unlock()
+		return nil
+	}
+	done := e.submit(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTopicDedup)
+		for _, k := range expired {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	e.mu.Unlock()
+	return wait(done)
 }

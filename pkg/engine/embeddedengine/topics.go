@@ -89,7 +89,6 @@ func (e *Engine) topicOf(t engine.Topic) *topic {
 
 // loadTopics rebuilds the topics' in-memory part and the copies' high-water marks.
 func (e *Engine) loadTopics() error {
-	now := e.nowMs()
 	return e.db.View(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketTopic).ForEach(func(k, v []byte) error {
 			id, ok := ids.FromBytes(k)
@@ -119,7 +118,7 @@ func (e *Engine) loadTopics() error {
 		if err := tx.Bucket(bucketTopicDedup).ForEach(func(k, v []byte) error {
 			ti := e.topics[ids.ID(k[:min(16, len(k))])]
 			d, err := decodeTopicDedup(v)
-			if ti != nil && err == nil && d.expiresAt > now {
+			if ti != nil && err == nil { // expired ones too: the next publish deletes them
 				ti.dedup[string(k[16:])] = d
 				ti.dedupQ = append(ti.dedupQ, dedupItem{key: string(k[16:]), expiresAt: d.expiresAt})
 			}

@@ -2,8 +2,11 @@ package embeddedengine_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +93,116 @@ func TestTopicsRestart(t *testing.T) {
 	dup := must(e.Publish(ctx, tp, []engine.PublishMessage{{Message: engine.Message{Body: "a", GroupID: "g", DedupID: "d"}}}))
 	if !dup[0].Duplicate || dup[0].Sequence != 3 {
 		t.Fatalf("republish within the window, across a reopen: %+v", dup[0])
+	}
+}
+
+// TestTopicsRecount: the project's stored-bytes counter, moved by publishes, replaces,
+// patches, deletes of state, trims and topic deletes, matches a recount of the disk.
+func TestTopicsRecount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := enginetest.NewClock()
+	e := open(t, filepath.Join(t.TempDir(), "messages.db"), clk)
+	project := ids.New()
+	check := func(what string) {
+		t.Helper()
+		got := must(e.StoredBytes(ctx, project))
+		if re := embeddedengine.Recount(t, e, project, nil); re != got {
+			t.Fatalf("%s: StoredBytes %d, a recount of the disk %d", what, got, re)
+		}
+	}
+	tp := engine.Topic{ID: ids.New(), Project: project, Type: engine.Standard, Retention: time.Hour}
+	other := engine.Topic{ID: ids.New(), Project: project, Type: engine.Standard, Retention: 0}
+	must(0, e.CreateTopic(ctx, tp))
+	must(0, e.CreateTopic(ctx, other))
+	pub := func(t engine.Topic, ms ...engine.PublishMessage) { must(e.Publish(ctx, t, ms)) }
+	pub(tp, engine.PublishMessage{Message: engine.Message{Body: "plain", Attributes: map[string]string{"a": "b"}}},
+		engine.PublishMessage{Message: engine.Message{Key: "k", Body: `{"x":"yy"}`}})
+	check("publishes")
+	pub(tp, engine.PublishMessage{Message: engine.Message{Key: "k", Body: `{"z":1}`, Merge: engine.MergePatch}},
+		engine.PublishMessage{Message: engine.Message{Key: "j", Body: `{}`}})
+	check("a patch")
+	pub(tp, engine.PublishMessage{Message: engine.Message{Key: "j"}, Delete: true})
+	check("a state deleted")
+	pub(other, engine.PublishMessage{Message: engine.Message{Body: "gone at once"}})
+	must(0, e.Trim(ctx, other))
+	check("a trim at retention 0 without bindings")
+	clk.Advance(2 * time.Hour)
+	pub(tp, engine.PublishMessage{Message: engine.Message{Body: "young"}})
+	must(0, e.Trim(ctx, tp))
+	check("a trim by retention")
+	must(0, e.DeleteTopic(ctx, tp))
+	check("a topic deleted")
+	if got := must(e.StoredBytes(ctx, project)); got != 0 {
+		t.Fatalf("StoredBytes %d with every topic empty or deleted", got)
+	}
+}
+
+// TestTopicsConcurrentPatches: patches of one key published at once by many callers each
+// merge into the state the one before left, whether that one's commit is done or still
+// queued (a topic's pending states), and every publish gets its own sequence.
+func TestTopicsConcurrentPatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := open(t, filepath.Join(t.TempDir(), "messages.db"), enginetest.NewClock())
+	tp := engine.Topic{ID: ids.New(), Project: ids.New(), Type: engine.Standard, Retention: time.Hour}
+	const writers, each = 8, 20
+	var wg sync.WaitGroup
+	seqs := make(chan uint64, writers*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				body := fmt.Sprintf(`{"w%d_%d":%d}`, w, i, i)
+				res, err := e.Publish(ctx, tp, []engine.PublishMessage{{Message: engine.Message{Key: "k", Body: body, Merge: engine.MergePatch}}})
+				if err != nil {
+					t.Errorf("Publish: %v", err)
+					return
+				}
+				seqs <- res[0].Sequence
+			}
+		}()
+	}
+	wg.Wait()
+	close(seqs)
+	var got []uint64
+	for s := range seqs {
+		got = append(got, s)
+	}
+	slices.Sort(got)
+	if len(got) != writers*each || got[0] != 1 || got[len(got)-1] != writers*each || len(slices.Compact(got)) != writers*each {
+		t.Fatalf("sequences %v, want 1..%d once each", got, writers*each)
+	}
+	var state map[string]int
+	if err := json.Unmarshal([]byte(must(e.State(ctx, tp, "k")).Body), &state); err != nil {
+		t.Fatal(err)
+	}
+	if len(state) != writers*each {
+		t.Fatalf("the state holds %d members, want %d: a patch merged into a state older than the one before it", len(state), writers*each)
+	}
+}
+
+// TestTopicDedupWindowsEnd: a fifo topic's ended dedup windows leave the disk at its next
+// trim, also when they ended while the engine was closed.
+func TestTopicDedupWindowsEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "messages.db")
+	clk := enginetest.NewClock()
+	e := open(t, path, clk)
+	tp := engine.Topic{ID: ids.New(), Project: ids.New(), Type: engine.FIFO, Retention: time.Hour}
+	must(e.Publish(ctx, tp, []engine.PublishMessage{{Message: engine.Message{Body: "a", GroupID: "g", DedupID: "d1"}},
+		{Message: engine.Message{Body: "b", GroupID: "g", DedupID: "d2"}}}))
+	must(0, e.Trim(ctx, tp))
+	if n := embeddedengine.TopicDedups(t, e, tp.ID); n != 2 {
+		t.Fatalf("%d dedup records within the window, want 2", n)
+	}
+	must(0, e.Close())
+	clk.Advance(engine.DedupWindow)
+	e = open(t, path, clk)
+	must(0, e.Trim(ctx, tp))
+	if n := embeddedengine.TopicDedups(t, e, tp.ID); n != 0 {
+		t.Fatalf("%d dedup records after the window, want 0", n)
 	}
 }

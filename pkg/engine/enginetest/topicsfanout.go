@@ -13,6 +13,12 @@ import (
 
 // The fan-out side of engine.Topics: bindings, copies into queues, leases, the work list.
 
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
 // copies makes the copy of each entry as the fan-out does: the published id, body and
 // attributes, and on fifo queues the group and a dedup id (the published one, else one
 // derived from the message id).
@@ -128,6 +134,9 @@ func testTopicCopyStandard(t *testing.T, ts *topicSuite) {
 	batch := copies(false, ts.readLog(tp, 1, 10)...)
 	ts.copyAll(q, tp, b, batch)
 	ts.wantCounts(q, 3, 0, 0)
+	if got := ts.browseAll(q, engine.StateVisible, 10, ""); !slices.Equal(sorted(got), []string{"one", "three", "two"}) {
+		t.Fatalf("browse of the copies: %v", got)
+	}
 	ts.copyAll(q, tp, b, batch) // a batch copied again (a crash before AdvanceBindings)
 	ts.copyAll(q, tp, b, batch[1:2])
 	ts.wantCounts(q, 3, 0, 0)
@@ -151,6 +160,12 @@ func testTopicCopyStandard(t *testing.T, ts *topicSuite) {
 	}
 	ts.copyAll(q, tp, b, batch) // acknowledged copies are not stored again either
 	ts.wantCounts(q, 0, 0, 0)
+	// Unbind takes the binding's mark out of the queue: nothing of it is left there (a new
+	// binding of the same id, which the API never makes, would copy afresh).
+	wantNil(t, "Unbind", ts.tp.Unbind(ts.ctx, tp, b, q.ID))
+	ts.bind(tp, engine.Binding{ID: b, Queue: q.ID})
+	ts.copyAll(q, tp, b, batch[:1])
+	ts.wantCounts(q, 1, 0, 0)
 }
 
 // testTopicCopyOverlap: overlapping batches store each entry once; another binding into the
@@ -218,6 +233,15 @@ func testTopicCopyFIFO(t *testing.T, ts *topicSuite) {
 	}
 	ts.copyAll(q, tp, b, copies(true, es...))
 	ts.receiveNone(q)
+
+	// A dedup id the queue's window holds for another message refuses the copy.
+	ts.sendResults(q, engine.Message{Body: "direct", GroupID: "g3", DedupID: "taken"})
+	res := ts.publish(tp, engine.PublishMessage{Message: engine.Message{Body: "clash", GroupID: "g3", DedupID: "taken"}})
+	errs := ts.copyBatch(q, tp, b, copies(true, ts.readLog(tp, res[0].Sequence, 1)...))
+	if errs[0] == nil {
+		t.Fatalf("a copy whose dedup id the queue holds for another message was stored")
+	}
+	ts.wantCounts(q, 1, 0, 0)
 }
 
 // testTopicCopyQuota: a copy past the queue's project's byte quota is refused message by

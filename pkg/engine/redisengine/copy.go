@@ -169,8 +169,7 @@ func (e *Engine) copyFIFO(ctx context.Context, q engine.Queue, b engine.CopyBatc
 		case r.Err != nil:
 			return nil, r.Err
 		case r.Duplicate && r.MessageID != m.ID:
-			errs[i] = apierr.New(apierr.InvalidArgument, "the queue holds another message (%s) with the dedup id %q "+
-				"within the dedup window", r.MessageID, m.Message.DedupID)
+			errs[i] = engine.ErrCopyDedupTaken(m.Message.DedupID)
 		}
 	}
 	return errs, nil

@@ -95,7 +95,6 @@ var (
 	tSeqAtScript   = loadDrainScript("tseqat")
 	tLeaseScript   = loadDrainScript("tlease")
 	tReleaseScript = loadDrainScript("trelease")
-	tIdleScript    = loadDrainScript("tidle")
 	tAdvanceScript = loadDrainScript("tadvance")
 	tFilterScript  = loadDrainScript("tfilter")
 )

@@ -3,6 +3,7 @@ package redisengine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,19 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 			return nil, err
 		}
 		res, err := e.publishCall(ctx, t, p)
+		if err == nil && slices.ContainsFunc(res, func(r engine.PublishResult) bool { return !r.Duplicate }) {
+			// Named again after the append (topicbind.go: the work list). The publish is
+			// durable: a failure here is logged, not answered (a retry would publish twice).
+			if err := e.markActive(ctx, t.ID); err != nil {
+				e.log.Warn("redisengine: naming a published topic active failed", "topic", t.ID.String(), "error", err)
+			}
+		}
+		if err == nil && e.opts.SyncReplicas > 0 {
+			// As durable as a send (replicas.go): answered once the replicas hold it.
+			if err := e.syncReplicas(ctx, partKeys{w: rediskeys.TopicWait(t.ID)}); err != nil {
+				return nil, err
+			}
+		}
 		if !errors.Is(err, errConflict) {
 			return res, err
 		}
@@ -141,13 +155,6 @@ type pubPlan struct {
 	bytes int64
 }
 
-// stateView is a key's state as a publish's messages change it, in order.
-type stateView struct {
-	present bool
-	body    string
-	attrs   map[string]string
-}
-
 // planPublish builds the script call: the merges of patch publishes (from the state read
 // now), the entries, the state changes and the dedup markers.
 func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.PublishMessage, msgIDs []ids.ID, budget *engine.MergeBudget) (*pubPlan, error) {
@@ -163,7 +170,7 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 	}
 	p.args = []any{e.nowMs(), e.opts.Channel, t.ID.String(), max(t.MaxStoredBytes, 0), t.Project.String(),
 		engine.DedupWindow.Milliseconds(), (engine.DedupWindow + dedupMargin).Milliseconds(), e.inline(q)}
-	view := map[string]*stateView{}
+	view := map[string]*engine.StateEntry{} // a key's state as the messages so far leave it (nil: none)
 	dedupIdx := map[string]int{}
 	for i, m := range msgs {
 		body, attrs := m.Body, m.Attributes
@@ -171,31 +178,23 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 		if m.Key != "" {
 			cur, seen := view[m.Key]
 			if !seen {
-				st := stored[m.Key]
-				cur = &stateView{present: st != nil}
-				if st != nil {
-					cur.body, cur.attrs = st.Body, st.Attributes
-				}
+				cur = stored[m.Key]
 				if m.Merge == engine.MergePatch && !m.Delete {
-					expect = "0"
-					if st != nil {
-						expect = strconv.FormatUint(st.Sequence, 10)
+					expect = "0" // the state this patch merges into must still be there
+					if cur != nil {
+						expect = strconv.FormatUint(cur.Sequence, 10)
 					}
 				}
 			}
-			switch {
-			case m.Delete:
-				op, body = "d", ""
-			case m.Merge == engine.MergePatch && cur.present:
-				body, attrs, err = engine.Merged(budget, cur.body, cur.attrs, m.Message)
-				if err != nil {
-					return nil, atIndex(err, i)
-				}
-				op = "r"
-			default:
-				op = "r"
+			var deleted bool
+			body, attrs, deleted, err = engine.MergeState(budget, i, cur, m)
+			if err != nil {
+				return nil, err
 			}
-			view[m.Key] = &stateView{present: !m.Delete, body: body, attrs: attrs}
+			op, view[m.Key] = "r", &engine.StateEntry{Body: body, Attributes: attrs}
+			if deleted {
+				op, view[m.Key] = "d", nil
+			}
 		}
 		size := engine.PayloadBytes(body, attrs)
 		if op == "r" {
@@ -214,17 +213,6 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 		p.args = append(p.args, encodeEntry(msgIDs[i], m, body, attrs), size, dk, m.Key, op, expect, tail)
 	}
 	return p, nil
-}
-
-// atIndex is a merge's refusal of message i.
-func atIndex(err error, i int) error {
-	var r *engine.Refusal
-	if errors.As(err, &r) {
-		c := *r
-		c.Index = i
-		return &c
-	}
-	return &engine.Refusal{Err: err, Index: i}
 }
 
 // readPatchBases reads the state of every key whose first message in the publish is a patch

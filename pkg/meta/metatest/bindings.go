@@ -272,3 +272,37 @@ func testDeleteQueueBindings(t *testing.T, s TopicStore) {
 	// The topics keep working.
 	newBinding(t, s, newQueue(t, s, p.ID, "q3", nil), t2)
 }
+
+// testBindingUpdateConcurrent: of updates racing from one Version exactly one wins, and the
+// queue's and the topic's listings agree on the filter it wrote.
+func testBindingUpdateConcurrent(t *testing.T, s TopicStore) {
+	p := newProject(t, s, "p")
+	q, tp := newQueue(t, s, p.ID, "q", nil), newTopic(t, s, p.ID, "t")
+	b := newBinding(t, s, q, tp)
+	const n = 6
+	won := make([]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			next := b
+			next.Filter = fmt.Sprintf(`{"attributes":{"n":"%d"}}`, i)
+			_, err := s.UpdateBinding(ctxOf(t), next)
+			switch {
+			case err == nil:
+				won[i] = true
+			case err != meta.ErrBindingConflict:
+				t.Errorf("a racing update: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	winner := slices.Index(won, true)
+	if winner < 0 || slices.Index(won[winner+1:], true) >= 0 {
+		t.Fatalf("winners %v, want exactly one", won)
+	}
+	want := fmt.Sprintf(`{"attributes":{"n":"%d"}}`, winner)
+	qb, tb := queueBindings(t, s, q.ID), topicBindings(t, s, tp.ID)
+	if len(qb) != 1 || len(tb) != 1 || qb[0].Filter != want || tb[0].Filter != want || qb[0].Version != 2 || tb[0].Version != 2 {
+		t.Fatalf("after the race: queue's %+v, topic's %+v; want filter %s at Version 2", qb, tb, want)
+	}
+}

@@ -40,6 +40,8 @@ func RunTopics(t *testing.T, newStore func(t *testing.T) TopicStore) {
 		{"ListBadCursor", testTopicListBadCursor},
 		{"Update", testTopicUpdate},
 		{"Delete", testTopicDelete},
+		{"DeleteManyBindings", testTopicDeleteManyBindings},
+		{"DeleteRacesBind", testTopicDeleteRacesBind},
 		{"Quota", testTopicQuota},
 		{"QuotaConcurrent", testTopicQuotaConcurrent},
 		{"BindingCreateGet", testBindingCreateGet},
@@ -48,6 +50,7 @@ func RunTopics(t *testing.T, newStore func(t *testing.T) TopicStore) {
 		{"SourcesPerQueue", testSourcesPerQueue},
 		{"BindingsPerTopic", testBindingsPerTopic},
 		{"BindingUpdate", testBindingUpdate},
+		{"BindingUpdateConcurrent", testBindingUpdateConcurrent},
 		{"BindingDelete", testBindingDelete},
 		{"DeleteQueueBindings", testDeleteQueueBindings},
 	}
@@ -393,4 +396,77 @@ func testTopicQuotaConcurrent(t *testing.T, s TopicStore) {
 		t.Fatalf("%d created and %d refused, want %d and %d", ok.Load(), refused.Load(), limit, tries-limit)
 	}
 	wantTopicCount(t, s, p.ID, limit)
+}
+
+// fillSources binds q to fresh topics until it has MaxSourcesPerQueue sources, all of which
+// must succeed (the queue's count agrees with its bindings).
+func fillSources(t *testing.T, s TopicStore, q meta.Queue, prefix string) {
+	t.Helper()
+	for i := len(queueBindings(t, s, q.ID)); i < meta.MaxSourcesPerQueue; i++ {
+		newBinding(t, s, q, newTopic(t, s, q.ProjectID, fmt.Sprintf("%s%02d", prefix, i)))
+	}
+	wantQuota(t, s.CreateBinding(ctxOf(t), bindingValue(q, newTopic(t, s, q.ProjectID, prefix+"-over"))), meta.LimitSourcesPerQueue, "one over")
+}
+
+// testTopicDeleteManyBindings: a topic with more bindings than one store operation may take
+// at once is deleted whole, and its queues' counts go down.
+func testTopicDeleteManyBindings(t *testing.T, s TopicStore) {
+	p := newProject(t, s, "p")
+	tp := newTopic(t, s, p.ID, "t")
+	const n = 60
+	var qs []meta.Queue
+	for i := range n {
+		q := newQueue(t, s, p.ID, fmt.Sprintf("q%02d", i), nil)
+		newBinding(t, s, q, tp)
+		qs = append(qs, q)
+	}
+	fillSources(t, s, qs[n-1], "full")
+	_, bs, err := s.DeleteTopic(ctxOf(t), p.ID, tp.ID)
+	must(t, err, "DeleteTopic")
+	if len(bs) != n || len(topicBindings(t, s, tp.ID)) != 0 {
+		t.Fatalf("DeleteTopic returned %d bindings, want %d, and left %d", len(bs), n, len(topicBindings(t, s, tp.ID)))
+	}
+	// The full queue lost one source: room for exactly one more.
+	fillSources(t, s, qs[n-1], "again")
+	if got := len(queueBindings(t, s, qs[0].ID)); got != 0 {
+		t.Fatalf("a queue of the deleted topic still has %d bindings", got)
+	}
+}
+
+// testTopicDeleteRacesBind: binds racing a topic's delete either land before it (and are
+// deleted with the topic) or are refused NotFound; none outlives the topic.
+func testTopicDeleteRacesBind(t *testing.T, s TopicStore) {
+	ctx := ctxOf(t)
+	p := newProject(t, s, "p")
+	tp := newTopic(t, s, p.ID, "t")
+	var qs []meta.Queue
+	for i := range 8 {
+		q := newQueue(t, s, p.ID, fmt.Sprintf("q%d", i), nil)
+		if i%2 == 0 {
+			newBinding(t, s, q, tp)
+		}
+		qs = append(qs, q)
+	}
+	var wg sync.WaitGroup
+	for _, q := range qs[1:] {
+		wg.Go(func() {
+			err := s.CreateBinding(ctx, bindingValue(q, tp))
+			if err != nil && apierr.CodeOf(err) != apierr.NotFound && apierr.CodeOf(err) != apierr.BindingExists {
+				t.Errorf("a bind racing the delete: %v", err)
+			}
+		})
+	}
+	_, _, err := s.DeleteTopic(ctx, p.ID, tp.ID)
+	must(t, err, "DeleteTopic")
+	wg.Wait()
+	for _, q := range qs {
+		for _, b := range queueBindings(t, s, q.ID) {
+			t.Errorf("binding %s of queue %s outlived its topic", b.ID, q.Name)
+		}
+	}
+	if bs := topicBindings(t, s, tp.ID); len(bs) != 0 {
+		t.Fatalf("%d bindings of the deleted topic remain", len(bs))
+	}
+	wantTopicCount(t, s, p.ID, 0)
+	fillSources(t, s, qs[1], "after")
 }

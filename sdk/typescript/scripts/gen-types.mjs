@@ -29,7 +29,6 @@ const OVERRIDES = {
   'SendMessageEntry.merge': ["'replace' | 'patch'", false],
   'SendMessageEntry.barrier': ['boolean', false],
   'SendMessageEntry.priority': ['number', false],
-  'PublishMessageEntry.body': ['string | null', true],
   'PublishMessageEntry.attributes': ['Record<string, string> | null', false],
   'PublishMessageEntry.groupId': ['string', false],
   'PublishMessageEntry.dedupId': ['string', false],

@@ -23,7 +23,7 @@ export interface ErrorBody {
     requestId?: string;
     /** On a `/readyz` 503, the dependencies that are down, by name only. */
     dependencies?: ("redis" | "metadata" | "messages" | "clock")[];
-    /** On `quota_exceeded`, the project limit the call would pass (`runningMoveTasks`, at most 10 running move tasks per project, is fixed, not a project setting); on a receive stream's `rate_limited`, the stream cap reached. */
+    /** On `quota_exceeded`, the project limit the call would pass (`runningMoveTasks`, at most 10 running move tasks per project, `sourcesPerQueue`, at most 10 bindings per queue, and `bindingsPerTopic`, at most 100 bindings per topic, are fixed, not project settings); on a receive stream's `rate_limited`, the stream cap reached. */
     limit?: "maxQueues" | "maxSubscriptions" | "maxTopics" | "maxStoredBytes" | "runningMoveTasks" | "sourcesPerQueue" | "bindingsPerTopic" | "streamsPerProject" | "streamsPerReplica";
     [key: string]: unknown;
   };
@@ -59,6 +59,8 @@ export interface Limits {
   maxQueues: number;
   /** Push subscriptions the project may have (default 100). */
   maxSubscriptions: number;
+  /** Topics the project may have (default 100); a create over it is `403 quota_exceeded`. */
+  maxTopics: number;
   /** Payload bytes the project may hold in all its queues, in any state (default 1 GiB); a send over it fails whole. */
   maxStoredBytes: number;
   /** Calls a second with the project's tokens plus receipt calls on its queues (default 10,000); over it `429 rate_limited`. */
@@ -73,6 +75,7 @@ export interface Limits {
 export interface LimitsPatch {
   maxQueues?: number | null;
   maxSubscriptions?: number | null;
+  maxTopics?: number | null;
   maxStoredBytes?: number | null;
   requestsPerSecond?: number | null;
   maxWaitingReceives?: number | null;
@@ -86,6 +89,7 @@ export interface UpdateProjectRequest {
 export interface ProjectUsage {
   queues: number;
   subscriptions: number;
+  topics: number;
   /** Payload bytes held now, exact within 10 s of any change. */
   storedBytes: number;
 }
@@ -103,7 +107,7 @@ export interface UsageHour {
   hour: Timestamp;
   /** Calls with the project's tokens and receipt calls on its queues that were admitted. */
   requests: number;
-  /** Messages stored (fifo duplicates not counted). */
+  /** Messages stored (fifo duplicates not counted), copies of published messages into bound queues included. */
   messagesSent: number;
   /** Messages delivered by pull receives and by pushes. */
   messagesDelivered: number;
@@ -115,6 +119,8 @@ export interface UsageHour {
   pushAttempts: number;
   /** Stored payload bytes integrated over the hour (sampled each minute). */
   storedByteHours: number;
+  /** Messages published to the project's topics (fifo duplicates not counted); each copy into a bound queue counts one messagesSent. */
+  messagesPublished: number;
 }
 
 export interface UsageList {

@@ -13,7 +13,8 @@
 --       merged from, 0 for none), state tail (topicenc.go)
 -- Returns: {last sequence, {id, sequence, duplicate (1/0), ...}}; {-1} when the publish would
 -- take the project past maxStoredBytes, {-2} when an expectation failed (nothing written).
--- The publish time is never below the log's last entry's, so the log is in time order too
+-- The first write is the first entry's XADD, so a counter behind its log (a damaged store)
+-- fails the publish before it writes anything. The publish time is never below the log's last entry's, so the log is in time order too
 -- (SequenceAt and Trim rely on it) whatever the replicas' clocks.
 local now = tonumber(ARGV[1])
 BK = KEYS[5]
