@@ -32,6 +32,9 @@ const (
 	// topicFrameBytes bounds the payload bytes of one frame (at least one entry goes),
 	// so a frame stays well inside a client's read limit whatever the bodies' sizes.
 	topicFrameBytes = 1 << 20
+	// topicStreamScan bounds the entries one read of a filtered stream examines before it
+	// delivers what it found (the next read goes on from there).
+	topicStreamScan = 10 * engine.MaxLogRead
 	// topicCheckTicks is how many guard ticks pass between checks that the topic still
 	// exists (through the metadata cache): a deleted topic publishes nothing to wake on.
 	topicCheckTicks = 10
@@ -306,14 +309,14 @@ type logBatch struct {
 }
 
 // readBatch reads from ts.next up to n entries the filter selects (and topicFrameBytes of
-// payload), examining at most maxLogScan entries. Each log read counts as one request of
+// payload), examining at most topicStreamScan entries. Each log read counts as one request of
 // the project, as a receive of the receive stream does. A gap (entries trimmed before they
 // were read) ends the batch before it, so the gap frame goes out in its place in the order.
 func (ts *topicStream) readBatch(ctx context.Context, n int) (logBatch, error) {
 	s := ts.s
 	b := logBatch{next: ts.next}
 	var size int64
-	for examined := 0; examined < maxLogScan; {
+	for examined := 0; examined < topicStreamScan; {
 		want := n - len(b.entries)
 		if !ts.flt.Empty() {
 			want = engine.MaxLogRead
