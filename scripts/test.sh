@@ -96,6 +96,7 @@ echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go tes
 go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/
 go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzPublishRequest$' -fuzztime 50000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
 go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/

@@ -164,7 +164,9 @@ type Topics interface {
 	Unbind(ctx context.Context, t Topic, binding ids.ID, q ids.ID) error
 	// Bindings lists the topic's bindings with their cursors and counts.
 	Bindings(ctx context.Context, t Topic) ([]Binding, error)
-	// AdvanceBindings records the fan-out's progress (a binding that is gone is skipped).
+	// AdvanceBindings records the fan-out's progress (a binding that is gone is skipped). A
+	// cursor never goes back: a Through below it adds the counts only (a holder that lost
+	// its lease mid-round may still advance after the new holder did).
 	AdvanceBindings(ctx context.Context, t Topic, as []Advance) error
 
 	// Copy stores a binding's batch in queue q so that a batch (or any message of it) copied

@@ -42,6 +42,7 @@ type fakeTopics struct {
 	releases  int
 	leaseAsks map[string]int // LeaseTopic calls by owner
 	polls     int            // ActiveTopics calls
+	trims     int
 
 	afterReadLog func()                                             // runs (unlocked) after each ReadLog
 	copyErr      func(b engine.CopyBatch) error                     // a storage failure of a Copy
@@ -172,7 +173,13 @@ func (f *fakeTopics) Bounds(context.Context, engine.Topic) (engine.LogBounds, er
 func (f *fakeTopics) SequenceAt(context.Context, engine.Topic, time.Time) (uint64, error) {
 	return 0, nil
 }
-func (f *fakeTopics) Trim(context.Context, engine.Topic) error { return nil }
+func (f *fakeTopics) Trim(context.Context, engine.Topic) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trims++
+	f.touch()
+	return nil
+}
 func (f *fakeTopics) State(context.Context, engine.Topic, string) (engine.StateEntry, error) {
 	return engine.StateEntry{}, apierr.New(apierr.NotFound, "no state")
 }

@@ -110,6 +110,8 @@ type Runner struct {
 	// replica reads the whole work list every Poll, and would otherwise ask for every lease
 	// held elsewhere each time.
 	busy map[ids.ID]time.Time
+	// dropped are the held topics Published was told of since their holder's last idle check.
+	dropped map[ids.ID]bool
 	// missing is when each binding the engine lists was first seen absent from the metadata
 	// store (an entry goes when the binding is seen again or unbound).
 	missing map[ids.ID]time.Time
@@ -117,7 +119,7 @@ type Runner struct {
 
 func (r *Runner) init() {
 	r.once.Do(func() {
-		r.held, r.kicked = map[ids.ID]bool{}, map[ids.ID]bool{}
+		r.held, r.kicked, r.dropped = map[ids.ID]bool{}, map[ids.ID]bool{}, map[ids.ID]bool{}
 		r.busy, r.missing = map[ids.ID]time.Time{}, map[ids.ID]time.Time{}
 		r.kick = make(chan struct{}, 1)
 		r.metrics = newMetrics(r.Registry)
@@ -156,9 +158,12 @@ func orDefault(d, def time.Duration) time.Duration {
 func (r *Runner) Published(topic ids.ID) {
 	r.init()
 	r.mu.Lock()
-	if !r.held[topic] {
-		r.kicked[topic] = true
+	if r.held[topic] {
+		r.dropped[topic] = true // the holder may be letting it go: see try
+		r.mu.Unlock()
+		return
 	}
+	r.kicked[topic] = true
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
@@ -264,6 +269,10 @@ func (r *Runner) try(ctx context.Context, wg *sync.WaitGroup, topic ids.ID) {
 		again := r.hold(ctx, topic)
 		r.mu.Lock()
 		delete(r.held, topic)
+		// A publish here after the holder's last look (its idle check) found the topic held
+		// and was dropped: without this its kick would be lost until the next poll.
+		again = again || r.dropped[topic]
+		delete(r.dropped, topic)
 		r.mu.Unlock()
 		r.metrics.held.Dec()
 		if again {

@@ -348,3 +348,23 @@ func TestBusyTopicNotAskedEveryPoll(t *testing.T) {
 		t.Errorf("the other runner asked %d times for a lease held elsewhere, want once within the busy window", n)
 	}
 }
+
+// A held topic is trimmed at most once a minute, however often it is published to.
+func TestTrimmedAtMostOncePerMinute(t *testing.T) {
+	g := newRig("standard")
+	_, b := g.queue("")
+	run(t, g.runner())
+	for i := range 5 {
+		g.f.publish(nil)
+		g.f.await(t, "the binding caught up", func() bool { return g.f.binding(b).Sequence == uint64(i+1) })
+	}
+	g.f.mu.Lock()
+	n := g.f.trims
+	g.f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("trimmed %d times within a minute, want once", n)
+	}
+	g.clk.Advance(fanout.DefaultTrimEvery)
+	g.f.publish(nil)
+	g.f.await(t, "a second trim a minute later", func() bool { return g.f.trims == 2 })
+}

@@ -48,8 +48,8 @@ func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 		if err := h.renew(ctx); err != nil {
 			return false
 		}
-		h.maybeTrim(ctx)
 		caughtUp, err := h.round(ctx)
+		h.maybeTrim(ctx) // after the round: a publish that woke this topic is not kept waiting
 		switch {
 		case err != nil:
 			backoff = min(max(2*backoff, 50*time.Millisecond), maxBackoff)
@@ -143,6 +143,9 @@ func (h *holder) maybeTrim(ctx context.Context) {
 // after all (a publish raced the wait), or storage failed.
 func (h *holder) idle(ctx context.Context) bool {
 	r := h.r
+	r.mu.Lock()
+	delete(r.dropped, h.id) // publishes seen so far are fanned out by the checks below
+	r.mu.Unlock()
 	b, err := r.Engine.Bounds(ctx, h.topic)
 	if err != nil {
 		return false

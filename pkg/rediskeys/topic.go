@@ -25,6 +25,8 @@ import "github.com/queueshq/queues/pkg/ids"
 //	                          <queue id>|<len(filter)>:" + filter + last error
 //	{tp:<id>}:lease     STRING fan-out lease: "<until ms>|<owner>" (engine clock; PX as a
 //	                          backstop)
+//	{tp:<id>}:w         STRING written before WAIT when publishes wait for replicas (as a
+//	                          partition's w; expires after a minute)
 //	{tp:<id>}:b         HASH  stored bytes of the log and the state, fields as a queue
 //	                          partition's b (n, v, pj; o unused), folded into the project's
 //	                          {t:<project>}:b the same way (field: this key's name)
@@ -66,6 +68,9 @@ func TopicLease(t ids.ID) string { return TopicTag(t) + ":lease" }
 
 // TopicBytes is a topic's stored-bytes hash.
 func TopicBytes(t ids.ID) string { return TopicTag(t) + ":b" }
+
+// TopicWait is the key a publish writes before WAIT (redisengine replicas.go).
+func TopicWait(t ids.ID) string { return TopicTag(t) + ":w" }
 
 // TopicCopied is queue q's hash of binding high-water marks (in partition 0's slot).
 func TopicCopied(q ids.ID) string { return PartitionOf(q, 0).Tag + ":tc" }

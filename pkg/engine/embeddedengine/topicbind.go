@@ -172,7 +172,7 @@ func (e *Engine) Copy(ctx context.Context, q engine.Queue, b engine.CopyBatch) (
 	var w writes
 	var stored []engine.Message
 	e.mu.Lock()
-	qi, _ := e.queueFor(q)
+	qi, changed := e.queueFor(q)
 	mark := e.marks[q.ID][b.Binding]
 	top := mark
 	for i, cm := range b.Messages {
@@ -205,7 +205,7 @@ func (e *Engine) Copy(ctx context.Context, q engine.Queue, b engine.CopyBatch) (
 		e.setMark(q.ID, b.Binding, top)
 		w.put(bucketMarks, pairKey(q.ID, b.Binding), binary.AppendUvarint(nil, top))
 	}
-	if len(stored) > 0 {
+	if len(stored) > 0 || changed {
 		w.putQueue(qi)
 	}
 	done := e.commit(&w)

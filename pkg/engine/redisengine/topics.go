@@ -83,7 +83,7 @@ func (e *Engine) CreateTopic(ctx context.Context, t engine.Topic) error {
 func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 	k := topicKeysOf(t.ID)
 	q := asQueue(t)
-	keys := []string{k.b, k.log, k.n, k.st, k.sk, k.bd, k.lease}
+	keys := []string{k.b, k.log, k.n, k.st, k.sk, k.bd, k.lease, rediskeys.TopicWait(t.ID)}
 	if e.inline(q) == "1" {
 		keys = append(keys, projectBytesKey(t.Project))
 	}
@@ -130,6 +130,12 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 			// durable: a failure here is logged, not answered (a retry would publish twice).
 			if err := e.markActive(ctx, t.ID); err != nil {
 				e.log.Warn("redisengine: naming a published topic active failed", "topic", t.ID.String(), "error", err)
+			}
+		}
+		if err == nil && e.opts.SyncReplicas > 0 {
+			// As durable as a send (replicas.go): answered once the replicas hold it.
+			if err := e.syncReplicas(ctx, partKeys{w: rediskeys.TopicWait(t.ID)}); err != nil {
+				return nil, err
 			}
 		}
 		if !errors.Is(err, errConflict) {

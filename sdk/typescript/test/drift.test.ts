@@ -44,7 +44,7 @@ test("every operation's query parameters reach the wire", async () => {
     const keys = seen.get(u.pathname) ?? new Set<string>();
     u.searchParams.forEach((_, k) => keys.add(k));
     seen.set(u.pathname, keys);
-    return new Response('{"projects":[],"queues":[],"messages":[],"groups":[],"consumers":[],"attempts":[],"moveTasks":[],"usage":[],"nextCursor":null}', {
+    return new Response('{"projects":[],"queues":[],"messages":[],"groups":[],"consumers":[],"attempts":[],"moveTasks":[],"usage":[],"topics":[],"state":[],"nextCursor":null}', {
       status: 200,
       headers: { 'content-type': 'application/json' },
     });
@@ -60,6 +60,10 @@ test("every operation's query parameters reach the wire", async () => {
   await c.listReplays('t', { limit: 1, cursor: 'c' });
   await c.getProjectUsage('p', { from: '2026-01-01T00:00:00Z', to: new Date() });
   await c.getCurrentProjectUsage({ from: new Date(0), to: '2026-01-01T00:00:00Z' });
+  await c.listTopics({ limit: 1, cursor: 'c', prefix: 'p' });
+  await c.readLog('t', { from: 1, to: 2, limit: 1, cursor: 'c' });
+  await c.listState('t', { limit: 1, cursor: 'c' });
+  await c.getState('t', 'k');
   const concrete: Record<string, string> = {
     '/v1/projects': '/v1/projects',
     '/v1/queues': '/v1/queues',
@@ -71,6 +75,9 @@ test("every operation's query parameters reach the wire", async () => {
     '/v1/topics/{}/replays': '/v1/topics/t/replays',
     '/v1/projects/{}/usage': '/v1/projects/p/usage',
     '/v1/project/usage': '/v1/project/usage',
+    '/v1/topics': '/v1/topics',
+    '/v1/topics/{}/messages': '/v1/topics/t/messages',
+    '/v1/topics/{}/state': '/v1/topics/t/state',
   };
   // The receive stream (streamMessages) is a WebSocket this SDK does not call; see above.
   for (const op of operations().filter((o) => o.method === 'GET' && o.query.length > 0 && o.id !== 'streamMessages')) {
