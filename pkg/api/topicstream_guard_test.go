@@ -23,8 +23,10 @@ func keyedPub(key, body string, merge engine.MergeMode) engine.PublishMessage {
 // last version of its key this stream delivered ("delta": true), whole the first time, after
 // a delete, when a body is no JSON object and when the patch would have to set a null; an
 // entry without a key is whole; a stream without delta gets every body whole.
-func TestTopicStreamDelta(t *testing.T) {
-	r := newTopicRig(t, StreamLimits{})
+func TestTopicStreamDelta(t *testing.T) { onEngines(t, testTopicStreamDelta) }
+
+func testTopicStreamDelta(t *testing.T, mk engineMaker) {
+	r := newTopicRigOn(t, StreamLimits{}, mk)
 	r.publish(t,
 		keyedPub("k1", `{"a":1,"b":{"c":1}}`, engine.MergeReplace),
 		keyedPub("k1", `{"a":1,"b":{"c":2},"d":[1]}`, engine.MergeReplace),
