@@ -255,3 +255,16 @@ func TestTopicStreamGuards(t *testing.T) {
 		t.Fatalf("topic deleted: ended with %q, want not_found", code)
 	}
 }
+
+// TestTopicStreamDrain: a draining server closes a topic stream waiting on a quiet topic
+// with 1001 (going away), for the subscriber to reconnect elsewhere from its bookmark.
+func TestTopicStreamDrain(t *testing.T) {
+	r := newTopicRig(t, StreamLimits{})
+	c := r.open(t, "")
+	credit(t, c, 10)
+	close(r.drain)
+	if _, _, status := streamEnd(t, c); status != websocket.StatusGoingAway {
+		t.Fatalf("closed with %d, want 1001", status)
+	}
+	r.awaitClosed(t)
+}

@@ -37,6 +37,8 @@ type topicRig struct {
 	top meta.Topic
 	tok meta.Token
 	jwt string
+	// drain is the server's Draining: closing it shuts the streams down.
+	drain chan struct{}
 }
 
 // topicEngine is an engine with topics (both engines are).
@@ -91,13 +93,14 @@ func newTopicRigOn(t *testing.T, limits StreamLimits, mk engineMaker) *topicRig 
 	r := &streamRig{clk: clk, cache: cache, store: store, auth: auth.New(ring, "op", clk.Now),
 		ticks: make(chan time.Time), checked: make(chan struct{}, 16)}
 	r.down = &downMeta{Cache: cache}
+	drain := make(chan struct{})
 	r.s = New(Config{Engine: hookEngine{eng, r}, Meta: r.down, Auth: r.auth, Receipts: receipt.NewSigner(ring), Tenancy: store,
-		Clock: clk, Streams: limits, Topics: store, TopicEngine: eng})
+		Clock: clk, Streams: limits, Topics: store, TopicEngine: eng, Draining: drain})
 	r.s.streamTicks = func() <-chan time.Time { return r.ticks }
 	r.s.streamChecked = func() { r.checked <- struct{}{} }
 	r.srv = httptest.NewServer(r.s.Handler())
 	t.Cleanup(r.srv.Close)
-	tr := &topicRig{streamRig: r, eng: eng}
+	tr := &topicRig{streamRig: r, eng: eng, drain: drain}
 	q, tok, jwt := r.project(t, nil)
 	tr.tok, tr.jwt = tok, jwt
 	now := clk.Now().UTC().Truncate(time.Millisecond)
