@@ -57,7 +57,7 @@ type topicStream struct {
 }
 
 // topicStreamStart is where a stream starts: next, and the gap when the asked position is
-// no longer held (gap.From 0: asked by time).
+// no longer held.
 type topicStreamStart struct {
 	next uint64
 	gap  *topicGap
