@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -410,5 +411,61 @@ func testDeletedTopicLetGo(t *testing.T, mk engineMaker) {
 	must(t, err)
 	if slices.Contains(active, w.topic.ID) {
 		t.Errorf("the deleted topic is still in the work list")
+	}
+}
+
+func TestIntegrationKeyedPublishes(t *testing.T) {
+	onEngines(t, testKeyedPublishes)
+}
+
+// Keyed publishes are copied as the log holds them (a patch merged, a delete with an empty
+// body), without a conflation key: two versions of one key are two messages in the queue.
+func testKeyedPublishes(t *testing.T, mk engineMaker) {
+	w := newWorld(t, mk, "standard")
+	run(t, w.runner())
+	w.publish(t, engine.PublishMessage{Message: engine.Message{Body: `{"a":1}`, Key: "k"}})
+	w.publish(t, engine.PublishMessage{Message: engine.Message{Body: `{"b":2}`, Key: "k", Merge: engine.MergePatch}})
+	res := w.publish(t, engine.PublishMessage{Message: engine.Message{Key: "k"}, Delete: true})
+	w.awaitCursors(t, res[0].Sequence)
+	for _, q := range w.queues {
+		var bodies []string
+		for _, m := range w.receiveAll(t, q) {
+			bodies = append(bodies, m.Body)
+		}
+		if !slices.Equal(bodies, []string{`{"a":1}`, `{"a":1,"b":2}`, ""}) {
+			t.Errorf("queue %s received %q", q.Name, bodies)
+		}
+	}
+}
+
+type fixedLimit int64
+
+func (l fixedLimit) MaxStoredBytes(context.Context, ids.ID) (int64, error) { return int64(l), nil }
+
+func TestIntegrationQuotaRefusalRecorded(t *testing.T) {
+	onEngines(t, testQuotaRefusalRecorded)
+}
+
+// A copy the project's byte quota refuses is recorded on its binding (failed, the reason) and
+// passed; the binding goes on.
+func testQuotaRefusalRecorded(t *testing.T, mk engineMaker) {
+	w := newWorld(t, mk, "standard")
+	r := w.runner()
+	body := strings.Repeat("x", 100)
+	r.Limits = fixedLimit(150) // the log holds 100 bytes: no copy fits beside it
+	run(t, r)
+	res := w.publish(t, engine.PublishMessage{Message: engine.Message{Body: body}})
+	w.awaitCursors(t, res[0].Sequence)
+	bs, err := w.eng.Bindings(t.Context(), w.engineTopic())
+	must(t, err)
+	for _, b := range bs {
+		if b.Copied != 0 || b.Failed != 1 || b.LastError == "" || b.LastErrorAt.IsZero() {
+			t.Errorf("binding %+v, want copied 0, failed 1 and the reason", b)
+		}
+	}
+	for _, q := range w.queues {
+		if got := w.receiveAll(t, q); len(got) != 0 {
+			t.Errorf("queue %s received %d messages past the quota", q.Name, len(got))
+		}
 	}
 }
