@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -32,6 +33,7 @@ func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
 		return false, h.fail("bindings", err)
 	}
 	if len(before) == 0 {
+		r.setLag(h.id, time.Time{})
 		return true, nil
 	}
 	from := minSequence(before, 0) + 1
@@ -40,8 +42,10 @@ func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
 		return false, h.fail("read", err)
 	}
 	if len(entries) == 0 {
+		r.setLag(h.id, time.Time{})
 		return true, nil
 	}
+	r.setLag(h.id, entries[0].PublishedAt)
 	after, err := r.Engine.Bindings(ctx, h.topic)
 	if err != nil {
 		return false, h.fail("bindings", err)

@@ -368,3 +368,27 @@ func TestTrimmedAtMostOncePerMinute(t *testing.T) {
 	g.f.publish(nil)
 	g.f.await(t, "a second trim a minute later", func() bool { return g.f.trims == 2 })
 }
+
+// The lag gauge is the age of the oldest entry a held topic has not fanned out.
+func TestLagReported(t *testing.T) {
+	g := newRig("standard")
+	g.queue("")
+	attempts := make(chan struct{}, 100)
+	g.f.copyErr = func(engine.CopyBatch) error {
+		select {
+		case attempts <- struct{}{}:
+		default: // the test has what it needs
+		}
+		return apierr.New(apierr.Unavailable, "storage down")
+	}
+	r := g.runner()
+	run(t, r)
+	g.f.publish(nil)
+	<-attempts
+	g.clk.Advance(10 * time.Second)
+	<-attempts // a round that began after the clock moved
+	<-attempts
+	if lag := r.Lag(); lag < 10 {
+		t.Errorf("lag %v s, want at least 10 (the entry was published 10 s ago and is not copied)", lag)
+	}
+}
