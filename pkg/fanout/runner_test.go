@@ -392,3 +392,29 @@ func TestLagReported(t *testing.T) {
 		t.Errorf("lag %v s, want at least 10 (the entry was published 10 s ago and is not copied)", lag)
 	}
 }
+
+// A binding whose queue keeps failing does not hold its topic's other bindings back: the
+// log is read from the smallest cursor of the bindings taking part, and the failing one
+// waits out its backoff.
+func TestFailingBindingDoesNotBlockOthers(t *testing.T) {
+	g := newRig("standard")
+	_, bBad := g.queue("")
+	_, bOK := g.queue("")
+	g.f.copyErr = func(b engine.CopyBatch) error {
+		if b.Binding == bBad {
+			return apierr.New(apierr.Unavailable, "this queue's storage is down")
+		}
+		return nil
+	}
+	r := g.runner()
+	r.ReadLimit = 10
+	run(t, r)
+	attrs := make([]map[string]string, 50)
+	g.f.publish(attrs...)
+	g.f.await(t, "the healthy binding at 50", func() bool { return g.f.binding(bOK).Sequence == 50 })
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	if s := g.f.binding(bBad).Sequence; s != 0 {
+		t.Errorf("the failing binding advanced to %d", s)
+	}
+}
