@@ -32,6 +32,7 @@ func (s *Server) topicRoutes(v1 *echo.Group, admin, read echo.MiddlewareFunc) {
 	v1.GET("/topics/:topic/messages", s.readLog, read)
 	v1.GET("/topics/:topic/state", s.readState, read)
 	v1.GET("/topics/:topic/bindings", s.topicBindings, read)
+	v1.GET("/topics/:topic/stream", s.topicStream, s.require(auth.ScopeMessagesReceive)) // topicstream.go
 	v1.POST("/queues/:queue/sources", s.createBinding, admin)
 	v1.GET("/queues/:queue/sources", s.queueBindings, read)
 	v1.GET("/queues/:queue/sources/:binding", s.getBinding, read)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http/httptest"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -274,4 +276,57 @@ func FuzzPublishRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// logOnly is an engine.Topics whose log holds entries 1..n, each with a body of size bytes
+// and attribute c "red" on every 7th; reads counts the entries ReadLog returned.
+type logOnly struct {
+	engine.Topics
+	n, size int
+	reads   int
+}
+
+func (l *logOnly) ReadLog(_ context.Context, _ engine.Topic, from uint64, limit int) ([]engine.LogEntry, error) {
+	var out []engine.LogEntry
+	var bytes int
+	for seq := from; seq <= uint64(l.n) && len(out) < min(limit, engine.MaxLogRead); seq++ {
+		e := engine.LogEntry{Sequence: seq, Body: strings.Repeat("x", l.size)}
+		if seq%7 == 0 {
+			e.Attributes = map[string]string{"c": "red"}
+		}
+		out = append(out, e)
+		if bytes += l.size; bytes >= engine.MaxLogReadBytes {
+			break
+		}
+	}
+	l.reads += len(out)
+	return out, nil
+}
+
+// TestScanLogBounds: a page examines at most MaxLogRead entries and MaxLogReadBytes, ending
+// with a cursor there; a range's end ends it without one.
+func TestScanLogBounds(t *testing.T) {
+	red := &filter.Filter{Attributes: map[string][]string{"c": {"red"}}}
+	for _, c := range []struct {
+		name    string
+		n, size int
+		r       logRange
+		got     int
+		next    uint64
+		maxRead int
+	}{
+		{"plain page", 50, 10, logRange{from: 1, to: 50, limit: 20}, 20, 21, 20},
+		{"range end", 50, 10, logRange{from: 41, to: 45, limit: 20}, 5, 0, 10},
+		{"log end", 50, 10, logRange{from: 41, to: 100, limit: 20}, 10, 0, 10},
+		{"filter, entry cap", 5000, 10, logRange{from: 1, to: 5000, limit: 1000, flt: red}, 1000 / 7, 1001, 1000},
+		{"filter, all found", 100, 10, logRange{from: 1, to: 100, limit: 1000, flt: red}, 100 / 7, 0, 100},
+		{"byte cap", 100, 1 << 20, logRange{from: 1, to: 100, limit: 100}, 4, 5, 4},
+	} {
+		l := &logOnly{n: c.n, size: c.size}
+		s := &Server{cfg: Config{TopicEngine: l}}
+		out, next, err := s.scanLog(context.Background(), engine.Topic{}, c.r)
+		if err != nil || len(out) != c.got || next != c.next || l.reads > c.maxRead {
+			t.Errorf("%s: %d entries, next %d, %d read, %v; want %d, %d, at most %d", c.name, len(out), next, l.reads, err, c.got, c.next, c.maxRead)
+		}
+	}
 }

@@ -47,6 +47,7 @@ func topicRoutes(t *testing.T, c *client.Client) {
 		t.Fatalf("update topic: %+v %v", tp, err)
 	}
 	bindingRoutes(t, c)
+	replayRoutes(t, c)
 	logRoutes(t, c)
 	if err := c.DeleteTopic(ctx, "ledger.fifo"); err != nil {
 		t.Fatal(err)

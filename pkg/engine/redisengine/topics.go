@@ -83,7 +83,7 @@ func (e *Engine) CreateTopic(ctx context.Context, t engine.Topic) error {
 func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 	k := topicKeysOf(t.ID)
 	q := asQueue(t)
-	keys := []string{k.b, k.log, k.n, k.st, k.sk, k.bd, k.lease}
+	keys := []string{k.b, k.log, k.n, k.st, k.sk, k.bd, k.lease, rediskeys.TopicWait(t.ID)}
 	if e.inline(q) == "1" {
 		keys = append(keys, projectBytesKey(t.Project))
 	}

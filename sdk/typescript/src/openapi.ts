@@ -296,6 +296,17 @@ export type SequenceNumber = string;
  */
 export type Traceparent = string;
 
+/**
+ * Present on a message a replay copied from a topic's log (`POST
+ * /v1/topics/{topic}/replays`): the topic's id and the entry's sequence. The copy has a
+ * message id of its own. It is not an attribute: it does not count toward the 10
+ * attributes, the 256 KiB or stored bytes.
+ */
+export interface ReplayOf {
+  topic: Uuid;
+  sequence: Sequence;
+}
+
 /** Present on a message that was moved to this queue as its dead-letter queue. */
 export interface DeadLetterInfo {
   sourceQueue: Uuid;
@@ -637,6 +648,7 @@ export interface ReceivedMessage {
   deadLetter?: DeadLetterInfo;
   traceparent?: Traceparent;
   priority?: Priority;
+  replayOf?: ReplayOf;
 }
 
 export interface ReceiveResult {
@@ -658,6 +670,7 @@ export interface BrowsedMessage {
   deadLetter?: DeadLetterInfo;
   traceparent?: Traceparent;
   priority?: Priority;
+  replayOf?: ReplayOf;
 }
 
 export interface BrowseResult {
@@ -731,6 +744,50 @@ export interface MoveTask {
 
 export interface MoveTaskList {
   moveTasks: MoveTask[];
+  nextCursor: NextCursor;
+}
+
+/** A sequence (1 or more; a number or a decimal string) or an RFC 3339 time. */
+export type ReplayBound = number | string;
+
+export interface StartReplayRequest {
+  /** The destination queue's id or name (same project, the topic's type). */
+  queue: string;
+  from: ReplayBound;
+  to?: ReplayBound;
+  filter?: AttributeFilter | null;
+  maxMessagesPerSecond?: number;
+  dryRun?: boolean;
+}
+
+export interface Replay {
+  id: Uuid;
+  topicId: Uuid;
+  /** The topic's name. */
+  topic: string;
+  queueId: Uuid;
+  /** The destination queue's name; null once it is deleted. */
+  queue: string | null;
+  from: Sequence;
+  to: Sequence;
+  filter: AttributeFilter | null;
+  status: MoveTaskStatus;
+  /** Copies stored in the queue so far. */
+  moved: number;
+  /** Entries of the range the filter selects, counted by the task's first pass (it grows from 0 while the task counts). */
+  toMove: number;
+  /** Copies the queue refused (its project's maxStoredBytes). */
+  failed: number;
+  maxMessagesPerSecond: number;
+  dryRun: boolean;
+  startedAt: Timestamp;
+  finishedAt: Timestamp | null;
+  /** Why a failed replay failed (absent otherwise). */
+  error?: string;
+}
+
+export interface ReplayList {
+  replays: Replay[];
   nextCursor: NextCursor;
 }
 
@@ -960,6 +1017,7 @@ export interface PushedMessage {
   receiptHandle?: ReceiptHandle;
   visibilityDeadline?: Timestamp;
   traceparent?: Traceparent;
+  replayOf?: ReplayOf;
 }
 
 export interface PushBatch {
