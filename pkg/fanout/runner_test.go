@@ -418,3 +418,39 @@ func TestFailingBindingDoesNotBlockOthers(t *testing.T) {
 		t.Errorf("the failing binding advanced to %d", s)
 	}
 }
+
+// publishing is the fake whose Publish succeeds (appending through publish) or fails.
+type publishing struct {
+	*fakeTopics
+	fail bool
+}
+
+func (p publishing) Publish(_ context.Context, _ engine.Topic, msgs []engine.PublishMessage) ([]engine.PublishResult, error) {
+	if p.fail {
+		return nil, apierr.New(apierr.Unavailable, "down")
+	}
+	var res []engine.PublishResult
+	for _, seq := range p.publish(make([]map[string]string, len(msgs))...) {
+		res = append(res, engine.PublishResult{Sequence: seq})
+	}
+	return res, nil
+}
+
+// A publish through Notifying hands its topic to the runner at once (no poll needed); a
+// failed one does not.
+func TestNotifyingWakesTheRunner(t *testing.T) {
+	g := newRig("standard")
+	q, _ := g.queue("")
+	r := g.runner()
+	r.Poll = time.Hour
+	run(t, r)
+	g.f.await(t, "the runner's first poll (of an empty work list)", func() bool { return g.f.polls == 1 })
+	tp := engine.Topic{ID: g.f.topic}
+	if _, err := fanout.Notifying(publishing{g.f, true}, r).Publish(t.Context(), tp, make([]engine.PublishMessage, 1)); err == nil {
+		t.Fatal("the failing publish succeeded")
+	}
+	if _, err := fanout.Notifying(publishing{g.f, false}, r).Publish(t.Context(), tp, make([]engine.PublishMessage, 1)); err != nil {
+		t.Fatal(err)
+	}
+	g.f.await(t, "the copy", func() bool { return len(g.f.stored[q]) == 1 })
+}
