@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,14 +86,55 @@ func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
 	}
 	t.Run("redis", func(t *testing.T) {
 		test(t, func(t *testing.T) topicEngine {
-			return redisEngine(t, redis.NewClient(&redis.Options{Addr: testenv.Redis(t)}))
+			return redisEngine(t, redis.NewClient(&redis.Options{Addr: servers.redis(t)}))
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
 		test(t, func(t *testing.T) topicEngine {
-			return redisEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.RedisCluster(t)}))
+			return redisEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: servers.cluster(t)}))
 		})
 	})
+}
+
+// servers are one Redis and one Redis Cluster shared by the package's tests (their topics
+// and queues have ids of their own), started at first use and stopped by TestMain.
+var servers shared
+
+type shared struct {
+	mu           sync.Mutex
+	redisAddr    string
+	clusterAddrs []string
+	stops        []func()
+}
+
+func (s *shared) redis(t *testing.T) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.redisAddr == "" {
+		addr, stop, err := testenv.StartRedis(context.Background())
+		must(t, err)
+		s.redisAddr, s.stops = addr, append(s.stops, stop)
+	}
+	return s.redisAddr
+}
+
+func (s *shared) cluster(t *testing.T) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clusterAddrs == nil {
+		addrs, stop, err := testenv.StartRedisCluster(context.Background())
+		must(t, err)
+		s.clusterAddrs, s.stops = addrs, append(s.stops, stop)
+	}
+	return s.clusterAddrs
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, stop := range servers.stops {
+		stop()
+	}
+	os.Exit(code)
 }
 
 func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
