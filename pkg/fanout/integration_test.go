@@ -491,3 +491,50 @@ func testQuotaRefusalRecorded(t *testing.T, mk engineMaker) {
 		}
 	}
 }
+
+func TestIntegrationRunnersRaceExactlyOnce(t *testing.T) {
+	onEngines(t, testRunnersRaceExactlyOnce)
+}
+
+// Three runners with short leases and quick idling race for one topic while it is published
+// to in bursts: every bound queue still holds each message once.
+func testRunnersRaceExactlyOnce(t *testing.T, mk engineMaker) {
+	w := newWorld(t, mk, "standard")
+	for range 3 {
+		r := w.runner()
+		r.Lease, r.IdleAfter, r.Poll = 60*time.Millisecond, 30*time.Millisecond, 5*time.Millisecond
+		run(t, r)
+	}
+	var last uint64
+	for burst := range 30 {
+		msgs := make([]engine.PublishMessage, 10)
+		for i := range msgs {
+			msgs[i].Body = fmt.Sprint(burst, "-", i)
+		}
+		res := w.publish(t, msgs...)
+		last = res[len(res)-1].Sequence
+		if burst%5 == 4 { // let the topic go idle now and then, for any runner to take next
+			w.awaitCursors(t, last)
+			select {
+			case <-w.eng.released:
+			default:
+			}
+			select {
+			case <-w.eng.released:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the topic was never let go")
+			}
+		}
+	}
+	w.awaitCursors(t, last)
+	for _, q := range w.queues {
+		got := w.receiveAll(t, q)
+		seen := map[string]bool{}
+		for _, m := range got {
+			seen[m.Body] = true
+		}
+		if len(got) != 300 || len(seen) != 300 {
+			t.Errorf("queue %s received %d messages (%d bodies), want 300 once each", q.Name, len(got), len(seen))
+		}
+	}
+}
