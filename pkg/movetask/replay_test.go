@@ -250,3 +250,51 @@ func TestReplayTopicDeleted(t *testing.T) {
 		t.Fatalf("task ended %s (%q); want failed (topic deleted)", got.Status, got.Error)
 	}
 }
+
+// TestReplayFIFOCrashStoresOnce: into a fifo queue the copies keep their groups, and the
+// batch a crash sends again is a duplicate of the first send (its dedup ids derive from the
+// replay and the sequence): every entry is stored once.
+func TestReplayFIFOCrashStoresOnce(t *testing.T) {
+	w := newWorld(t)
+	w.dst.Type = "fifo"
+	w.dst.ID, w.dst.Name = ids.New(), "dst.fifo"
+	if err := w.store.CreateQueue(t.Context(), w.dst); err != nil {
+		t.Fatal(err)
+	}
+	tp := meta.Topic{ID: ids.New(), ProjectID: w.src.ProjectID, Name: "f.fifo", Type: "fifo", RetentionSeconds: 3600,
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := w.store.CreateTopicWithin(t.Context(), tp, 0); err != nil {
+		t.Fatal(err)
+	}
+	et := movetask.EngineTopic(tp)
+	if err := w.eng.CreateTopic(t.Context(), et); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 20; i++ {
+		m := engine.PublishMessage{Message: engine.Message{Body: strconv.Itoa(i), GroupID: "g" + strconv.Itoa(i%2)}}
+		if _, err := w.eng.Publish(t.Context(), et, []engine.PublishMessage{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := newReplay(w, tp, 1, 20, 100) // batches of 10
+	if err := w.store.CreateMoveTask(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	first := &movetask.Runner{Store: &crashingStore{MoveTaskStore: w.store, crash: stop}, Queues: w.store, Engine: w.eng,
+		Poll: 10 * time.Millisecond, Lease: 200 * time.Millisecond, Owner: "first", Replays: movetask.ForStores(w.eng, w.store)}
+	first.Run(ctx)
+	got := w.runWith(t, &movetask.Runner{Owner: "second", Replays: movetask.ForStores(w.eng, w.store)}, w.store, task)
+	msgs := w.dest(t)
+	seen := map[uint64]bool{}
+	for _, m := range msgs {
+		_, r := engine.SplitReplayOf(m.Attributes)
+		if r == nil || seen[r.Sequence] || m.GroupID != "g"+strconv.FormatUint(r.Sequence%2, 10) {
+			t.Fatalf("copy %+v (replayOf %+v): want each sequence once, in its group", m, r)
+		}
+		seen[r.Sequence] = true
+	}
+	if got.Status != meta.MoveCompleted || len(seen) != 20 {
+		t.Fatalf("task %s; %d sequences stored, want completed and 20", got.Status, len(seen))
+	}
+}

@@ -115,6 +115,12 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("first page: %s", l.raw)
 	}
 
+	// Browse and receive show the copies' origin (never the reserved attribute).
+	for _, m := range c.do("GET", "/v1/queues/rp-dst/messages", nil).must(t, 200).list("messages") {
+		if ro, _ := m["replayOf"].(map[string]any); ro == nil || ro["topic"] != topicID || len(m["attributes"].(map[string]any)) != 1 {
+			t.Fatalf("browsed: %v", m)
+		}
+	}
 	// The copies: new ids, their origin, the attributes as published.
 	seqs := map[float64]bool{}
 	for len(seqs) < 5 {

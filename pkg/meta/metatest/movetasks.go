@@ -26,6 +26,7 @@ func RunMoveTasks(t *testing.T, newStore func(t *testing.T) meta.MoveTaskStore) 
 		{"ListNewestFirst", testMoveList},
 		{"RunningPerProjectBound", testMoveRunningPerProject},
 		{"Replays", testReplays},
+		{"ReplaysCountInProjectBound", testReplaysCountInProjectBound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -67,3 +67,41 @@ func testReplays(t *testing.T, s meta.MoveTaskStore) {
 		t.Fatalf("a replay without a destination: %v, want invalid_argument", err)
 	}
 }
+
+// testReplaysCountInProjectBound: replays count in the project's meta.MaxRunningMoveTasks
+// with its move tasks, and a replay's end frees a place.
+func testReplaysCountInProjectBound(t *testing.T, s meta.MoveTaskStore) {
+	ctx := t.Context()
+	p := ids.New()
+	var last meta.MoveTask
+	for i := range meta.MaxRunningMoveTasks {
+		tk := newMoveTask(ids.New())
+		if i%2 == 0 {
+			tk = newReplay(ids.New(), ids.New())
+		}
+		tk.ProjectID = p
+		if err := s.CreateMoveTask(ctx, tk); err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+		if tk.IsReplay() {
+			last = tk
+		}
+	}
+	over := newReplay(ids.New(), ids.New())
+	over.ProjectID = p
+	e := wantCode(t, s.CreateMoveTask(ctx, over), apierr.QuotaExceeded, "a replay past the bound")
+	if e.Details["limit"] != meta.LimitRunningMoveTasks {
+		t.Fatalf("details %v, want limit %q", e.Details, meta.LimitRunningMoveTasks)
+	}
+	cur, err := s.GetMoveTask(ctx, last.QueueID, last.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Status = meta.MoveFailed
+	if _, err := s.UpdateMoveTask(ctx, cur); err != nil {
+		t.Fatalf("ending a replay: %v", err)
+	}
+	if err := s.CreateMoveTask(ctx, over); err != nil {
+		t.Fatalf("a replay after one ended: %v", err)
+	}
+}

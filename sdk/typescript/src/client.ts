@@ -94,6 +94,12 @@ function failedEntryError(e: { code: string; message: string; details?: Record<s
 }
 
 /** Attempts are listed newest first; `cursor` pages to older ones where the server keeps them. */
+/** A replay's request: `from` and `to` are sequences, RFC 3339 strings or Dates. */
+export interface ReplayRequest extends Omit<api.StartReplayRequest, 'from' | 'to'> {
+  from: number | string | Date;
+  to?: number | string | Date;
+}
+
 export type AttemptsOptions = PageOptions;
 
 /** A batch receipt call's per-entry outcome: undefined for success, else the entry's error. */
@@ -614,6 +620,34 @@ export class QueuesClient {
       yield* page.state;
       cursor = page.nextCursor;
     } while (cursor);
+  }
+
+  /**
+   * Replays the topic's log entries `from`..`to` (inclusive: sequences, RFC 3339 strings or
+   * Dates; `to` absent: the last sequence now) that `filter` selects into `queue` as new
+   * messages carrying `replayOf` (scope `queues:admin`). `dryRun` only counts (`toMove`). A
+   * queue runs one task at a time (a replay into it or a move task from it): else
+   * `move_task_running` (409).
+   */
+  startReplay(topic: string, req: ReplayRequest, o: CallOptions = {}): Promise<api.Replay> {
+    const body: Record<string, unknown> = { ...req, from: position(req.from) };
+    if (req.to !== undefined) body.to = position(req.to);
+    return this.call('startReplay', { path: { topic }, body, signal: o.signal });
+  }
+
+  /** One page of the topic's replays, newest first (scope `queues:read`). */
+  listReplays(topic: string, o: PageOptions = {}): Promise<api.ReplayList> {
+    return this.call('listReplays', { path: { topic }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** One replay with its progress (scope `queues:read`). */
+  getReplay(topic: string, replay: string, o: CallOptions = {}): Promise<api.Replay> {
+    return this.call('getReplay', { path: { topic, replay }, signal: o.signal });
+  }
+
+  /** Stops a running replay after the batch in transit (scope `queues:admin`); a finished one is answered unchanged. */
+  cancelReplay(topic: string, replay: string, o: CallOptions = {}): Promise<api.Replay> {
+    return this.call('cancelReplay', { path: { topic, replay }, signal: o.signal });
   }
 
   /** The topic's bindings (scope `queues:read`). */

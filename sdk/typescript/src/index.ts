@@ -12,6 +12,7 @@ export type {
   ListTopicsOptions,
   PageOptions,
   ReadLogOptions,
+  ReplayRequest,
   RetryPolicy,
   RouteCall,
 } from './client.js';

@@ -476,6 +476,30 @@ describe('topics', () => {
     await c.deleteTopic(name);
     await rejects(c.getTopic(name), 'not_found', 404);
   });
+
+  test('replays: a range of the log into a queue, its copies carrying replayOf; list, get, cancel', async () => {
+    const name = qname('replayed-topic');
+    const t = await c.createTopic({ name });
+    const dst = qname('replayed');
+    await c.createQueue({ name: dst });
+    await c.publishMessages(name, [{ body: 'one', attributes: { region: 'eu' } }, { body: 'two' }, { body: 'three' }]);
+    const dry = await c.startReplay(name, { queue: dst, from: 1, dryRun: true, filter: { attributes: { region: 'eu' } } });
+    assert.equal(dry.status, 'completed');
+    assert.equal(dry.toMove, 1);
+    let r = await c.startReplay(name, { queue: dst, from: '1', to: 2 });
+    assert.equal(r.to, 2);
+    await until(async () => (r = await c.getReplay(name, r.id)).status !== 'running', 30000, 'the replay to end');
+    assert.equal(r.status, 'completed');
+    assert.equal(r.moved, 2);
+    assert.equal((await c.cancelReplay(name, r.id)).status, 'completed');
+    assert.deepEqual((await c.listReplays(name, { limit: 1 })).replays.map((x) => x.id), [r.id]);
+    const seqs: number[] = [];
+    for (const m of await c.receive(dst, { maxMessages: 10, waitSeconds: 1 })) {
+      assert.equal(m.replayOf?.topic, t.id);
+      seqs.push(m.replayOf!.sequence);
+    }
+    assert.deepEqual(seqs.sort(), [1, 2]);
+  });
 });
 
 describe('operations', () => {

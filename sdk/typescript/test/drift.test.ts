@@ -57,6 +57,7 @@ test("every operation's query parameters reach the wire", async () => {
   await c.listConsumers('q', { limit: 1, cursor: 'c' });
   await c.listSubscriptionAttempts('q', { limit: 1, cursor: 'c' });
   await c.listMoveTasks('q', { limit: 1, cursor: 'c' });
+  await c.listReplays('t', { limit: 1, cursor: 'c' });
   await c.getProjectUsage('p', { from: '2026-01-01T00:00:00Z', to: new Date() });
   await c.getCurrentProjectUsage({ from: new Date(0), to: '2026-01-01T00:00:00Z' });
   await c.listTopics({ limit: 1, cursor: 'c', prefix: 'p' });
@@ -71,6 +72,7 @@ test("every operation's query parameters reach the wire", async () => {
     '/v1/queues/{}/consumers': '/v1/queues/q/consumers',
     '/v1/queues/{}/subscription/attempts': '/v1/queues/q/subscription/attempts',
     '/v1/queues/{}/move-tasks': '/v1/queues/q/move-tasks',
+    '/v1/topics/{}/replays': '/v1/topics/t/replays',
     '/v1/projects/{}/usage': '/v1/projects/p/usage',
     '/v1/project/usage': '/v1/project/usage',
     '/v1/topics': '/v1/topics',
