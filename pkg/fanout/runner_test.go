@@ -454,3 +454,24 @@ func TestNotifyingWakesTheRunner(t *testing.T) {
 	}
 	g.f.await(t, "the copy", func() bool { return len(g.f.stored[q]) == 1 })
 }
+
+// A topic listed active whose metadata is gone (a delete cut short) is let go and not taken
+// again at every poll.
+func TestTopicWithoutMetadataLeftAlone(t *testing.T) {
+	g := newRig("standard")
+	g.queue("")
+	g.m.topic.ID = ids.New() // the metadata no longer knows the engine's topic
+	r := g.runner()
+	run(t, r)
+	g.f.publish(nil)
+	g.f.await(t, "the topic taken and let go", func() bool { return g.f.leaseAsks[r.Owner] == 1 && g.f.releases == 1 })
+	g.f.mu.Lock()
+	polls := g.f.polls
+	g.f.mu.Unlock()
+	g.f.await(t, "20 more polls", func() bool { return g.f.polls >= polls+20 })
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	if n := g.f.leaseAsks[r.Owner]; n != 1 {
+		t.Errorf("the lease of a topic without metadata was taken %d times, want once a minute", n)
+	}
+}

@@ -44,7 +44,15 @@ func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 		retries: map[ids.ID]retry{}}
 	defer h.release()
 	if err := h.load(ctx); err != nil {
-		if ctx.Err() == nil && apierr.CodeOf(err) != apierr.NotFound {
+		switch {
+		case apierr.CodeOf(err) == apierr.NotFound:
+			// Deleted from the metadata but not (yet) from the engine: the API's delete was cut
+			// short, or is under way. Nothing can be fanned out without its settings; look
+			// again in a minute rather than every poll.
+			r.mu.Lock()
+			r.busy[topic] = r.Clock.Now().Add(orphanGrace)
+			r.mu.Unlock()
+		case ctx.Err() == nil:
 			r.Log.Warn("fanout: reading a topic failed", "topic", topic.String(), "error", err)
 		}
 		return false
