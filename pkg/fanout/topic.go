@@ -23,6 +23,11 @@ type holder struct {
 	// orphansChecked is when the bindings were last compared with the metadata store.
 	orphansChecked time.Time
 	filters        map[string]*filter.Filter
+	// retries are the bindings waiting out a failure (retry.go).
+	retries map[ids.ID]retry
+	// lagFrom is where the round that set the topic's lag read from: while bindings wait out
+	// failures, only a round reading from as far back speaks for the whole topic.
+	lagFrom uint64
 }
 
 // errLost ends a hold whose lease another replica has taken.
@@ -35,10 +40,19 @@ var errLost = errors.New("fanout: the topic's lease was lost")
 func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 	watch, cancel := r.Engine.WatchTopic(topic)
 	defer cancel()
-	h := &holder{r: r, id: topic, renewed: r.Clock.Now(), filters: map[string]*filter.Filter{}}
+	h := &holder{r: r, id: topic, renewed: r.Clock.Now(), filters: map[string]*filter.Filter{},
+		retries: map[ids.ID]retry{}}
 	defer h.release()
 	if err := h.load(ctx); err != nil {
-		if ctx.Err() == nil && apierr.CodeOf(err) != apierr.NotFound {
+		switch {
+		case apierr.CodeOf(err) == apierr.NotFound:
+			// Deleted from the metadata but not (yet) from the engine: the API's delete was cut
+			// short, or is under way. Nothing can be fanned out without its settings; look
+			// again in a minute rather than every poll.
+			r.mu.Lock()
+			r.busy[topic] = r.Clock.Now().Add(orphanGrace)
+			r.mu.Unlock()
+		case ctx.Err() == nil:
 			r.Log.Warn("fanout: reading a topic failed", "topic", topic.String(), "error", err)
 		}
 		return false
@@ -63,6 +77,9 @@ func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 		}
 		backoff = 0
 		wait := min(r.IdleAfter-quiet, r.Lease/3)
+		if next, ok := h.nextRetry(time.Now()); ok {
+			wait = min(wait, max(next, time.Millisecond))
+		}
 		if waitFor(ctx, watch, wait) {
 			quiet = 0
 			continue
