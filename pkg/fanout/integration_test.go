@@ -40,6 +40,16 @@ type signalling struct {
 	advanced chan struct{}
 	released chan struct{}
 	releases atomic.Int64
+	trimmed  chan struct{}
+}
+
+func (s *signalling) Trim(ctx context.Context, t engine.Topic) error {
+	err := s.topicEngine.Trim(ctx, t)
+	select {
+	case s.trimmed <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 func (s *signalling) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) error {
@@ -73,12 +83,22 @@ type world struct {
 // engineMaker makes the engine of one test.
 type engineMaker func(t *testing.T) topicEngine
 
+// clockedMaker makes the engine of one test with the clock it is given.
+type clockedMaker func(t *testing.T, clk clock.Clock) topicEngine
+
 // onEngines runs test on the embedded engine, on Redis and on Redis Cluster (each its own
 // server from pkg/testenv).
 func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
+	onClockedEngines(t, func(t *testing.T, mk clockedMaker) {
+		test(t, func(t *testing.T) topicEngine { return mk(t, clock.Real{}) })
+	})
+}
+
+// onClockedEngines is onEngines for a test that sets the engines' clock.
+func onClockedEngines(t *testing.T, test func(t *testing.T, mk clockedMaker)) {
 	t.Run("embedded", func(t *testing.T) {
-		test(t, func(t *testing.T) topicEngine {
-			e, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clock.Real{}, embeddedengine.Options{NoSync: true})
+		test(t, func(t *testing.T, clk clock.Clock) topicEngine {
+			e, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clk, embeddedengine.Options{NoSync: true})
 			must(t, err)
 			t.Cleanup(func() { e.Close() })
 			return e
@@ -88,13 +108,13 @@ func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
 		return
 	}
 	t.Run("redis", func(t *testing.T) {
-		test(t, func(t *testing.T) topicEngine {
-			return redisEngine(t, redis.NewClient(&redis.Options{Addr: servers.redis(t)}))
+		test(t, func(t *testing.T, clk clock.Clock) topicEngine {
+			return redisEngine(t, redis.NewClient(&redis.Options{Addr: servers.redis(t)}), clk)
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
-		test(t, func(t *testing.T) topicEngine {
-			return redisEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: servers.cluster(t)}))
+		test(t, func(t *testing.T, clk clock.Clock) topicEngine {
+			return redisEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: servers.cluster(t)}), clk)
 		})
 	})
 }
@@ -140,8 +160,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
-	e, err := redisengine.New(rdb, clock.Real{}, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
+func redisEngine(t *testing.T, rdb redis.UniversalClient, clk clock.Clock) topicEngine {
+	e, err := redisengine.New(rdb, clk, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
 	must(t, err)
 	t.Cleanup(func() { e.Close(); rdb.Close() })
 	return e
@@ -150,7 +170,8 @@ func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
 func newWorld(t *testing.T, mk engineMaker, typ string) *world {
 	t.Helper()
 	e := mk(t)
-	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1), released: make(chan struct{}, 1)}, store: memmeta.New()}
+	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1), released: make(chan struct{}, 1),
+		trimmed: make(chan struct{}, 1)}, store: memmeta.New()}
 	ctx, p, now := t.Context(), ids.New(), time.Now()
 	must(t, w.store.CreateProject(ctx, meta.Project{ID: p, Name: "p", CreatedAt: now}))
 	w.topic = meta.Topic{ID: ids.New(), ProjectID: p, Name: "orders", Type: typ, RetentionSeconds: 3600, CreatedAt: now}

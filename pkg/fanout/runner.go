@@ -102,9 +102,9 @@ type Runner struct {
 	held    map[ids.ID]bool
 	kicked  map[ids.ID]bool
 	kick    chan struct{}
-	// trims is when this replica last trimmed each topic (old entries swept when the map
-	// has doubled since trimsSwept).
-	trims      map[ids.ID]time.Time
+	// trims is when this replica last trimmed each topic, and with which retention (old
+	// entries swept when the map has doubled since trimsSwept).
+	trims      map[ids.ID]trimmed
 	trimsSwept int
 	// busy is until when a topic whose lease another replica held is not tried again: every
 	// replica reads the whole work list every Poll, and would otherwise ask for every lease
@@ -118,6 +118,12 @@ type Runner struct {
 	// missing is when each binding the engine lists was first seen absent from the metadata
 	// store (an entry goes when the binding is seen again or unbound).
 	missing map[ids.ID]time.Time
+}
+
+// trimmed is a trim of a topic by this replica.
+type trimmed struct {
+	at        time.Time
+	retention time.Duration
 }
 
 func (r *Runner) init() {
