@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,7 +266,8 @@ func TestCrashBetweenCopyAndAdvance(t *testing.T) {
 	first := g.runner()
 	ctx, cancel := context.WithCancel(context.Background())
 	copied := make(chan struct{})
-	first.AfterCopy = func(ids.ID) { cancel(); close(copied) }
+	var once sync.Once
+	first.AfterCopy = func(ids.ID) { once.Do(func() { cancel(); close(copied) }) }
 	done := make(chan struct{})
 	go func() { defer close(done); first.Run(ctx) }()
 	g.f.publish(nil, nil)
