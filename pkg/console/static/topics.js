@@ -186,6 +186,14 @@ function openTopic(id) {
 
 const isCurrent = (id) => state.current && state.current.id === id;
 
+// refreshTopic rereads the open topic after the page changed it, so its counts do not wait
+// for the next poll.
+async function refreshTopic() {
+  const id = state.current.id;
+  const tp = await api.getTopic(id);
+  if (isCurrent(id)) renderTopic(tp);
+}
+
 function renderTopic(tp) {
   state.current = tp;
   $('topic-title').textContent = tp.name;
@@ -246,7 +254,7 @@ function bindingRow(b) {
   const unbind = armed('Unbind', 'Really unbind?', async () => {
     await api.unbind(b.queueId, b.id);
     ui.banner(`${b.queue} unbound.`, 'info');
-    await loadBindings();
+    await Promise.all([loadBindings(), refreshTopic()]);
   });
   unbind.dataset.unbind = b.queue;
   const tr = ui.el('tr', { dataset: { binding: b.id, queue: b.queue } }, ui.el('td', {}, queue), cell('filter', 'mono'),
@@ -308,7 +316,7 @@ async function bindQueue(ev) {
     const b = await api.bind($('bind-queue').value, body);
     ui.banner(`${b.queue} bound from sequence ${b.startSequence}.`, 'info');
     $('bind-filter').value = '';
-    await loadBindings();
+    await Promise.all([loadBindings(), refreshTopic()]);
   } catch (err) { ui.showError(err); }
 }
 
@@ -395,6 +403,7 @@ async function publish(ev) {
     $('publish-result').textContent = `Published ${m.messageId} at sequence ${m.sequence}${m.duplicate ? ' (duplicate of an earlier publish)' : ''}.`;
     $('publish-result').dataset.messageId = m.messageId;
     $('publish-result').dataset.sequence = m.sequence;
+    await refreshTopic();
   } catch (err) { ui.showError(err); }
 }
 
@@ -407,7 +416,11 @@ function replayRow(r) {
   const cell = (k, cls) => (cells[k] = ui.el('td', { class: cls || '', dataset: { col: k } }));
   const cancel = ui.el('button', { type: 'button', class: 'danger', dataset: { cancelReplay: r.id } }, 'Cancel');
   cancel.addEventListener('click', async () => {
-    try { await api.cancelReplay(state.current.id, r.id); await loadReplays(); } catch (err) { ui.showError(err); }
+    try {
+      const got = await api.cancelReplay(state.current.id, r.id);
+      ui.banner(`Replay into ${got.queue} ${got.status}: ${got.moved} of ${got.toMove} copied.`, 'info');
+      await loadReplays();
+    } catch (err) { ui.showError(err); }
   });
   const tr = ui.el('tr', { dataset: { replay: r.id } }, cell('startedAt'), cell('queue'), cell('range', 'num'), cell('filter', 'mono'),
     cell('status'), cell('moved', 'num'), cell('failed', 'num'), cell('rate', 'num'), ui.el('td', {}, cancel));
@@ -446,7 +459,7 @@ async function startReplay(ev) {
     if (to !== undefined) body.to = to;
     const r = await api.startReplay(tp.id, body);
     ui.banner(r.dryRun && r.status === 'completed' ? `Dry run: ${r.toMove} entries would be copied.` : `Replay into ${r.queue} started.`, 'info');
-    await loadReplays();
+    await Promise.all([loadReplays(), refreshTopic()]);
   } catch (err) { ui.showError(err); }
 }
 
