@@ -31,6 +31,7 @@ func TestTopicsInBrowser(t *testing.T) {
 	b.editFilterAndState(n, auditID)
 	b.replay(n, auditID)
 	b.unbindAndDelete(n, ordersID)
+	b.replayedInQueue()
 
 	for _, e := range b.pageErrors() {
 		t.Errorf("page error: %s", e)
@@ -115,7 +116,7 @@ func (b *browser) queueSources(order string) {
 	b.run(chromedp.Click("#tab-sources", chromedp.ByID), chromedp.WaitVisible("#sources-table", chromedp.ByID))
 	b.waitText(`#sources-body tr[data-topic="events"] td[data-col="copied"]`, "1")
 	b.waitTextContains(`#sources-body tr[data-topic="events"]`, "kind=order")
-	b.shot("18-queue-sources")
+	b.shot("19-queue-sources")
 	b.run(chromedp.Click(`#sources-body tr[data-topic="events"] button.link`), chromedp.WaitVisible("#bind-form", chromedp.ByID))
 	b.waitText("#topic-title", "events")
 }
@@ -208,7 +209,15 @@ func (b *browser) replay(n *node, auditID string) {
 	if len(rs) != 1 || rs[0].(map[string]any)["status"] != "cancelled" {
 		t.Fatalf("after Cancel the API says %v", rs)
 	}
-	b.shot("17-topic-replay")
+	b.shot("18-topic-replay")
+}
+
+// replayedInQueue sees audit's replayed copies marked with their topic and sequence.
+func (b *browser) replayedInQueue() {
+	b.run(chromedp.Click("#nav-queues", chromedp.ByID), chromedp.Click(`button[data-queue="audit"]`),
+		chromedp.WaitVisible("#pane-messages", chromedp.ByID))
+	b.waitTextContains("#browse-body", "#1 of events")
+	b.waitTextContains("#browse-body", "#2 of events")
 }
 
 // unbindAndDelete unbinds orders (two clicks) and deletes scratch from the list (two clicks).

@@ -292,7 +292,8 @@ async function loadBrowse() {
   $('browse-body').replaceChildren(...page.messages.map((m) => el('tr', { dataset: { messageId: m.messageId } },
     el('td', { class: 'mono' }, m.messageId), el('td', { class: 'body', title: m.body }, m.body),
     el('td', { class: 'mono' }, attrsText(m.attributes)), el('td', { class: 'num' }, m.receiveCount),
-    el('td', {}, shortTime(m.sentAt)), el('td', {}, shortTime(m.visibleAt)), el('td', {}, m.groupId || '—'))));
+    el('td', {}, shortTime(m.sentAt)), el('td', {}, shortTime(m.visibleAt)), el('td', {}, m.groupId || '—'),
+    el('td', { class: 'replay-of' }, m.replayOf ? `#${m.replayOf.sequence} of ${topics.topicName(m.replayOf.topic)}` : '—'))));
   $('browse-empty').hidden = page.messages.length > 0;
   $('browse-empty').textContent = filter.length
     ? (page.nextCursor ? 'No matching messages among those this page examined: try the next page.' : 'No matching messages.')

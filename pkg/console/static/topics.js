@@ -105,6 +105,13 @@ function armed(label, confirmLabel, act) {
   return b;
 }
 
+// topicName names a topic by id from the last listing (a replayed message names its topic
+// by id), or answers the id.
+export function topicName(id) {
+  const tp = state.topics.find((t) => t.id === id);
+  return tp ? tp.name : id;
+}
+
 // ---- topic list ----
 
 const topicRows = new Map();
