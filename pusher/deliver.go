@@ -36,6 +36,7 @@ type pushMessage struct {
 	ReceiptHandle      string            `json:"receiptHandle,omitempty"`      // absent on at-most-once queues
 	VisibilityDeadline string            `json:"visibilityDeadline,omitempty"` // likewise
 	Traceparent        string            `json:"traceparent,omitempty"`
+	ReplayOf           *replayOf         `json:"replayOf,omitempty"`
 }
 
 type pushQueue struct {
@@ -126,13 +127,13 @@ func (w *worker) build(sub meta.Subscription, q queueInfo, batch []engine.Receiv
 		attemptID: ids.New().String(), inBatch: make(map[string]bool, len(batch)), msgIDs: make([]string, len(batch)),
 	}
 	for i, m := range batch {
-		attrs, tp := engine.SplitTraceparent(m.Attributes)
+		attrs, tp, rp := engine.SplitReserved(m.Attributes)
 		if attrs == nil {
 			attrs = map[string]string{}
 		}
 		pm := pushMessage{
 			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrs, ReceiveCount: m.ReceiveCount,
-			SentAt: formatTime(m.SentAt), GroupID: m.GroupID, Traceparent: tp,
+			SentAt: formatTime(m.SentAt), GroupID: m.GroupID, Traceparent: tp, ReplayOf: pushReplayOf(rp),
 		}
 		if !q.eq.AtMostOnce { // an at-most-once message is gone already: nothing to settle later
 			pm.ReceiptHandle = w.p.cfg.Receipts.Sign(m.Delivery)
@@ -281,4 +282,18 @@ func errDetail(err error, class string) string {
 		err = ue.Err // without the URL, which may carry secrets in its query
 	}
 	return truncate(err.Error(), 200)
+}
+
+// replayOf is a replayed message's origin (SPEC §14): the topic's id and the log entry's
+// sequence, kept under the reserved engine.ReplayOfAttribute.
+type replayOf struct {
+	Topic    string `json:"topic"`
+	Sequence uint64 `json:"sequence"`
+}
+
+func pushReplayOf(r *engine.ReplayOf) *replayOf {
+	if r == nil {
+		return nil
+	}
+	return &replayOf{Topic: r.Topic.String(), Sequence: r.Sequence}
 }

@@ -87,7 +87,7 @@ bash scripts/sqs-cli.sh
 bash scripts/sqs-js.sh
 
 echo "== go test -race (concurrency-sensitive packages)"
-go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
+go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/ ./pkg/fanout/
 
 echo "== python sdk (sdk/python: unittest against a queues serve it builds and starts)"
 (cd sdk/python && python3 -m unittest discover -v)
@@ -96,6 +96,7 @@ echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go tes
 go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/
 go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzPublishRequest$' -fuzztime 50000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
 go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/

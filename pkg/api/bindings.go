@@ -188,7 +188,7 @@ func (s *Server) createBinding(c echo.Context) error {
 	if t.Type != q.Type {
 		return apierr.Invalid("topic", "a %s topic binds %s queues only; queue %q is %s", t.Type, t.Type, q.Name, q.Type)
 	}
-	b, err := s.Bind(ctx, q, t, filterJSON(f), from)
+	b, err := s.bind(ctx, q, t, filterJSON(f), from)
 	if err != nil {
 		return err
 	}
@@ -199,10 +199,10 @@ func (s *Server) createBinding(c echo.Context) error {
 	return c.JSON(http.StatusCreated, bindingOut(b, q.Name, t.Name, nil, bounds.Last))
 }
 
-// Bind binds queue q to topic t (same project and type, checked by the caller): the
+// bind binds queue q to topic t (same project and type, checked by the caller): the
 // engine's binding first, so a stored binding always has its cursor; a refused store
 // (binding_exists, quota_exceeded) removes it again.
-func (s *Server) Bind(ctx context.Context, q meta.Queue, t meta.Topic, filterJSON string, from bindingFrom) (meta.Binding, error) {
+func (s *Server) bind(ctx context.Context, q meta.Queue, t meta.Topic, filterJSON string, from bindingFrom) (meta.Binding, error) {
 	et := engineTopic(t)
 	start, err := s.startSequence(ctx, et, from)
 	if err != nil {

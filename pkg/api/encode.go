@@ -102,6 +102,7 @@ func appendReceiveAnswer(b []byte, out []receivedJSON) []byte {
 			b = append(b, `,"priority":`...)
 			b = strconv.AppendInt(b, int64(*m.Priority), 10)
 		}
+		b = appendReplayOf(b, m.ReplayOf)
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)

@@ -302,6 +302,7 @@ type receivedJSON struct {
 	DeadLetter         *deadLetterJSON   `json:"deadLetter,omitempty"`
 	Traceparent        string            `json:"traceparent,omitempty"`
 	Priority           *int              `json:"priority,omitempty"` // standard queues only
+	ReplayOf           *replayOfJSON     `json:"replayOf,omitempty"`
 }
 
 func attrsOut(a map[string]string) map[string]string {
@@ -386,12 +387,12 @@ func (s *Server) receivedOut(q meta.Queue, msgs []engine.Received) []receivedJSO
 	amo := q.AtMostOnce()
 	out := make([]receivedJSON, len(msgs))
 	for i, m := range msgs {
-		attrs, tp := engine.SplitTraceparent(m.Attributes)
+		attrs, tp, rp := engine.SplitReserved(m.Attributes)
 		out[i] = receivedJSON{
 			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(attrs), Traceparent: tp,
 			ReceiveCount: m.ReceiveCount, SentAt: formatTime(m.SentAt),
 			GroupID: m.GroupID, SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
-			Priority: prioOut(fifo, m.Priority),
+			Priority: prioOut(fifo, m.Priority), ReplayOf: replayOfOut(rp),
 		}
 		if !amo {
 			out[i].ReceiptHandle = s.cfg.Receipts.Sign(m.Delivery)
@@ -498,6 +499,7 @@ type browsedJSON struct {
 	DeadLetter     *deadLetterJSON   `json:"deadLetter,omitempty"`
 	Traceparent    string            `json:"traceparent,omitempty"`
 	Priority       *int              `json:"priority,omitempty"` // standard queues only
+	ReplayOf       *replayOfJSON     `json:"replayOf,omitempty"`
 }
 
 func (s *Server) browse(c echo.Context) error {
@@ -529,13 +531,13 @@ func (s *Server) browse(c echo.Context) error {
 	fifo := q.Type == string(engine.FIFO)
 	out := make([]browsedJSON, len(res.Messages))
 	for i, m := range res.Messages {
-		attrs, tp := engine.SplitTraceparent(m.Attributes)
+		attrs, tp, rp := engine.SplitReserved(m.Attributes)
 		out[i] = browsedJSON{
 			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrsOut(attrs), Traceparent: tp,
 			ReceiveCount: m.ReceiveCount, SentAt: formatTime(m.SentAt), State: m.State,
 			VisibleAt: formatTime(m.VisibleAt), GroupID: m.GroupID,
 			SequenceNumber: seqOut(fifo, m.SequenceNumber), DeadLetter: deadLetterOut(m.DeadLetter),
-			Priority: prioOut(fifo, m.Priority),
+			Priority: prioOut(fifo, m.Priority), ReplayOf: replayOfOut(rp),
 		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"messages": out, "nextCursor": cursorOut(res.NextCursor)})

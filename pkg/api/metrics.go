@@ -23,7 +23,7 @@ func newMetrics(r prometheus.Registerer) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 25},
 		}, []string{"method", "route"}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "queues_messages_total", Help: "Messages by operation: sent, duplicate, received, acked, released, dead_lettered.",
+			Name: "queues_messages_total", Help: "Messages by operation: sent, duplicate, received, acked, released, dead_lettered, published (appended to topics' logs).",
 		}, []string{"op"}),
 	}
 	r.MustRegister(m.requests, m.latency, m.messages)

@@ -247,6 +247,9 @@ func (s *Server) routes() {
 
 	if s.cfg.Topics != nil && s.cfg.TopicEngine != nil {
 		s.topicRoutes(v1, admin, read)
+		if s.cfg.MoveTasks != nil {
+			s.replayRoutes(v1, admin, read) // replays.go
+		}
 	}
 
 	v1.POST("/receipts/ack", s.ack)

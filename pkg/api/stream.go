@@ -387,22 +387,7 @@ func (st *stream) frame(ctx context.Context, data []byte) error {
 		return aerr
 	}
 	if o.has("credit") {
-		if len(o.fields) != 1 {
-			return apierr.Invalid("credit", "a credit frame carries credit alone")
-		}
-		n, _, aerr := o.integer("credit", 1, maxStreamCredit)
-		if aerr != nil {
-			return aerr
-		}
-		st.mu.Lock()
-		if st.credit+int(n) > maxStreamCredit {
-			st.mu.Unlock()
-			return apierr.Invalid("credit", "the stream would hold more than %d messages of credit", maxStreamCredit)
-		}
-		st.credit += int(n)
-		st.mu.Unlock()
-		st.cond.Broadcast()
-		return nil
+		return st.grant(o)
 	}
 	id, ok, aerr := o.str("id")
 	if aerr != nil {
@@ -433,6 +418,27 @@ func (st *stream) frame(ctx context.Context, data []byte) error {
 		defer func() { <-st.settlers }()
 		st.settle(ctx, id, op, body)
 	})
+	return nil
+}
+
+// grant adds a credit frame's credit ({"credit": n}, alone in its frame; the receive and the
+// topic stream take it alike).
+func (st *stream) grant(o *object) error {
+	if len(o.fields) != 1 {
+		return apierr.Invalid("credit", "a credit frame carries credit alone")
+	}
+	n, _, aerr := o.integer("credit", 1, maxStreamCredit)
+	if aerr != nil {
+		return aerr
+	}
+	st.mu.Lock()
+	if st.credit+int(n) > maxStreamCredit {
+		st.mu.Unlock()
+		return apierr.Invalid("credit", "the stream would hold more than %d messages of credit", maxStreamCredit)
+	}
+	st.credit += int(n)
+	st.mu.Unlock()
+	st.cond.Broadcast()
 	return nil
 }
 

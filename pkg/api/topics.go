@@ -32,6 +32,7 @@ func (s *Server) topicRoutes(v1 *echo.Group, admin, read echo.MiddlewareFunc) {
 	v1.GET("/topics/:topic/messages", s.readLog, read)
 	v1.GET("/topics/:topic/state", s.readState, read)
 	v1.GET("/topics/:topic/bindings", s.topicBindings, read)
+	v1.GET("/topics/:topic/stream", s.topicStream, s.require(auth.ScopeMessagesReceive)) // topicstream.go
 	v1.POST("/queues/:queue/sources", s.createBinding, admin)
 	v1.GET("/queues/:queue/sources", s.queueBindings, read)
 	v1.GET("/queues/:queue/sources/:binding", s.getBinding, read)
@@ -313,6 +314,13 @@ func (s *Server) updateTopic(c echo.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if ok {
+		// An idle topic is next trimmed at the wake time its old retention set: listing it
+		// now has a shortened retention applied within seconds.
+		if err := s.cfg.TopicEngine.WakeTopic(ctx, t.ID); err != nil {
+			return err
+		}
 	}
 	out, err := s.topicDetail(ctx, t)
 	if err != nil {

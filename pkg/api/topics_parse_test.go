@@ -1,16 +1,20 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -233,5 +237,96 @@ func TestBindingOutLag(t *testing.T) {
 	out = bindingOut(b, "q", "t", &engine.Binding{Sequence: 9, Copied: 3, Failed: 1, LastError: "full"}, 9)
 	if out.Sequence != 9 || out.Lag != 0 || out.Copied != 3 || out.LastFailure == nil || out.LastFailure.Reason != "full" {
 		t.Fatalf("%+v", out)
+	}
+}
+
+// FuzzPublishRequest drives a publish's decoder: a request is refused whole with
+// invalid_argument, or each message is published or failed with a code and a field inside
+// messages[i]; a published one has a non-empty valid body or deletes a key's state.
+func FuzzPublishRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"messages":[{"body":"hi","attributes":{"a":"b"},"key":"k","merge":"patch"}]}`,
+		`{"messages":[{"body":null,"key":"k"},{"body":"x","groupId":"g","dedupId":"d"}]}`,
+		`{"messages":[{"body":"{\"a\":1}","key":"k","merge":"patch","delaySeconds":1}]}`, `[]`, `{`, `{"messages":null}`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, fifo bool) {
+		msgs, index, failed, err := parsePublish(data, fifo)
+		if err != nil {
+			if err.Code != apierr.InvalidArgument {
+				t.Fatalf("bad error %v", err)
+			}
+			return
+		}
+		if len(msgs) != len(index) || len(msgs)+len(failed) < 1 || len(msgs)+len(failed) > engine.MaxBatch {
+			t.Fatalf("%d published, %d indexes, %d failed", len(msgs), len(index), len(failed))
+		}
+		for _, fm := range failed {
+			field, _ := fm.Error.Details["field"].(string)
+			if (fm.Error.Code != apierr.InvalidArgument && fm.Error.Code != apierr.PayloadTooLarge) ||
+				!strings.HasPrefix(field, "messages["+strconv.Itoa(fm.Index)+"]") {
+				t.Fatalf("message %d failed with %+v", fm.Index, fm.Error)
+			}
+		}
+		for _, m := range msgs {
+			if m.Delete != (m.Body == "") || (m.Delete && m.Key == "") || !utf8.ValidString(m.Body) || (fifo != (m.GroupID != "")) {
+				t.Fatalf("accepted %+v", m)
+			}
+		}
+	})
+}
+
+// logOnly is an engine.Topics whose log holds entries 1..n, each with a body of size bytes
+// and attribute c "red" on every 7th; reads counts the entries ReadLog returned.
+type logOnly struct {
+	engine.Topics
+	n, size int
+	reads   int
+}
+
+func (l *logOnly) ReadLog(_ context.Context, _ engine.Topic, from uint64, limit int) ([]engine.LogEntry, error) {
+	var out []engine.LogEntry
+	var bytes int
+	for seq := from; seq <= uint64(l.n) && len(out) < min(limit, engine.MaxLogRead); seq++ {
+		e := engine.LogEntry{Sequence: seq, Body: strings.Repeat("x", l.size)}
+		if seq%7 == 0 {
+			e.Attributes = map[string]string{"c": "red"}
+		}
+		out = append(out, e)
+		if bytes += l.size; bytes >= engine.MaxLogReadBytes {
+			break
+		}
+	}
+	l.reads += len(out)
+	return out, nil
+}
+
+// TestScanLogBounds: a page examines at most MaxLogRead entries and MaxLogReadBytes, ending
+// with a cursor there; a range's end ends it without one.
+func TestScanLogBounds(t *testing.T) {
+	red := &filter.Filter{Attributes: map[string][]string{"c": {"red"}}}
+	for _, c := range []struct {
+		name    string
+		n, size int
+		r       logRange
+		got     int
+		next    uint64
+		maxRead int
+	}{
+		{"plain page", 50, 10, logRange{from: 1, to: 50, limit: 20}, 20, 21, 20},
+		{"range end", 50, 10, logRange{from: 41, to: 45, limit: 20}, 5, 0, 10},
+		{"log end", 50, 10, logRange{from: 41, to: 100, limit: 20}, 10, 0, 10},
+		{"filter, entry cap", 5000, 10, logRange{from: 1, to: 5000, limit: 1000, flt: red}, 1000 / 7, 1001, 1000},
+		{"filter, all found", 100, 10, logRange{from: 1, to: 100, limit: 1000, flt: red}, 100 / 7, 0, 100},
+		{"byte cap", 100, 1 << 20, logRange{from: 1, to: 100, limit: 100}, 4, 5, 4},
+	} {
+		l := &logOnly{n: c.n, size: c.size}
+		s := &Server{cfg: Config{TopicEngine: l}}
+		out, next, err := s.scanLog(context.Background(), engine.Topic{}, c.r)
+		if err != nil || len(out) != c.got || next != c.next || l.reads > c.maxRead {
+			t.Errorf("%s: %d entries, next %d, %d read, %v; want %d, %d, at most %d", c.name, len(out), next, l.reads, err, c.got, c.next, c.maxRead)
+		}
 	}
 }

@@ -1,13 +1,14 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,12 +29,37 @@ import (
 // topicWorld is one API server with topics over the embedded engine and the in-memory
 // metadata store, every exchange checked against openapi.yaml.
 type topicWorld struct {
-	t      *testing.T
-	url    string
-	client *http.Client
-	jwt    string
-	store  *memmeta.Store
-	eng    *embeddedengine.Engine
+	t       *testing.T
+	url     string
+	client  *http.Client
+	jwt     string
+	store   *memmeta.Store
+	eng     *embeddedengine.Engine
+	auth    *auth.Authority
+	project ids.ID
+	// reads counts the topic reads that reach the metadata store.
+	reads *countingTopics
+}
+
+// countingTopics counts the topic reads that reach the store.
+type countingTopics struct {
+	meta.TopicStore
+	n atomic.Int64
+}
+
+func (c *countingTopics) GetTopic(ctx context.Context, p, id ids.ID) (meta.Topic, error) {
+	c.n.Add(1)
+	return c.TopicStore.GetTopic(ctx, p, id)
+}
+
+func (c *countingTopics) GetTopicByName(ctx context.Context, p ids.ID, name string) (meta.Topic, error) {
+	c.n.Add(1)
+	return c.TopicStore.GetTopicByName(ctx, p, name)
+}
+
+func (c *countingTopics) GetTopicByID(ctx context.Context, id ids.ID) (meta.Topic, error) {
+	c.n.Add(1)
+	return c.TopicStore.GetTopicByID(ctx, id)
 }
 
 // newTopicWorld starts the server; topics false leaves Config.Topics unset.
@@ -53,22 +79,44 @@ func newTopicWorld(t *testing.T, topics bool, limits tenancy.Limits) *topicWorld
 	t.Cleanup(cache.Close)
 	authority := auth.New(ring, "op", clk.Now)
 	cfg := Config{Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(ring), Tenancy: store, DefaultLimits: limits}
+	reads := &countingTopics{TopicStore: store}
 	if topics {
-		cfg.Topics, cfg.TopicEngine = cache.Topics(store), eng
+		cfg.Topics, cfg.TopicEngine = cache.Topics(reads), eng
 	}
 	srv := httptest.NewServer(New(cfg).Handler())
 	t.Cleanup(srv.Close)
-	p := meta.Project{ID: ids.New(), Name: "p", CreatedAt: time.Now()}
-	tok := meta.Token{ID: ids.New(), ProjectID: p.ID, Scopes: []string{"*"}, CreatedAt: time.Now()}
-	if err := errors.Join(store.CreateProject(t.Context(), p), store.CreateToken(t.Context(), tok)); err != nil {
-		t.Fatal(err)
-	}
-	jwt, err := authority.Issue(p.ID, tok.ID, tok.Scopes, time.Now(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	chk := apitest.NewChecker(t, srv.URL)
-	return &topicWorld{t: t, url: srv.URL, client: chk.Client(), jwt: jwt, store: store, eng: eng}
+	w := &topicWorld{t: t, url: srv.URL, client: chk.Client(), store: store, eng: eng, auth: authority, reads: reads}
+	w.project = ids.New()
+	w.jwt = w.token(w.project, "*")
+	return w
+}
+
+// token issues a token of project p (made when new) with scopes.
+func (w *topicWorld) token(p ids.ID, scopes ...string) string {
+	w.t.Helper()
+	ctx := w.t.Context()
+	if _, err := w.store.GetProject(ctx, p); err != nil {
+		if err := w.store.CreateProject(ctx, meta.Project{ID: p, Name: "p " + p.String(), CreatedAt: time.Now()}); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	tok := meta.Token{ID: ids.New(), ProjectID: p, Scopes: scopes, CreatedAt: time.Now()}
+	if err := w.store.CreateToken(ctx, tok); err != nil {
+		w.t.Fatal(err)
+	}
+	jwt, err := w.auth.Issue(p, tok.ID, tok.Scopes, time.Now(), nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return jwt
+}
+
+// as is the world calling with another token.
+func (w *topicWorld) as(jwt string) *topicWorld {
+	c := *w
+	c.jwt = jwt
+	return &c
 }
 
 // call makes a request and decodes the answer's JSON into out (when not nil).
@@ -105,6 +153,35 @@ func (w *topicWorld) must(want int, method, path, body string, out any) {
 			w.t.Fatal(err)
 		}
 	}
+}
+
+// TestTopicScopesAndTenants: each route needs its scope (decided before any lookup), and
+// another project's topics and bindings are not found.
+func TestTopicScopesAndTenants(t *testing.T) {
+	w := newTopicWorld(t, true, tenancy.Defaults)
+	var tp topicJSON
+	w.must(201, "POST", "/v1/topics", `{"name":"t"}`, &tp)
+	w.must(201, "POST", "/v1/queues", `{"name":"q"}`, nil)
+	var b bindingJSON
+	w.must(201, "POST", "/v1/queues/q/sources", `{"topic":"t"}`, &b)
+	read := w.as(w.token(w.project, auth.ScopeQueuesRead))
+	read.must(200, "GET", "/v1/topics/t/messages", "", nil)
+	read.refused(403, "permission_denied", "", "POST", "/v1/topics/t/messages", `{"messages":[{"body":"x"}]}`)
+	read.refused(403, "permission_denied", "", "POST", "/v1/topics", `{"name":"u"}`)
+	read.refused(403, "permission_denied", "", "DELETE", "/v1/queues/q/sources/"+b.ID, "")
+	send := w.as(w.token(w.project, auth.ScopeMessagesSend))
+	send.must(200, "POST", "/v1/topics/t/messages", `{"messages":[{"body":"x"}]}`, nil)
+	send.refused(403, "permission_denied", "", "GET", "/v1/topics/t", "")
+
+	other := w.as(w.token(ids.New(), "*"))
+	for _, path := range []string{"/v1/topics/t", "/v1/topics/" + tp.ID, "/v1/topics/" + tp.Slug, "/v1/topics/t/messages", "/v1/topics/t/bindings"} {
+		other.refused(404, "not_found", "", "GET", path, "")
+	}
+	other.refused(404, "not_found", "", "POST", "/v1/topics/t/messages", `{"messages":[{"body":"x"}]}`)
+	other.must(201, "POST", "/v1/queues", `{"name":"q"}`, nil)
+	other.refused(404, "not_found", "topic", "POST", "/v1/queues/q/sources", `{"topic":"`+tp.ID+`"}`)
+	other.refused(404, "not_found", "", "GET", "/v1/queues/q/sources/"+b.ID, "")
+	other.must(201, "POST", "/v1/topics", `{"name":"t"}`, nil) // names are per project
 }
 
 type topicErr struct {
@@ -179,12 +256,24 @@ func TestTopicLifecycle(t *testing.T) {
 
 func TestTopicQuota(t *testing.T) {
 	lim := tenancy.Defaults
-	lim.MaxTopics = 1
+	lim.MaxTopics, lim.MaxStoredBytes = 1, 20
 	w := newTopicWorld(t, true, lim)
 	w.must(201, "POST", "/v1/topics", `{"name":"a"}`, nil)
 	var e topicErr
 	if st := w.call("POST", "/v1/topics", `{"name":"b"}`, &e); st != 403 || e.Error.Code != "quota_exceeded" || e.Error.Details["limit"] != "maxTopics" {
 		t.Fatalf("past maxTopics: %d %+v", st, e)
+	}
+	// A publish past maxStoredBytes fails whole: nothing is appended.
+	w.must(200, "POST", "/v1/topics/a/messages", `{"messages":[{"body":"0123456789"}]}`, nil)
+	e = topicErr{}
+	if st := w.call("POST", "/v1/topics/a/messages", `{"messages":[{"body":"x"},{"body":"0123456789"}]}`, &e); st != 403 ||
+		e.Error.Code != "quota_exceeded" || e.Error.Details["limit"] != "maxStoredBytes" {
+		t.Fatalf("past maxStoredBytes: %d %+v", st, e)
+	}
+	var tp topicJSON
+	w.must(200, "GET", "/v1/topics/a", "", &tp)
+	if tp.LastSequence != 1 {
+		t.Fatalf("a refused publish appended: %+v", tp)
 	}
 }
 
@@ -279,6 +368,23 @@ func TestPublishAndReadTheLog(t *testing.T) {
 	w.must(200, "GET", "/v1/topics/t", "", &tp)
 	if tp.LastSequence != 6 || tp.StoredBytes <= 0 {
 		t.Fatalf("topic after publishes %+v", tp)
+	}
+}
+
+// TestPublishReadsTopicsFromTheCache: publishes resolve their topic through the metadata
+// cache, not the store.
+func TestPublishReadsTopicsFromTheCache(t *testing.T) {
+	w := newTopicWorld(t, true, tenancy.Defaults)
+	var tp topicJSON
+	w.must(201, "POST", "/v1/topics", `{"name":"t"}`, &tp)
+	before := w.reads.n.Load()
+	for _, ref := range []string{"t", tp.ID, tp.Slug} {
+		for range 5 {
+			w.must(200, "POST", "/v1/topics/"+ref+"/messages", `{"messages":[{"body":"x"}]}`, nil)
+		}
+	}
+	if n := w.reads.n.Load() - before; n > 1 {
+		t.Fatalf("15 publishes read the store's topics %d times, want at most one", n)
 	}
 }
 

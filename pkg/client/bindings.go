@@ -140,7 +140,9 @@ type LogEntry struct {
 
 // ReadLogInput selects a page of a topic's log: from From (AtSequence or AtTime; empty: the
 // oldest entry held) to To (inclusive; empty: the last), Limit entries a page (1–1,000, 0:
-// 100), only those Filter selects.
+// 100), only those Filter selects. A page examines at most 1,000 entries and 4 MiB, so a
+// filtered page (or one of large entries) may hold fewer than Limit and still have a
+// NextCursor; the next page takes the same To and Filter.
 type ReadLogInput struct {
 	Page
 	From, To Position

@@ -335,9 +335,7 @@ func TestEveryRoute(t *testing.T) {
 		t.Fatalf("get a deleted queue: %v", err)
 	}
 	tenancyRoutes(t, tn)
-	if topicsDocumented(t) {
-		topicRoutes(t, c)
-	}
+	topicRoutes(t, c)
 	chk.RequireAll(t)
 }
 

@@ -106,6 +106,9 @@ func decodeMessage(b []byte, i int, m *Message) (int, bool) {
 			case bytes.EqualFold(k, []byte("deadLetter")):
 				bit = 512
 				ok = json.Unmarshal(v, &m.DeadLetter) == nil
+			case bytes.EqualFold(k, []byte("replayOf")):
+				bit = 2048
+				ok = json.Unmarshal(v, &m.ReplayOf) == nil
 			default:
 				return end, true // encoding/json ignores unknown fields too
 			}

@@ -185,6 +185,8 @@ type Message struct {
 	Traceparent string `json:"traceparent,omitempty"`
 	// Priority is the message's priority, 0 to 9 (always 0 on fifo queues).
 	Priority int `json:"priority,omitempty"`
+	// ReplayOf, on a message a topic's replay copied, names the log entry it copies.
+	ReplayOf *ReplayOf `json:"replayOf,omitempty"`
 }
 
 // Receive claims up to in.MaxMessages messages (scope messages:receive), waiting for them as
@@ -236,6 +238,7 @@ type BrowsedMessage struct {
 	DeadLetter     *DeadLetterInfo   `json:"deadLetter,omitempty"`
 	Traceparent    string            `json:"traceparent,omitempty"`
 	Priority       int               `json:"priority,omitempty"` // 0 to 9 (0 on fifo queues)
+	ReplayOf       *ReplayOf         `json:"replayOf,omitempty"`
 }
 
 // BrowsePage is one page of browsed messages.

@@ -253,6 +253,8 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	})
 	mover.Budget = n.API    // a task's batches spend its project's request and byte budgets
 	n.Fanout.Limits = n.API // copies are bounded by the project's maxStoredBytes, as sends are
+	// Replayed copies are sends: bounded by maxStoredBytes, metered.
+	mover.Replays = &movetask.ReplaySource{Engine: eng, Topics: topics, Limits: n.API, Meter: n.Meter}
 	console.Mount(n.API.Echo())
 	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger, MoveTasks: n.API}).Mount(n.API.Echo())
 	return mover, nil

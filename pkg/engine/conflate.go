@@ -79,8 +79,10 @@ func Merged(budget *MergeBudget, body string, attrs map[string]string, m Message
 		maps.Copy(out, m.Attributes)
 	}
 	n := len(out)
-	if _, ok := out[TraceparentAttribute]; ok {
-		n-- // the service's own, not counted (PayloadBytes)
+	for k := range out {
+		if reservedAttribute(k) {
+			n-- // the service's own, not counted (PayloadBytes)
+		}
 	}
 	if n > MaxAttributes {
 		return "", nil, &Refusal{Err: ErrMergedAttributes, N: int64(n)}

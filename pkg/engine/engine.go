@@ -388,11 +388,11 @@ type Engine interface {
 
 // PayloadBytes is a message's size as the 256 KiB limit measures it and as stored bytes are
 // counted (SPEC §10): the UTF-8 bytes of its body and of every attribute name and value (the
-// reserved TraceparentAttribute excepted).
+// reserved TraceparentAttribute and ReplayOfAttribute excepted).
 func PayloadBytes(body string, attrs map[string]string) int64 {
 	n := int64(len(body))
 	for k, v := range attrs {
-		if k != TraceparentAttribute {
+		if !reservedAttribute(k) {
 			n += int64(len(k) + len(v))
 		}
 	}

@@ -47,7 +47,14 @@ func RunningQuota() error {
 type MoveTask struct {
 	ID        ids.ID
 	ProjectID ids.ID
-	QueueID   ids.ID // the source
+	// QueueID is the source: the queue moved from, or, for a replay, the topic replayed (its
+	// tasks are listed by it).
+	QueueID ids.ID
+	// TopicID is non-zero for a replay (SPEC §14): the topic whose log range FromSequence
+	// to ToSequence (inclusive) is copied into Destination; it equals QueueID.
+	TopicID      ids.ID
+	FromSequence uint64
+	ToSequence   uint64
 	// Destination is the queue moved to; zero: each message back to its dead-letter source.
 	Destination ids.ID
 	// Action is ActionMove or ActionDelete ("" is a move: tasks stored before actions).
@@ -67,7 +74,7 @@ type MoveTask struct {
 	Failed   int64
 	// Error says why a failed task failed ("" otherwise).
 	Error      string
-	Cursor     string // where the scan of the source continues
+	Cursor     string // where the scan of the source continues (a replay: the next sequence)
 	StartedAt  time.Time
 	FinishedAt time.Time // zero while running
 	// Owner is the replica holding the lease, until LeaseUntil.
@@ -77,12 +84,14 @@ type MoveTask struct {
 	Version int64
 }
 
-// MoveTaskStore keeps move tasks, by source queue. Errors carry apierr codes: NotFound,
-// MoveTaskRunning when the source already has a running task, ErrBadCursor (InvalidArgument)
-// for a bad cursor, Unavailable when the backend cannot be reached.
+// MoveTaskStore keeps move tasks, by source queue (replays by topic). Errors carry apierr
+// codes: NotFound, MoveTaskRunning when the task's queue (RunQueue) already has a running
+// task, ErrBadCursor (InvalidArgument) for a bad cursor, Unavailable when the backend cannot
+// be reached.
 type MoveTaskStore interface {
-	// CreateMoveTask stores a new running task with Version 1, unless its source queue has a
-	// running task already (MoveTaskRunning) or its project has MaxRunningMoveTasks running
+	// CreateMoveTask stores a new running task with Version 1, unless its RunQueue has a
+	// running task already (MoveTaskRunning: a queue runs one task at a time, a move task
+	// from it or a replay into it) or its project has MaxRunningMoveTasks running
 	// (RunningQuota), both checked atomically with the store.
 	CreateMoveTask(ctx context.Context, t MoveTask) error
 	// GetMoveTask reads one task of a queue.
@@ -93,9 +102,22 @@ type MoveTaskStore interface {
 	RunningMoveTasks(ctx context.Context) ([]MoveTask, error)
 	// UpdateMoveTask replaces t if its stored Version equals t.Version (else
 	// ErrMoveTaskConflict) and returns it with the new Version; a task that leaves "running"
-	// frees its queue for another task in the same step. ID, ProjectID, QueueID and StartedAt
-	// never change. A finished task never runs again (ErrMoveTaskConflict).
+	// frees its queue for another task in the same step. ID, ProjectID, QueueID, TopicID,
+	// Destination and StartedAt never change. A finished task never runs again (ErrMoveTaskConflict).
 	UpdateMoveTask(ctx context.Context, t MoveTask) (MoveTask, error)
+}
+
+// IsReplay reports whether t replays a topic's log (SPEC §14) rather than moving a queue's
+// messages.
+func (t MoveTask) IsReplay() bool { return !t.TopicID.IsZero() }
+
+// RunQueue is the queue t holds while it runs, at most one running task per queue: a move
+// task's source, a replay's destination.
+func (t MoveTask) RunQueue() ids.ID {
+	if t.IsReplay() {
+		return t.Destination
+	}
+	return t.QueueID
 }
 
 // Deletes reports whether t deletes what it selects rather than moving it.

@@ -47,6 +47,9 @@ type Runner struct {
 	Poll  time.Duration // how often the work list is read (default DefaultPoll)
 	// Budget charges each batch to its project's rate budgets (nil: none).
 	Budget Budget
+	// Replays lets the runner run replay tasks (replay.go; nil: a replay fails as not
+	// served).
+	Replays *ReplaySource
 
 	mu      sync.Mutex
 	running map[ids.ID]bool
@@ -155,6 +158,10 @@ var errLost = errors.New("movetask: the task is no longer this replica's")
 
 // run moves a task to its end, or until ctx ends or the task is lost.
 func (r *Runner) run(ctx context.Context, t meta.MoveTask) {
+	if t.IsReplay() {
+		r.runReplay(ctx, t)
+		return
+	}
 	src, err := r.Queues.GetQueueByID(ctx, t.QueueID)
 	if apierr.CodeOf(err) == apierr.NotFound {
 		r.finish(ctx, t, meta.MoveFailed, "the source queue was deleted")
@@ -355,7 +362,7 @@ func (r *Runner) stopped(ctx context.Context, t meta.MoveTask) bool {
 // lease. errLost: the task was cancelled or taken over (the moved count of a cancelled task
 // is still brought up to date).
 func (r *Runner) checkpoint(ctx context.Context, t meta.MoveTask) (meta.MoveTask, error) {
-	if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n > t.Moved {
+	if n, err := r.movedCount(ctx, t); err == nil && n > t.Moved {
 		t.Moved = n
 	}
 	t.LeaseUntil = r.Clock.Now().Add(r.Lease)
@@ -388,13 +395,15 @@ func (r *Runner) finish(ctx context.Context, t meta.MoveTask, status, why string
 // end is finish with less messages taken off the engine's moved count (moved back).
 func (r *Runner) end(ctx context.Context, t meta.MoveTask, status, why string, less int64) {
 	for range 5 {
-		if n, err := r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String()); err == nil && n-less > t.Moved {
+		if n, err := r.movedCount(ctx, t); err == nil && n-less > t.Moved {
 			t.Moved = n - less
 		}
 		t.Status, t.Error, t.FinishedAt = status, why, r.Clock.Now()
 		_, err := r.Store.UpdateMoveTask(ctx, t)
 		if err == nil {
-			_ = r.Engine.ForgetMoved(ctx, engineQueueOf(t), t.ID.String())
+			if !t.IsReplay() {
+				_ = r.Engine.ForgetMoved(ctx, engineQueueOf(t), t.ID.String())
+			}
 			return
 		}
 		if !errors.Is(err, meta.ErrMoveTaskConflict) {
@@ -407,9 +416,20 @@ func (r *Runner) end(ctx context.Context, t meta.MoveTask, status, why string, l
 		if err != nil || cur.Status != meta.MoveRunning || cur.Owner != r.Owner {
 			return
 		}
-		cur.Cursor, cur.Failed = t.Cursor, t.Failed
+		cur.Cursor, cur.Failed, cur.ToMove = t.Cursor, t.Failed, t.ToMove
+		if t.IsReplay() { // a replay's moved count is its own, not the engine's
+			cur.Moved = max(cur.Moved, t.Moved)
+		}
 		t = cur
 	}
+}
+
+// movedCount is the engine's count of what t moved (a replay counts its own: 0 here).
+func (r *Runner) movedCount(ctx context.Context, t meta.MoveTask) (int64, error) {
+	if t.IsReplay() {
+		return 0, nil
+	}
+	return r.Engine.MovedCount(ctx, engineQueueOf(t), t.ID.String())
 }
 
 // engineQueueOf names a task's source for the engine's counters (id and project are all they

@@ -25,6 +25,8 @@ import "github.com/queueshq/queues/pkg/ids"
 //	                          <queue id>|<len(filter)>:" + filter + last error
 //	{tp:<id>}:lease     STRING fan-out lease: "<until ms>|<owner>" (engine clock; PX as a
 //	                          backstop)
+//	{tp:<id>}:w         STRING written before WAIT when publishes wait for replicas (as a
+//	                          partition's w; expires after a minute)
 //	{tp:<id>}:b         HASH  stored bytes of the log and the state, fields as a queue
 //	                          partition's b (n, v, pj; o unused), folded into the project's
 //	                          {t:<project>}:b the same way (field: this key's name)
@@ -39,6 +41,8 @@ import "github.com/queueshq/queues/pkg/ids"
 //
 //	{active}:topics     ZSET  topics that may have entries not yet fanned out or trimmed ->
 //	                          when a publish last named them (ms, engine clock)
+//	{active}:twake      ZSET  idle topics -> when their oldest entry passes the retention
+//	                          (ms, engine clock; IdleTopic's wakeAt): listed once it is due
 
 // TopicTag is the hash tag of a topic's keys.
 func TopicTag(t ids.ID) string { return "{tp:" + t.String() + "}" }
@@ -67,8 +71,14 @@ func TopicLease(t ids.ID) string { return TopicTag(t) + ":lease" }
 // TopicBytes is a topic's stored-bytes hash.
 func TopicBytes(t ids.ID) string { return TopicTag(t) + ":b" }
 
+// TopicWait is the key a publish writes before WAIT (redisengine replicas.go).
+func TopicWait(t ids.ID) string { return TopicTag(t) + ":w" }
+
 // TopicCopied is queue q's hash of binding high-water marks (in partition 0's slot).
 func TopicCopied(q ids.ID) string { return PartitionOf(q, 0).Tag + ":tc" }
 
 // ActiveTopics is the set of topics with fan-out or trim work.
 const ActiveTopics = "{active}:topics"
+
+// TopicWakes holds the wake times of idle topics (in ActiveTopics' slot).
+const TopicWakes = "{active}:twake"

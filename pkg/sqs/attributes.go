@@ -171,7 +171,7 @@ func decodeAttributes(stored map[string]string) decodedAttrs {
 		case name == traceAttr:
 			d.trace = v
 			continue
-		case strings.HasPrefix(name, reservedPrefix), name == engine.TraceparentAttribute:
+		case strings.HasPrefix(name, reservedPrefix), name == engine.TraceparentAttribute, name == engine.ReplayOfAttribute:
 			continue
 		}
 		if d.user == nil {

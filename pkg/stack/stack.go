@@ -144,6 +144,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	})
 	mover.Budget = r.API // a task's batches spend its project's request and byte budgets
 	fan.Limits = r.API   // copies are bounded by the project's maxStoredBytes, as sends are
+	// Replayed copies are sends: bounded by maxStoredBytes, metered.
+	mover.Replays = &movetask.ReplaySource{Engine: eng, Topics: topics, Limits: r.API, Meter: meter}
 	console.Mount(r.API.Echo())
 	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())

@@ -20,10 +20,12 @@ func (c *cli) topicCmd() *cobra.Command {
   queues topic bind eu-prices prices --filter region=eu --from earliest
   queues topic publish prices '{"bid": 101.5}' --attr region=eu --key AAPL
   queues topic log prices --from 1 --limit 10
-  queues topic state prices AAPL`,
+  queues topic state prices AAPL
+  queues topic replay start prices --queue prices-rebuild --from 1
+  queues topic stream prices --from earliest --delta`,
 		c.topicCreateCmd(), c.topicListCmd(), c.topicGetCmd(), c.topicUpdateCmd(), c.topicDeleteCmd(),
 		c.topicPublishCmd(), c.topicBindCmd(), c.topicBindingsCmd(), c.topicFilterCmd(), c.topicUnbindCmd(),
-		c.topicLogCmd(), c.topicStateCmd())
+		c.topicLogCmd(), c.topicStateCmd(), c.topicReplayCmd(), c.topicStreamCmd())
 }
 
 // topicArg completes the first argument with the project's topic names (as queueArg does

@@ -28,7 +28,7 @@ filter' instead); a fifo topic binds fifo queues, a standard topic standard ones
 		example: `  queues topic bind eu-prices prices --filter region=eu
   queues topic bind audit prices --from earliest
   queues topic bind replayed prices --from 2026-12-01T00:00:00Z --json`,
-		minArgs: 2, maxArgs: 2, completeArgs: c.queueArg,
+		minArgs: 2, maxArgs: 2, completeArgs: c.queueThenTopicArg,
 		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
 			flt, err := filter.filter()
 			if err != nil {
@@ -46,6 +46,14 @@ filter' instead); a fifo topic binds fifo queues, a standard topic standard ones
 	cmd.Flags().StringVar(&from, "from", "", "now (default), earliest, a sequence or an RFC 3339 time")
 	cmd.Flags().StringArrayVar((*[]string)(&filter), "filter", nil, filterUsage)
 	return cmd
+}
+
+// queueThenTopicArg completes bind's arguments: a queue name, then a topic name.
+func (c *cli) queueThenTopicArg(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) == 1 {
+		return c.topicArg(cmd, nil, prefix)
+	}
+	return c.queueArg(cmd, args, prefix)
 }
 
 func (c *cli) topicBindingsCmd() *cobra.Command {

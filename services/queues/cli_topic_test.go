@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,4 +152,72 @@ func TestCLITopicWire(t *testing.T) {
 	}
 	e.run(t, "", "topic", "get", "missing").fails(t, exitNotFound, "not_found")
 	e.run(t, "", "topic").fails(t, exitUsage, "missing a subcommand")
+}
+
+// The topic commands against the real stack: create, bind, publish (every bound queue
+// receives its copy, by the fan-out), read the log and the state, unbind, delete.
+func TestCLITopic(t *testing.T) {
+	e := newCLIEnv(t)
+	e.run(t, "", "topic", "create", "prices", "--retention", "1h").ok(t).has(t, "created standard topic prices (top_")
+	e.run(t, "", "topic", "create", "prices").fails(t, exitConflict, "topic_exists", "field name")
+	e.run(t, "", "queue", "create", "eu").ok(t)
+	e.run(t, "", "queue", "create", "every").ok(t)
+	e.run(t, "", "topic", "bind", "eu", "prices", "--filter", "region=eu").ok(t).has(t, "bound queue eu to topic prices (qbd_", "from sequence 1")
+	e.run(t, "", "topic", "bind", "every", "prices", "--from", "earliest").ok(t)
+	e.run(t, "", "topic", "bind", "eu", "prices").fails(t, exitConflict, "binding_exists")
+	if got := e.run(t, "", "__complete", "topic", "bind", "eu", "pr").ok(t); !strings.Contains(got.out, "prices\n") {
+		t.Fatalf("bind's topic not completed:\n%s", got.out)
+	}
+	if got := e.run(t, "", "__complete", "topic", "bind", "ev").ok(t); !strings.Contains(got.out, "every\n") {
+		t.Fatalf("bind's queue not completed:\n%s", got.out)
+	}
+	if got := e.run(t, "", "__complete", "topic", "log", "").ok(t); !strings.Contains(got.out, "prices\n") {
+		t.Fatalf("topic names not completed:\n%s", got.out)
+	}
+	e.run(t, "eu-1\n", "topic", "publish", "prices", "--attr", "region=eu").ok(t).has(t, "at sequence 1")
+	e.run(t, "", "topic", "publish", "prices", "us-1", "--attr", "region=us").ok(t).has(t, "at sequence 2")
+	e.run(t, "", "topic", "publish", "prices", `{"bid":1}`, "--key", "AAPL").ok(t).has(t, "at sequence 3")
+	e.run(t, "", "topic", "publish", "prices", "x", "--group", "g").fails(t, exitError, "message 1 not published", "field messages[0].groupId")
+
+	if got := receiveBodies(t, e, "eu", 1); !slices.Equal(got, []string{"eu-1"}) {
+		t.Fatalf("eu received %v", got)
+	}
+	if got := receiveBodies(t, e, "every", 3); !slices.Equal(sorted(got), sorted([]string{"eu-1", "us-1", `{"bid":1}`})) {
+		t.Fatalf("every received %v", got)
+	}
+	e.run(t, "", "topic", "log", "prices", "--from", "2", "--filter", "region=us").ok(t).has(t, "2 ", "us-1").
+		has(t, "SEQUENCE MESSAGE ID PUBLISHED KEY ATTRIBUTES BODY")
+	entries := jsonOf[[]client.LogEntry](t, e.run(t, "", "topic", "log", "prices", "--json", "--limit", "0").ok(t))
+	if len(entries) != 3 || entries[2].Key != "AAPL" {
+		t.Fatalf("log --json: %+v", entries)
+	}
+	e.run(t, "", "topic", "state", "prices", "AAPL").ok(t).has(t, `{"bid":1}`)
+	e.run(t, "", "topic", "state", "prices", "NONE").fails(t, exitNotFound, "not_found")
+	e.run(t, "", "topic", "state", "prices").ok(t).has(t, `AAPL 3`)
+	e.run(t, "", "topic", "get", "prices").ok(t).has(t, "log: sequences 1 to 3 held", "bindings: 2")
+	e.run(t, "", "topic", "list").ok(t).has(t, "prices standard 3 2 3600s")
+	bs := jsonOf[[]client.Binding](t, e.run(t, "", "topic", "bindings", "eu", "--queue", "--json").ok(t))
+	if len(bs) != 1 || bs[0].Topic != "prices" {
+		t.Fatalf("bindings --queue: %+v", bs)
+	}
+	e.run(t, "", "topic", "filter", "eu", bs[0].Slug, "--filter", "region=us").ok(t).has(t, "filter region=us")
+	e.run(t, "", "topic", "bindings", "prices").ok(t).has(t, bs[0].Slug+" eu prices region=us")
+	e.run(t, "", "topic", "unbind", "eu", bs[0].Slug).ok(t)
+	e.run(t, "", "topic", "update", "prices", "--retention", "2h").ok(t).has(t, "retention: 7200s")
+	e.run(t, "", "topic", "delete", "prices").ok(t)
+	e.run(t, "", "topic", "get", "prices").fails(t, exitNotFound, "not_found")
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// receiveBodies receives (and acknowledges) from queue until it has n bodies, long-polling
+// for the fan-out's copies; it fails after a minute.
+func receiveBodies(t *testing.T, e *cliEnv, queue string, n int) []string {
+	t.Helper()
+	var got []string
+	for tries := 0; len(got) < n && tries < 12; tries++ {
+		r := e.run(t, "", "receive", queue, "-n", "10", "--wait", "5").ok(t)
+		got = append(got, strings.Fields(r.out)...)
+	}
+	return got
 }

@@ -51,6 +51,7 @@ func topicTests() []struct {
 		{"TopicPublishQuota", topicCase(testTopicPublishQuota)},
 		{"TopicLease", topicCase(testTopicLease)},
 		{"TopicActiveIdle", topicCase(testTopicActive)},
+		{"TopicWakeAt", topicCase(testTopicWakeAt)},
 		{"TopicWatch", topicCase(testTopicWatch)},
 		{"TopicDelete", topicCase(testTopicDelete)},
 	}
@@ -470,8 +471,8 @@ func testTopicKeyedState(t *testing.T, ts *topicSuite) {
 	if es := ts.readLog(tp, del[0].Sequence, 1); len(es) != 1 || !es[0].Deleted || es[0].Body != "" || es[0].Key != "k1" {
 		t.Fatalf("the deleting publish's entry: %+v", es)
 	}
-	// A patch after a delete starts from nothing.
-	ts.publish(tp, keyed("k1", `{"d":4}`, engine.MergePatch, nil))
+	// A patch of a key without state merges into {} (RFC 7396: its nulls are dropped).
+	ts.publish(tp, keyed("k1", `{"d":4,"e":null}`, engine.MergePatch, nil))
 	if st := ts.state(tp, "k1"); !sameJSON(t, st.Body, `{"d":4}`) {
 		t.Fatalf("state %+v after a patch of a deleted key", st)
 	}
@@ -482,17 +483,22 @@ func testTopicKeyedState(t *testing.T, ts *topicSuite) {
 // invalid_argument naming messages[i].body).
 func testTopicPatchRefused(t *testing.T, ts *topicSuite) {
 	tp := ts.topic()
-	ts.publish(tp, keyed("num", `5`, engine.MergeReplace, nil))
+	ts.publish(tp, keyed("num", `5`, engine.MergeReplace, nil), keyed("obj", `{"a":1}`, engine.MergeReplace, nil))
 	_, err := ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{{Message: engine.Message{Body: "plain"}},
 		keyed("obj", `[1,2]`, engine.MergePatch, nil)})
 	wantPatchRefusal(t, err, engine.ErrPatchNotObject, 1)
 	_, err = ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{keyed("num", `{"a":1}`, engine.MergePatch, nil)})
 	wantPatchRefusal(t, err, engine.ErrPatchWaitingNotObject, 0)
-	ts.wantBounds("refused publishes append nothing", tp, 1, 1)
+	_, err = ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{keyed("new", `"text"`, engine.MergePatch, nil)})
+	wantPatchRefusal(t, err, engine.ErrPatchNotObject, 0) // a key without state too
+	ts.wantBounds("refused publishes append nothing", tp, 1, 2)
 	if st := ts.state(tp, "num"); st.Body != "5" {
 		t.Fatalf("state %+v after refused patches", st)
 	}
-	if _, err := ts.tp.State(ts.ctx, tp, "obj"); apierr.CodeOf(err) != apierr.NotFound {
+	if st := ts.state(tp, "obj"); st.Body != `{"a":1}` {
+		t.Fatalf("state %+v after a refused patch", st)
+	}
+	if _, err := ts.tp.State(ts.ctx, tp, "new"); apierr.CodeOf(err) != apierr.NotFound {
 		t.Fatalf("a refused publish set state: %v", err)
 	}
 }

@@ -325,16 +325,26 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 }
 
 // verify answers the items whose dedup id another send holds: a duplicate of the holder when
-// it was stored, else they go again taking the reservation over.
+// it was stored, else they go again taking the reservation over. A topic's copy whose
+// reservation names its own id (an earlier attempt of the same copy, crashed or slow between
+// its two steps) is not fenced, since fsend would then refuse the id itself: it goes again
+// holding that reservation ("r"), in the partition the reservation mapped its group to, where
+// a late store of the earlier attempt finds it already there.
 func (s *fifoSend) verify(ctx context.Context, verify, next []*fitem) []*fitem {
 	for _, it := range verify {
-		ok, err := s.e.verifyReservation(ctx, s.q.ID, it.holderP, it.holder)
+		own := it.keep && it.holder == it.id
+		ok, err := s.e.verifyReservation(ctx, s.q.ID, it.holderP, it.holder, !own)
 		if err != nil {
 			s.fail(it, err)
 			continue
 		}
 		if ok {
 			s.res[it.idx] = engine.SendResult{MessageID: it.holder, Duplicate: true, Partition: -1}
+			continue
+		}
+		if own {
+			it.mode = "r"
+			next = append(next, it)
 			continue
 		}
 		it.mode = "t" + string(it.holder[:]) // fenced: take the reservation over
@@ -402,9 +412,9 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 }
 
 // verifyReservation tells whether the message holding a dedup reservation was stored, waiting
-// briefly for a sender that is still between its two steps, and fences the reservation when
-// it was not (see the top of this file).
-func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.ID) (bool, error) {
+// briefly for a sender that is still between its two steps, and, when fence is set, fences
+// the reservation when it was not (see the top of this file).
+func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.ID, fence bool) (bool, error) {
 	dd := keysOf(q, p).dd
 	for i, wait := range verifyWaits {
 		if wait > 0 {
@@ -416,11 +426,11 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 			case <-t.C:
 			}
 		}
-		fence := "0"
-		if i == len(verifyWaits)-1 {
-			fence = "1"
+		fenceNow := "0"
+		if fence && i == len(verifyWaits)-1 {
+			fenceNow = "1"
 		}
-		n, err := fVerifyScript.Run(ctx, e.rdb, []string{dd}, string(id[:]), e.nowMs(), fence).Int()
+		n, err := fVerifyScript.Run(ctx, e.rdb, []string{dd}, string(id[:]), e.nowMs(), fenceNow).Int()
 		if err != nil {
 			return false, e.wrap(ctx, "send", err)
 		}

@@ -21,7 +21,8 @@ import (
 // connection's own last write, and the script may have run on another pooled connection; a
 // write after the script covers it). A message not confirmed within SyncTimeout fails with
 // unavailable (outcome unknown: it is stored on the primary and may be delivered). Only sends
-// wait: a lost ack or receive after a failover means a redelivery, not a loss.
+// and topic publishes wait: a lost ack or receive after a failover means a redelivery, not a
+// loss, and a copy into a queue replicates in order before its binding's progress.
 
 // DefaultSyncTimeout bounds the wait for replicas.
 const DefaultSyncTimeout = time.Second

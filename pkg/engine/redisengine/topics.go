@@ -83,7 +83,7 @@ func (e *Engine) CreateTopic(ctx context.Context, t engine.Topic) error {
 func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 	k := topicKeysOf(t.ID)
 	q := asQueue(t)
-	keys := []string{k.b, k.log, k.n, k.st, k.sk, k.bd, k.lease}
+	keys := []string{k.b, k.log, k.n, k.st, k.sk, k.bd, k.lease, rediskeys.TopicWait(t.ID)}
 	if e.inline(q) == "1" {
 		keys = append(keys, projectBytesKey(t.Project))
 	}
@@ -91,7 +91,7 @@ func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.fold(ctx, t.Project, []partKeys{k.part()})
-	if err := e.rdb.ZRem(ctx, rediskeys.ActiveTopics, t.ID.String()).Err(); err != nil {
+	if err := tIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, t.ID.String(), 0).Err(); err != nil {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.pmu.Lock()
@@ -130,6 +130,12 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 			// durable: a failure here is logged, not answered (a retry would publish twice).
 			if err := e.markActive(ctx, t.ID); err != nil {
 				e.log.Warn("redisengine: naming a published topic active failed", "topic", t.ID.String(), "error", err)
+			}
+		}
+		if err == nil && e.opts.SyncReplicas > 0 {
+			// As durable as a send (replicas.go): answered once the replicas hold it.
+			if err := e.syncReplicas(ctx, partKeys{w: rediskeys.TopicWait(t.ID)}); err != nil {
+				return nil, err
 			}
 		}
 		if !errors.Is(err, errConflict) {

@@ -2,8 +2,11 @@ package redisengine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
@@ -36,8 +40,11 @@ var topicCases = []struct {
 	{"PublishReadBounds", testPublishReadBounds},
 	{"FifoDedup", testTopicFifoDedup},
 	{"KeyedState", testTopicKeyedState},
+	{"ConcurrentPatches", testTopicConcurrentPatches},
 	{"BindingsAdvance", testTopicBindings},
 	{"TrimAndSequenceAt", testTopicTrim},
+	{"TrimInSteps", testTopicTrimSteps},
+	{"CounterBehindLog", testTopicCounterBehindLog},
 	{"LeaseActiveWatch", testTopicLeaseActiveWatch},
 	{"CopyStandardCrashWindow", testCopyCrashWindow},
 	{"CopyFifo", testCopyFifo},
@@ -240,7 +247,11 @@ func testTopicBindings(t *testing.T, env topicEnv) {
 	if err := e.AdvanceBindings(ctx, top, []engine.Advance{{Binding: b1.ID, Through: 7, Copied: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SetFilter(ctx, top, b1.ID, ""); err != nil {
+	const odd = `{"attributes":{"a":"x|1:2"}}` // separators of the stored value inside the filter
+	if err := e.SetFilter(ctx, top, b1.ID, odd); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AdvanceBindings(ctx, top, []engine.Advance{{Binding: b1.ID, Through: 8}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.SetFilter(ctx, top, ids.New(), ""); !errors.Is(err, &apierr.Error{Code: apierr.NotFound}) {
@@ -252,7 +263,7 @@ func testTopicBindings(t *testing.T, env topicEnv) {
 	}
 	got := map[ids.ID]engine.Binding{bs[0].ID: bs[0], bs[1].ID: bs[1]}
 	g1 := got[b1.ID]
-	if g1.Sequence != 9 || g1.Copied != 4 || g1.Failed != 1 || g1.LastError != "full|x:" || g1.Filter != "" ||
+	if g1.Sequence != 9 || g1.Copied != 4 || g1.Failed != 1 || g1.LastError != "full|x:" || g1.Filter != odd ||
 		!g1.LastErrorAt.Equal(enginetest.Epoch) || g1.Queue != b1.Queue {
 		t.Fatalf("binding 1: %+v", g1)
 	}
@@ -366,13 +377,13 @@ func testTopicLeaseActiveWatch(t *testing.T, env topicEnv) {
 	if !slices.Contains(mustActive(t, e1), top.ID) {
 		t.Fatal("a published topic is not active")
 	}
-	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence-1); err != nil {
+	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence-1, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mustActive(t, e1), top.ID) {
 		t.Fatal("idled although published after last")
 	}
-	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence); err != nil {
+	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(mustActive(t, e1), top.ID) {
@@ -393,4 +404,132 @@ func mustActive(t *testing.T, e *redisengine.Engine) []ids.ID {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// testTopicConcurrentPatches: patch publishes of one key from several replicas at once each
+// merge into the state the others left (the version check of tpublish.lua): every field
+// lands, and the state's sequence is the last publish's.
+func testTopicConcurrentPatches(t *testing.T, env topicEnv) {
+	ctx := context.Background()
+	clk := enginetest.NewClock()
+	top := newTopic(engine.Standard)
+	const writers, each = 4, 5
+	engines := make([]*redisengine.Engine, writers)
+	for i := range engines {
+		engines[i] = env.engine(t, clk)
+	}
+	errs := make(chan error, writers)
+	for w, e := range engines {
+		go func() {
+			for j := range each {
+				body := fmt.Sprintf(`{"w%d_%d":%d}`, w, j, j)
+				_, err := e.Publish(ctx, top, []engine.PublishMessage{{Message: engine.Message{Body: body, Key: "k", Merge: engine.MergePatch}}})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := engines[0].State(ctx, top, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]int
+	if err := json.Unmarshal([]byte(st.Body), &got); err != nil || len(got) != writers*each {
+		t.Fatalf("state %s: %d fields, want %d (%v)", st.Body, len(got), writers*each, err)
+	}
+	if st.Sequence != writers*each {
+		t.Fatalf("state sequence %d, want %d", st.Sequence, writers*each)
+	}
+}
+
+// testTopicTrimSteps: a log longer than one trim step is trimmed over several bounded
+// script calls by one Trim, its bytes with it.
+func testTopicTrimSteps(t *testing.T, env topicEnv) {
+	ctx := context.Background()
+	e := env.engine(t, enginetest.NewClock())
+	top := newTopic(engine.Standard)
+	top.Retention = 0
+	msgs := make([]engine.PublishMessage, engine.MaxBatch)
+	for i := range msgs {
+		msgs[i] = pm("x")
+	}
+	const n = 1234 / engine.MaxBatch
+	for range n {
+		publish(t, e, top, msgs...)
+	}
+	if err := e.Trim(ctx, top); err != nil {
+		t.Fatal(err)
+	}
+	last := uint64(n * engine.MaxBatch)
+	if b, _ := e.Bounds(ctx, top); b.First != last+1 || b.Last != last || b.Bytes != 0 {
+		t.Fatalf("after the trim: %+v", b)
+	}
+	if got, _ := e.StoredBytes(ctx, top.Project); got != 0 {
+		t.Fatalf("project bytes %d after the trim", got)
+	}
+}
+
+// testTopicCounterBehindLog: a sequence counter behind its log (a damaged store) fails the
+// publish before it writes anything, rather than half-way.
+func testTopicCounterBehindLog(t *testing.T, env topicEnv) {
+	ctx := context.Background()
+	e := env.engine(t, enginetest.NewClock())
+	top := newTopic(engine.Standard)
+	publish(t, e, top, pm("a"), engine.PublishMessage{Message: engine.Message{Body: "{}", Key: "k"}})
+	rdb := env.newClient()
+	defer rdb.Close()
+	if err := rdb.Set(ctx, rediskeys.TopicSeq(top.ID), "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Publish(ctx, top, []engine.PublishMessage{{Message: engine.Message{Body: `{"b":1}`, Key: "k"}}})
+	if apierr.CodeOf(err) != apierr.Internal {
+		t.Fatalf("publish on a damaged counter: %v", err)
+	}
+	if st, _ := e.State(ctx, top, "k"); st.Body != "{}" || st.Sequence != 2 {
+		t.Fatalf("the refused publish changed the state: %+v", st)
+	}
+}
+
+// TestTopicPublishWaitsForReplicas: with SyncReplicas, a publish is answered once a replica
+// holds it, as a send is; with no replica to confirm it, it answers unavailable.
+func TestTopicPublishWaitsForReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := testenv.Redis(t)
+	host, port, _ := strings.Cut(primary, ":")
+	opts := redisengine.Options{SyncReplicas: 1, SyncTimeout: 200 * time.Millisecond}
+	lonely := newEngine(t, redis.NewClient(&redis.Options{Addr: primary}), enginetest.NewClock(), opts)
+	top := newTopic(engine.Standard)
+	if _, err := lonely.Publish(ctx, top, []engine.PublishMessage{pm("a")}); apierr.CodeOf(err) != apierr.Unavailable {
+		t.Fatalf("a publish no replica confirmed: %v", err)
+	}
+	replica := testenv.Redis(t, "--replicaof", host, port)
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	defer rc.Close()
+	if err := testenv.WaitFor(ctx, 10*time.Second, func(ctx context.Context) error {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = errors.New("replica not linked yet")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	opts.SyncTimeout = 10 * time.Second
+	e := newEngine(t, redis.NewClient(&redis.Options{Addr: primary}), enginetest.NewClock(), opts)
+	res, err := e.Publish(ctx, top, []engine.PublishMessage{pm("b")})
+	if err != nil || res[0].Sequence != 2 {
+		t.Fatalf("a publish with a replica: %+v, %v", res, err)
+	}
+	if n, err := rc.Get(ctx, rediskeys.TopicSeq(top.ID)).Result(); err != nil || n != "2" {
+		t.Fatalf("the replica holds sequence %q, %v", n, err)
+	}
 }

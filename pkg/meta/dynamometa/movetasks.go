@@ -4,9 +4,11 @@ package dynamometa
 //
 //	pk=MOVES#<queue id>  sk=meta.MoveTaskKey(task id)  a task: request, progress, lease (a
 //	                     queue's tasks are one partition, newest first)
-//	pk=MOVERUN           sk=<queue id>                 the queue's running task (taskId): the
-//	                     put is conditional on the item not existing, so a queue runs one task
-//	                     at a time; the runners list this partition to find work
+//	pk=MOVERUN           sk=<queue id>                 the queue's running task (taskId, and
+//	                     queueId: the task's source, a replay's topic, as the key is its
+//	                     destination, meta.MoveTask.RunQueue): the put is conditional on the
+//	                     item not existing, so a queue runs one task at a time; the runners
+//	                     list this partition to find work
 //	pk=MOVEPROJ          sk=<project id>               running: how many tasks of the project
 //	                     run, conditionally under meta.MaxRunningMoveTasks
 //
@@ -46,6 +48,9 @@ type moveItem struct {
 	ProjectID    string     `dynamodbav:"projectId"`
 	QueueID      string     `dynamodbav:"queueId"`
 	Destination  string     `dynamodbav:"destination,omitempty"`
+	TopicID      string     `dynamodbav:"topicId,omitempty"`
+	FromSequence uint64     `dynamodbav:"fromSequence,omitempty"`
+	ToSequence   uint64     `dynamodbav:"toSequence,omitempty"`
 	Action       string     `dynamodbav:"action,omitempty"`
 	Filter       string     `dynamodbav:"filter,omitempty"`
 	MaxPerSecond int        `dynamodbav:"maxPerSecond"`
@@ -77,12 +82,15 @@ func toMoveItem(t meta.MoveTask) moveItem {
 	it := moveItem{
 		PK: movesPK(t.QueueID), SK: meta.MoveTaskKey(t.ID),
 		ID: t.ID.String(), ProjectID: t.ProjectID.String(), QueueID: t.QueueID.String(),
-		Action: t.Action, Filter: t.Filter, MaxPerSecond: t.MaxPerSecond, Status: t.Status,
+		Action: t.Action, Filter: t.Filter, FromSequence: t.FromSequence, ToSequence: t.ToSequence, MaxPerSecond: t.MaxPerSecond, Status: t.Status,
 		DryRun: t.DryRun, Counting: t.Counting, Moved: t.Moved, ToMove: t.ToMove, Failed: t.Failed, Error: t.Error, Cursor: t.Cursor,
 		StartedAt: utc(t.StartedAt), Owner: t.Owner, LeaseUntil: utc(t.LeaseUntil), Version: t.Version,
 	}
 	if !t.Destination.IsZero() {
 		it.Destination = t.Destination.String()
+	}
+	if t.IsReplay() {
+		it.TopicID = t.TopicID.String()
 	}
 	if !t.FinishedAt.IsZero() {
 		f := utc(t.FinishedAt)
@@ -95,16 +103,20 @@ func (it moveItem) task() (meta.MoveTask, error) {
 	id, err1 := ids.ParseUUID(it.ID)
 	pid, err2 := ids.ParseUUID(it.ProjectID)
 	qid, err3 := ids.ParseUUID(it.QueueID)
-	var dst ids.ID
-	var err4 error
+	var dst, topic ids.ID
+	var err4, err5 error
 	if it.Destination != "" {
 		dst, err4 = ids.ParseUUID(it.Destination)
 	}
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	if it.TopicID != "" {
+		topic, err5 = ids.ParseUUID(it.TopicID)
+	}
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return meta.MoveTask{}, corrupt("move task %s/%s: %v", it.PK, it.SK, err)
 	}
 	t := meta.MoveTask{
 		ID: id, ProjectID: pid, QueueID: qid, Destination: dst, Action: it.Action, Filter: it.Filter,
+		TopicID: topic, FromSequence: it.FromSequence, ToSequence: it.ToSequence,
 		MaxPerSecond: it.MaxPerSecond, Status: it.Status, DryRun: it.DryRun, Counting: it.Counting, Moved: it.Moved, ToMove: it.ToMove,
 		Failed: it.Failed, Error: it.Error, Cursor: it.Cursor, StartedAt: it.StartedAt,
 		Owner: it.Owner, LeaseUntil: it.LeaseUntil, Version: it.Version,
@@ -120,7 +132,8 @@ func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move ta
 // CreateMoveTask stores a new running task and its queue's MOVERUN item, unless the queue
 // has a running task (MoveTaskRunning).
 func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
-	if t.ID.IsZero() || t.QueueID.IsZero() {
+	rq := t.RunQueue()
+	if t.ID.IsZero() || t.QueueID.IsZero() || rq.IsZero() {
 		return meta.ZeroID("task or queue")
 	}
 	t.Status, t.Version = meta.MoveRunning, 1
@@ -130,7 +143,7 @@ func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 	if err != nil {
 		return err
 	}
-	run, err := marshal(moveRunItem{PK: moveRunPK, SK: t.QueueID.String(), TaskID: t.ID.String(), QueueID: t.QueueID.String()})
+	run, err := marshal(moveRunItem{PK: moveRunPK, SK: rq.String(), TaskID: t.ID.String(), QueueID: t.QueueID.String()})
 	if err != nil {
 		return err
 	}
@@ -150,7 +163,7 @@ func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 	case errors.As(err, &c) && c.failed(2) && !c.failed(0):
 		return meta.RunningQuota()
 	case errors.As(err, &c):
-		return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", t.QueueID)
+		return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", rq)
 	}
 	return err
 }
@@ -241,6 +254,7 @@ func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveT
 	}
 	next := t
 	next.ProjectID, next.StartedAt = cur.ProjectID, cur.StartedAt
+	next.TopicID, next.Destination = cur.TopicID, cur.Destination
 	next.Version = cur.Version + 1
 	ni := toMoveItem(next)
 	ni.Slot = curItem.Slot
@@ -256,7 +270,7 @@ func (s *Store) UpdateMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveT
 	writes := []types.TransactWriteItem{{Put: put}}
 	if cur.Status == meta.MoveRunning && next.Status != meta.MoveRunning {
 		writes = append(writes, types.TransactWriteItem{Delete: &types.Delete{
-			TableName: aws.String(s.table), Key: key(moveRunPK, t.QueueID.String()),
+			TableName: aws.String(s.table), Key: key(moveRunPK, cur.RunQueue().String()),
 			ConditionExpression:       aws.String("taskId = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(t.ID.String())},
 		}})

@@ -4,7 +4,9 @@ package embeddedmeta
 //
 //	moves    queue id ‖ meta.MoveTaskKey(task id) -> JSON of the task (a queue's tasks are one
 //	         key range, newest first)
-//	moverun  queue id -> task id of its running task (at most one per queue)
+//	moverun  queue id -> task id of its running task (at most one per queue), then the
+//	         task's source id when it differs from the key (a replay: the key is its
+//	         destination, meta.MoveTask.RunQueue, and the source its topic)
 //	moveproj project id ‖ queue id -> task id: the project's running tasks (at most
 //	         meta.MaxRunningMoveTasks), written and deleted with moverun
 
@@ -47,23 +49,28 @@ func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move ta
 
 // CreateMoveTask stores a new running task unless its queue has one running.
 func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
-	if t.ID.IsZero() || t.QueueID.IsZero() {
+	rq := t.RunQueue()
+	if t.ID.IsZero() || t.QueueID.IsZero() || rq.IsZero() {
 		return meta.ZeroID("task or queue")
 	}
 	t = t.Clone()
 	t.Status, t.Version = meta.MoveRunning, 1
 	return s.update(func(tx *bolt.Tx) error {
 		run := tx.Bucket(bMoveRun)
-		if cur := run.Get(t.QueueID[:]); cur != nil {
-			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", t.QueueID)
+		if cur := run.Get(rq[:]); cur != nil {
+			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", rq)
 		}
 		if projectRunning(tx, t.ProjectID) >= meta.MaxRunningMoveTasks {
 			return meta.RunningQuota()
 		}
-		if err := run.Put(t.QueueID[:], t.ID[:]); err != nil {
+		v := t.ID[:]
+		if rq != t.QueueID {
+			v = cat(t.ID, t.QueueID[:])
+		}
+		if err := run.Put(rq[:], v); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bMoveProj).Put(cat(t.ProjectID, t.QueueID[:]), t.ID[:]); err != nil {
+		if err := tx.Bucket(bMoveProj).Put(cat(t.ProjectID, rq[:]), t.ID[:]); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bMoves), moveKey(t.QueueID, t.ID), t)
@@ -142,9 +149,12 @@ func (s *Store) RunningMoveTasks(context.Context) ([]meta.MoveTask, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bMoveRun).ForEach(func(k, v []byte) error {
 			q, ok1 := ids.FromBytes(k)
-			id, ok2 := ids.FromBytes(v)
+			id, ok2 := ids.FromBytes(v[:min(len(v), 16)])
 			if !ok1 || !ok2 {
 				return nil
+			}
+			if len(v) == 32 { // a replay: the key is its destination, the source follows
+				q, _ = ids.FromBytes(v[16:])
 			}
 			t, err := getMove(tx, q, id)
 			if err != nil {
@@ -172,11 +182,12 @@ func (s *Store) UpdateMoveTask(_ context.Context, t meta.MoveTask) (meta.MoveTas
 		next = t.Clone()
 		next.ProjectID, next.StartedAt = cur.ProjectID, cur.StartedAt
 		next.Version = cur.Version + 1
-		if cur.Status == meta.MoveRunning && next.Status != meta.MoveRunning {
-			if err := tx.Bucket(bMoveRun).Delete(t.QueueID[:]); err != nil {
+		next.TopicID, next.Destination = cur.TopicID, cur.Destination
+		if rq := cur.RunQueue(); cur.Status == meta.MoveRunning && next.Status != meta.MoveRunning {
+			if err := tx.Bucket(bMoveRun).Delete(rq[:]); err != nil {
 				return err
 			}
-			if err := tx.Bucket(bMoveProj).Delete(cat(cur.ProjectID, t.QueueID[:])); err != nil {
+			if err := tx.Bucket(bMoveProj).Delete(cat(cur.ProjectID, rq[:])); err != nil {
 				return err
 			}
 		}

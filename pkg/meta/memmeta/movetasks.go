@@ -18,15 +18,15 @@ func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move ta
 // CreateMoveTask stores a new running task unless its queue has one running or its project
 // meta.MaxRunningMoveTasks.
 func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
-	if t.ID.IsZero() || t.QueueID.IsZero() {
+	if t.ID.IsZero() || t.QueueID.IsZero() || t.RunQueue().IsZero() {
 		return meta.ZeroID("task or queue")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	running := 0
 	for _, o := range s.moves {
-		if o.QueueID == t.QueueID && o.Status == meta.MoveRunning {
-			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", t.QueueID, o.ID)
+		if o.RunQueue() == t.RunQueue() && o.Status == meta.MoveRunning {
+			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", t.RunQueue(), o.ID)
 		}
 		if o.ProjectID == t.ProjectID && o.Status == meta.MoveRunning {
 			running++
@@ -107,6 +107,7 @@ func (s *Store) UpdateMoveTask(_ context.Context, t meta.MoveTask) (meta.MoveTas
 	}
 	next := t.Clone()
 	next.ProjectID, next.StartedAt = cur.ProjectID, cur.StartedAt
+	next.TopicID, next.Destination = cur.TopicID, cur.Destination
 	next.Version = cur.Version + 1
 	s.moves[t.ID] = next
 	return next, nil

@@ -14,7 +14,8 @@ import (
 // RunMoveTasks runs the conformance suite of meta.MoveTaskStore; newStore returns a fresh,
 // empty store. It pins: one running task per queue, checked atomically (concurrent creates:
 // exactly one wins); a task's end frees its queue; a finished task never runs again; updates
-// are compare-and-set on Version; listings are newest first and page to a "" cursor.
+// are compare-and-set on Version; listings are newest first and page to a "" cursor; a
+// replay is listed by its topic and holds its destination queue.
 func RunMoveTasks(t *testing.T, newStore func(t *testing.T) meta.MoveTaskStore) {
 	for _, tc := range []struct {
 		name string
@@ -24,6 +25,8 @@ func RunMoveTasks(t *testing.T, newStore func(t *testing.T) meta.MoveTaskStore) 
 		{"OneRunningPerQueue", testMoveOneRunning},
 		{"ListNewestFirst", testMoveList},
 		{"RunningPerProjectBound", testMoveRunningPerProject},
+		{"Replays", testReplays},
+		{"ReplaysCountInProjectBound", testReplaysCountInProjectBound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -6,10 +6,10 @@ from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES
 from .consumer import Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
 from .errors import QueuesError, TransportError, WebhookVerificationError
 from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
-                     PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, SendMessage, SendResult, SentMessage,
+                     PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, ReplayOf, SendMessage, SendResult, SentMessage,
                      Subscription, TokenCreated, UsageHour)
-from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, PublishMessage, PublishResult, StateEntry,
-                     Topic)
+from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay,
+                     StateEntry, Topic)
 from .webhooks import PushBatch, handle_push, sign, verify
 
 __all__ = [
@@ -20,5 +20,6 @@ __all__ = [
     "SentMessage", "Subscription", "TokenCreated", "TransportError", "UNSET", "UsageHour",
     "WebhookVerificationError", "handle_push", "outcome_of", "sign", "verify",
     "Binding", "BindingFailure", "LogEntry", "PublishMessage", "PublishResult", "PublishedMessage", "StateEntry", "Topic",
+    "Replay", "ReplayOf",
 ]
 __version__ = "0.1.0"

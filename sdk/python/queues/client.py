@@ -11,7 +11,7 @@ from .errors import QueuesError
 from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
                      PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
                      UsageHour)
-from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, StateEntry, Topic
+from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay, StateEntry, Topic
 
 ENV_URL, ENV_TOKEN = "QUEUES_URL", "QUEUES_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -77,6 +77,10 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/topics/{topic}/messages"): "read_log",
     ("GET", "/v1/topics/{topic}/state"): "list_state",
     ("GET", "/v1/topics/{topic}/bindings"): "topic_bindings",
+    ("POST", "/v1/topics/{topic}/replays"): "start_replay",
+    ("GET", "/v1/topics/{topic}/replays"): "list_replays",
+    ("GET", "/v1/topics/{topic}/replays/{replay}"): "get_replay",
+    ("POST", "/v1/topics/{topic}/replays/{replay}/cancel"): "cancel_replay",
     ("POST", "/v1/queues/{queue}/sources"): "bind",
     ("GET", "/v1/queues/{queue}/sources"): "list_sources",
     ("GET", "/v1/queues/{queue}/sources/{binding}"): "get_source",
@@ -491,6 +495,38 @@ class Client:
                     filter: Mapping[str, str | Sequence[str]] | None = None) -> Iterator[LogEntry]:  # noqa: A002
         """Every entry read_log selects, page by page."""
         return _pages(lambda cursor: self.read_log(topic, from_=from_, to=to, cursor=cursor, filter=filter))
+
+    def start_replay(self, topic: str, queue: str, *, from_: Any, to: Any = None,
+                     filter: Mapping[str, str | Sequence[str]] | None = None,  # noqa: A002
+                     max_messages_per_second: int | None = None, dry_run: bool = False) -> Replay:
+        """Replays the topic's log entries ``from_``..``to`` (inclusive: sequences, RFC 3339
+        strings or aware datetimes; ``to`` None: the last sequence now) that ``filter`` selects
+        into ``queue`` as new messages carrying ``replay_of`` (scope queues:admin). ``dry_run``
+        only counts (``to_move``). A queue runs one task at a time (a replay into it or a move
+        task from it): else ``move_task_running`` (409)."""
+        body: dict[str, Any] = {"queue": queue, "from": _position(from_)}
+        if to is not None:
+            body["to"] = _position(to)
+        if filter is not None:
+            body["filter"] = filter_body(filter)
+        if max_messages_per_second is not None:
+            body["maxMessagesPerSecond"] = max_messages_per_second
+        if dry_run:
+            body["dryRun"] = True
+        return Replay.from_dict(self.call("POST", _t(topic) + "/replays", body=body))
+
+    def list_replays(self, topic: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Replay]:
+        """One page of the topic's replays, newest first (scope queues:read)."""
+        a = self.call("GET", _t(topic) + "/replays", {"limit": limit, "cursor": cursor})
+        return Page([Replay.from_dict(r) for r in a["replays"]], a.get("nextCursor"))
+
+    def get_replay(self, topic: str, replay: str) -> Replay:
+        return Replay.from_dict(self.call("GET", _t(topic) + "/replays/" + _seg(replay)))
+
+    def cancel_replay(self, topic: str, replay: str) -> Replay:
+        """Stops a running replay after the batch in transit; a finished one is answered as
+        it is."""
+        return Replay.from_dict(self.call("POST", _t(topic) + "/replays/" + _seg(replay) + "/cancel"))
 
     def get_state(self, topic: str, key: str) -> StateEntry:
         """One key's state; a key without state raises ``not_found`` (404)."""

@@ -192,6 +192,16 @@ class DeadLetterInfo(Model):
 
 
 @dataclass
+class ReplayOf(Model):
+    """On a message a topic's replay copied: the topic's id and the log entry's sequence (the
+    copy has a message id of its own)."""
+
+    topic: str = ""
+    sequence: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Message(Model):
     """A received (or pushed) message; ``receipt_handle`` settles this delivery. On an
     at-most-once queue ``receipt_handle`` and ``visibility_deadline`` are empty: the receive
@@ -211,8 +221,10 @@ class Message(Model):
     traceparent: str | None = None
     #: The message's priority, 0 to 9 (standard queues; None on fifo queues).
     priority: int | None = None
+    #: On a message a topic's replay copied: the log entry it copies.
+    replay_of: ReplayOf | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo}
+    _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo, "replayOf": ReplayOf}
 
 
 @dataclass
@@ -233,8 +245,10 @@ class BrowsedMessage(Model):
     traceparent: str | None = None
     #: The message's priority, 0 to 9 (standard queues; None on fifo queues).
     priority: int | None = None
+    #: On a message a topic's replay copied: the log entry it copies.
+    replay_of: ReplayOf | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo}
+    _nested: ClassVar[dict[str, type[Model]]] = {"deadLetter": DeadLetterInfo, "replayOf": ReplayOf}
 
 
 @dataclass

@@ -73,6 +73,39 @@ class Binding(Model):
 
 
 @dataclass
+class Replay(Model):
+    """A replay of a topic's log range ``from_``..``to`` (inclusive sequences) into a queue
+    (``queue`` is its name, None once it is deleted), with a move task's lifecycle: ``status``
+    running, completed, cancelled or failed (``error`` says why); ``to_move`` counts the
+    entries the filter selects, ``moved`` the copies stored, ``failed`` those refused."""
+
+    id: str = ""
+    topic_id: str = ""
+    topic: str = ""
+    queue_id: str = ""
+    queue: str | None = None
+    from_: int = 0
+    to: int = 0
+    filter: dict[str, Any] | None = None
+    status: str = ""
+    moved: int = 0
+    to_move: int = 0
+    failed: int = 0
+    max_messages_per_second: int = 0
+    dry_run: bool = False
+    started_at: str = ""
+    finished_at: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "Replay":
+        if d is not None and "from" in d:  # a Python keyword: the field is from_
+            d = {("from_" if k == "from" else k): v for k, v in d.items()}
+        return super().from_dict(d)
+
+
+@dataclass
 class LogEntry(Model):
     """One published message as the log keeps it; ``deleted`` marks a keyed publish of a
     null body (``body`` is None), which deleted the key's state."""

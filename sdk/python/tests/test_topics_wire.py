@@ -47,7 +47,7 @@ TOPIC = {"id": "0193a5b4-3c4d-7e5f-8061-7c8d9e0f1a2b", "slug": "top_abc", "name"
          "retentionSeconds": 3600, "createdAt": "2026-12-04T10:00:00Z", "updatedAt": "2026-12-04T10:00:00Z",
          "firstSequence": 1, "lastSequence": 0, "storedBytes": 0, "bindings": 0}
 BINDING = {"id": "b1", "slug": "qbd_x", "queueId": "q1", "queue": "eu", "topicId": "t1", "topic": "prices",
-           "filter": {"attributes": {"region": ["eu", "uk"]}}, "from": 7, "startSequence": 7, "sequence": 9, "lag": 3,
+           "filter": {"attributes": {"region": ["eu", "uk"]}}, "from": "7", "startSequence": 7, "sequence": 9, "lag": 3,
            "copied": 2, "failed": 1, "lastFailure": {"reason": "queue full", "at": "2026-12-04T10:00:01Z"},
            "createdAt": "2026-12-04T10:00:00Z", "updatedAt": "2026-12-04T10:00:02Z"}
 
@@ -139,11 +139,12 @@ class TopicsWireTest(unittest.TestCase):
         ])
         b = c.bind("eu", "prices", filter={"region": ["eu", "uk"]}, from_=7)
         self.assertEqual((b.slug, b.from_, b.start_sequence, b.sequence, b.lag, b.copied, b.failed),
-                         ("qbd_x", 7, 7, 9, 3, 2, 1))
+                         ("qbd_x", "7", 7, 9, 3, 2, 1))
         self.assertEqual((b.last_failure.reason, b.filter), ("queue full", {"attributes": {"region": ["eu", "uk"]}}))
         with self.assertRaises(QueuesError) as cm:
             c.bind("eu", "prices", from_=at)
         self.assertEqual((cm.exception.code, cm.exception.status), ("binding_exists", 409))
+        self.assertEqual(QueuesError("topic_exists").status, 409)  # as it would inside a 200 answer
         c.bind("us", "prices", from_="earliest")
         self.assertEqual([x.slug for x in c.list_sources("eu")], ["qbd_x"])
         self.assertEqual(c.topic_bindings("prices"), [])

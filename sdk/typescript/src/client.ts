@@ -4,7 +4,7 @@ import { DEFAULT_URL } from './limits.js';
 import type * as api from './openapi.js';
 import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
 import { routes, type RouteName } from './routes.js';
-import type * as topics from './topics.js';
+import type { BindRequest } from './topics.js';
 import { injectTraceparent } from './tracing.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
@@ -94,6 +94,12 @@ function failedEntryError(e: { code: string; message: string; details?: Record<s
 }
 
 /** Attempts are listed newest first; `cursor` pages to older ones where the server keeps them. */
+/** A replay's request: `from` and `to` are sequences, RFC 3339 strings or Dates. */
+export interface ReplayRequest extends Omit<api.StartReplayRequest, 'from' | 'to'> {
+  from: number | string | Date;
+  to?: number | string | Date;
+}
+
 export type AttemptsOptions = PageOptions;
 
 /** A batch receipt call's per-entry outcome: undefined for success, else the entry's error. */
@@ -529,32 +535,32 @@ export class QueuesClient {
   // ---- topics (SPEC §14, docs/topics.md) ----
 
   /** Creates a topic (scope `queues:admin`): `topic_exists` (409) for a taken name. */
-  createTopic(req: topics.CreateTopicRequest, o: CallOptions = {}): Promise<topics.Topic> {
+  createTopic(req: api.CreateTopicRequest, o: CallOptions = {}): Promise<api.Topic> {
     return this.call('createTopic', { body: req, signal: o.signal });
   }
 
   /** One page of the project's topics, by name. */
-  listTopics(o: ListTopicsOptions = {}): Promise<topics.TopicList> {
+  listTopics(o: ListTopicsOptions = {}): Promise<api.TopicList> {
     return this.call('listTopics', { query: { limit: o.limit, cursor: o.cursor, prefix: o.prefix }, signal: o.signal });
   }
 
   /** Every topic of the project, page by page. */
-  async *allTopics(o: Omit<ListTopicsOptions, 'cursor'> = {}): AsyncGenerator<topics.Topic> {
+  async *allTopics(o: Omit<ListTopicsOptions, 'cursor'> = {}): AsyncGenerator<api.Topic> {
     let cursor: string | null = null;
     do {
-      const page: topics.TopicList = await this.listTopics({ ...o, cursor });
+      const page: api.TopicList = await this.listTopics({ ...o, cursor });
       yield* page.topics;
       cursor = page.nextCursor;
     } while (cursor);
   }
 
   /** A topic by id, slug or name, with its log's bounds. */
-  getTopic(topic: string, o: CallOptions = {}): Promise<topics.Topic> {
+  getTopic(topic: string, o: CallOptions = {}): Promise<api.Topic> {
     return this.call('getTopic', { path: { topic }, signal: o.signal });
   }
 
   /** Changes a topic's retention (scope `queues:admin`). */
-  updateTopic(topic: string, req: topics.UpdateTopicRequest, o: CallOptions = {}): Promise<topics.Topic> {
+  updateTopic(topic: string, req: api.UpdateTopicRequest, o: CallOptions = {}): Promise<api.Topic> {
     return this.call('updateTopic', { path: { topic }, body: req, signal: o.signal });
   }
 
@@ -564,12 +570,12 @@ export class QueuesClient {
   }
 
   /** Publishes 1–10 messages; each one's problem is reported in `failed`, not thrown. */
-  publishMessages(topic: string, messages: topics.PublishMessageEntry[], o: CallOptions = {}): Promise<topics.PublishResult> {
+  publishMessages(topic: string, messages: api.PublishMessageEntry[], o: CallOptions = {}): Promise<api.PublishResult> {
     return this.call('publishMessages', { path: { topic }, body: { messages }, signal: o.signal });
   }
 
   /** Publishes one message and answers its id and sequence; a problem with it is thrown. */
-  async publish(topic: string, message: string | topics.PublishMessageEntry, o: CallOptions = {}): Promise<topics.PublishedMessage> {
+  async publish(topic: string, message: string | api.PublishMessageEntry, o: CallOptions = {}): Promise<api.PublishedMessage> {
     const m = typeof message === 'string' ? { body: message } : message;
     const r = await this.publishMessages(topic, [m], o);
     const f = r.failed[0];
@@ -578,7 +584,7 @@ export class QueuesClient {
   }
 
   /** Reads one page of a topic's log in sequence order (scope `queues:read`). */
-  readLog(topic: string, o: ReadLogOptions = {}): Promise<topics.LogPage> {
+  readLog(topic: string, o: ReadLogOptions = {}): Promise<api.LogPage> {
     return this.call('readTopicLog', {
       path: { topic },
       query: { from: position(o.from), to: position(o.to), limit: o.limit, cursor: o.cursor, ...filterQuery(o.filter) },
@@ -587,45 +593,73 @@ export class QueuesClient {
   }
 
   /** Every log entry `o` selects, page by page. */
-  async *logEntries(topic: string, o: Omit<ReadLogOptions, 'cursor'> = {}): AsyncGenerator<topics.LogEntry> {
+  async *logEntries(topic: string, o: Omit<ReadLogOptions, 'cursor'> = {}): AsyncGenerator<api.LogEntry> {
     let cursor: string | null = null;
     do {
-      const page: topics.LogPage = await this.readLog(topic, { ...o, cursor });
+      const page: api.LogPage = await this.readLog(topic, { ...o, cursor });
       yield* page.messages;
       cursor = page.nextCursor;
     } while (cursor);
   }
 
   /** One key's state; `not_found` (404) when the key has none. */
-  getState(topic: string, key: string, o: CallOptions = {}): Promise<topics.StateEntry> {
+  getState(topic: string, key: string, o: CallOptions = {}): Promise<api.StateEntry> {
     return this.call('getTopicState', { path: { topic }, query: { key }, signal: o.signal });
   }
 
   /** One page of the topic's keyed state, in key order. */
-  listState(topic: string, o: PageOptions = {}): Promise<topics.StatePage> {
+  listState(topic: string, o: PageOptions = {}): Promise<api.StatePage> {
     return this.call('getTopicState', { path: { topic }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
   }
 
   /** Every key's state, in key order, page by page. */
-  async *allState(topic: string, o: Omit<PageOptions, 'cursor'> = {}): AsyncGenerator<topics.StateEntry> {
+  async *allState(topic: string, o: Omit<PageOptions, 'cursor'> = {}): AsyncGenerator<api.StateEntry> {
     let cursor: string | null = null;
     do {
-      const page: topics.StatePage = await this.listState(topic, { ...o, cursor });
+      const page: api.StatePage = await this.listState(topic, { ...o, cursor });
       yield* page.state;
       cursor = page.nextCursor;
     } while (cursor);
   }
 
+  /**
+   * Replays the topic's log entries `from`..`to` (inclusive: sequences, RFC 3339 strings or
+   * Dates; `to` absent: the last sequence now) that `filter` selects into `queue` as new
+   * messages carrying `replayOf` (scope `queues:admin`). `dryRun` only counts (`toMove`). A
+   * queue runs one task at a time (a replay into it or a move task from it): else
+   * `move_task_running` (409).
+   */
+  startReplay(topic: string, req: ReplayRequest, o: CallOptions = {}): Promise<api.Replay> {
+    const body: Record<string, unknown> = { ...req, from: position(req.from) };
+    if (req.to !== undefined) body.to = position(req.to);
+    return this.call('startReplay', { path: { topic }, body, signal: o.signal });
+  }
+
+  /** One page of the topic's replays, newest first (scope `queues:read`). */
+  listReplays(topic: string, o: PageOptions = {}): Promise<api.ReplayList> {
+    return this.call('listReplays', { path: { topic }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** One replay with its progress (scope `queues:read`). */
+  getReplay(topic: string, replay: string, o: CallOptions = {}): Promise<api.Replay> {
+    return this.call('getReplay', { path: { topic, replay }, signal: o.signal });
+  }
+
+  /** Stops a running replay after the batch in transit (scope `queues:admin`); a finished one is answered unchanged. */
+  cancelReplay(topic: string, replay: string, o: CallOptions = {}): Promise<api.Replay> {
+    return this.call('cancelReplay', { path: { topic, replay }, signal: o.signal });
+  }
+
   /** The topic's bindings (scope `queues:read`). */
-  async topicBindings(topic: string, o: CallOptions = {}): Promise<topics.Binding[]> {
-    return (await this.call<{ bindings: topics.Binding[] }>('listTopicBindings', { path: { topic }, signal: o.signal })).bindings;
+  async topicBindings(topic: string, o: CallOptions = {}): Promise<api.Binding[]> {
+    return (await this.call<{ bindings: api.Binding[] }>('listTopicBindings', { path: { topic }, signal: o.signal })).bindings;
   }
 
   /**
    * Binds queue to a topic (scope `queues:admin`): it receives one copy of every message
    * published from `from` on that `filter` selects. `binding_exists` (409) when already bound.
    */
-  bind(queue: string, req: topics.BindRequest, o: CallOptions = {}): Promise<topics.Binding> {
+  bind(queue: string, req: BindRequest, o: CallOptions = {}): Promise<api.Binding> {
     const body: Record<string, unknown> = { topic: req.topic };
     if (req.filter) body.filter = req.filter;
     if (req.from !== undefined) body.from = req.from instanceof Date ? req.from.toISOString() : req.from;
@@ -633,17 +667,17 @@ export class QueuesClient {
   }
 
   /** The queue's bindings (its sources). */
-  async listSources(queue: string, o: CallOptions = {}): Promise<topics.Binding[]> {
-    return (await this.call<{ sources: topics.Binding[] }>('listSources', { path: { queue }, signal: o.signal })).sources;
+  async listSources(queue: string, o: CallOptions = {}): Promise<api.Binding[]> {
+    return (await this.call<{ sources: api.Binding[] }>('listSources', { path: { queue }, signal: o.signal })).sources;
   }
 
   /** One of the queue's bindings, by id or slug. */
-  getSource(queue: string, binding: string, o: CallOptions = {}): Promise<topics.Binding> {
+  getSource(queue: string, binding: string, o: CallOptions = {}): Promise<api.Binding> {
     return this.call('getSource', { path: { queue, binding }, signal: o.signal });
   }
 
   /** Replaces a binding's filter (null: every message enters the queue). */
-  updateSourceFilter(queue: string, binding: string, filter: topics.BindingFilter | null, o: CallOptions = {}): Promise<topics.Binding> {
+  updateSourceFilter(queue: string, binding: string, filter: api.AttributeFilter | null, o: CallOptions = {}): Promise<api.Binding> {
     return this.call('updateSource', { path: { queue, binding }, body: { filter }, signal: o.signal });
   }
 

@@ -12,6 +12,7 @@ export type {
   ListTopicsOptions,
   PageOptions,
   ReadLogOptions,
+  ReplayRequest,
   RetryPolicy,
   RouteCall,
 } from './client.js';
@@ -44,4 +45,4 @@ export {
 export { TRACER_NAME } from './tracing.js';
 export type { ProjectLimits, ProjectUsageNow, UsageQuery, UsageReport } from './project.js';
 export type * from './openapi.js';
-export type * from './topics.js';
+export type { BindFrom, BindRequest } from './topics.js';

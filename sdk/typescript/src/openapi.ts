@@ -296,6 +296,17 @@ export type SequenceNumber = string;
  */
 export type Traceparent = string;
 
+/**
+ * Present on a message a replay copied from a topic's log (`POST
+ * /v1/topics/{topic}/replays`): the topic's id and the entry's sequence. The copy has a
+ * message id of its own. It is not an attribute: it does not count toward the 10
+ * attributes, the 256 KiB or stored bytes.
+ */
+export interface ReplayOf {
+  topic: Uuid;
+  sequence: Sequence;
+}
+
 /** Present on a message that was moved to this queue as its dead-letter queue. */
 export interface DeadLetterInfo {
   sourceQueue: Uuid;
@@ -637,6 +648,7 @@ export interface ReceivedMessage {
   deadLetter?: DeadLetterInfo;
   traceparent?: Traceparent;
   priority?: Priority;
+  replayOf?: ReplayOf;
 }
 
 export interface ReceiveResult {
@@ -658,6 +670,7 @@ export interface BrowsedMessage {
   deadLetter?: DeadLetterInfo;
   traceparent?: Traceparent;
   priority?: Priority;
+  replayOf?: ReplayOf;
 }
 
 export interface BrowseResult {
@@ -734,6 +747,50 @@ export interface MoveTaskList {
   nextCursor: NextCursor;
 }
 
+/** A sequence (1 or more; a number or a decimal string) or an RFC 3339 time. */
+export type ReplayBound = number | string;
+
+export interface StartReplayRequest {
+  /** The destination queue's id or name (same project, the topic's type). */
+  queue: string;
+  from: ReplayBound;
+  to?: ReplayBound;
+  filter?: AttributeFilter | null;
+  maxMessagesPerSecond?: number;
+  dryRun?: boolean;
+}
+
+export interface Replay {
+  id: Uuid;
+  topicId: Uuid;
+  /** The topic's name. */
+  topic: string;
+  queueId: Uuid;
+  /** The destination queue's name; null once it is deleted. */
+  queue: string | null;
+  from: Sequence;
+  to: Sequence;
+  filter: AttributeFilter | null;
+  status: MoveTaskStatus;
+  /** Copies stored in the queue so far. */
+  moved: number;
+  /** Entries of the range the filter selects, counted by the task's first pass (it grows from 0 while the task counts). */
+  toMove: number;
+  /** Copies the queue refused (its project's maxStoredBytes). */
+  failed: number;
+  maxMessagesPerSecond: number;
+  dryRun: boolean;
+  startedAt: Timestamp;
+  finishedAt: Timestamp | null;
+  /** Why a failed replay failed (absent otherwise). */
+  error?: string;
+}
+
+export interface ReplayList {
+  replays: Replay[];
+  nextCursor: NextCursor;
+}
+
 /** A receipt handle from a receive or a push. */
 export type ReceiptHandle = string;
 
@@ -797,6 +854,42 @@ export interface BatchResults {
  * StreamSettlement; from the service ReceiveResult, StreamAnswer or StreamError.
  */
 export type StreamFrame = StreamCredit | StreamSettlement | ReceiveResult | StreamAnswer | StreamError;
+
+/**
+ * One text frame of a topic stream: from the subscriber StreamCredit; from the service
+ * TopicStreamMessages, TopicStreamGap or StreamError.
+ */
+export type TopicStreamFrame = StreamCredit | TopicStreamMessages | TopicStreamGap | StreamError;
+
+export interface TopicStreamMessages {
+  messages: StreamEntry[];
+}
+
+/** A log entry as a topic stream delivers it (LogEntry), with `delta` true when `body` is a merge patch. */
+export interface StreamEntry {
+  sequence: Sequence;
+  messageId: Uuid;
+  /** The published body; null on an entry that deleted its key's state (`deleted`). */
+  body: string | null;
+  attributes: Attributes;
+  publishedAt: Timestamp;
+  groupId?: GroupId;
+  dedupId?: GroupId;
+  key?: GroupId;
+  /** true on a keyed publish of a null body, which deleted the key's state. */
+  deleted?: boolean;
+  /** true when `body` is an RFC 7396 merge patch against the key's last version this stream delivered. */
+  delta?: boolean;
+}
+
+export interface TopicStreamGap {
+  gap: {
+    /** The first sequence the stream could not deliver; null when asked for a time older than the log. */
+    from: number | null;
+    /** The sequence the stream goes on at. */
+    firstSequence: number;
+  };
+}
 
 /** A receive stream frame from the consumer granting credit. */
 export interface StreamCredit {
@@ -960,6 +1053,7 @@ export interface PushedMessage {
   receiptHandle?: ReceiptHandle;
   visibilityDeadline?: Timestamp;
   traceparent?: Traceparent;
+  replayOf?: ReplayOf;
 }
 
 export interface PushBatch {

@@ -9,7 +9,7 @@ import { qname, startServer, until, type Server } from './server.js';
 
 const called = new Set<string>();
 const patterns = operations()
-  .filter((o) => o.path !== '/metrics' && o.id !== 'streamMessages') // the stream: a WebSocket, Go SDK only
+  .filter((o) => o.path !== '/metrics' && o.id !== 'streamMessages' && o.id !== 'streamTopic') // the streams: WebSockets, Go SDK only
   .map((o) => ({ key: `${o.method} ${o.shape}`, re: new RegExp(`^${o.path.replace(/\{[^}]+\}/g, '[^/]+')}$`), method: o.method }));
 const recording: typeof fetch = (input, init) => {
   const u = new URL(String(input));
@@ -400,6 +400,105 @@ describe('project limits and usage', () => {
     assert.ok(Array.isArray((await c.getCurrentProjectUsage()).usage));
     const from = new Date(Date.now() - 3600_000);
     assert.ok(Array.isArray((await op.getProjectUsage(project, { from, to: new Date() })).usage));
+  });
+});
+
+describe('topics', () => {
+  test('create, list, get, update; bind, publish (the copies arrive), the log, the state; unbind, delete', async () => {
+    const name = qname('prices');
+    const t = await c.createTopic({ name, retentionSeconds: 3600 });
+    assert.match(t.slug, /^top_/);
+    assert.equal(t.lastSequence, 0);
+    await rejects(c.createTopic({ name }), 'topic_exists', 409, 'name');
+    assert.deepEqual((await c.listTopics({ prefix: name })).topics.map((x) => x.id), [t.id]);
+    const all: string[] = [];
+    for await (const x of c.allTopics({ prefix: name, limit: 1 })) all.push(x.name);
+    assert.deepEqual(all, [name]);
+    assert.equal((await c.getTopic(t.slug)).id, t.id);
+    assert.equal((await c.updateTopic(name, { retentionSeconds: 7200 })).retentionSeconds, 7200);
+
+    const eu = qname('eu');
+    const every = qname('every');
+    await c.createQueue({ name: eu });
+    await c.createQueue({ name: every });
+    const b = await c.bind(eu, { topic: name, filter: { attributes: { region: 'eu' } } });
+    assert.match(b.slug, /^qbd_/);
+    assert.equal(b.from, 'now');
+    await c.bind(every, { topic: name, from: 'earliest' });
+    await rejects(c.bind(eu, { topic: name }), 'binding_exists', 409);
+    assert.equal((await c.listSources(eu))[0]!.id, b.id);
+    assert.equal((await c.topicBindings(name)).length, 2);
+    assert.equal((await c.getSource(eu, b.slug)).id, b.id);
+
+    const r = await c.publishMessages(name, [
+      { body: 'eu-1', attributes: { region: 'eu' } },
+      { body: 'bad', groupId: 'g' },
+      { body: '{"bid":1}', attributes: { region: 'us' }, key: 'AAPL' },
+    ]);
+    assert.deepEqual(r.messages.map((m) => m.sequence), [1, 2]);
+    assert.equal(r.failed[0]!.error.details?.field, 'messages[1].groupId');
+    const one = await c.publish(name, { body: null, key: 'GONE' });
+    assert.equal(one.sequence, 3);
+
+    // The fan-out copies each message into the queues whose filter selects it, keeping its id.
+    const got = async (queue: string, n: number) => {
+      const bodies: string[] = [];
+      await until(async () => {
+        for (const m of await c.receive(queue, { maxMessages: 10, waitSeconds: 1 })) {
+          bodies.push(m.body);
+          await c.ack(m.receiptHandle!);
+        }
+        return bodies.length >= n;
+      }, 30000, `${n} copies in ${queue}`);
+      return bodies.sort();
+    };
+    assert.deepEqual(await got(eu, 1), ['eu-1']);
+    // The null-body publish that deleted GONE's state is copied too ("published as such").
+    assert.deepEqual(await got(every, 3), ['', 'eu-1', '{"bid":1}'].sort());
+
+    const log = await c.readLog(name, { from: 1, limit: 2 });
+    assert.deepEqual(log.messages.map((m) => m.sequence), [1, 2]);
+    assert.equal(log.messages[0]!.messageId, r.messages[0]!.messageId);
+    const seqs: number[] = [];
+    for await (const e of c.logEntries(name, { limit: 1 })) seqs.push(e.sequence);
+    assert.deepEqual(seqs, [1, 2, 3]);
+    assert.deepEqual((await c.readLog(name, { filter: { region: 'us' } })).messages.map((m) => m.sequence), [2]);
+    assert.equal((await c.getState(name, 'AAPL')).body, '{"bid":1}');
+    await rejects(c.getState(name, 'GONE'), 'not_found', 404);
+    assert.deepEqual((await c.listState(name)).state.map((s) => s.key), ['AAPL']);
+    const keys: string[] = [];
+    for await (const s of c.allState(name)) keys.push(s.key);
+    assert.deepEqual(keys, ['AAPL']);
+
+    assert.equal((await c.updateSourceFilter(eu, b.id, null)).filter, null);
+    await c.unbind(eu, b.slug);
+    assert.deepEqual(await c.listSources(eu), []);
+    await c.deleteTopic(name);
+    await rejects(c.getTopic(name), 'not_found', 404);
+  });
+
+  test('replays: a range of the log into a queue, its copies carrying replayOf; list, get, cancel', async () => {
+    const name = qname('replayed-topic');
+    const t = await c.createTopic({ name });
+    const dst = qname('replayed');
+    await c.createQueue({ name: dst });
+    await c.publishMessages(name, [{ body: 'one', attributes: { region: 'eu' } }, { body: 'two' }, { body: 'three' }]);
+    const dry = await c.startReplay(name, { queue: dst, from: 1, dryRun: true, filter: { attributes: { region: 'eu' } } });
+    assert.equal(dry.status, 'completed');
+    assert.equal(dry.toMove, 1);
+    let r = await c.startReplay(name, { queue: dst, from: '1', to: 2 });
+    assert.equal(r.to, 2);
+    await until(async () => (r = await c.getReplay(name, r.id)).status !== 'running', 30000, 'the replay to end');
+    assert.equal(r.status, 'completed');
+    assert.equal(r.moved, 2);
+    assert.equal((await c.cancelReplay(name, r.id)).status, 'completed');
+    assert.deepEqual((await c.listReplays(name, { limit: 1 })).replays.map((x) => x.id), [r.id]);
+    const seqs: number[] = [];
+    for (const m of await c.receive(dst, { maxMessages: 10, waitSeconds: 1 })) {
+      assert.equal(m.replayOf?.topic, t.id);
+      seqs.push(m.replayOf!.sequence);
+    }
+    assert.deepEqual(seqs.sort(), [1, 2]);
   });
 });
 

@@ -17,7 +17,7 @@ test('src/openapi.ts is what scripts/gen-types.mjs makes from openapi.yaml now',
 test('every /v1 and health operation of openapi.yaml has a route and client methods', () => {
   // /metrics is on the admin listener. The receive stream is a WebSocket (docs/streaming.md):
   // the Go SDK's Consume uses it; this SDK receives by polling, as the stream's fallback is.
-  const ops = operations().filter((o) => o.path !== '/metrics' && o.id !== 'streamMessages');
+  const ops = operations().filter((o) => o.path !== '/metrics' && o.id !== 'streamMessages' && o.id !== 'streamTopic');
   assert.ok(ops.length >= 27, `only ${ops.length} operations read from openapi.yaml`);
   const proto = QueuesClient.prototype as unknown as Record<string, unknown>;
   for (const op of ops) {
@@ -44,7 +44,7 @@ test("every operation's query parameters reach the wire", async () => {
     const keys = seen.get(u.pathname) ?? new Set<string>();
     u.searchParams.forEach((_, k) => keys.add(k));
     seen.set(u.pathname, keys);
-    return new Response('{"projects":[],"queues":[],"messages":[],"groups":[],"consumers":[],"attempts":[],"moveTasks":[],"usage":[],"nextCursor":null}', {
+    return new Response('{"projects":[],"queues":[],"messages":[],"groups":[],"consumers":[],"attempts":[],"moveTasks":[],"usage":[],"topics":[],"state":[],"nextCursor":null}', {
       status: 200,
       headers: { 'content-type': 'application/json' },
     });
@@ -57,8 +57,13 @@ test("every operation's query parameters reach the wire", async () => {
   await c.listConsumers('q', { limit: 1, cursor: 'c' });
   await c.listSubscriptionAttempts('q', { limit: 1, cursor: 'c' });
   await c.listMoveTasks('q', { limit: 1, cursor: 'c' });
+  await c.listReplays('t', { limit: 1, cursor: 'c' });
   await c.getProjectUsage('p', { from: '2026-01-01T00:00:00Z', to: new Date() });
   await c.getCurrentProjectUsage({ from: new Date(0), to: '2026-01-01T00:00:00Z' });
+  await c.listTopics({ limit: 1, cursor: 'c', prefix: 'p' });
+  await c.readLog('t', { from: 1, to: 2, limit: 1, cursor: 'c' });
+  await c.listState('t', { limit: 1, cursor: 'c' });
+  await c.getState('t', 'k');
   const concrete: Record<string, string> = {
     '/v1/projects': '/v1/projects',
     '/v1/queues': '/v1/queues',
@@ -67,11 +72,15 @@ test("every operation's query parameters reach the wire", async () => {
     '/v1/queues/{}/consumers': '/v1/queues/q/consumers',
     '/v1/queues/{}/subscription/attempts': '/v1/queues/q/subscription/attempts',
     '/v1/queues/{}/move-tasks': '/v1/queues/q/move-tasks',
+    '/v1/topics/{}/replays': '/v1/topics/t/replays',
     '/v1/projects/{}/usage': '/v1/projects/p/usage',
     '/v1/project/usage': '/v1/project/usage',
+    '/v1/topics': '/v1/topics',
+    '/v1/topics/{}/messages': '/v1/topics/t/messages',
+    '/v1/topics/{}/state': '/v1/topics/t/state',
   };
   // The receive stream (streamMessages) is a WebSocket this SDK does not call; see above.
-  for (const op of operations().filter((o) => o.method === 'GET' && o.query.length > 0 && o.id !== 'streamMessages')) {
+  for (const op of operations().filter((o) => o.method === 'GET' && o.query.length > 0 && o.id !== 'streamMessages' && o.id !== 'streamTopic')) {
     const p = concrete[op.shape];
     assert.ok(p, `${op.id} has query parameters (${op.query}); add its call to this test`);
     for (const q of op.query) assert.ok(seen.get(p)?.has(q), `${op.id}: the client never sends ?${q}`);

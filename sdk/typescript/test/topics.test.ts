@@ -55,7 +55,7 @@ const binding: Binding = {
   topicId: 't1',
   topic: 'prices',
   filter: { attributes: { region: ['eu', 'uk'] } },
-  from: 7,
+  from: '7',
   startSequence: 7,
   sequence: 9,
   lag: 3,

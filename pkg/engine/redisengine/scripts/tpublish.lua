@@ -13,8 +13,10 @@
 --       merged from, 0 for none), state tail (topicenc.go)
 -- Returns: {last sequence, {id, sequence, duplicate (1/0), ...}}; {-1} when the publish would
 -- take the project past maxStoredBytes, {-2} when an expectation failed (nothing written).
--- The publish time is never below the log's last entry's, so the log is in time order too
--- (SequenceAt and Trim rely on it) whatever the replicas' clocks.
+-- The first write is the first entry's XADD, so a counter behind its log (a damaged store)
+-- fails the publish before it writes anything. The publish time is never below the log's
+-- last entry's, so the log is in time order too (SequenceAt and Trim rely on it) whatever
+-- the replicas' clocks.
 local now = tonumber(ARGV[1])
 BK = KEYS[5]
 if ARGV[8] == '1' then PK = KEYS[6] end
@@ -41,6 +43,12 @@ local steps, out, add, seq = {}, {}, 0, last
 for i = 9, #ARGV, 7 do
   local entry, size, dk, key, op, expect = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local id = string.sub(entry, 3, 18)
+  if expect ~= '' then -- checked even for a duplicate: the messages after it merged from the state read
+    local v = redis.call('HGET', KEYS[3], key)
+    local have = 0
+    if v then have = tonumber(string.match(v, '^(%d+)|')) or 0 end
+    if have ~= tonumber(expect) then return {-2} end
+  end
   local dup = nil
   if dk > 0 then
     dup = seen[dk]
@@ -59,15 +67,7 @@ for i = 9, #ARGV, 7 do
     if dk > 0 then seen[dk] = {seq, id} end
     if op ~= '' then
       local cur = view[key]
-      if cur == nil then
-        local v = redis.call('HGET', KEYS[3], key)
-        if expect ~= '' then
-          local have = 0
-          if v then have = tonumber(string.match(v, '^(%d+)|')) or 0 end
-          if have ~= tonumber(expect) then return {-2} end
-        end
-        cur = sbytes(v)
-      end
+      if cur == nil then cur = sbytes(redis.call('HGET', KEYS[3], key)) end
       if op == 'r' then
         add = add + size - cur; view[key] = size
       else
