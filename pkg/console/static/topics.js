@@ -112,6 +112,12 @@ export function topicName(id) {
   return tp ? tp.name : id;
 }
 
+// knowTopics lists the topics once if the page has not yet (a queue opened before the Topics
+// list), so topicName can name them.
+export async function knowTopics() {
+  if (!state.topics.length) state.topics = await api.listTopics();
+}
+
 // ---- topic list ----
 
 const topicRows = new Map();
