@@ -87,7 +87,7 @@ bash scripts/sqs-cli.sh
 bash scripts/sqs-js.sh
 
 echo "== go test -race (concurrency-sensitive packages)"
-go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/
+go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/ ./pkg/fanout/
 
 echo "== python sdk (sdk/python: unittest against a queues serve it builds and starts)"
 (cd sdk/python && python3 -m unittest discover -v)

@@ -315,6 +315,13 @@ func (s *Server) updateTopic(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if ok {
+		// An idle topic is next trimmed at the wake time its old retention set: listing it
+		// now has a shortened retention applied within seconds.
+		if err := s.cfg.TopicEngine.WakeTopic(ctx, t.ID); err != nil {
+			return err
+		}
+	}
 	out, err := s.topicDetail(ctx, t)
 	if err != nil {
 		return err

@@ -51,6 +51,7 @@ func topicTests() []struct {
 		{"TopicPublishQuota", topicCase(testTopicPublishQuota)},
 		{"TopicLease", topicCase(testTopicLease)},
 		{"TopicActiveIdle", topicCase(testTopicActive)},
+		{"TopicWakeAt", topicCase(testTopicWakeAt)},
 		{"TopicWatch", topicCase(testTopicWatch)},
 		{"TopicDelete", topicCase(testTopicDelete)},
 	}
