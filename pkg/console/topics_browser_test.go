@@ -30,6 +30,7 @@ func TestTopicsInBrowser(t *testing.T) {
 	b.topicLog(published)
 	b.editFilterAndState(n, auditID)
 	b.replay(n, auditID)
+	b.settingsAndFifo(n)
 	b.unbindAndDelete(n, ordersID)
 	b.replayedInQueue()
 
@@ -67,6 +68,10 @@ func (b *browser) bindQueues(n *node) (ordersID, auditID string) {
 			chromedp.Click("#bind-submit", chromedp.ByID))
 		b.waitVisible(fmt.Sprintf(`#bindings-body tr[data-queue=%q]`, c.name))
 	}
+	// A queue is bound to a topic once: the refusal is shown with its code.
+	b.run(setValue("#bind-queue", ordersID), chromedp.Click("#bind-submit", chromedp.ByID))
+	b.waitTextContains("#banner", "binding_exists")
+	b.waitCount("#bindings-body tr", 2)
 	b.waitText(`#bindings-body tr[data-queue="orders"] td[data-col="filter"]`, "kind=order")
 	b.waitText(`#bindings-body tr[data-queue="audit"] td[data-col="filter"]`, "everything")
 	src := n.do(t, "GET", "/v1/queues/orders/sources", nil)["sources"].([]any)
@@ -210,6 +215,30 @@ func (b *browser) replay(n *node, auditID string) {
 		t.Fatalf("after Cancel the API says %v", rs)
 	}
 	b.shot("18-topic-replay")
+}
+
+// settingsAndFifo changes events' retention from its Settings tab (the API has it) and sees
+// a fifo topic's publish form ask for a group and dedup id.
+func (b *browser) settingsAndFifo(n *node) {
+	b.run(chromedp.Click("#ttab-settings", chromedp.ByID), chromedp.WaitVisible("#retention-form", chromedp.ByID),
+		setValue("#topic-retention", "3600"), chromedp.Click("#retention-submit", chromedp.ByID))
+	b.waitText(`#topic-counts [data-count="retention"] dd`, "3600 s")
+	if tp := n.do(b.t, "GET", "/v1/topics/events", nil); tp["retentionSeconds"] != float64(3600) {
+		b.t.Fatalf("events after saving its retention: %v", tp)
+	}
+	b.run(chromedp.Click("#ttab-publish", chromedp.ByID))
+	b.waitJS("no group id on a standard topic", `document.getElementById("publish-group").offsetParent === null`)
+	b.run(chromedp.Click("#nav-topics", chromedp.ByID), chromedp.WaitVisible("#topic-create-name", chromedp.ByID),
+		chromedp.SendKeys("#topic-create-name", "ticks.fifo", chromedp.ByID), setValue("#topic-create-type", "fifo"),
+		chromedp.Click("#topic-create-submit", chromedp.ByID), chromedp.WaitVisible(`button[data-topic="ticks.fifo"]`),
+		chromedp.Click(`button[data-topic="ticks.fifo"]`), chromedp.WaitVisible("#bind-form", chromedp.ByID),
+		chromedp.Click("#ttab-publish", chromedp.ByID), chromedp.WaitVisible("#publish-group", chromedp.ByID))
+	// The bind picker offers only fifo queues (there are none).
+	b.run(chromedp.Click("#ttab-bindings", chromedp.ByID))
+	b.waitJS("an empty fifo queue picker", `document.querySelectorAll("#bind-queue option").length === 0`)
+	n.do(b.t, "DELETE", "/v1/topics/ticks.fifo", nil)
+	b.run(chromedp.Click("#nav-topics", chromedp.ByID), chromedp.Click(`button[data-topic="events"]`), chromedp.WaitVisible("#bind-form", chromedp.ByID))
+	b.waitText("#topic-title", "events")
 }
 
 // replayedInQueue sees audit's replayed copies marked with their topic and sequence.

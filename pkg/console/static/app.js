@@ -284,6 +284,7 @@ async function loadBrowse() {
   const filter = browseFilter();
   if (filter === null) return;
   const page = await api.browse(id, $('browse-state').value, cursor, 20, filter);
+  if (page.messages.some((m) => m.replayOf)) await topics.knowTopics();
   if (id !== state.current) return;
   state.browseNext = page.nextCursor;
   $('browse-next').disabled = !page.nextCursor;

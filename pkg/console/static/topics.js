@@ -112,6 +112,12 @@ export function topicName(id) {
   return tp ? tp.name : id;
 }
 
+// knowTopics lists the topics once if the page has not yet (a queue opened before the Topics
+// list), so topicName can name them.
+export async function knowTopics() {
+  if (!state.topics.length) state.topics = await api.listTopics();
+}
+
 // ---- topic list ----
 
 const topicRows = new Map();
@@ -177,6 +183,7 @@ function openTopic(id) {
   $('bindings-body').replaceChildren();
   replayRows.clear();
   $('replays-body').replaceChildren();
+  state.replays = [];
   ui.banner(null);
   ui.show('topic');
   renderTopic(state.current);
@@ -184,11 +191,14 @@ function openTopic(id) {
   ui.schedule(async () => {
     const tp = await api.getTopic(id);
     if (!state.current || state.current.id !== id) return;
+    // A topic opened from a queue's sources is known by id alone until this answer: only now
+    // can the pickers offer the queues of its type.
+    const untyped = !state.current.type;
     renderTopic(tp);
+    if (untyped) queueChoices().catch(ui.showError);
     if (state.tab === 'bindings') await loadBindings();
     if (state.tab === 'replay' && state.replays.some((r) => r.status === 'running')) await loadReplays();
   });
-  queueChoices().catch(ui.showError);
 }
 
 const isCurrent = (id) => state.current && state.current.id === id;
@@ -229,6 +239,8 @@ function selectTab(tab) {
   for (const b of document.querySelectorAll('#view-topic .tabs button')) b.setAttribute('aria-selected', String(b.dataset.ttab === tab));
   for (const p of document.querySelectorAll('#view-topic .tpane')) p.hidden = p.id !== 'tpane-' + tab;
   ui.banner(null);
+  // The pickers are refreshed with each visit: a queue may have been created meanwhile.
+  if ((tab === 'bindings' || tab === 'replay') && state.current.type) queueChoices().catch(ui.showError);
   if (tab === 'bindings') loadBindings().catch(ui.showError);
   if (tab === 'log') loadLog().catch(ui.showError);
   if (tab === 'state') loadState().catch(ui.showError);
