@@ -30,6 +30,7 @@ func TestTopicsInBrowser(t *testing.T) {
 	b.topicLog(published)
 	b.editFilterAndState(n, auditID)
 	b.replay(n, auditID)
+	b.logPages(n)
 	b.settingsAndFifo(n)
 	b.unbindAndDelete(n, ordersID)
 	b.replayedInQueue()
@@ -223,6 +224,25 @@ func (b *browser) replay(n *node, auditID string) {
 		t.Fatalf("after Cancel the API says %v", rs)
 	}
 	b.shot("18-topic-replay")
+}
+
+// logPages pages the log 20 entries at a time: with 24 entries, page 2 holds 4.
+func (b *browser) logPages(n *node) {
+	var batch []any
+	for i := range 10 {
+		batch = append(batch, map[string]any{"body": fmt.Sprintf("even more %d", i)})
+	}
+	n.do(b.t, "POST", "/v1/topics/events/messages", map[string]any{"messages": batch})
+	b.run(chromedp.Click("#ttab-log", chromedp.ByID), setValue("#log-from", ""), setValue("#log-to", ""), setValue("#log-filter", ""),
+		chromedp.Click("#log-refresh", chromedp.ByID))
+	b.waitCount("#log-body tr", 20)
+	b.run(chromedp.Click("#log-next", chromedp.ByID))
+	b.waitTextContains("#log-page", "page 2")
+	b.waitCount("#log-body tr", 4)
+	b.waitText("#log-body tr:last-child td:nth-child(1)", "24")
+	b.run(chromedp.Click("#log-first", chromedp.ByID))
+	b.waitCount("#log-body tr", 20)
+	b.waitText("#log-body tr:first-child td:nth-child(1)", "1")
 }
 
 // settingsAndFifo changes events' retention from its Settings tab (the API has it) and sees
