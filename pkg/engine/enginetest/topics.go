@@ -45,6 +45,7 @@ func topicTests() []struct {
 		{"TopicBindings", topicCase(testTopicBindings)},
 		{"TopicCopyStandard", topicCase(testTopicCopyStandard)},
 		{"TopicCopyOverlapping", topicCase(testTopicCopyOverlap)},
+		{"TopicRebindHeld", topicCase(testTopicRebindHeld)},
 		{"TopicCopyFIFO", topicCase(testTopicCopyFIFO)},
 		{"TopicCopyQuota", topicCase(testTopicCopyQuota)},
 		{"TopicStoredBytes", topicCase(testTopicStoredBytes)},

@@ -450,3 +450,32 @@ func testTopicDelete(t *testing.T, ts *topicSuite) {
 		t.Fatalf("Bounds of a deleted topic: %+v", b)
 	}
 }
+
+// testTopicRebindHeld: a queue unbound and bound again (a new binding id, as the API makes)
+// from an earlier sequence, while it still holds copies of the first binding: what it holds
+// is not stored twice (a queue holds a message id once), and the rest is copied.
+func testTopicRebindHeld(t *testing.T, ts *topicSuite) {
+	tp := ts.topic()
+	q := ts.projectQueue()
+	ts.pub(tp, "one", "two")
+	b1 := ids.New()
+	ts.bind(tp, engine.Binding{ID: b1, Queue: q.ID})
+	ts.copyAll(q, tp, b1, copies(false, ts.readLog(tp, 1, 10)...))
+	wantNil(t, "Unbind", ts.tp.Unbind(ts.ctx, tp, b1, q.ID))
+	ts.pub(tp, "three")
+	b2 := ids.New()
+	ts.bind(tp, engine.Binding{ID: b2, Queue: q.ID})
+	ts.copyAll(q, tp, b2, copies(false, ts.readLog(tp, 1, 10)...))
+	ts.wantCounts(q, 3, 0, 0)
+	got := ts.receive(q, engine.MaxBatch, time.Minute)
+	seen := map[ids.ID]bool{}
+	for _, m := range got {
+		if seen[m.MessageID] {
+			t.Fatalf("message %s (%q) received twice", m.MessageID, m.Body)
+		}
+		seen[m.MessageID] = true
+	}
+	if len(got) != 3 {
+		t.Fatalf("received %d messages, want 3", len(got))
+	}
+}
