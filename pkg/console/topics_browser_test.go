@@ -30,6 +30,7 @@ func TestTopicsInBrowser(t *testing.T) {
 	b.topicLog(published)
 	b.editFilterAndState(n, auditID)
 	b.replay(n, auditID)
+	b.logPages(n)
 	b.settingsAndFifo(n)
 	b.unbindAndDelete(n, ordersID)
 	b.replayedInQueue()
@@ -68,8 +69,11 @@ func (b *browser) bindQueues(n *node) (ordersID, auditID string) {
 			chromedp.Click("#bind-submit", chromedp.ByID))
 		b.waitVisible(fmt.Sprintf(`#bindings-body tr[data-queue=%q]`, c.name))
 	}
+	// A filter box that is not name=value pairs is refused on the page, naming the box.
+	b.run(setValue("#bind-filter", "oops"), chromedp.Click("#bind-submit", chromedp.ByID))
+	b.waitTextContains("#banner", `Filter: "oops" is not name=value`)
 	// A queue is bound to a topic once: the refusal is shown with its code.
-	b.run(setValue("#bind-queue", ordersID), chromedp.Click("#bind-submit", chromedp.ByID))
+	b.run(setValue("#bind-queue", ordersID), setValue("#bind-filter", ""), chromedp.Click("#bind-submit", chromedp.ByID))
 	b.waitTextContains("#banner", "binding_exists")
 	b.waitCount("#bindings-body tr", 2)
 	b.waitText(`#bindings-body tr[data-queue="orders"] td[data-col="filter"]`, "kind=order")
@@ -161,6 +165,11 @@ func (b *browser) editFilterAndState(n *node, auditID string) {
 	}
 	b.publishOne(`{"plan":"free","seats":1}`, "", "user-1", "replace")
 	b.publishOne(`{"seats":5}`, "", "user-1", "patch")
+	// A message the publish fails is shown with its code and field; nothing is appended.
+	b.run(chromedp.Click("#ttab-publish", chromedp.ByID), setValue("#publish-body", "not an object"), setValue("#publish-key", "user-1"),
+		setValue("#publish-merge", "patch"), chromedp.Click("#publish-submit", chromedp.ByID))
+	b.waitTextContains("#banner", "invalid_argument")
+	b.waitTextContains("#banner", "(field messages[0].body)")
 	b.run(chromedp.Click("#ttab-state", chromedp.ByID), chromedp.WaitVisible("#state-table", chromedp.ByID))
 	b.waitText(`#state-body tr[data-key="user-1"] td:nth-child(2)`, `{"plan":"free","seats":5}`)
 	b.run(setValue("#state-key", "user-2"), chromedp.Click("#state-refresh", chromedp.ByID))
@@ -215,6 +224,25 @@ func (b *browser) replay(n *node, auditID string) {
 		t.Fatalf("after Cancel the API says %v", rs)
 	}
 	b.shot("18-topic-replay")
+}
+
+// logPages pages the log 20 entries at a time: with 24 entries, page 2 holds 4.
+func (b *browser) logPages(n *node) {
+	var batch []any
+	for i := range 10 {
+		batch = append(batch, map[string]any{"body": fmt.Sprintf("even more %d", i)})
+	}
+	n.do(b.t, "POST", "/v1/topics/events/messages", map[string]any{"messages": batch})
+	b.run(chromedp.Click("#ttab-log", chromedp.ByID), setValue("#log-from", ""), setValue("#log-to", ""), setValue("#log-filter", ""),
+		chromedp.Click("#log-refresh", chromedp.ByID))
+	b.waitCount("#log-body tr", 20)
+	b.run(chromedp.Click("#log-next", chromedp.ByID))
+	b.waitTextContains("#log-page", "page 2")
+	b.waitCount("#log-body tr", 4)
+	b.waitText("#log-body tr:last-child td:nth-child(1)", "24")
+	b.run(chromedp.Click("#log-first", chromedp.ByID))
+	b.waitCount("#log-body tr", 20)
+	b.waitText("#log-body tr:first-child td:nth-child(1)", "1")
 }
 
 // settingsAndFifo changes events' retention from its Settings tab (the API has it) and sees

@@ -48,12 +48,14 @@ function filterText(f) {
 }
 
 // pairs reads a filter box: name=value pairs separated by spaces or commas. It throws naming
-// the box when a part is not name=value.
+// the box's label when a part is not name=value.
 function pairs(box) {
   const out = [];
-  for (const part of $(box).value.split(/[\s,]+/).filter(Boolean)) {
+  const input = $(box);
+  const label = input.closest('label') ? input.closest('label').firstChild.textContent.trim() : 'Filter';
+  for (const part of input.value.split(/[\s,]+/).filter(Boolean)) {
     const i = part.indexOf('=');
-    if (i <= 0) throw new Error(`${box}: "${part}" is not name=value`);
+    if (i <= 0) throw new Error(`${label}: "${part}" is not name=value`);
     out.push([part.slice(0, i), part.slice(i + 1)]);
   }
   return out;
