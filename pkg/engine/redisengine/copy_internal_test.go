@@ -69,3 +69,41 @@ func TestCopyFIFOLateFirstAttempt(t *testing.T) {
 		t.Fatalf("after the late store: received %+v, %v; want nothing (the copy was delivered once)", res.Messages, err)
 	}
 }
+
+// TestCopyFIFOOrderBehindCrashedReservation: a batch whose first copy waits on its own
+// earlier attempt's reservation (cut between the two steps) keeps the group's log order: the
+// copy after it in the batch is not stored ahead of it. Before, the second copy took its
+// sequence number at once and the first a later one, so a consumer got them reversed (the
+// fault rounds' fifo order violations after replica kills).
+func TestCopyFIFOOrderBehindCrashedReservation(t *testing.T) {
+	e, _, _ := newInternal(t)
+	ctx := context.Background()
+	q := fifoQueue()
+	if err := e.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	first := pending(t, e, q, "g", "d1")
+	second := ids.New()
+	b := engine.CopyBatch{Topic: ids.New(), Binding: ids.New(), Messages: []engine.CopyMessage{
+		{Sequence: 1, ID: first.id, Message: engine.Message{Body: "1", GroupID: "g", DedupID: "d1"}},
+		{Sequence: 2, ID: second, Message: engine.Message{Body: "2", GroupID: "g", DedupID: "d2"}}}}
+	if errs, err := e.Copy(ctx, q, b); err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("copy: %v %v", errs, err)
+	}
+	var got []ids.ID
+	for len(got) < 2 {
+		res, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})
+		if err != nil || len(res.Messages) == 0 {
+			t.Fatalf("after %v: received %+v, %v", got, res.Messages, err)
+		}
+		for _, m := range res.Messages {
+			got = append(got, m.MessageID)
+			if errs, err := e.Ack(ctx, q, []engine.Delivery{m.Delivery}); err != nil || errors.Join(errs...) != nil {
+				t.Fatalf("ack: %v %v", errs, err)
+			}
+		}
+	}
+	if got[0] != first.id || got[1] != second {
+		t.Fatalf("received %v, want %v then %v (log order)", got, first.id, second)
+	}
+}

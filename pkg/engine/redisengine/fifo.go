@@ -205,6 +205,7 @@ func (s *fifoSend) round(ctx context.Context, todo []*fitem) []*fitem {
 		}
 		return nil
 	}
+	writes, deferred := deferBehindHeld(writes, verify)
 	byPart := map[int][]*fitem{}
 	for _, it := range writes {
 		byPart[it.p] = append(byPart[it.p], it)
@@ -236,7 +237,40 @@ func (s *fifoSend) round(ctx context.Context, todo []*fitem) []*fitem {
 	for i, p := range parts {
 		next = s.settle(ctx, p, byPart[p], cmds[i], next)
 	}
-	return s.verify(ctx, verify, next)
+	next = append(s.verify(ctx, verify, next), deferred...)
+	// The next round reserves in batch order, so a group's messages get their sequence
+	// numbers in the order they were given.
+	slices.SortFunc(next, func(a, b *fitem) int { return a.idx - b.idx })
+	return next
+}
+
+// deferBehindHeld keeps a topic's copies of one group in log order: a copy (keep) whose dedup
+// id waits on a reservation (an earlier attempt of the same copy, cut between its two steps)
+// is stored in a later round with a fresh sequence number, so the copies of its group after
+// it in the batch are not stored in this round either — they give their reservations up
+// ("r": re-allocate) and go again behind it. Plain sends are left as they were.
+func deferBehindHeld(writes, verify []*fitem) (keep, deferred []*fitem) {
+	first := map[string]int{} // group -> the batch index of its first held copy
+	for _, it := range verify {
+		if g := it.pl.GroupID; it.keep {
+			if i, ok := first[g]; !ok || it.idx < i {
+				first[g] = it.idx
+			}
+		}
+	}
+	if len(first) == 0 {
+		return writes, nil
+	}
+	keep = writes[:0:0]
+	for _, it := range writes {
+		if i, ok := first[it.pl.GroupID]; ok && it.keep && it.idx > i {
+			it.mode = "r"
+			deferred = append(deferred, it)
+			continue
+		}
+		keep = append(keep, it)
+	}
+	return keep, deferred
 }
 
 // calls are the fifo send scripts of the partitions' writes.
