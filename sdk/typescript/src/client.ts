@@ -6,7 +6,7 @@ import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, U
 import { routes, type RouteName } from './routes.js';
 import type { BindRequest } from './topics.js';
 import { injectTraceparent } from './tracing.js';
-import { openTopicStreamAt, topicStream, topicStreamURL, type TopicEvent, type TopicStreamConnection, type TopicStreamOptions } from './topicstream.js';
+import { TopicStream, openTopicStreamAt, topicStreamURL, type TopicStreamConnection, type TopicStreamOptions } from './topicstream.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 
@@ -666,8 +666,8 @@ export class QueuesClient {
    * `queues:read`); without that scope a reconnect before the first entry starts at the new
    * `now`.
    */
-  topicStream(topic: string, o: TopicStreamOptions = {}): AsyncGenerator<TopicEvent> {
-    return topicStream(
+  topicStream(topic: string, o: TopicStreamOptions = {}): TopicStream {
+    return new TopicStream(
       {
         url: this.url,
         headers: () => this.#streamHeaders(),

@@ -282,11 +282,47 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
- * The entries and gaps of a topic from o.from on, across reconnects: see
- * QueuesClient.topicStream.
+ * The entries and gaps of a topic from `from` on, across reconnects (QueuesClient.topicStream):
+ * an async iterator, with the bookmark a reconnect starts from.
  */
-export async function* topicStream(host: StreamHost, topic: string, opts: TopicStreamOptions = {}): AsyncGenerator<TopicEvent> {
-  const o: TopicStreamOptions = { ...opts };
+export class TopicStream implements AsyncIterableIterator<TopicEvent> {
+  readonly #o: TopicStreamOptions;
+  readonly #gen: AsyncGenerator<TopicEvent>;
+
+  /** @internal */
+  constructor(host: StreamHost, topic: string, opts: TopicStreamOptions) {
+    this.#o = { ...opts };
+    this.#gen = run(host, topic, this.#o);
+  }
+
+  /**
+   * Where a reconnect starts: the sequence after the last entry yielded (or a gap's
+   * `firstSequence`); before the first, the asked `from` — `now` is made a sequence (the
+   * topic's `lastSequence` + 1) when the iteration starts, if the token can read the topic.
+   */
+  get bookmark(): TopicStreamFrom | undefined {
+    return this.#o.from;
+  }
+
+  next(): Promise<IteratorResult<TopicEvent>> {
+    return this.#gen.next();
+  }
+
+  /** Ends the stream (what `break` out of `for await` calls). */
+  return(value?: unknown): Promise<IteratorResult<TopicEvent>> {
+    return this.#gen.return(value);
+  }
+
+  throw(e?: unknown): Promise<IteratorResult<TopicEvent>> {
+    return this.#gen.throw(e);
+  }
+
+  [Symbol.asyncIterator](): TopicStream {
+    return this;
+  }
+}
+
+async function* run(host: StreamHost, topic: string, o: TopicStreamOptions): AsyncGenerator<TopicEvent> {
   const window = o.window && o.window > 0 && o.window <= 1000 ? o.window : 256;
   if (o.from === undefined || o.from === 'now') {
     // A bookmark from the start, so a reconnect before the first entry misses nothing.

@@ -77,8 +77,9 @@ test('topicStream from now: the next entry published, live', async () => {
   const topic = qname('live');
   await c.createTopic({ name: topic });
   await publishRange(topic, 1, 2);
-  const it = c.topicStream(topic)[Symbol.asyncIterator]();
-  const first = it.next(); // opens the stream; the publish below may come before or after
+  const it = c.topicStream(topic);
+  const first = it.next(); // reads lastSequence, then opens the stream
+  await until(() => it.bookmark === 3, 10000, 'the bookmark of now'); // from here on a publish is in
   await publishRange(topic, 3, 3);
   const r = await first;
   assert.deepEqual(bodies([r.value as TopicEvent]), ['3:3']);
