@@ -37,11 +37,11 @@ class WebSocketError(TransportError):
 
 
 class ConnectionClosed(WebSocketError):
-    """The peer closed the connection: ``code`` is its close status (1005: none given)."""
+    """The peer closed the connection: ``close_code`` is its close status (1005: none given),
+    ``reason`` its reason."""
 
     def __init__(self, code: int, reason: str) -> None:
         super().__init__(f"queues: the WebSocket closed ({code} {reason})".strip(), code)
-        self.code_sent = code
         self.reason = reason
 
 

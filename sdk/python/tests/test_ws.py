@@ -94,7 +94,7 @@ class FramingTest(unittest.TestCase):
         srv.sendall(server_frame(OP_CLOSE, struct.pack("!H", 1001) + b"draining"))
         with self.assertRaises(ConnectionClosed) as cm:
             ws.recv()
-        self.assertEqual((cm.exception.code_sent, cm.exception.reason, cm.exception.code), (1001, "draining", "transport"))
+        self.assertEqual((cm.exception.close_code, cm.exception.reason, cm.exception.code), (1001, "draining", "transport"))
         self.assertEqual(read_client_frame(srv), (OP_CLOSE, struct.pack("!H", 1001)))
         self.assertTrue(ws.closed)
         with self.assertRaises(WebSocketError):
