@@ -283,21 +283,27 @@ func (s *Server) listTopics(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"topics": out, "nextCursor": cursorOut(next)})
 }
 
+// parseTopicPatch reads PATCH /v1/topics/{topic}'s body: only retentionSeconds may change
+// (ok false: not given).
+func parseTopicPatch(data []byte) (retention int64, ok bool, err *apierr.Error) {
+	o, err := parseObject(data, "", false, "name", "type", "retentionSeconds")
+	if err != nil {
+		return 0, false, err
+	}
+	for _, f := range []string{"name", "type"} {
+		if o.has(f) {
+			return 0, false, apierr.Invalid(f, "a topic's %s is fixed at creation", f)
+		}
+	}
+	return o.integer("retentionSeconds", 0, meta.MaxTopicRetentionSeconds)
+}
+
 func (s *Server) updateTopic(c echo.Context) error {
 	data, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	o, aerr := parseObject(data, "", false, "name", "type", "retentionSeconds")
-	if aerr != nil {
-		return aerr
-	}
-	for _, f := range []string{"name", "type"} {
-		if o.has(f) {
-			return apierr.Invalid(f, "a topic's %s is fixed at creation", f)
-		}
-	}
-	ret, ok, aerr := o.integer("retentionSeconds", 0, meta.MaxTopicRetentionSeconds)
+	ret, ok, aerr := parseTopicPatch(data)
 	if aerr != nil {
 		return aerr
 	}
@@ -314,6 +320,13 @@ func (s *Server) updateTopic(c echo.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if ok {
+		// An idle topic is next trimmed at the wake time its old retention set: listing it
+		// now has a shortened retention applied within seconds.
+		if err := s.cfg.TopicEngine.WakeTopic(ctx, t.ID); err != nil {
+			return err
+		}
 	}
 	out, err := s.topicDetail(ctx, t)
 	if err != nil {

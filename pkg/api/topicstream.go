@@ -35,6 +35,10 @@ const (
 	// topicStreamScan bounds the entries one read of a filtered stream examines before it
 	// delivers what it found (the next read goes on from there).
 	topicStreamScan = 10 * engine.MaxLogRead
+	// topicStreamRecheck is how long a caught-up stream waits for a publish's signal before it
+	// reads the log again anyway (signals are not durable: Redis pub/sub drops them while it
+	// reconnects). Not a poll: a signal ends the wait at once.
+	topicStreamRecheck = 15 * time.Second
 	// topicCheckTicks is how many guard ticks pass between checks that the topic still
 	// exists (through the metadata cache): a deleted topic publishes nothing to wake on.
 	topicCheckTicks = 10
@@ -53,7 +57,7 @@ type topicStream struct {
 }
 
 // topicStreamStart is where a stream starts: next, and the gap when the asked position is
-// no longer held (gap.From 0: asked by time).
+// no longer held.
 type topicStreamStart struct {
 	next uint64
 	gap  *topicGap
@@ -251,16 +255,27 @@ func (ts *topicStream) send(ctx context.Context, cancel context.CancelFunc) {
 		if !ts.deliver(ctx, cancel, n, batch) {
 			return
 		}
-		if batch.caughtUp && len(batch.entries) == 0 {
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return
-			case <-s.cfg.Draining:
-				return
-			}
+		if batch.caughtUp && len(batch.entries) == 0 && !ts.await(ctx, wake) {
+			return
 		}
 	}
+}
+
+// await waits, caught up, for the engine's signal of a publish, or topicStreamRecheck
+// without one: a signal lost in a Redis reconnect delays an entry by that much at worst.
+// false: the stream ends.
+func (ts *topicStream) await(ctx context.Context, wake <-chan struct{}) bool {
+	t := time.NewTimer(topicStreamRecheck)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	case <-ts.s.cfg.Draining:
+		return false
+	}
+	return true
 }
 
 // deliver writes what readBatch found (its gap, then its entries), settles the credit taken

@@ -23,8 +23,10 @@ func keyedPub(key, body string, merge engine.MergeMode) engine.PublishMessage {
 // last version of its key this stream delivered ("delta": true), whole the first time, after
 // a delete, when a body is no JSON object and when the patch would have to set a null; an
 // entry without a key is whole; a stream without delta gets every body whole.
-func TestTopicStreamDelta(t *testing.T) {
-	r := newTopicRig(t, StreamLimits{})
+func TestTopicStreamDelta(t *testing.T) { onEngines(t, testTopicStreamDelta) }
+
+func testTopicStreamDelta(t *testing.T, mk engineMaker) {
+	r := newTopicRigOn(t, StreamLimits{}, mk)
 	r.publish(t,
 		keyedPub("k1", `{"a":1,"b":{"c":1}}`, engine.MergeReplace),
 		keyedPub("k1", `{"a":1,"b":{"c":2},"d":[1]}`, engine.MergeReplace),
@@ -252,4 +254,17 @@ func TestTopicStreamGuards(t *testing.T) {
 	if code, _, _ := streamEnd(t, c); code != "not_found" {
 		t.Fatalf("topic deleted: ended with %q, want not_found", code)
 	}
+}
+
+// TestTopicStreamDrain: a draining server closes a topic stream waiting on a quiet topic
+// with 1001 (going away), for the subscriber to reconnect elsewhere from its bookmark.
+func TestTopicStreamDrain(t *testing.T) {
+	r := newTopicRig(t, StreamLimits{})
+	c := r.open(t, "")
+	credit(t, c, 10)
+	close(r.drain)
+	if _, _, status := streamEnd(t, c); status != websocket.StatusGoingAway {
+		t.Fatalf("closed with %d, want 1001", status)
+	}
+	r.awaitClosed(t)
 }

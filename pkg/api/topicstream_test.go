@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,37 +13,76 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
+	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/testenv"
 )
 
 // topicRig is a stream rig (streamguard_test.go) whose server keeps topics on the embedded
 // engine, with one project, its token and a topic "t" (retention 1 h).
 type topicRig struct {
 	*streamRig
-	eng *embeddedengine.Engine
+	eng topicEngine
 	top meta.Topic
 	tok meta.Token
 	jwt string
+	// drain is the server's Draining: closing it shuts the streams down.
+	drain chan struct{}
 }
 
-func newTopicRig(t *testing.T, limits StreamLimits) *topicRig {
-	t.Helper()
-	clk := clock.NewFake(time.Now())
+// topicEngine is an engine with topics (both engines are).
+type topicEngine interface {
+	engine.Engine
+	engine.Topics
+}
+
+// engineMaker opens a topic engine on clk for one test.
+type engineMaker func(t *testing.T, clk clock.Clock) topicEngine
+
+func embeddedTopics(t *testing.T, clk clock.Clock) topicEngine {
 	eng, err := embeddedengine.Open(filepath.Join(t.TempDir(), "s.db"), clk, embeddedengine.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
+func redisTopics(t *testing.T, clk clock.Clock) topicEngine {
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	eng, err := redisengine.New(rdb, clk, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(); rdb.Close() })
+	return eng
+}
+
+// onEngines runs test on the embedded engine and on Redis.
+func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
+	t.Run("embedded", func(t *testing.T) { test(t, embeddedTopics) })
+	t.Run("redis", func(t *testing.T) { test(t, redisTopics) })
+}
+
+func newTopicRig(t *testing.T, limits StreamLimits) *topicRig {
+	return newTopicRigOn(t, limits, embeddedTopics)
+}
+
+func newTopicRigOn(t *testing.T, limits StreamLimits, mk engineMaker) *topicRig {
+	t.Helper()
+	clk := clock.NewFake(time.Now())
+	eng := mk(t, clk)
 	ring, err := keys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
@@ -53,13 +93,14 @@ func newTopicRig(t *testing.T, limits StreamLimits) *topicRig {
 	r := &streamRig{clk: clk, cache: cache, store: store, auth: auth.New(ring, "op", clk.Now),
 		ticks: make(chan time.Time), checked: make(chan struct{}, 16)}
 	r.down = &downMeta{Cache: cache}
+	drain := make(chan struct{})
 	r.s = New(Config{Engine: hookEngine{eng, r}, Meta: r.down, Auth: r.auth, Receipts: receipt.NewSigner(ring), Tenancy: store,
-		Clock: clk, Streams: limits, Topics: store, TopicEngine: eng})
+		Clock: clk, Streams: limits, Topics: store, TopicEngine: eng, Draining: drain})
 	r.s.streamTicks = func() <-chan time.Time { return r.ticks }
 	r.s.streamChecked = func() { r.checked <- struct{}{} }
 	r.srv = httptest.NewServer(r.s.Handler())
 	t.Cleanup(r.srv.Close)
-	tr := &topicRig{streamRig: r, eng: eng}
+	tr := &topicRig{streamRig: r, eng: eng, drain: drain}
 	q, tok, jwt := r.project(t, nil)
 	tr.tok, tr.jwt = tok, jwt
 	now := clk.Now().UTC().Truncate(time.Millisecond)
@@ -179,8 +220,10 @@ func sameSeqs(a, b []uint64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 // until more credit: the next frame is the one credit 1 allows); a subscriber that
 // reconnects with from = last+1 gets the rest — live ones included, awaited on the engine's
 // watch — with no gap and no repeat.
-func TestTopicStreamBookmark(t *testing.T) {
-	r := newTopicRig(t, StreamLimits{})
+func TestTopicStreamBookmark(t *testing.T) { onEngines(t, testTopicStreamBookmark) }
+
+func testTopicStreamBookmark(t *testing.T, mk engineMaker) {
+	r := newTopicRigOn(t, StreamLimits{}, mk)
 	r.publish(t, bodies("m1", "m2", "m3", "m4", "m5")...)
 	c := r.open(t, "from=earliest&maxMessages=2")
 	credit(t, c, 3)
@@ -218,8 +261,10 @@ func TestTopicStreamBookmark(t *testing.T) {
 // TestTopicStreamGap: entries trimmed before the stream reads them are announced by a gap
 // frame, first, before what the log still holds; a time older than the log holds is a gap
 // of unknown start (from null). Before the gap frame the subscriber could not tell.
-func TestTopicStreamGap(t *testing.T) {
-	r := newTopicRig(t, StreamLimits{})
+func TestTopicStreamGap(t *testing.T) { onEngines(t, testTopicStreamGap) }
+
+func testTopicStreamGap(t *testing.T, mk engineMaker) {
+	r := newTopicRigOn(t, StreamLimits{}, mk)
 	start := r.clk.Now()
 	r.publish(t, bodies("old1", "old2", "old3")...)
 	r.clk.Advance(2 * time.Hour)
@@ -262,8 +307,10 @@ func TestTopicStreamGap(t *testing.T) {
 
 // TestTopicStreamFilter: attribute.<name> selects entries as a log read's filter does, and
 // the credit counts delivered entries only.
-func TestTopicStreamFilter(t *testing.T) {
-	r := newTopicRig(t, StreamLimits{})
+func TestTopicStreamFilter(t *testing.T) { onEngines(t, testTopicStreamFilter) }
+
+func testTopicStreamFilter(t *testing.T, mk engineMaker) {
+	r := newTopicRigOn(t, StreamLimits{}, mk)
 	var msgs []engine.PublishMessage
 	for i := range 30 {
 		color := []string{"red", "blue", "green"}[i%3]
@@ -281,5 +328,53 @@ func TestTopicStreamFilter(t *testing.T) {
 	credit(t, c, 15)
 	if got := sequences(t, c, 15); got[0] != 9 || got[14] != 30 {
 		t.Fatalf("filtered, the rest: %v", got)
+	}
+}
+
+// TestTopicStreamReconnectUnderPublish: while a publisher appends 300 entries, a subscriber
+// takes some, drops its connection with frames in flight, and reconnects from its bookmark
+// (last+1) twice: it sees every sequence exactly once, in order.
+func TestTopicStreamReconnectUnderPublish(t *testing.T) {
+	onEngines(t, testReconnectUnderPublish)
+}
+
+func testReconnectUnderPublish(t *testing.T, mk engineMaker) {
+	r := newTopicRigOn(t, StreamLimits{}, mk)
+	const total = 300
+	published := make(chan error, 1)
+	go func() {
+		for i := 0; i < total; i += 10 {
+			msgs := make([]engine.PublishMessage, 10)
+			for j := range msgs {
+				msgs[j] = engine.PublishMessage{Message: engine.Message{Body: fmt.Sprint(i + j + 1)}}
+			}
+			if _, err := r.eng.Publish(context.Background(), engineTopic(r.top), msgs); err != nil {
+				published <- err
+				return
+			}
+		}
+		published <- nil
+	}()
+	var got []uint64
+	from := "earliest"
+	for _, stopAt := range []int{60, 170, total} {
+		c := r.open(t, "maxMessages=7&from="+from)
+		credit(t, c, maxStreamCredit)
+		for len(got) < stopAt {
+			f := readFrame(t, c)
+			for _, m := range f.Messages {
+				if len(got) < stopAt {
+					got = append(got, m.Sequence)
+				}
+			}
+		}
+		_ = c.CloseNow() // frames in flight are lost with the connection
+		from = fmt.Sprint(got[len(got)-1] + 1)
+	}
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	if !sameSeqs(got, seqRange(1, total)) {
+		t.Fatalf("across the reconnects: %v", got)
 	}
 }

@@ -187,11 +187,18 @@ type Topics interface {
 	// ReleaseTopic gives the lease up if owner holds it.
 	ReleaseTopic(ctx context.Context, topic ids.ID, owner string) error
 	// ActiveTopics lists the topics that may have entries not yet fanned out or trimmed:
-	// every topic published to since it was last marked idle.
+	// every topic published to (or woken) since it was last marked idle, and every idle topic
+	// whose wakeAt has passed (engine clock).
 	ActiveTopics(ctx context.Context) ([]ids.ID, error)
 	// IdleTopic removes the topic from ActiveTopics unless a publish after sequence last
-	// happened (the fan-out calls it once every binding reached last).
-	IdleTopic(ctx context.Context, topic ids.ID, last uint64) error
+	// happened (the fan-out calls it once every binding reached last). When it does, wakeAt
+	// replaces the topic's wake time: not zero, the topic is listed again once wakeAt has
+	// passed (its oldest entry is then past the retention: the fan-out trims it), until it
+	// is next idled; zero, it is not. The wake time survives a restart.
+	IdleTopic(ctx context.Context, topic ids.ID, last uint64, wakeAt time.Time) error
+	// WakeTopic lists the topic in ActiveTopics at once, as a publish does, until the fan-out
+	// next idles it (a shortened retention applies without waiting for the wake time).
+	WakeTopic(ctx context.Context, topic ids.ID) error
 	// WatchTopic signals (coalescing, without blocking) whenever a publish to the topic may
 	// have happened on any replica.
 	WatchTopic(topic ids.ID) (ch <-chan struct{}, cancel func())

@@ -30,6 +30,7 @@ type fakeTopics struct {
 	owner  string
 	until  time.Time
 	active bool
+	wakeAt time.Time // IdleTopic's (zero: none)
 
 	watchers map[int]chan struct{}
 	nextW    int
@@ -43,6 +44,7 @@ type fakeTopics struct {
 	leaseAsks map[string]int // LeaseTopic calls by owner
 	polls     int            // ActiveTopics calls
 	trims     int
+	trimmedAt time.Duration // the retention of the last Trim
 
 	afterReadLog func()                                             // runs (unlocked) after each ReadLog
 	copyErr      func(b engine.CopyBatch) error                     // a storage failure of a Copy
@@ -173,10 +175,11 @@ func (f *fakeTopics) Bounds(context.Context, engine.Topic) (engine.LogBounds, er
 func (f *fakeTopics) SequenceAt(context.Context, engine.Topic, time.Time) (uint64, error) {
 	return 0, nil
 }
-func (f *fakeTopics) Trim(context.Context, engine.Topic) error {
+func (f *fakeTopics) Trim(_ context.Context, t engine.Topic) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.trims++
+	f.trimmedAt = t.Retention
 	f.touch()
 	return nil
 }
@@ -305,17 +308,25 @@ func (f *fakeTopics) ActiveTopics(context.Context) ([]ids.ID, error) {
 	defer f.mu.Unlock()
 	f.polls++
 	f.touch()
-	if !f.active {
+	if !f.active && (f.wakeAt.IsZero() || f.clk.Now().Before(f.wakeAt)) {
 		return nil, nil
 	}
 	return []ids.ID{f.topic}, nil
 }
 
-func (f *fakeTopics) IdleTopic(_ context.Context, _ ids.ID, last uint64) error {
+func (f *fakeTopics) WakeTopic(context.Context, ids.ID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = true
+	f.touch()
+	return nil
+}
+
+func (f *fakeTopics) IdleTopic(_ context.Context, _ ids.ID, last uint64, wakeAt time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if uint64(len(f.log)) == last {
-		f.active = false
+		f.active, f.wakeAt = false, wakeAt
 	}
 	f.idled = append(f.idled, last)
 	f.touch()
@@ -346,6 +357,8 @@ type metaWorld struct {
 }
 
 func (m *metaWorld) GetTopicByID(_ context.Context, id ids.ID) (meta.Topic, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if id != m.topic.ID {
 		return meta.Topic{}, apierr.New(apierr.NotFound, "no such topic")
 	}

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,10 +39,22 @@ type signalling struct {
 	topicEngine
 	advanced chan struct{}
 	released chan struct{}
+	releases atomic.Int64
+	trimmed  chan struct{}
+}
+
+func (s *signalling) Trim(ctx context.Context, t engine.Topic) error {
+	err := s.topicEngine.Trim(ctx, t)
+	select {
+	case s.trimmed <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 func (s *signalling) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) error {
 	err := s.topicEngine.ReleaseTopic(ctx, topic, owner)
+	s.releases.Add(1)
 	select {
 	case s.released <- struct{}{}:
 	default:
@@ -68,12 +83,22 @@ type world struct {
 // engineMaker makes the engine of one test.
 type engineMaker func(t *testing.T) topicEngine
 
+// clockedMaker makes the engine of one test with the clock it is given.
+type clockedMaker func(t *testing.T, clk clock.Clock) topicEngine
+
 // onEngines runs test on the embedded engine, on Redis and on Redis Cluster (each its own
 // server from pkg/testenv).
 func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
+	onClockedEngines(t, func(t *testing.T, mk clockedMaker) {
+		test(t, func(t *testing.T) topicEngine { return mk(t, clock.Real{}) })
+	})
+}
+
+// onClockedEngines is onEngines for a test that sets the engines' clock.
+func onClockedEngines(t *testing.T, test func(t *testing.T, mk clockedMaker)) {
 	t.Run("embedded", func(t *testing.T) {
-		test(t, func(t *testing.T) topicEngine {
-			e, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clock.Real{}, embeddedengine.Options{NoSync: true})
+		test(t, func(t *testing.T, clk clock.Clock) topicEngine {
+			e, err := embeddedengine.Open(filepath.Join(t.TempDir(), "m.db"), clk, embeddedengine.Options{NoSync: true})
 			must(t, err)
 			t.Cleanup(func() { e.Close() })
 			return e
@@ -83,19 +108,60 @@ func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
 		return
 	}
 	t.Run("redis", func(t *testing.T) {
-		test(t, func(t *testing.T) topicEngine {
-			return redisEngine(t, redis.NewClient(&redis.Options{Addr: testenv.Redis(t)}))
+		test(t, func(t *testing.T, clk clock.Clock) topicEngine {
+			return redisEngine(t, redis.NewClient(&redis.Options{Addr: servers.redis(t)}), clk)
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
-		test(t, func(t *testing.T) topicEngine {
-			return redisEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.RedisCluster(t)}))
+		test(t, func(t *testing.T, clk clock.Clock) topicEngine {
+			return redisEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: servers.cluster(t)}), clk)
 		})
 	})
 }
 
-func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
-	e, err := redisengine.New(rdb, clock.Real{}, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
+// servers are one Redis and one Redis Cluster shared by the package's tests (their topics
+// and queues have ids of their own), started at first use and stopped by TestMain.
+var servers shared
+
+type shared struct {
+	mu           sync.Mutex
+	redisAddr    string
+	clusterAddrs []string
+	stops        []func()
+}
+
+func (s *shared) redis(t *testing.T) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.redisAddr == "" {
+		addr, stop, err := testenv.StartRedis(context.Background())
+		must(t, err)
+		s.redisAddr, s.stops = addr, append(s.stops, stop)
+	}
+	return s.redisAddr
+}
+
+func (s *shared) cluster(t *testing.T) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clusterAddrs == nil {
+		addrs, stop, err := testenv.StartRedisCluster(context.Background())
+		must(t, err)
+		s.clusterAddrs, s.stops = addrs, append(s.stops, stop)
+	}
+	return s.clusterAddrs
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, stop := range servers.stops {
+		stop()
+	}
+	os.Exit(code)
+}
+
+func redisEngine(t *testing.T, rdb redis.UniversalClient, clk clock.Clock) topicEngine {
+	e, err := redisengine.New(rdb, clk, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
 	must(t, err)
 	t.Cleanup(func() { e.Close(); rdb.Close() })
 	return e
@@ -104,7 +170,8 @@ func redisEngine(t *testing.T, rdb redis.UniversalClient) topicEngine {
 func newWorld(t *testing.T, mk engineMaker, typ string) *world {
 	t.Helper()
 	e := mk(t)
-	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1), released: make(chan struct{}, 1)}, store: memmeta.New()}
+	w := &world{eng: &signalling{topicEngine: e, advanced: make(chan struct{}, 1), released: make(chan struct{}, 1),
+		trimmed: make(chan struct{}, 1)}, store: memmeta.New()}
 	ctx, p, now := t.Context(), ids.New(), time.Now()
 	must(t, w.store.CreateProject(ctx, meta.Project{ID: p, Name: "p", CreatedAt: now}))
 	w.topic = meta.Topic{ID: ids.New(), ProjectID: p, Name: "orders", Type: typ, RetentionSeconds: 3600, CreatedAt: now}
@@ -378,13 +445,16 @@ func testDeletedTopicLetGo(t *testing.T, mk engineMaker) {
 	case <-w.eng.released:
 	default:
 	}
+	held := r.Held(w.topic.ID) // false: it was let go (idle) already, and its release signalled
 	_, _, err := w.store.DeleteTopic(t.Context(), w.topic.ProjectID, w.topic.ID)
 	must(t, err)
 	must(t, w.eng.DeleteTopic(t.Context(), w.engineTopic()))
-	select {
-	case <-w.eng.released:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the deleted topic is still held")
+	if held {
+		select {
+		case <-w.eng.released:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the deleted topic is still held")
+		}
 	}
 	active, err := w.eng.ActiveTopics(t.Context())
 	must(t, err)
@@ -445,6 +515,52 @@ func testQuotaRefusalRecorded(t *testing.T, mk engineMaker) {
 	for _, q := range w.queues {
 		if got := w.receiveAll(t, q); len(got) != 0 {
 			t.Errorf("queue %s received %d messages past the quota", q.Name, len(got))
+		}
+	}
+}
+
+func TestIntegrationRunnersRaceExactlyOnce(t *testing.T) {
+	onEngines(t, testRunnersRaceExactlyOnce)
+}
+
+// Three runners with short leases and quick idling race for one topic while it is published
+// to in bursts: every bound queue still holds each message once.
+func testRunnersRaceExactlyOnce(t *testing.T, mk engineMaker) {
+	w := newWorld(t, mk, "standard")
+	for range 3 {
+		r := w.runner()
+		r.Lease, r.IdleAfter, r.Poll = 60*time.Millisecond, 30*time.Millisecond, 5*time.Millisecond
+		run(t, r)
+	}
+	var last uint64
+	for burst := range 30 {
+		msgs := make([]engine.PublishMessage, 10)
+		for i := range msgs {
+			msgs[i].Body = fmt.Sprint(burst, "-", i)
+		}
+		before := w.eng.releases.Load()
+		res := w.publish(t, msgs...)
+		last = res[len(res)-1].Sequence
+		if burst%5 == 4 { // let the topic go idle now and then, for any runner to take next
+			w.awaitCursors(t, last)
+			for w.eng.releases.Load() == before {
+				select {
+				case <-w.eng.released:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the topic was never let go")
+				}
+			}
+		}
+	}
+	w.awaitCursors(t, last)
+	for _, q := range w.queues {
+		got := w.receiveAll(t, q)
+		seen := map[string]bool{}
+		for _, m := range got {
+			seen[m.Body] = true
+		}
+		if len(got) != 300 || len(seen) != 300 {
+			t.Errorf("queue %s received %d messages (%d bodies), want 300 once each", q.Name, len(got), len(seen))
 		}
 	}
 }

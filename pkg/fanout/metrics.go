@@ -13,7 +13,8 @@ type metrics struct {
 	delay      prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the runner's metrics; lag reports the largest lag among the held topics.
+func newMetrics(reg prometheus.Registerer, lag func() float64) *metrics {
 	m := &metrics{
 		copies: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queues_fanout_copies_total", Help: "Topic log entries copied into bound queues.",
@@ -38,8 +39,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
 	}
+	lagGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "queues_fanout_lag_seconds",
+		Help: "Among the topics this replica holds, the largest age of a log entry some binding has not handled yet (0: all caught up).",
+	}, lag)
 	if reg != nil {
-		reg.MustRegister(m.copies, m.refused, m.orphans, m.leasesLost, m.errors, m.held, m.delay)
+		reg.MustRegister(m.copies, m.refused, m.orphans, m.leasesLost, m.errors, m.held, m.delay, lagGauge)
 	}
 	return m
 }

@@ -18,6 +18,7 @@ type notifying struct {
 	r *Runner
 }
 
+// Publish publishes, and on success tells the runner (a failed publish appended nothing).
 func (n notifying) Publish(ctx context.Context, t engine.Topic, msgs []engine.PublishMessage) ([]engine.PublishResult, error) {
 	res, err := n.Topics.Publish(ctx, t, msgs)
 	if err == nil {

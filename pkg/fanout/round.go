@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -24,15 +25,22 @@ var errFilter = errors.New("fanout: the binding's filter cannot be read")
 // then the bindings again (their filters, as they are now, judge the entries read: a filter
 // replaced before a publish was answered judges that publish), copies one batch per binding
 // and records every binding's progress. caughtUp: the log holds nothing after the smallest
-// cursor. An error (storage) leaves the bindings it concerns where they were.
+// cursor of the bindings taking part (a binding waiting out a failure does not: retry.go).
+// An error (of the topic's storage) leaves every binding where it was; a binding whose copy
+// failed stays where it was and waits.
 func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
 	r := h.r
 	before, err := r.Engine.Bindings(ctx, h.topic)
 	if err != nil {
 		return false, h.fail("bindings", err)
 	}
-	if len(before) == 0 {
-		return true, nil
+	now := time.Now() // for the bindings' backoff (a schedule, not a record)
+	all := len(before)
+	if before = h.ready(before, now); len(before) == 0 {
+		if all == 0 {
+			r.setLag(h.id, time.Time{})
+		}
+		return true, nil // the lag stays what the waiting bindings left it
 	}
 	from := minSequence(before, 0) + 1
 	entries, err := r.Engine.ReadLog(ctx, h.topic, from, r.ReadLimit)
@@ -40,20 +48,27 @@ func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
 		return false, h.fail("read", err)
 	}
 	if len(entries) == 0 {
+		if len(before) == all {
+			r.setLag(h.id, time.Time{})
+		}
 		return true, nil
+	}
+	if len(before) == all || from <= h.lagFrom {
+		r.setLag(h.id, entries[0].PublishedAt)
+		h.lagFrom = from
 	}
 	after, err := r.Engine.Bindings(ctx, h.topic)
 	if err != nil {
 		return false, h.fail("bindings", err)
 	}
-	after = h.dropOrphans(ctx, after)
+	after = h.ready(h.dropOrphans(ctx, after), now)
 	var maxBytes int64
 	if r.Limits != nil {
 		if maxBytes, err = r.Limits.MaxStoredBytes(ctx, h.topic.Project); err != nil {
 			return false, h.fail("limits", err)
 		}
 	}
-	advances, err := h.copyAll(ctx, after, from, entries, maxBytes)
+	advances := h.copyAll(ctx, after, from, entries, maxBytes)
 	if r.AfterCopy != nil {
 		r.AfterCopy(h.id)
 	}
@@ -65,7 +80,7 @@ func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
 			return false, h.fail("advance", aerr)
 		}
 	}
-	return false, err
+	return false, nil
 }
 
 // fail counts and logs a storage error of op and returns it.
@@ -78,8 +93,9 @@ func (h *holder) fail(op string, err error) error {
 }
 
 // copyAll copies one batch for every binding the entries concern and answers the advances of
-// the bindings whose batch was stored (or had nothing to store), and the first error met.
-func (h *holder) copyAll(ctx context.Context, bs []engine.Binding, from uint64, entries []engine.LogEntry, maxBytes int64) ([]engine.Advance, error) {
+// the bindings whose batch was stored (or had nothing to store); a binding that failed waits
+// (retry.go).
+func (h *holder) copyAll(ctx context.Context, bs []engine.Binding, from uint64, entries []engine.LogEntry, maxBytes int64) []engine.Advance {
 	last := entries[len(entries)-1].Sequence
 	type result struct {
 		adv engine.Advance
@@ -109,16 +125,17 @@ func (h *holder) copyAll(ctx context.Context, bs []engine.Binding, from uint64, 
 	}
 	wg.Wait()
 	var advances []engine.Advance
-	var first error
-	for _, x := range res {
+	now := time.Now()
+	for i, x := range res {
 		if x.ok {
 			advances = append(advances, x.adv)
+			delete(h.retries, bs[i].ID)
 		}
-		if x.err != nil && first == nil {
-			first = x.err
+		if x.err != nil && ctx.Err() == nil {
+			h.failed(bs[i].ID, now)
 		}
 	}
-	return advances, first
+	return advances
 }
 
 // copyBinding copies b's batch of entries into its queue. ok: the batch is stored (or

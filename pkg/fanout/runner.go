@@ -102,14 +102,17 @@ type Runner struct {
 	held    map[ids.ID]bool
 	kicked  map[ids.ID]bool
 	kick    chan struct{}
-	// trims is when this replica last trimmed each topic (old entries swept when the map
-	// has doubled since trimsSwept).
-	trims      map[ids.ID]time.Time
+	// trims is when this replica last trimmed each topic, and with which retention (old
+	// entries swept when the map has doubled since trimsSwept).
+	trims      map[ids.ID]trimmed
 	trimsSwept int
 	// busy is until when a topic whose lease another replica held is not tried again: every
 	// replica reads the whole work list every Poll, and would otherwise ask for every lease
 	// held elsewhere each time.
 	busy map[ids.ID]time.Time
+	// lags are, per held topic, when its oldest entry not handled by every binding was
+	// published (absent: caught up).
+	lags map[ids.ID]time.Time
 	// dropped are the held topics Published was told of since their holder's last idle check.
 	dropped map[ids.ID]bool
 	// missing is when each binding the engine lists was first seen absent from the metadata
@@ -117,12 +120,19 @@ type Runner struct {
 	missing map[ids.ID]time.Time
 }
 
+// trimmed is a trim of a topic by this replica.
+type trimmed struct {
+	at        time.Time
+	retention time.Duration
+}
+
 func (r *Runner) init() {
 	r.once.Do(func() {
 		r.held, r.kicked, r.dropped = map[ids.ID]bool{}, map[ids.ID]bool{}, map[ids.ID]bool{}
 		r.busy, r.missing = map[ids.ID]time.Time{}, map[ids.ID]time.Time{}
 		r.kick = make(chan struct{}, 1)
-		r.metrics = newMetrics(r.Registry)
+		r.lags = map[ids.ID]time.Time{}
+		r.metrics = newMetrics(r.Registry, r.Lag)
 		if r.Clock == nil {
 			r.Clock = clock.Real{}
 		}
@@ -269,6 +279,7 @@ func (r *Runner) try(ctx context.Context, wg *sync.WaitGroup, topic ids.ID) {
 		again := r.hold(ctx, topic)
 		r.mu.Lock()
 		delete(r.held, topic)
+		delete(r.lags, topic)
 		// A publish here after the holder's last look (its idle check) found the topic held
 		// and was dropped: without this its kick would be lost until the next poll.
 		again = again || r.dropped[topic]
@@ -287,4 +298,30 @@ func (r *Runner) Held(topic ids.ID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.held[topic]
+}
+
+// Lag is, among the topics this runner holds, the largest age in seconds of a log entry some
+// binding has not handled yet, as of each topic's last round (0 when all are caught up).
+func (r *Runner) Lag() float64 {
+	r.init()
+	now := r.Clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var lag time.Duration
+	for _, at := range r.lags {
+		lag = max(lag, now.Sub(at))
+	}
+	return lag.Seconds()
+}
+
+// setLag records the publish time of a held topic's oldest entry not handled by every
+// binding (zero: caught up).
+func (r *Runner) setLag(topic ids.ID, oldest time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if oldest.IsZero() {
+		delete(r.lags, topic)
+		return
+	}
+	r.lags[topic] = oldest
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,7 +266,8 @@ func TestCrashBetweenCopyAndAdvance(t *testing.T) {
 	first := g.runner()
 	ctx, cancel := context.WithCancel(context.Background())
 	copied := make(chan struct{})
-	first.AfterCopy = func(ids.ID) { cancel(); close(copied) }
+	var once sync.Once
+	first.AfterCopy = func(ids.ID) { once.Do(func() { cancel(); close(copied) }) }
 	done := make(chan struct{})
 	go func() { defer close(done); first.Run(ctx) }()
 	g.f.publish(nil, nil)
@@ -367,4 +369,111 @@ func TestTrimmedAtMostOncePerMinute(t *testing.T) {
 	g.clk.Advance(fanout.DefaultTrimEvery)
 	g.f.publish(nil)
 	g.f.await(t, "a second trim a minute later", func() bool { return g.f.trims == 2 })
+}
+
+// The lag gauge is the age of the oldest entry a held topic has not fanned out.
+func TestLagReported(t *testing.T) {
+	g := newRig("standard")
+	g.queue("")
+	attempts := make(chan struct{}, 100)
+	g.f.copyErr = func(engine.CopyBatch) error {
+		select {
+		case attempts <- struct{}{}:
+		default: // the test has what it needs
+		}
+		return apierr.New(apierr.Unavailable, "storage down")
+	}
+	r := g.runner()
+	run(t, r)
+	g.f.publish(nil)
+	<-attempts
+	g.clk.Advance(10 * time.Second)
+	<-attempts // a round that began after the clock moved
+	<-attempts
+	if lag := r.Lag(); lag < 10 {
+		t.Errorf("lag %v s, want at least 10 (the entry was published 10 s ago and is not copied)", lag)
+	}
+}
+
+// A binding whose queue keeps failing does not hold its topic's other bindings back: the
+// log is read from the smallest cursor of the bindings taking part, and the failing one
+// waits out its backoff.
+func TestFailingBindingDoesNotBlockOthers(t *testing.T) {
+	g := newRig("standard")
+	_, bBad := g.queue("")
+	_, bOK := g.queue("")
+	g.f.copyErr = func(b engine.CopyBatch) error {
+		if b.Binding == bBad {
+			return apierr.New(apierr.Unavailable, "this queue's storage is down")
+		}
+		return nil
+	}
+	r := g.runner()
+	r.ReadLimit = 10
+	run(t, r)
+	attrs := make([]map[string]string, 50)
+	g.f.publish(attrs...)
+	g.f.await(t, "the healthy binding at 50", func() bool { return g.f.binding(bOK).Sequence == 50 })
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	if s := g.f.binding(bBad).Sequence; s != 0 {
+		t.Errorf("the failing binding advanced to %d", s)
+	}
+}
+
+// publishing is the fake whose Publish succeeds (appending through publish) or fails.
+type publishing struct {
+	*fakeTopics
+	fail bool
+}
+
+func (p publishing) Publish(_ context.Context, _ engine.Topic, msgs []engine.PublishMessage) ([]engine.PublishResult, error) {
+	if p.fail {
+		return nil, apierr.New(apierr.Unavailable, "down")
+	}
+	var res []engine.PublishResult
+	for _, seq := range p.publish(make([]map[string]string, len(msgs))...) {
+		res = append(res, engine.PublishResult{Sequence: seq})
+	}
+	return res, nil
+}
+
+// A publish through Notifying hands its topic to the runner at once (no poll needed); a
+// failed one does not.
+func TestNotifyingWakesTheRunner(t *testing.T) {
+	g := newRig("standard")
+	q, _ := g.queue("")
+	r := g.runner()
+	r.Poll = time.Hour
+	run(t, r)
+	g.f.await(t, "the runner's first poll (of an empty work list)", func() bool { return g.f.polls == 1 })
+	tp := engine.Topic{ID: g.f.topic}
+	if _, err := fanout.Notifying(publishing{g.f, true}, r).Publish(t.Context(), tp, make([]engine.PublishMessage, 1)); err == nil {
+		t.Fatal("the failing publish succeeded")
+	}
+	if _, err := fanout.Notifying(publishing{g.f, false}, r).Publish(t.Context(), tp, make([]engine.PublishMessage, 1)); err != nil {
+		t.Fatal(err)
+	}
+	g.f.await(t, "the copy", func() bool { return len(g.f.stored[q]) == 1 })
+}
+
+// A topic listed active whose metadata is gone (a delete cut short) is let go and not taken
+// again at every poll.
+func TestTopicWithoutMetadataLeftAlone(t *testing.T) {
+	g := newRig("standard")
+	g.queue("")
+	g.m.topic.ID = ids.New() // the metadata no longer knows the engine's topic
+	r := g.runner()
+	run(t, r)
+	g.f.publish(nil)
+	g.f.await(t, "the topic taken and let go", func() bool { return g.f.leaseAsks[r.Owner] == 1 && g.f.releases == 1 })
+	g.f.mu.Lock()
+	polls := g.f.polls
+	g.f.mu.Unlock()
+	g.f.await(t, "20 more polls", func() bool { return g.f.polls >= polls+20 })
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	if n := g.f.leaseAsks[r.Owner]; n != 1 {
+		t.Errorf("the lease of a topic without metadata was taken %d times, want once a minute", n)
+	}
 }

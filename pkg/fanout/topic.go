@@ -18,11 +18,16 @@ type holder struct {
 	id      ids.ID
 	topic   engine.Topic
 	renewed time.Time
-	// trimmed is when the topic was last trimmed by this holder (zero: not yet).
-	trimmed time.Time
+	// loaded is when the topic's settings were last read.
+	loaded time.Time
 	// orphansChecked is when the bindings were last compared with the metadata store.
 	orphansChecked time.Time
 	filters        map[string]*filter.Filter
+	// retries are the bindings waiting out a failure (retry.go).
+	retries map[ids.ID]retry
+	// lagFrom is where the round that set the topic's lag read from: while bindings wait out
+	// failures, only a round reading from as far back speaks for the whole topic.
+	lagFrom uint64
 }
 
 // errLost ends a hold whose lease another replica has taken.
@@ -35,10 +40,19 @@ var errLost = errors.New("fanout: the topic's lease was lost")
 func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 	watch, cancel := r.Engine.WatchTopic(topic)
 	defer cancel()
-	h := &holder{r: r, id: topic, renewed: r.Clock.Now(), filters: map[string]*filter.Filter{}}
+	h := &holder{r: r, id: topic, renewed: r.Clock.Now(), filters: map[string]*filter.Filter{},
+		retries: map[ids.ID]retry{}}
 	defer h.release()
 	if err := h.load(ctx); err != nil {
-		if ctx.Err() == nil && apierr.CodeOf(err) != apierr.NotFound {
+		switch {
+		case apierr.CodeOf(err) == apierr.NotFound:
+			// Deleted from the metadata but not (yet) from the engine: the API's delete was cut
+			// short, or is under way. Nothing can be fanned out without its settings; look
+			// again in a minute rather than every poll.
+			r.mu.Lock()
+			r.busy[topic] = r.Clock.Now().Add(orphanGrace)
+			r.mu.Unlock()
+		case ctx.Err() == nil:
 			r.Log.Warn("fanout: reading a topic failed", "topic", topic.String(), "error", err)
 		}
 		return false
@@ -63,6 +77,9 @@ func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 		}
 		backoff = 0
 		wait := min(r.IdleAfter-quiet, r.Lease/3)
+		if next, ok := h.nextRetry(time.Now()); ok {
+			wait = min(wait, max(next, time.Millisecond))
+		}
 		if waitFor(ctx, watch, wait) {
 			quiet = 0
 			continue
@@ -86,6 +103,7 @@ func (h *holder) load(ctx context.Context) error {
 	}
 	h.topic = engine.Topic{ID: t.ID, Project: t.ProjectID, Type: engine.Type(t.Type),
 		Retention: time.Duration(t.RetentionSeconds) * time.Second}
+	h.loaded = h.r.Clock.Now()
 	return nil
 }
 
@@ -116,20 +134,18 @@ func (h *holder) renew(ctx context.Context) error {
 	return nil
 }
 
-// maybeTrim trims the log at most once per TrimEvery while the topic is held, reading the
-// topic's retention afresh first.
+// maybeTrim trims the log unless this replica trimmed it within TrimEvery with a retention
+// no shorter: the retention is read afresh at most once per Poll, so a shortened one (a PATCH)
+// applies at the next round rather than a minute later.
 func (h *holder) maybeTrim(ctx context.Context) {
 	r := h.r
 	now := r.Clock.Now()
-	if !h.trimmed.IsZero() && now.Sub(h.trimmed) < r.TrimEvery {
-		return
+	if now.Sub(h.loaded) >= r.Poll {
+		if err := h.load(ctx); err != nil {
+			return
+		}
 	}
-	if !r.trimDue(h.id, now) {
-		h.trimmed = now
-		return
-	}
-	h.trimmed = now
-	if err := h.load(ctx); err != nil {
+	if !r.trimDue(h.id, now, h.topic.Retention) {
 		return
 	}
 	if err := r.Engine.Trim(ctx, h.topic); err != nil && ctx.Err() == nil {
@@ -139,8 +155,10 @@ func (h *holder) maybeTrim(ctx context.Context) {
 }
 
 // idle lets a caught-up topic go: trimmed once more, removed from ActiveTopics unless a
-// publish came after the last sequence every binding has reached. false: it is not caught up
-// after all (a publish raced the wait), or storage failed.
+// publish came after the last sequence every binding has reached, with the time its oldest
+// entry passes the retention as its wake time (nobody may publish to it again: the runner
+// that takes it up then trims it). false: it is not caught up after all (a publish raced
+// the wait), or storage failed.
 func (h *holder) idle(ctx context.Context) bool {
 	r := h.r
 	r.mu.Lock()
@@ -154,13 +172,42 @@ func (h *holder) idle(ctx context.Context) bool {
 	if err != nil || minSequence(bs, b.Last) < b.Last {
 		return false
 	}
-	h.trimmed = time.Time{}
 	h.maybeTrim(ctx)
-	if err := r.Engine.IdleTopic(ctx, h.id, b.Last); err != nil {
+	wake, err := h.wakeAt(ctx)
+	if err != nil {
+		r.metrics.errors.WithLabelValues("idle").Inc()
+		return false
+	}
+	if err := r.Engine.IdleTopic(ctx, h.id, b.Last, wake); err != nil {
 		r.metrics.errors.WithLabelValues("idle").Inc()
 		return false
 	}
 	return true
+}
+
+// wakeAt is when a topic let go now must be taken up again to be trimmed: when its oldest
+// entry passes the retention (at once at retention 0, where a caught-up topic's entries all
+// go), but not within TrimEvery of this replica's last trim of it (which the new holder, if
+// it is this replica, would skip). Zero when the log is empty: only a publish, which lists
+// the topic, adds to it.
+func (h *holder) wakeAt(ctx context.Context) (time.Time, error) {
+	r := h.r
+	b, err := r.Engine.Bounds(ctx, h.topic)
+	if err != nil || b.First > b.Last {
+		return time.Time{}, err
+	}
+	at := r.Clock.Now()
+	if h.topic.Retention > 0 {
+		es, err := r.Engine.ReadLog(ctx, h.topic, b.First, 1)
+		if err != nil || len(es) == 0 {
+			return time.Time{}, err
+		}
+		at = es[0].PublishedAt.Add(h.topic.Retention)
+	}
+	if last, ok := r.lastTrim(h.id); ok && at.Before(last.Add(r.TrimEvery)) {
+		at = last.Add(r.TrimEvery)
+	}
+	return at, nil
 }
 
 // release gives the lease up (with a context of its own: the runner's may have ended) so
@@ -171,28 +218,36 @@ func (h *holder) release() {
 	_ = h.r.Engine.ReleaseTopic(ctx, h.id, h.r.Owner)
 }
 
-// trimDue records that topic is trimmed at now unless it was within TrimEvery (by an earlier
-// hold of this replica): holds of a topic published to in bursts come and go every few
-// seconds, and each need not trim.
-func (r *Runner) trimDue(topic ids.ID, now time.Time) bool {
+// trimDue records that topic is trimmed at now with retention unless it was within
+// TrimEvery (by this or an earlier hold of this replica) with a retention no shorter: holds
+// of a topic published to in bursts come and go every few seconds, and each need not trim.
+func (r *Runner) trimDue(topic ids.ID, now time.Time, retention time.Duration) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.trims == nil {
-		r.trims = map[ids.ID]time.Time{}
+		r.trims = map[ids.ID]trimmed{}
 	}
-	if at, ok := r.trims[topic]; ok && now.Sub(at) < r.TrimEvery {
+	if t, ok := r.trims[topic]; ok && now.Sub(t.at) < r.TrimEvery && retention >= t.retention {
 		return false
 	}
-	r.trims[topic] = now
+	r.trims[topic] = trimmed{at: now, retention: retention}
 	if len(r.trims) >= 2*max(r.trimsSwept, 64) { // forget old entries in O(1) per entry
-		for k, at := range r.trims {
-			if now.Sub(at) >= r.TrimEvery {
+		for k, t := range r.trims {
+			if now.Sub(t.at) >= r.TrimEvery {
 				delete(r.trims, k)
 			}
 		}
 		r.trimsSwept = len(r.trims)
 	}
 	return true
+}
+
+// lastTrim is when this replica last trimmed topic, if it did within TrimEvery.
+func (r *Runner) lastTrim(topic ids.ID) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.trims[topic]
+	return t.at, ok
 }
 
 // minSequence is the smallest binding cursor (none: def).

@@ -41,6 +41,8 @@ import "github.com/queueshq/queues/pkg/ids"
 //
 //	{active}:topics     ZSET  topics that may have entries not yet fanned out or trimmed ->
 //	                          when a publish last named them (ms, engine clock)
+//	{active}:twake      ZSET  idle topics -> when their oldest entry passes the retention
+//	                          (ms, engine clock; IdleTopic's wakeAt): listed once it is due
 
 // TopicTag is the hash tag of a topic's keys.
 func TopicTag(t ids.ID) string { return "{tp:" + t.String() + "}" }
@@ -77,3 +79,6 @@ func TopicCopied(q ids.ID) string { return PartitionOf(q, 0).Tag + ":tc" }
 
 // ActiveTopics is the set of topics with fan-out or trim work.
 const ActiveTopics = "{active}:topics"
+
+// TopicWakes holds the wake times of idle topics (in ActiveTopics' slot).
+const TopicWakes = "{active}:twake"

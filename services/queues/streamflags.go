@@ -16,9 +16,9 @@ type streamFlags struct {
 
 func (f *streamFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.perProject, "stream-max-per-project", api.DefaultStreamsPerProject,
-		"receive streams one project may hold open on this replica (QUEUES_STREAM_MAX_PER_PROJECT)")
+		"streams (receive and topic) one project may hold open on this replica (QUEUES_STREAM_MAX_PER_PROJECT)")
 	fs.IntVar(&f.perReplica, "stream-max-per-replica", api.DefaultStreamsPerReplica,
-		"receive streams this replica holds open in all (QUEUES_STREAM_MAX_PER_REPLICA)")
+		"streams (receive and topic) this replica holds open in all (QUEUES_STREAM_MAX_PER_REPLICA)")
 	bindEnv(fs, "stream-max-per-project", "QUEUES_STREAM_MAX_PER_PROJECT")
 	bindEnv(fs, "stream-max-per-replica", "QUEUES_STREAM_MAX_PER_REPLICA")
 }

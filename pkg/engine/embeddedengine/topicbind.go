@@ -247,24 +247,54 @@ func (e *Engine) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) e
 	return nil
 }
 
-// ActiveTopics lists the topics published to since they were last marked idle.
+// ActiveTopics lists the topics published to since they were last marked idle, and the idle
+// ones whose wake time has passed.
 func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
+	now := e.nowMs()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []ids.ID
 	for id, ti := range e.topics {
-		if ti.active {
+		if ti.active || (ti.wakeAt != 0 && ti.wakeAt <= now) {
 			out = append(out, id)
 		}
 	}
 	return out, nil
 }
 
-// IdleTopic takes the topic off ActiveTopics unless it was published to after last.
-func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64) error {
+// IdleTopic takes the topic off ActiveTopics and sets its wake time, unless it was published
+// to after last.
+func (e *Engine) IdleTopic(ctx context.Context, id ids.ID, last uint64, wakeAt time.Time) error {
+	var at int64
+	if !wakeAt.IsZero() {
+		at = max(wakeAt.UnixMilli(), 1)
+	}
+	return e.setActive(ctx, id, func(ti *topic) bool {
+		if ti.last > last || (!ti.active && ti.wakeAt == at) {
+			return false
+		}
+		ti.active, ti.wakeAt = false, at
+		return true
+	})
+}
+
+// WakeTopic lists the topic in ActiveTopics, as a publish does.
+func (e *Engine) WakeTopic(ctx context.Context, id ids.ID) error {
+	return e.setActive(ctx, id, func(ti *topic) bool {
+		if ti.active {
+			return false
+		}
+		ti.active = true
+		return true
+	})
+}
+
+// setActive applies change to the topic's work-list fields under e.mu and, when it changed
+// them, writes the topic's record.
+func (e *Engine) setActive(ctx context.Context, id ids.ID, change func(*topic) bool) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -272,14 +302,13 @@ func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64) error
 		return err
 	}
 	e.mu.Lock()
-	ti := e.topics[topic]
-	if ti == nil || !ti.active || ti.last > last {
+	ti := e.topics[id]
+	if ti == nil || !change(ti) {
 		e.mu.Unlock()
 		return nil
 	}
-	ti.active = false
-	id, rec := slices.Clone(topic[:]), encodeTopic(ti)
-	done := e.submit(func(tx *bolt.Tx) error { return tx.Bucket(bucketTopic).Put(id, rec) })
+	k, rec := slices.Clone(id[:]), encodeTopic(ti)
+	done := e.submit(func(tx *bolt.Tx) error { return tx.Bucket(bucketTopic).Put(k, rec) })
 	e.mu.Unlock()
 	return wait(done)
 }

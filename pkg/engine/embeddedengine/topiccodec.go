@@ -13,8 +13,9 @@ import (
 // format version 1 for them: a binary without topics ignores these buckets.
 //
 //	topic   (bucket "t", key topic id): byte flags (bit 0: fifo, bit 1: active, i.e. in
-//	        ActiveTopics), uvarint last sequence, uvarint first sequence held, varint log
-//	        bytes, varint state bytes, 16 bytes project id
+//	        ActiveTopics, bit 2: has a wake time), uvarint last sequence, uvarint first
+//	        sequence held, varint log bytes, varint state bytes, 16 bytes project id, and with
+//	        bit 2 varint the wake time (ms: IdleTopic's wakeAt)
 //	entry   (bucket "tl" ‖ topic id, one per topic, key 8-byte big-endian sequence): varint
 //	        publishedAt, uvarint stored bytes, 16 bytes message id, byte flags (bit 0:
 //	        deleted), string body, attributes (as a payload's), string group id, string
@@ -53,12 +54,19 @@ func encodeTopic(t *topic) []byte {
 	if t.active {
 		flags |= 2
 	}
+	if t.wakeAt != 0 {
+		flags |= 4
+	}
 	b := []byte{recVersion, flags}
 	b = binary.AppendUvarint(b, t.last)
 	b = binary.AppendUvarint(b, t.first)
 	b = binary.AppendVarint(b, t.logBytes)
 	b = binary.AppendVarint(b, t.stateBytes)
-	return append(b, t.project[:]...)
+	b = append(b, t.project[:]...)
+	if t.wakeAt != 0 {
+		b = binary.AppendVarint(b, t.wakeAt)
+	}
+	return b
 }
 
 func decodeTopic(id ids.ID, v []byte) (*topic, error) {
@@ -69,6 +77,9 @@ func decodeTopic(id ids.ID, v []byte) (*topic, error) {
 	t.last, t.first = r.Uvarint(), r.Uvarint()
 	t.logBytes, t.stateBytes = r.Varint(), r.Varint()
 	copy(t.project[:], r.Bytes(16))
+	if flags&4 != 0 {
+		t.wakeAt = r.Varint()
+	}
 	if !r.Done() || ver != recVersion || t.first == 0 || t.first > t.last+1 {
 		return nil, errBadRecord
 	}

@@ -32,6 +32,8 @@ type topic struct {
 	fifo        bool
 	// active: published to since the fan-out last marked it idle (ActiveTopics).
 	active bool
+	// wakeAt is when an idle topic is listed again (unix ms; 0: never): IdleTopic's wakeAt.
+	wakeAt int64
 	// last is the last sequence assigned, first the oldest the log holds (last+1: none).
 	last, first uint64
 	// logBytes and stateBytes are the stored bytes of the log and the keyed state; pb is the

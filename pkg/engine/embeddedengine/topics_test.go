@@ -206,3 +206,34 @@ func TestTopicDedupWindowsEnd(t *testing.T) {
 		t.Fatalf("%d dedup records after the window, want 0", n)
 	}
 }
+
+// TestTopicWakeRestart: an idle topic's wake time survives a reopen (the fan-out trims the
+// topic when it comes due, though nobody publishes to it), as does a cleared one.
+func TestTopicWakeRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "messages.db")
+	clk := enginetest.NewClock()
+	e := open(t, path, clk)
+	project := ids.New()
+	waking := engine.Topic{ID: ids.New(), Project: project, Type: engine.Standard, Retention: time.Hour}
+	cleared := engine.Topic{ID: ids.New(), Project: project, Type: engine.Standard, Retention: time.Hour}
+	for _, tp := range []engine.Topic{waking, cleared} {
+		must(0, e.CreateTopic(ctx, tp))
+		must(e.Publish(ctx, tp, []engine.PublishMessage{{Message: engine.Message{Body: "a"}}}))
+	}
+	must(0, e.IdleTopic(ctx, waking.ID, 1, clk.Now().Add(time.Hour)))
+	must(0, e.IdleTopic(ctx, cleared.ID, 1, clk.Now().Add(time.Hour)))
+	must(0, e.IdleTopic(ctx, cleared.ID, 1, time.Time{}))
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = open(t, path, clk)
+	if active := must(e.ActiveTopics(ctx)); len(active) != 0 {
+		t.Fatalf("idle topics listed after the reopen: %v", active)
+	}
+	clk.Advance(time.Hour)
+	if active := must(e.ActiveTopics(ctx)); !slices.Equal(active, []ids.ID{waking.ID}) {
+		t.Fatalf("at the wake time after a reopen the work list is %v, want only %s", active, waking.ID)
+	}
+}

@@ -335,14 +335,76 @@ func testTopicActive(t *testing.T, ts *topicSuite) {
 	active(false, "a new topic")
 	ts.pub(tp, "1", "2")
 	active(true, "after a publish")
-	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 2))
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 2, time.Time{}))
 	active(false, "idle once caught up")
 	ts.pub(tp, "3")
 	active(true, "a publish after idle")
-	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 2))
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 2, time.Time{}))
 	active(true, "idle through 2 with 3 published")
-	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 3))
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 3, time.Time{}))
 	active(false, "idle through 3")
+	wantNil(t, "WakeTopic", ts.tp.WakeTopic(ts.ctx, tp.ID))
+	active(true, "woken")
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 3, time.Time{}))
+	active(false, "idle again after the wake")
+}
+
+// An idle topic with a wake time comes back in ActiveTopics once the time has passed (the
+// fan-out trims it then), and stays listed until it is idled again.
+func testTopicWakeAt(t *testing.T, ts *topicSuite) {
+	tp, other := ts.topic(), ts.topic()
+	active := func(id ids.ID, want bool, what string) {
+		t.Helper()
+		list, err := ts.tp.ActiveTopics(ts.ctx)
+		wantNil(t, "ActiveTopics", err)
+		if got := slices.Contains(list, id); got != want {
+			t.Fatalf("%s: the topic is active %v, want %v", what, got, want)
+		}
+		seen := map[ids.ID]bool{}
+		for _, id := range list {
+			if seen[id] {
+				t.Fatalf("%s: ActiveTopics lists %s twice", what, id)
+			}
+			seen[id] = true
+		}
+	}
+	ts.pub(tp, "1")
+	ts.pub(other, "1")
+	wake := ts.clk.Now().Add(time.Hour)
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 1, wake))
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, other.ID, 1, time.Time{}))
+	active(tp.ID, false, "idle with a wake time an hour away")
+	ts.clk.Advance(time.Hour - time.Second)
+	active(tp.ID, false, "a second before its wake time")
+	ts.clk.Advance(time.Second)
+	active(tp.ID, true, "at its wake time")
+	active(other.ID, false, "idle without a wake time, an hour later")
+	ts.clk.Advance(time.Minute)
+	active(tp.ID, true, "past its wake time, not idled again")
+	wantNil(t, "WakeTopic", ts.tp.WakeTopic(ts.ctx, tp.ID))
+	active(tp.ID, true, "due and woken (listed once)")
+
+	// Idled again: the new wake time replaces the old; a zero one clears it.
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 1, ts.clk.Now().Add(time.Minute)))
+	active(tp.ID, false, "idled again with the next wake time")
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 1, time.Time{}))
+	ts.clk.Advance(2 * time.Minute)
+	active(tp.ID, false, "idled without a wake time")
+
+	// A publish lists the topic whatever its wake time; an idle that a publish raced (last
+	// behind) changes nothing.
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 1, ts.clk.Now().Add(time.Hour)))
+	ts.pub(tp, "2")
+	active(tp.ID, true, "published to while waiting for its wake time")
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 1, time.Time{}))
+	active(tp.ID, true, "idle through 1 with 2 published")
+	wantNil(t, "IdleTopic", ts.tp.IdleTopic(ts.ctx, tp.ID, 2, ts.clk.Now().Add(time.Minute)))
+	active(tp.ID, false, "idle through 2")
+	ts.clk.Advance(time.Minute)
+	active(tp.ID, true, "at the wake time set by the last idle")
+
+	wantNil(t, "DeleteTopic", ts.tp.DeleteTopic(ts.ctx, tp))
+	active(tp.ID, false, "deleted")
 }
 
 func testTopicWatch(t *testing.T, ts *topicSuite) {
@@ -386,5 +448,34 @@ func testTopicDelete(t *testing.T, ts *topicSuite) {
 	wantCode(t, "State of a deleted topic", err, apierr.NotFound)
 	if b, err := ts.tp.Bounds(ts.ctx, tp); err == nil && b.Bytes != 0 {
 		t.Fatalf("Bounds of a deleted topic: %+v", b)
+	}
+}
+
+// testTopicRebindHeld: a queue unbound and bound again (a new binding id, as the API makes)
+// from an earlier sequence, while it still holds copies of the first binding: what it holds
+// is not stored twice (a queue holds a message id once), and the rest is copied.
+func testTopicRebindHeld(t *testing.T, ts *topicSuite) {
+	tp := ts.topic()
+	q := ts.projectQueue()
+	ts.pub(tp, "one", "two")
+	b1 := ids.New()
+	ts.bind(tp, engine.Binding{ID: b1, Queue: q.ID})
+	ts.copyAll(q, tp, b1, copies(false, ts.readLog(tp, 1, 10)...))
+	wantNil(t, "Unbind", ts.tp.Unbind(ts.ctx, tp, b1, q.ID))
+	ts.pub(tp, "three")
+	b2 := ids.New()
+	ts.bind(tp, engine.Binding{ID: b2, Queue: q.ID})
+	ts.copyAll(q, tp, b2, copies(false, ts.readLog(tp, 1, 10)...))
+	ts.wantCounts(q, 3, 0, 0)
+	got := ts.receive(q, engine.MaxBatch, time.Minute)
+	seen := map[ids.ID]bool{}
+	for _, m := range got {
+		if seen[m.MessageID] {
+			t.Fatalf("message %s (%q) received twice", m.MessageID, m.Body)
+		}
+		seen[m.MessageID] = true
+	}
+	if len(got) != 3 {
+		t.Fatalf("received %d messages, want 3", len(got))
 	}
 }

@@ -97,6 +97,8 @@ var (
 	tReleaseScript = loadDrainScript("trelease")
 	tAdvanceScript = loadDrainScript("tadvance")
 	tFilterScript  = loadDrainScript("tfilter")
+	tIdleScript    = loadDrainScript("tidle")
+	tActiveScript  = loadDrainScript("tactive")
 )
 
 // allowOOM is the shebang of the scripts that must run when Redis is at its maxmemory (SPEC

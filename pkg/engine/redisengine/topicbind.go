@@ -25,7 +25,9 @@ import (
 // either before the second check (which then names the topic again) or after it, and then
 // its own naming after the append comes after the removal. (The brief's alternative, a grace
 // of 30 s on the naming's age, would keep a caught-up topic listed for 30 s, which the
-// conformance suite refuses: idling is at once.)
+// conformance suite refuses: idling is at once.) An idle topic's wake time is in
+// {active}:twake, set with the removal; ActiveTopics adds the topics whose time has passed
+// (the fan-out trims them: a topic nobody publishes to is still trimmed on time).
 const (
 	// topicTouchEvery is how often one Engine names a topic before publishing to it.
 	topicTouchEvery = 10 * time.Second
@@ -59,9 +61,10 @@ func (e *Engine) touchTopic(ctx context.Context, t ids.ID) error {
 	return nil
 }
 
-// ActiveTopics lists the topics published to since they were last idled.
+// ActiveTopics lists the topics published to since they were last idled, and the idle ones
+// whose wake time has passed (tactive.lua).
 func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
-	vals, err := e.rdb.ZRange(ctx, rediskeys.ActiveTopics, 0, -1).Result()
+	vals, err := tActiveScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, e.nowMs()).StringSlice()
 	if err != nil {
 		return nil, e.wrap(ctx, "active topics", err)
 	}
@@ -75,12 +78,17 @@ func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
 }
 
 // IdleTopic drops the topic from the active topics when its sequence is still last (see
-// the work list above).
-func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64) error {
+// the work list above), setting its wake time in the same step (tidle.lua). A publish that
+// raced it leaves the wake time as it was: the next idle sets it.
+func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64, wakeAt time.Time) error {
 	if moved, err := e.seqMoved(ctx, topic, last); moved || err != nil {
 		return err
 	}
-	if err := e.rdb.ZRem(ctx, rediskeys.ActiveTopics, topic.String()).Err(); err != nil {
+	var at int64
+	if !wakeAt.IsZero() {
+		at = max(wakeAt.UnixMilli(), 1)
+	}
+	if err := tIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, topic.String(), at).Err(); err != nil {
 		return e.wrap(ctx, "idle topic", err)
 	}
 	moved, err := e.seqMoved(ctx, topic, last)
@@ -89,6 +97,9 @@ func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64) error
 	}
 	return e.markActive(ctx, topic)
 }
+
+// WakeTopic names the topic in the active topics, as a publish does.
+func (e *Engine) WakeTopic(ctx context.Context, topic ids.ID) error { return e.markActive(ctx, topic) }
 
 // seqMoved reports whether the topic's sequence is other than last.
 func (e *Engine) seqMoved(ctx context.Context, topic ids.ID, last uint64) (bool, error) {

@@ -91,7 +91,7 @@ func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.fold(ctx, t.Project, []partKeys{k.part()})
-	if err := e.rdb.ZRem(ctx, rediskeys.ActiveTopics, t.ID.String()).Err(); err != nil {
+	if err := tIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, t.ID.String(), 0).Err(); err != nil {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.pmu.Lock()

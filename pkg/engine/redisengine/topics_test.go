@@ -377,13 +377,13 @@ func testTopicLeaseActiveWatch(t *testing.T, env topicEnv) {
 	if !slices.Contains(mustActive(t, e1), top.ID) {
 		t.Fatal("a published topic is not active")
 	}
-	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence-1); err != nil {
+	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence-1, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mustActive(t, e1), top.ID) {
 		t.Fatal("idled although published after last")
 	}
-	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence); err != nil {
+	if err := e1.IdleTopic(ctx, top.ID, res[0].Sequence, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(mustActive(t, e1), top.ID) {

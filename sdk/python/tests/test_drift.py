@@ -22,7 +22,7 @@ PENDING = {
 
 # The receive stream is a WebSocket (docs/streaming.md): the Go SDK's Consume uses it; this
 # client receives by polling, which is the stream's fallback.
-NOT_HERE = {("GET", "/v1/queues/{}/stream")}
+NOT_HERE = {("GET", "/v1/queues/{}/stream"), ("GET", "/v1/topics/{}/stream")}
 
 _PATH = re.compile(r"^  (/[^\s:]*):\s*$")
 _METHOD = re.compile(r"^    (get|put|post|patch|delete|head|options):\s*$")

@@ -855,6 +855,42 @@ export interface BatchResults {
  */
 export type StreamFrame = StreamCredit | StreamSettlement | ReceiveResult | StreamAnswer | StreamError;
 
+/**
+ * One text frame of a topic stream: from the subscriber StreamCredit; from the service
+ * TopicStreamMessages, TopicStreamGap or StreamError.
+ */
+export type TopicStreamFrame = StreamCredit | TopicStreamMessages | TopicStreamGap | StreamError;
+
+export interface TopicStreamMessages {
+  messages: StreamEntry[];
+}
+
+/** A log entry as a topic stream delivers it (LogEntry), with `delta` true when `body` is a merge patch. */
+export interface StreamEntry {
+  sequence: Sequence;
+  messageId: Uuid;
+  /** The published body; null on an entry that deleted its key's state (`deleted`). */
+  body: string | null;
+  attributes: Attributes;
+  publishedAt: Timestamp;
+  groupId?: GroupId;
+  dedupId?: GroupId;
+  key?: GroupId;
+  /** true on a keyed publish of a null body, which deleted the key's state. */
+  deleted?: boolean;
+  /** true when `body` is an RFC 7396 merge patch against the key's last version this stream delivered. */
+  delta?: boolean;
+}
+
+export interface TopicStreamGap {
+  gap: {
+    /** The first sequence the stream could not deliver; null when asked for a time older than the log. */
+    from: number | null;
+    /** The sequence the stream goes on at. */
+    firstSequence: number;
+  };
+}
+
 /** A receive stream frame from the consumer granting credit. */
 export interface StreamCredit {
   credit: number;
