@@ -78,6 +78,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/topics/{topic}/messages"): "read_log",
     ("GET", "/v1/topics/{topic}/state"): "list_state",
     ("GET", "/v1/topics/{topic}/bindings"): "topic_bindings",
+    ("GET", "/v1/topics/{topic}/stream"): "topic_stream",  # a WebSocket (queues/_ws.py)
     ("POST", "/v1/topics/{topic}/replays"): "start_replay",
     ("GET", "/v1/topics/{topic}/replays"): "list_replays",
     ("GET", "/v1/topics/{topic}/replays/{replay}"): "get_replay",

@@ -23,19 +23,14 @@ export interface TopicStreamOptions {
   signal?: AbortSignal;
 }
 
-/** One entry a topic stream delivered; with `delta`, `body` is a merge patch for `key`'s last body. */
-export interface StreamEntry extends api.LogEntry {
-  delta?: boolean;
-}
+/** One entry a topic stream delivered (generated from openapi.yaml); with `delta`, `body` is a merge patch for `key`'s last body. */
+export type StreamEntry = api.StreamEntry;
 
 /**
  * Entries `from`…`firstSequence − 1` were trimmed from the log (its retention) before the
  * stream could deliver them; `from` is null when a time older than the log holds was asked.
  */
-export interface TopicGap {
-  from: number | null;
-  firstSequence: number;
-}
+export type TopicGap = api.TopicStreamGap['gap'];
 
 /** What a topic stream yields: an entry, or a gap before the entries that follow it. */
 export type TopicEvent = { kind: 'entry'; entry: StreamEntry } | { kind: 'gap'; gap: TopicGap };
