@@ -214,3 +214,59 @@ class HandshakeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ScriptedStreamTest(unittest.TestCase):
+    """TopicStream against a scripted service: each connection's script of frames, and the
+    query each reconnect asks with."""
+
+    def test_reconnects_on_passing_ends_and_stops_at_final_errors(self) -> None:
+        from queues import Client
+        scripts = [
+            [server_frame(OP_TEXT, b'{"messages":[{"sequence":5,"body":"a"},{"sequence":6,"body":"b"}]}'),
+             server_frame(OP_CLOSE, struct.pack("!H", 1001) + b"draining")],
+            [server_frame(OP_TEXT, b'{"gap":{"from":7,"firstSequence":9}}'),
+             server_frame(OP_TEXT, b'{"error":{"code":"idle","message":"no credit for 60 s"}}'),
+             server_frame(OP_CLOSE, struct.pack("!H", 1008))],
+            [server_frame(OP_TEXT, b'{"messages":[{"sequence":9,"body":"c","key":"k","delta":true}]}'),
+             server_frame(OP_TEXT, b'{"error":{"code":"not_found","message":"the topic was deleted"}}')],
+        ]
+        ln = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(ln.close)
+        asked: list[str] = []
+        credits: list[bytes] = []
+
+        def run() -> None:
+            for script in scripts:
+                conn, _ = ln.accept()
+                with conn:
+                    buf = b""
+                    while b"\r\n\r\n" not in buf:
+                        buf += conn.recv(4096)
+                    asked.append(buf.split(b" ")[1].decode())
+                    key = [line.split(b":", 1)[1].strip() for line in buf.split(b"\r\n")
+                           if line.lower().startswith(b"sec-websocket-key:")][0].decode()
+                    conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                  f"Sec-WebSocket-Accept: {accept_key(key)}\r\n\r\n").encode())
+                    credits.append(read_client_frame(conn)[1])
+                    conn.sendall(b"".join(script))
+                    try:
+                        while conn.recv(1024):
+                            pass
+                    except OSError:
+                        pass
+
+        threading.Thread(target=run, daemon=True).start()
+        c = Client(f"http://127.0.0.1:{ln.getsockname()[1]}", "t")
+        s = c.topic_stream("prices", from_=5, window=10, filter={"region": "eu"})
+        got = []
+        with self.assertRaises(QueuesError) as cm:
+            for ev in s:
+                got.append(f"{ev.entry.sequence}:{ev.entry.body}:{ev.entry.delta}" if ev.entry else
+                           f"gap {ev.gap.from_}-{ev.gap.first_sequence}")
+        self.assertEqual(cm.exception.code, "not_found")
+        self.assertEqual(got, ["5:a:False", "6:b:False", "gap 7-9", "9:c:True"])
+        self.assertEqual(asked, ["/v1/topics/prices/stream?from=5&attribute.region=eu",
+                                 "/v1/topics/prices/stream?from=7&attribute.region=eu",  # after the drain: the bookmark
+                                 "/v1/topics/prices/stream?from=9&attribute.region=eu"])  # after idle: past the gap
+        self.assertEqual(credits, [b'{"credit": 10}'] * 3)
