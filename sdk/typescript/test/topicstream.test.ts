@@ -213,3 +213,48 @@ test('a WHATWG WebSocket (no ws extras): the stream works, and a refusal is read
     delete g.WebSocket;
   }
 });
+
+test('against a scripted service: reconnects after a drain and an idle error from the bookmark, stops at not_found', async () => {
+  const { WebSocketServer } = await import('ws');
+  const scripts: (string | number)[][] = [
+    ['{"messages":[{"sequence":5,"body":"a"},{"sequence":6,"body":"b"}]}', 1001],
+    ['{"gap":{"from":7,"firstSequence":9}}', '{"error":{"code":"idle","message":"no credit for 60 s"}}', 1008],
+    ['{"messages":[{"sequence":9,"body":"c","key":"k","delta":true}]}', '{"error":{"code":"not_found","message":"the topic was deleted"}}', 1008],
+  ];
+  const asked: string[] = [];
+  const credits: string[] = [];
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise((r) => wss.once('listening', r));
+  wss.on('connection', (ws, req) => {
+    asked.push(req.url!);
+    const script = scripts[asked.length - 1] ?? [];
+    ws.once('message', (d) => {
+      credits.push(String(d));
+      for (const step of script) {
+        if (typeof step === 'number') ws.close(step);
+        else ws.send(step);
+      }
+    });
+  });
+  try {
+    const sc = new QueuesClient({ url: `http://127.0.0.1:${(wss.address() as { port: number }).port}`, token: 't' });
+    const got: string[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const ev of sc.topicStream('prices', { from: 5, window: 10, filter: { region: 'eu' } })) {
+          got.push(ev.kind === 'entry' ? `${ev.entry.sequence}:${ev.entry.body}:${ev.entry.delta ?? false}` : `gap ${ev.gap.from}-${ev.gap.firstSequence}`);
+        }
+      })(),
+      (e) => e instanceof QueuesError && e.code === 'not_found',
+    );
+    assert.deepEqual(got, ['5:a:false', '6:b:false', 'gap 7-9', '9:c:true']);
+    assert.deepEqual(asked, [
+      '/v1/topics/prices/stream?from=5&attribute.region=eu',
+      '/v1/topics/prices/stream?from=7&attribute.region=eu', // after the drain: the bookmark
+      '/v1/topics/prices/stream?from=9&attribute.region=eu', // after idle: past the gap
+    ]);
+    assert.deepEqual(credits, ['{"credit":10}', '{"credit":10}', '{"credit":10}']);
+  } finally {
+    wss.close();
+  }
+});
