@@ -10,6 +10,7 @@ from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits
                      Subscription, TokenCreated, UsageHour)
 from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay,
                      StateEntry, Topic)
+from .topicstream import StreamEntry, TopicEvent, TopicGap, TopicStream, TopicStreamConnection
 from .webhooks import PushBatch, handle_push, sign, verify
 
 __all__ = [
@@ -20,6 +21,6 @@ __all__ = [
     "SentMessage", "Subscription", "TokenCreated", "TransportError", "UNSET", "UsageHour",
     "WebhookVerificationError", "handle_push", "outcome_of", "sign", "verify",
     "Binding", "BindingFailure", "LogEntry", "PublishMessage", "PublishResult", "PublishedMessage", "StateEntry", "Topic",
-    "Replay", "ReplayOf",
+    "Replay", "ReplayOf", "StreamEntry", "TopicEvent", "TopicGap", "TopicStream", "TopicStreamConnection",
 ]
 __version__ = "0.1.0"

@@ -85,6 +85,10 @@ class Transport:
         self._ssl = ssl_context
         self._local = threading.local()
 
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        return self._ssl
+
     def _conn(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
         holder = getattr(self._local, "holder", None)
         c = holder.conn if holder is not None else None

@@ -12,6 +12,7 @@ from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, Group, Limits,
                      PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
                      UsageHour)
 from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay, StateEntry, Topic
+from .topicstream import DEFAULT_WINDOW, TopicStream, TopicStreamConnection, stream_query
 
 ENV_URL, ENV_TOKEN = "QUEUES_URL", "QUEUES_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -77,6 +78,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/topics/{topic}/messages"): "read_log",
     ("GET", "/v1/topics/{topic}/state"): "list_state",
     ("GET", "/v1/topics/{topic}/bindings"): "topic_bindings",
+    ("GET", "/v1/topics/{topic}/stream"): "topic_stream",  # a WebSocket (queues/_ws.py)
     ("POST", "/v1/topics/{topic}/replays"): "start_replay",
     ("GET", "/v1/topics/{topic}/replays"): "list_replays",
     ("GET", "/v1/topics/{topic}/replays/{replay}"): "get_replay",
@@ -540,6 +542,57 @@ class Client:
     def all_state(self, topic: str) -> Iterator[StateEntry]:
         """Every key's state in key order, page by page."""
         return _pages(lambda cursor: self.list_state(topic, cursor=cursor))
+
+    def topic_stream(self, topic: str, *, from_: Any = "now",
+                     filter: Mapping[str, str | Sequence[str]] | None = None,  # noqa: A002
+                     delta: bool = False, max_messages: int | None = None, window: int = DEFAULT_WINDOW,
+                     read_timeout: float = 75.0) -> TopicStream:
+        """Iterates over the topic's entries from ``from_`` on over the topic stream (scope
+        messages:receive; docs/streaming.md), yielding ``TopicEvent``s in order: ``kind``
+        "entry" (``.entry``, a StreamEntry; with ``delta`` keyed entries may be merge patches,
+        ``entry.delta``) or "gap" (``.gap``: entries trimmed from the log before they could be
+        delivered). ``from_``: "now" (default), "earliest", a sequence, an RFC 3339 string or
+        an aware datetime; ``filter`` as read_log's.
+
+        It keeps ``window`` (1–1,000) of credit granted, granting again as entries are taken,
+        and the bookmark (the sequence after the last entry yielded): when the stream ends for
+        a passing reason (a drop, a draining server, ``idle``, ``unavailable``, a 429, no frame
+        for ``read_timeout`` seconds — the service pings every 25 s) it reconnects from it
+        with backoff, so nothing is skipped or yielded twice. It raises what it cannot get
+        past: ``not_found`` (the topic deleted), ``unauthenticated``, ``permission_denied``,
+        ``invalid_argument``. ``close()`` (any thread) or a ``with`` block ends it. Started at
+        "now" it first reads the topic's ``last_sequence`` (scope queues:read; without it a
+        reconnect before the first entry starts at the new "now")."""
+
+        def last() -> int | None:
+            try:
+                return self.get_topic(topic).last_sequence
+            except QueuesError:
+                return None
+
+        return TopicStream(lambda q: self._open_stream(topic, q, read_timeout), last, from_=from_, filter=filter,
+                           delta=delta, max_messages=max_messages, window=window)
+
+    def open_topic_stream(self, topic: str, *, from_: Any = "now",
+                          filter: Mapping[str, str | Sequence[str]] | None = None,  # noqa: A002
+                          delta: bool = False, max_messages: int | None = None,
+                          read_timeout: float | None = 75.0) -> TopicStreamConnection:
+        """Opens one topic stream (scope messages:receive); it grants no credit: call
+        ``credit``. A refused upgrade raises its QueuesError (404 for a missing topic)."""
+        return self._open_stream(topic, stream_query(from_, filter, delta, max_messages), read_timeout)
+
+    def _open_stream(self, topic: str, query: dict[str, Any], read_timeout: float | None) -> TopicStreamConnection:
+        from . import _ws, tracing
+        t = self._t
+        url = t.base_url + _t(topic) + "/stream"
+        if query:
+            url += "?" + urllib.parse.urlencode(query, doseq=True)
+        headers = {"User-Agent": t.user_agent}
+        if t.token:
+            headers["Authorization"] = "Bearer " + t.token
+        tracing.inject(headers)
+        return TopicStreamConnection(_ws.connect(url, headers, timeout=t.timeout, read_timeout=read_timeout,
+                                                 ssl_context=t.ssl_context))
 
     def topic_bindings(self, topic: str) -> list[Binding]:
         """The topic's bindings."""

@@ -6,6 +6,7 @@ import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, U
 import { routes, type RouteName } from './routes.js';
 import type { BindRequest } from './topics.js';
 import { injectTraceparent } from './tracing.js';
+import { TopicStream, openTopicStreamAt, topicStreamURL, type TopicStreamConnection, type TopicStreamOptions } from './topicstream.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 
@@ -648,6 +649,45 @@ export class QueuesClient {
   /** Stops a running replay after the batch in transit (scope `queues:admin`); a finished one is answered unchanged. */
   cancelReplay(topic: string, replay: string, o: CallOptions = {}): Promise<api.Replay> {
     return this.call('cancelReplay', { path: { topic, replay }, signal: o.signal });
+  }
+
+  /**
+   * Iterates over a topic's entries from `o.from` on over the topic stream (scope
+   * `messages:receive`; docs/streaming.md), yielding each entry and each gap — entries
+   * trimmed from the log before they could be delivered, `{kind: 'gap'}` — in order. It
+   * keeps the bookmark (the sequence after the last entry yielded) and when the stream ends
+   * for a passing reason (a dropped connection, a draining server, `idle`, `unavailable`, a
+   * 429) reconnects from it with backoff: nothing skipped or yielded twice across the
+   * reconnect. It keeps `o.window` (default 256) of credit granted, granting again as
+   * entries are taken. It throws what it cannot get past: `not_found` (the topic deleted),
+   * `unauthenticated`, `permission_denied`, `invalid_argument`, or the abort reason.
+   *
+   * Started at `now` (the default) it first reads the topic's `lastSequence` (scope
+   * `queues:read`); without that scope a reconnect before the first entry starts at the new
+   * `now`.
+   */
+  topicStream(topic: string, o: TopicStreamOptions = {}): TopicStream {
+    return new TopicStream(
+      {
+        url: this.url,
+        headers: () => this.#streamHeaders(),
+        lastSequence: (t, signal) => this.getTopic(t, { signal }).then((x) => x.lastSequence, () => undefined),
+      },
+      topic,
+      o,
+    );
+  }
+
+  /** Opens one topic stream (scope `messages:receive`); it grants no credit: call `credit`. */
+  async openTopicStream(topic: string, o: TopicStreamOptions = {}): Promise<TopicStreamConnection> {
+    return openTopicStreamAt(topicStreamURL(this.url, topic, o), await this.#streamHeaders(), o.signal);
+  }
+
+  async #streamHeaders(): Promise<Record<string, string>> {
+    const h: Record<string, string> = { 'user-agent': this.#userAgent };
+    if (this.#token) h.authorization = `Bearer ${this.#token}`;
+    await injectTraceparent(h);
+    return h;
   }
 
   /** The topic's bindings (scope `queues:read`). */

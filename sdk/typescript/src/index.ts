@@ -46,3 +46,4 @@ export { TRACER_NAME } from './tracing.js';
 export type { ProjectLimits, ProjectUsageNow, UsageQuery, UsageReport } from './project.js';
 export type * from './openapi.js';
 export type { BindFrom, BindRequest } from './topics.js';
+export { TopicStream, TopicStreamConnection, type TopicEvent, type TopicGap, type TopicStreamFrom, type TopicStreamOptions } from './topicstream.js';

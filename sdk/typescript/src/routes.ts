@@ -65,6 +65,8 @@ export const routes = {
   deleteTopic: { method: 'DELETE', path: '/v1/topics/{topic}', client: ['deleteTopic'] },
   publishMessages: { method: 'POST', path: '/v1/topics/{topic}/messages', client: ['publishMessages', 'publish'] },
   readTopicLog: { method: 'GET', path: '/v1/topics/{topic}/messages', client: ['readLog', 'logEntries'] },
+  // A WebSocket (src/topicstream.ts): opened by these methods, never through call().
+  streamTopic: { method: 'GET', path: '/v1/topics/{topic}/stream', client: ['topicStream', 'openTopicStream'] },
   getTopicState: { method: 'GET', path: '/v1/topics/{topic}/state', client: ['getState', 'listState', 'allState'] },
   listTopicBindings: { method: 'GET', path: '/v1/topics/{topic}/bindings', client: ['topicBindings'] },
   startReplay: { method: 'POST', path: '/v1/topics/{topic}/replays', client: ['startReplay'] },

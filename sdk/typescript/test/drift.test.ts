@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { QueuesClient, routes } from '../src/index.js';
 import { operations, shape, specPath } from './openapi.js';
+import { topicStreamURL } from '../src/topicstream.js';
 import { pkgRoot } from './server.js';
 
 test('src/openapi.ts is what scripts/gen-types.mjs makes from openapi.yaml now', async () => {
@@ -17,7 +18,8 @@ test('src/openapi.ts is what scripts/gen-types.mjs makes from openapi.yaml now',
 test('every /v1 and health operation of openapi.yaml has a route and client methods', () => {
   // /metrics is on the admin listener. The receive stream is a WebSocket (docs/streaming.md):
   // the Go SDK's Consume uses it; this SDK receives by polling, as the stream's fallback is.
-  const ops = operations().filter((o) => o.path !== '/metrics' && o.id !== 'streamMessages' && o.id !== 'streamTopic');
+  // The topic stream is here (topicStream, openTopicStream).
+  const ops = operations().filter((o) => o.path !== '/metrics' && o.id !== 'streamMessages');
   assert.ok(ops.length >= 27, `only ${ops.length} operations read from openapi.yaml`);
   const proto = QueuesClient.prototype as unknown as Record<string, unknown>;
   for (const op of ops) {
@@ -79,10 +81,23 @@ test("every operation's query parameters reach the wire", async () => {
     '/v1/topics/{}/messages': '/v1/topics/t/messages',
     '/v1/topics/{}/state': '/v1/topics/t/state',
   };
-  // The receive stream (streamMessages) is a WebSocket this SDK does not call; see above.
+  // The receive stream (streamMessages) is a WebSocket this SDK does not call; see above. The
+  // topic stream's URL is not fetched: its parameters are checked on topicStreamURL below.
   for (const op of operations().filter((o) => o.method === 'GET' && o.query.length > 0 && o.id !== 'streamMessages' && o.id !== 'streamTopic')) {
     const p = concrete[op.shape];
     assert.ok(p, `${op.id} has query parameters (${op.query}); add its call to this test`);
     for (const q of op.query) assert.ok(seen.get(p)?.has(q), `${op.id}: the client never sends ?${q}`);
+  }
+});
+
+test("the topic stream's query parameters reach its URL", () => {
+  const op = operations().find((o) => o.id === 'streamTopic');
+  assert.ok(op, 'openapi.yaml has no streamTopic');
+  const u = new URL(topicStreamURL('http://h', 't', { from: 7, delta: true, maxMessages: 5, filter: { region: ['eu', 'uk'] } }));
+  assert.equal(u.protocol, 'ws:');
+  assert.deepEqual(u.searchParams.getAll('attribute.region'), ['eu', 'uk']);
+  for (const q of op.query) {
+    const name = q.replace(/<[^>]+>|\{[^}]+\}/, 'region');
+    assert.ok(u.searchParams.has(name), `streamTopic: topicStreamURL never sends ?${q}`);
   }
 });
