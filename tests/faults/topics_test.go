@@ -347,7 +347,7 @@ func awaitReplicated(t *testing.T, primary *redisProc) {
 // one's replica. The writes the failover loses are the last ones: publishes, copies (their
 // high-water marks with them) and the cursor advances after them, so a lost copy is copied
 // again once, never twice. An acknowledged publish the failover lost is counted apart
-// (publishes do not wait for replicas: docs/durability.md).
+// and must be 0 (a publish, like a send, is answered after WAIT 1).
 func TestTopicsFailover(t *testing.T) {
 	a := startRedis(t, "--appendonly", "no")
 	b := startRedis(t, "--appendonly", "no", "--replicaof", "127.0.0.1", itoa(a.port))
