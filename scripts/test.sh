@@ -97,6 +97,7 @@ go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/
 go test -run '^$' -fuzz '^FuzzParseString$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzPublishRequest$' -fuzztime 50000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzDiff$' -fuzztime 20000x ./pkg/engine/internal/mergepatch/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
 go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
@@ -113,6 +114,19 @@ go test -count=1 -race -timeout 5m ./pkg/tenancy/
 go test -run '^$' -fuzz '^FuzzValidTraceparent$' -fuzztime 20000x ./pkg/telemetry/
 go test -run '^$' -fuzz '^FuzzClientIP$' -fuzztime 20000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzParseWake$' -fuzztime 20000x ./pkg/rediskeys/
+go test -run '^$' -fuzz '^FuzzBindingRequest$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzLogQuery$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzTopicStreamQuery$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzReplayRequest$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzTopicRequest$' -fuzztime 20000x ./pkg/api/
+go test -run '^$' -fuzz '^FuzzTopicEntry$' -fuzztime 20000x ./pkg/engine/redisengine/
+go test -run '^$' -fuzz '^FuzzTopicState$' -fuzztime 20000x ./pkg/engine/redisengine/
+go test -run '^$' -fuzz '^FuzzTopicBinding$' -fuzztime 20000x ./pkg/engine/redisengine/
+go test -run '^$' -fuzz '^FuzzTopicRecord$' -fuzztime 20000x ./pkg/engine/embeddedengine/
+go test -run '^$' -fuzz '^FuzzTopicEntry$' -fuzztime 20000x ./pkg/engine/embeddedengine/
+go test -run '^$' -fuzz '^FuzzTopicState$' -fuzztime 20000x ./pkg/engine/embeddedengine/
+go test -run '^$' -fuzz '^FuzzTopicBinding$' -fuzztime 20000x ./pkg/engine/embeddedengine/
+go test -run '^$' -fuzz '^FuzzTopicDedup$' -fuzztime 20000x ./pkg/engine/embeddedengine/
 
 echo "== benchmarks (once, as a smoke test)"
 go test -run '^$' -bench . -benchtime 1x ./pkg/engine/... ./tests/e2e/

@@ -283,21 +283,27 @@ func (s *Server) listTopics(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"topics": out, "nextCursor": cursorOut(next)})
 }
 
+// parseTopicPatch reads PATCH /v1/topics/{topic}'s body: only retentionSeconds may change
+// (ok false: not given).
+func parseTopicPatch(data []byte) (retention int64, ok bool, err *apierr.Error) {
+	o, err := parseObject(data, "", false, "name", "type", "retentionSeconds")
+	if err != nil {
+		return 0, false, err
+	}
+	for _, f := range []string{"name", "type"} {
+		if o.has(f) {
+			return 0, false, apierr.Invalid(f, "a topic's %s is fixed at creation", f)
+		}
+	}
+	return o.integer("retentionSeconds", 0, meta.MaxTopicRetentionSeconds)
+}
+
 func (s *Server) updateTopic(c echo.Context) error {
 	data, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	o, aerr := parseObject(data, "", false, "name", "type", "retentionSeconds")
-	if aerr != nil {
-		return aerr
-	}
-	for _, f := range []string{"name", "type"} {
-		if o.has(f) {
-			return apierr.Invalid(f, "a topic's %s is fixed at creation", f)
-		}
-	}
-	ret, ok, aerr := o.integer("retentionSeconds", 0, meta.MaxTopicRetentionSeconds)
+	ret, ok, aerr := parseTopicPatch(data)
 	if aerr != nil {
 		return aerr
 	}

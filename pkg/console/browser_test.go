@@ -197,7 +197,8 @@ func newBrowser(t *testing.T, exe, shots string) *browser {
 	t.Cleanup(cancelAlloc)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	t.Cleanup(cancelCtx)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// A bound on the whole walk, with room for a loaded 2-core machine (a run takes ~10 s).
+	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	t.Cleanup(cancel)
 	b := &browser{t: t, ctx: ctx, dir: shots}
 	chromedp.ListenTarget(ctx, func(ev any) {

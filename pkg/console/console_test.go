@@ -25,6 +25,7 @@ func TestHeadersAndFiles(t *testing.T) {
 		{"/console/index.html", "text/html", `id="view-signin"`},
 		{"/console/app.js", "javascript", "import * as api"},
 		{"/console/api.js", "javascript", "sessionStorage"},
+		{"/console/topics.js", "javascript", "export function openTopics"},
 		{"/console/style.css", "text/css", "[hidden]"},
 	}
 	for _, c := range cases {
@@ -77,7 +78,7 @@ func TestNoInlineScriptOrMarkupInjection(t *testing.T) {
 	console.Mount(e)
 	srv := httptest.NewServer(e)
 	defer srv.Close()
-	for _, f := range []string{"/console/", "/console/app.js", "/console/api.js"} {
+	for _, f := range []string{"/console/", "/console/app.js", "/console/api.js", "/console/topics.js"} {
 		res, err := http.Get(srv.URL + f)
 		if err != nil {
 			t.Fatal(err)

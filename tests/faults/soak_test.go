@@ -99,9 +99,11 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 // polls, standard and fifo queues pushed — for QUEUES_SOAK_DURATION (make soak: 10 minutes),
 // with a fault drawn from soakFaults every QUEUES_SOAK_EVERY (30 s). One API replica and one
 // pusher are spared by the faults (witnesses: their memory and goroutines are followed, see
-// soakwatch_test.go). Then the queues drain and the history is checked: no acknowledged send
-// lost, nothing delivered after its ack succeeded, fifo order (a push that arrived after its
-// deadline excepted, see F5). Skipped unless QUEUES_SOAK_DURATION is set.
+// soakwatch_test.go). A topic feeding two queues (one binding filtered) is published to
+// throughout (topicload_test.go). Then the queues drain and the history is checked: no
+// acknowledged send lost, nothing delivered after its ack succeeded, fifo order (a push that
+// arrived after its deadline excepted, see F5); and per binding, every acknowledged publish
+// copied once. Skipped unless QUEUES_SOAK_DURATION is set.
 func TestF20Soak(t *testing.T) {
 	if os.Getenv("QUEUES_SOAK_DURATION") == "" {
 		t.Skip("the soak runs with make soak (QUEUES_SOAK_DURATION)")
@@ -119,12 +121,16 @@ func TestF20Soak(t *testing.T) {
 	// Six pushed queues: a fair share of two for each of three pushers, three for each of two.
 	tr := newTraffic(t, s, trafficShape{pushStd: 3, pushFIFO: 3, pullStd: 2, pullFIFO: 2, pushDelay: 10 * time.Millisecond})
 	tr.wait = 2
+	// Topics too: one standard topic feeding two queues (one binding filtered), checked per
+	// binding at the end (topicload_test.go).
+	tl := newTopicLoad(t, s, topicShape{standard: 1, bindings: 2})
 	awaitHeld(t, s.pushers[len(s.pushers)-1], "before the load", func(n float64) bool { return n >= 1 })
 	start := time.Now()
 	w := newWatch(s, start)
 	idleBefore, redisBefore := w.idle()
 	w.run(t)
 	tr.start()
+	tl.start()
 	counts := map[string]int{}
 	var lines []string
 	for next := start.Add(every); next.Add(every).Sub(start) <= duration; next = next.Add(every) {
@@ -141,11 +147,14 @@ func TestF20Soak(t *testing.T) {
 	time.Sleep(time.Until(start.Add(duration)))
 	drainStart := time.Now()
 	f := tr.finish()
+	tf := tl.finish()
 	drain := time.Since(drainStart)
 	w.halt()
 	idleAfter, redisAfter := w.awaitQuiet(idleBefore)
 	report(t, time.Since(start), drain, counts, lines, f, w.growth(idleBefore, idleAfter, redisBefore, redisAfter))
+	t.Logf("F20 soak, topics: %s", tf)
 	wantClean(t, f)
+	wantTopicsClean(t, tf)
 	want(t, "fifo order violations", f.FIFOViolations, f.LatePushes)
 }
 

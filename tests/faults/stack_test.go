@@ -14,6 +14,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testenv/tcpproxy"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
@@ -31,6 +32,10 @@ type stack struct {
 	apis    []*proc
 	pushers []*proc
 	seq     int // names the processes started
+	// proxied, when set, is the Redis address each API replica reaches through a proxy of
+	// its own (proxies): a test holds one replica's replies (topics_test.go).
+	proxied string
+	proxies map[*proc]*tcpproxy.Proxy
 	// spared is how many replicas at the end of apis and of pushers no fault of the soak
 	// touches: the witnesses whose memory and goroutines it follows (soakwatch_test.go).
 	spared int
@@ -56,23 +61,33 @@ func newStack(t *testing.T, redisDir string, apis, pushers int) *stack {
 	} else {
 		r = startRedis(t, "--appendfsync", "always")
 	}
+	s := newStackOn(t, []string{"QUEUES_REDIS_URL=redis://" + r.addr()}, apis, pushers)
+	s.redis = r
+	return s
+}
+
+// newStackOn is newStack on a Redis the caller started (a proxy before a primary, a
+// cluster's seeds), named by redisEnv (QUEUES_REDIS_URL and the like); s.redis stays nil.
+func newStackOn(t *testing.T, redisEnv []string, apis, pushers int) *stack {
+	t.Helper()
+	queuesBin(t)
 	ring, err := keys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, redis: r, op: "op_" + hexToken(16),
+	s := &stack{t: t, op: "op_" + hexToken(16),
 		hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	t.Cleanup(s.hc.CloseIdleConnections)
-	s.env = []string{"QUEUES_REDIS_URL=redis://" + r.addr(),
-		"QUEUES_DYNAMODB_ENDPOINT=" + testenv.DynamoDB(t),
-		"QUEUES_DYNAMODB_TABLE=" + testenv.TableName("faults"),
-		"QUEUES_OPERATOR_TOKEN=" + s.op,
-		"QUEUES_SIGNING_KEYS=" + ring.String(),
+	s.env = append(redisEnv,
+		"QUEUES_DYNAMODB_ENDPOINT="+testenv.DynamoDB(t),
+		"QUEUES_DYNAMODB_TABLE="+testenv.TableName("faults"),
+		"QUEUES_OPERATOR_TOKEN="+s.op,
+		"QUEUES_SIGNING_KEYS="+ring.String(),
 		"QUEUES_LOG_LEVEL=warn",
 		"QUEUES_ADMIN_LISTEN=off",
 		"QUEUES_PUSH_ALLOW_PRIVATE=true",
 		`QUEUES_DEFAULT_LIMITS={"requestsPerSecond":10000000}`,
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"}
+		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
 	cmd := exec.Command(queuesBin(t), "migrate")
 	cmd.Env = crashtest.Environ([]string{"QUEUES_", "AWS_"}, s.env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -106,8 +121,26 @@ func freeAddr(t *testing.T) string {
 // on a port of its own.
 func (s *stack) startAPI() *proc {
 	addr, admin := freeAddr(s.t), freeAddr(s.t)
-	p := startProc(s.t, s.name("api"), "http://"+addr+"/readyz", append(s.env, "QUEUES_LISTEN="+addr, "QUEUES_ADMIN_LISTEN="+admin), "api")
+	env := append(append([]string(nil), s.env...), "QUEUES_LISTEN="+addr, "QUEUES_ADMIN_LISTEN="+admin)
+	var px *tcpproxy.Proxy
+	if s.proxied != "" {
+		var err error
+		if px, err = tcpproxy.Start(s.proxied); err != nil {
+			s.t.Fatal(err)
+		}
+		s.t.Cleanup(px.Close)
+		env = append(env, "QUEUES_REDIS_URL=redis://"+px.Addr()) // the last setting counts
+	}
+	p := startProc(s.t, s.name("api"), "http://"+addr+"/readyz", env, "api")
 	p.metrics = "http://" + admin + "/metrics"
+	if px != nil {
+		s.mu.Lock()
+		if s.proxies == nil {
+			s.proxies = map[*proc]*tcpproxy.Proxy{}
+		}
+		s.proxies[p] = px
+		s.mu.Unlock()
+	}
 	return p
 }
 

@@ -78,3 +78,47 @@ export const startMoveTask = (id, body) => call('POST', q(id) + '/move-tasks', b
 export const moveTasks = (id, limit = 1) => call('GET', q(id) + '/move-tasks' + query({ limit }));
 export const getMoveTask = (id, task) => call('GET', q(id) + '/move-tasks/' + encodeURIComponent(task));
 export const cancelMoveTask = (id, task) => call('POST', q(id) + '/move-tasks/' + encodeURIComponent(task) + '/cancel');
+
+// ---- topics (docs/topics.md) ----
+
+const tp = (id) => '/v1/topics/' + encodeURIComponent(id);
+
+// withAttrs appends [name, value] pairs as attribute.<name>=<value> to a query string.
+function withAttrs(s, pairs) {
+  const f = new URLSearchParams();
+  for (const [k, v] of pairs) f.append('attribute.' + k, v);
+  return pairs.length ? s + (s ? '&' : '?') + f.toString() : s;
+}
+
+// listTopics follows the pages (at most `max` topics).
+export async function listTopics(max = 1000) {
+  const out = [];
+  let cursor = null;
+  do {
+    const page = await call('GET', '/v1/topics' + query({ limit: 100, cursor }));
+    out.push(...page.topics);
+    cursor = page.nextCursor;
+  } while (cursor && out.length < max);
+  return out;
+}
+
+export const getTopic = (id) => call('GET', tp(id));
+export const createTopic = (body) => call('POST', '/v1/topics', body);
+export const updateTopic = (id, body) => call('PATCH', tp(id), body);
+export const deleteTopic = (id) => call('DELETE', tp(id));
+export const publish = (id, messages) => call('POST', tp(id) + '/messages', { messages });
+// readLog reads a page of the log: from and to (a sequence or an RFC 3339 time) and an
+// attribute filter of [name, value] pairs; the cursor goes with the same to and filter.
+export const readLog = (id, { from, to, cursor, limit = 20, filter = [] }) =>
+  call('GET', tp(id) + '/messages' + withAttrs(query({ from: cursor ? undefined : from, to, cursor, limit }), filter));
+export const stateKey = (id, key) => call('GET', tp(id) + '/state' + query({ key }));
+export const listState = (id, cursor, limit = 20) => call('GET', tp(id) + '/state' + query({ limit, cursor }));
+export const topicBindings = (id) => call('GET', tp(id) + '/bindings');
+export const sources = (queue) => call('GET', q(queue) + '/sources');
+export const bind = (queue, body) => call('POST', q(queue) + '/sources', body);
+export const setFilter = (queue, binding, filter) => call('PATCH', q(queue) + '/sources/' + encodeURIComponent(binding), { filter });
+export const unbind = (queue, binding) => call('DELETE', q(queue) + '/sources/' + encodeURIComponent(binding));
+export const startReplay = (id, body) => call('POST', tp(id) + '/replays', body);
+export const replays = (id, limit = 20) => call('GET', tp(id) + '/replays' + query({ limit }));
+export const getReplay = (id, replay) => call('GET', tp(id) + '/replays/' + encodeURIComponent(replay));
+export const cancelReplay = (id, replay) => call('POST', tp(id) + '/replays/' + encodeURIComponent(replay) + '/cancel');

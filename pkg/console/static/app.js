@@ -1,6 +1,7 @@
 // The console's views. API data reaches the page only through textContent and element
 // properties, never as markup.
 import * as api from './api.js';
+import * as topics from './topics.js';
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 1000;
@@ -47,7 +48,7 @@ function showError(err) {
 }
 
 function show(view) {
-  for (const v of ['signin', 'queues', 'queue']) $('view-' + v).hidden = v !== view;
+  for (const v of ['signin', 'queues', 'queue', 'topics', 'topic']) $('view-' + v).hidden = v !== view;
   $('nav').hidden = view === 'signin';
   document.body.dataset.view = view;
 }
@@ -217,6 +218,7 @@ function openQueue(id) {
     // The attempts log is live while it is on screen, and so is a running redrive.
     if (state.tab === 'subscription' && state.sub && $('secret-box').hidden) await loadAttempts();
     if (state.tab === 'deadletters' && state.task && state.task.status === 'running') await pollRedrive();
+    if (state.tab === 'sources') await topics.loadSources(id);
   });
   renderQueueHeader(q);
 }
@@ -250,12 +252,13 @@ function renderQueueHeader(q) {
 
 function selectTab(tab) {
   state.tab = tab;
-  for (const b of document.querySelectorAll('.tabs button')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
-  for (const p of document.querySelectorAll('.pane')) p.hidden = p.id !== 'pane-' + tab;
+  for (const b of document.querySelectorAll('#view-queue .tabs button')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
+  for (const p of document.querySelectorAll('#view-queue .pane')) p.hidden = p.id !== 'pane-' + tab;
   banner(null);
   if (tab === 'messages') loadBrowse().catch(showError);
   if (tab === 'deadletters') { loadDLQ().catch(showError); loadRedrive().catch(showError); }
   if (tab === 'subscription') loadSubscription().catch(showError);
+  if (tab === 'sources') topics.loadSources(state.current).catch(showError);
 }
 
 function attrsText(a) { return Object.entries(a || {}).map(([k, v]) => `${k}=${v}`).join(', '); }
@@ -281,6 +284,7 @@ async function loadBrowse() {
   const filter = browseFilter();
   if (filter === null) return;
   const page = await api.browse(id, $('browse-state').value, cursor, 20, filter);
+  if (page.messages.some((m) => m.replayOf)) await topics.knowTopics();
   if (id !== state.current) return;
   state.browseNext = page.nextCursor;
   $('browse-next').disabled = !page.nextCursor;
@@ -289,7 +293,8 @@ async function loadBrowse() {
   $('browse-body').replaceChildren(...page.messages.map((m) => el('tr', { dataset: { messageId: m.messageId } },
     el('td', { class: 'mono' }, m.messageId), el('td', { class: 'body', title: m.body }, m.body),
     el('td', { class: 'mono' }, attrsText(m.attributes)), el('td', { class: 'num' }, m.receiveCount),
-    el('td', {}, shortTime(m.sentAt)), el('td', {}, shortTime(m.visibleAt)), el('td', {}, m.groupId || '—'))));
+    el('td', {}, shortTime(m.sentAt)), el('td', {}, shortTime(m.visibleAt)), el('td', {}, m.groupId || '—'),
+    el('td', { class: 'replay-of' }, m.replayOf ? `#${m.replayOf.sequence} of ${topics.topicName(m.replayOf.topic)}` : '—'))));
   $('browse-empty').hidden = page.messages.length > 0;
   $('browse-empty').textContent = filter.length
     ? (page.nextCursor ? 'No matching messages among those this page examined: try the next page.' : 'No matching messages.')
@@ -489,7 +494,7 @@ function bind() {
   $('signout').addEventListener('click', () => signOut('Signed out.'));
   $('nav-queues').addEventListener('click', openQueues);
   $('create-form').addEventListener('submit', createQueue);
-  for (const b of document.querySelectorAll('.tabs button')) b.addEventListener('click', () => selectTab(b.dataset.tab));
+  for (const b of document.querySelectorAll('#view-queue .tabs button')) b.addEventListener('click', () => selectTab(b.dataset.tab));
   $('browse-state').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-filter').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-refresh').addEventListener('click', () => loadBrowse().catch(showError));
@@ -501,6 +506,8 @@ function bind() {
   $('redrive-start').addEventListener('click', startRedrive);
   $('redrive-cancel').addEventListener('click', cancelRedrive);
   bindSubscription();
+  topics.init({ el, banner, showError, show, schedule, stopPolling, setText, shortTime, parseAttrs, refreshQueues, openQueue, queues: () => state.queues });
+  $('nav-topics').addEventListener('click', topics.openTopics);
 }
 
 bind();

@@ -83,6 +83,7 @@ func Run(t *testing.T, h Harness) {
 		{"PartitionGrowth", func(t *testing.T, s *suite) { testPartitionGrowth(t, h) }},
 		{"StoredBytes", func(t *testing.T, s *suite) { testStoredBytes(t, s, h) }},
 		{"StoredBytesLimit", func(t *testing.T, s *suite) { testStoredBytesLimit(t, s, h) }},
+		{"StoredBytesReserved", func(t *testing.T, s *suite) { testStoredBytesReserved(t, s, h) }},
 	}
 	tests = append(tests, fifoTests(h)...)
 	tests = append(tests, moveTests(h)...)

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,63 @@ func wantQuota(t *testing.T, err error) {
 	if !errors.As(err, &ae) || ae.Details["limit"] != engine.LimitMaxStoredBytes {
 		t.Fatalf("send over maxStoredBytes: %v, want details.limit %q", err, engine.LimitMaxStoredBytes)
 	}
+}
+
+// testStoredBytesReserved: the service's own attributes (a traceparent, a replayed copy's
+// origin) count toward neither stored bytes nor the limit (engine.PayloadBytes,
+// docs/stored-bytes.md), on every path that stores or removes a message: a project limited to
+// exactly the client's bytes takes such messages, on standard and fifo queues and by Copy,
+// and their removal leaves nothing counted.
+func testStoredBytesReserved(t *testing.T, s *suite, h Harness) {
+	b := &bytesSuite{suite: s, h: h, project: ids.New()}
+	attrs := map[string]string{"k": "vv"}
+	traced := func() map[string]string {
+		return engine.WithTraceparent(attrs, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	}
+	replayed := func(seq uint64) map[string]string {
+		return engine.WithReplayOf(attrs, engine.ReplayOf{Topic: ids.New(), Sequence: seq})
+	}
+	size := engine.PayloadBytes("abc", attrs) // 6: the reserved attributes are not counted
+	limit := func(q *engine.Queue) { q.MaxStoredBytes = 2 * size }
+	q := b.queue(limit)
+	b.sendMsgs(q, engine.Message{Body: "abc", Attributes: traced()})
+	b.want("a send with a traceparent", size)
+	b.sendMsgs(q, engine.Message{Body: "abc", Attributes: replayed(7)})
+	b.want("a replayed copy", 2*size)
+	_, err := b.e.Send(b.ctx, q, []engine.Message{{Body: "x"}})
+	wantQuota(t, err) // the limit is reached by the client's bytes alone, not passed
+	ms := b.receive(q, 2, time.Minute)
+	if len(ms) != 2 {
+		t.Fatalf("received %d, want 2", len(ms))
+	}
+	for _, err := range b.ack(q, ms[0].Delivery, ms[1].Delivery) {
+		wantNil(t, "ack", err)
+	}
+	b.want("acked", 0)
+
+	f := b.queue(fifo, limit)
+	b.sendMsgs(f, engine.Message{Body: "abc", Attributes: traced(), GroupID: "g", DedupID: "d1"},
+		engine.Message{Body: "abc", Attributes: replayed(8), GroupID: "g", DedupID: "d2"})
+	b.want("fifo sends with reserved attributes", 2*size)
+	wantNil(t, "fifo purge", b.e.Purge(b.ctx, f))
+	b.want("fifo purge", 0)
+
+	tp, ok := s.e.(engine.Topics)
+	if !ok {
+		return
+	}
+	c := b.queue(limit)
+	msgs := []engine.CopyMessage{
+		{Sequence: 1, ID: ids.New(), Message: engine.Message{Body: "abc", Attributes: traced()}},
+		{Sequence: 2, ID: ids.New(), Message: engine.Message{Body: "abc", Attributes: replayed(2)}},
+	}
+	var errs []error
+	errs, err = tp.Copy(b.ctx, c, engine.CopyBatch{Topic: ids.New(), Binding: ids.New(), Messages: msgs})
+	wantNil(t, "Copy", err)
+	for i, err := range errs {
+		wantNil(t, fmt.Sprintf("Copy of message %d", i), err)
+	}
+	b.want("copies with reserved attributes", 2*size)
+	wantNil(t, "purge the copies", b.e.Purge(b.ctx, c))
+	b.want("purge the copies", 0)
 }

@@ -8,7 +8,8 @@
 --       group prefix ("<g>\0" .. 16 hex digits of seq), seq, "1" when it holds a dedup
 --       reservation
 -- Returns {sends in the current second, {one code per message}}:
---   1 stored (or already there: a retried insert of the same id changes nothing),
+--   1 stored (or already there: a retried insert of the same id changes nothing; or stored
+--     here before under a dedup reservation, its S record in dd, even if gone since),
 --   2 refused: its dedup reservation was fenced (fverify) by a sender that found it pending,
 --   3 refused: its group already holds a higher sequence number here (a concurrent send to
 --     the group landed first; the caller takes a fresh number, so order = sequence order).
@@ -23,6 +24,10 @@ for i = 7, #ARGV, 8 do
   local g = gid_of(prefix)
   if hw[g] == nil then hw[g] = tonumber(redis.call('HGET', KEYS[10], g) or '0') end
   if redis.call('HEXISTS', KEYS[2], id) == 1 then
+    codes[#codes + 1] = 1
+  elseif ARGV[i + 7] == '1' and redis.call('ZSCORE', KEYS[11], 'S' .. id) then
+    -- stored here before under this reservation's id (and perhaps acknowledged since): an
+    -- earlier attempt of the same message (a topic's copy retried by another holder)
     codes[#codes + 1] = 1
   elseif ARGV[i + 7] == '1' and redis.call('ZSCORE', KEYS[11], 'A' .. id) then
     codes[#codes + 1] = 2

@@ -231,7 +231,12 @@ local function uvar(v, i)
     mul = mul * 128
   end
 end
--- psize is the stored bytes of the payload (payload.go) starting at position at of v.
+-- RESERVED names the service's own attributes (engine.TraceparentAttribute,
+-- engine.ReplayOfAttribute), which no limit counts: stored bytes and the quota check agree
+-- with engine.PayloadBytes, which the embedded engine and the API count.
+local RESERVED = {['#traceparent'] = true, ['#replayOf'] = true}
+-- psize is the stored bytes of the payload (payload.go) starting at position at of v: the
+-- body and every attribute name and value but the reserved ones ("#" starts only those).
 local function psize(v, at)
   local i = (at or 1) + 2
   local bl
@@ -241,12 +246,15 @@ local function psize(v, at)
   local na
   na, i = uvar(v, i + bl)
   if not na then return s end
-  for _ = 1, 2 * na do
-    local l
-    l, i = uvar(v, i)
-    if not l then return s end
-    s = s + l
-    i = i + l
+  for _ = 1, na do
+    local nl, vl
+    nl, i = uvar(v, i)
+    if not nl then return s end
+    local own = string.byte(v, i) == 35 and RESERVED[string.sub(v, i, i + nl - 1)]
+    vl, i = uvar(v, i + nl)
+    if not vl then return s end
+    if not own then s = s + nl + vl end
+    i = i + vl
   end
   return s
 end
