@@ -10,6 +10,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/filter"
+	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
 
@@ -69,6 +70,11 @@ func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
 		}
 	}
 	advances := h.copyAll(ctx, after, from, entries, maxBytes)
+	more, err := h.copyAhead(ctx, after, entries[len(entries)-1].Sequence, maxBytes, now)
+	if err != nil {
+		return false, err // what was copied is stored once when copied again (the marks)
+	}
+	advances = append(advances, more...)
 	if r.AfterCopy != nil {
 		r.AfterCopy(h.id)
 	}
@@ -81,6 +87,58 @@ func (h *holder) round(ctx context.Context) (caughtUp bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// maxAheadReads bounds the further log reads of one round for the bindings ahead of its
+// first read.
+const maxAheadReads = 4
+
+// copyAhead copies for the bindings whose cursor is at or past last, the last entry the
+// round's first read returned: that read starts at the smallest cursor, so without this a
+// binding copying a long log (created from=earliest) would hold every other binding back
+// until it caught up. Each further read starts at the smallest cursor of the bindings still
+// ahead, and the bindings are read again after it (their filters judge what it read).
+func (h *holder) copyAhead(ctx context.Context, bs []engine.Binding, last uint64, maxBytes int64, now time.Time) ([]engine.Advance, error) {
+	var advances []engine.Advance
+	for range maxAheadReads {
+		ahead := map[ids.ID]bool{}
+		var cursors []engine.Binding
+		for _, b := range bs {
+			if b.Sequence >= last {
+				ahead[b.ID] = true
+				cursors = append(cursors, b)
+			}
+		}
+		if len(ahead) == 0 || ctx.Err() != nil {
+			return advances, nil
+		}
+		from := minSequence(cursors, 0) + 1
+		entries, err := h.r.Engine.ReadLog(ctx, h.topic, from, h.r.ReadLimit)
+		if err != nil || len(entries) == 0 {
+			return advances, h.failed0("read", err)
+		}
+		cur, err := h.r.Engine.Bindings(ctx, h.topic)
+		if err != nil {
+			return advances, h.fail("bindings", err)
+		}
+		bs = bs[:0:0]
+		for _, b := range h.ready(cur, now) {
+			if ahead[b.ID] {
+				bs = append(bs, b)
+			}
+		}
+		advances = append(advances, h.copyAll(ctx, bs, from, entries, maxBytes)...)
+		last = entries[len(entries)-1].Sequence
+	}
+	return advances, nil
+}
+
+// failed0 is fail for an error that may be nil.
+func (h *holder) failed0(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return h.fail(op, err)
 }
 
 // fail counts and logs a storage error of op and returns it.

@@ -169,7 +169,7 @@ func (h *holder) idle(ctx context.Context) bool {
 		return false
 	}
 	bs, err := r.Engine.Bindings(ctx, h.topic)
-	if err != nil || minSequence(bs, b.Last) < b.Last {
+	if err != nil || !h.passTrimmed(ctx, bs, b) || minSequence(bs, b.Last) < b.Last {
 		return false
 	}
 	h.maybeTrim(ctx)
@@ -180,6 +180,28 @@ func (h *holder) idle(ctx context.Context) bool {
 	}
 	if err := r.Engine.IdleTopic(ctx, h.id, b.Last, wake); err != nil {
 		r.metrics.errors.WithLabelValues("idle").Inc()
+		return false
+	}
+	return true
+}
+
+// passTrimmed moves the cursors of bindings behind the log's first entry (bound from a
+// sequence since trimmed) to just before it, raising bs's cursors alike: with the log empty
+// after them, no round reads an entry that would move them, and the topic could never be let
+// go. Entries before First are gone for good, so nothing is skipped. false: storage failed.
+func (h *holder) passTrimmed(ctx context.Context, bs []engine.Binding, b engine.LogBounds) bool {
+	var as []engine.Advance
+	for i := range bs {
+		if bs[i].Sequence+1 < b.First {
+			as = append(as, engine.Advance{Binding: bs[i].ID, Through: b.First - 1})
+			bs[i].Sequence = b.First - 1
+		}
+	}
+	if len(as) == 0 {
+		return true
+	}
+	if err := h.r.Engine.AdvanceBindings(ctx, h.topic, as); err != nil {
+		_ = h.fail("advance", err)
 		return false
 	}
 	return true

@@ -41,6 +41,7 @@ func topicTests() []struct {
 		{"TopicTrimRetentionZero", topicCase(testTopicTrimZero)},
 		{"TopicKeyedState", topicCase(testTopicKeyedState)},
 		{"TopicPatchRefused", topicCase(testTopicPatchRefused)},
+		{"TopicKeyedDuplicate", topicCase(testTopicKeyedDuplicate)},
 		{"TopicStatePage", topicCase(testTopicStatePage)},
 		{"TopicBindings", topicCase(testTopicBindings)},
 		{"TopicCopyStandard", topicCase(testTopicCopyStandard)},
@@ -541,5 +542,40 @@ func wantPatchRefusal(t *testing.T, err, sentinel error, index int) {
 	var r *engine.Refusal
 	if !errors.Is(err, sentinel) || !errors.As(err, &r) || r.Index != index {
 		t.Fatalf("publish: error %v, want a refusal %v of message %d", err, sentinel, index)
+	}
+}
+
+// testTopicKeyedDuplicate: a fifo publish that is a duplicate (of an earlier publish, or of an
+// earlier message of the same publish) changes no state, so the messages after it of the same
+// key merge into the state as it is, not as the duplicate would have left it.
+func testTopicKeyedDuplicate(t *testing.T, ts *topicSuite) {
+	tp := ts.topic(topicFIFO)
+	m := func(body string, merge engine.MergeMode, dedup string) engine.PublishMessage {
+		p := keyed("k", body, merge, nil)
+		p.GroupID, p.DedupID = "g", dedup
+		return p
+	}
+	ts.publish(tp, m(`{"count":1}`, engine.MergePatch, "d1"))
+	ts.publish(tp, m(`{"count":5}`, engine.MergeReplace, "d2"))
+	// A client retries the first publish with one more message.
+	res := ts.publish(tp, m(`{"count":1}`, engine.MergePatch, "d1"), m(`{"x":1}`, engine.MergePatch, "d3"))
+	if !res[0].Duplicate || res[1].Duplicate || res[1].Sequence != 3 {
+		t.Fatalf("retried publish answered %+v, want a duplicate and entry 3", res)
+	}
+	if st := ts.state(tp, "k"); !sameJSON(t, st.Body, `{"count":5,"x":1}`) || st.Sequence != 3 {
+		t.Fatalf("state after a duplicate patch: %+v, want {\"count\":5,\"x\":1} at 3", st)
+	}
+	// A dedup id repeated within one publish: the repeat changes nothing either.
+	res = ts.publish(tp, m(`{"y":1}`, engine.MergePatch, "d4"), m(`{"y":2,"z":1}`, engine.MergePatch, "d4"),
+		m(`{"w":1}`, engine.MergePatch, "d5"))
+	if res[0].Duplicate || !res[1].Duplicate || res[2].Duplicate || res[2].Sequence != 5 {
+		t.Fatalf("publish with a repeated dedup id answered %+v", res)
+	}
+	want := `{"count":5,"x":1,"y":1,"w":1}`
+	if st := ts.state(tp, "k"); !sameJSON(t, st.Body, want) || st.Sequence != 5 {
+		t.Fatalf("state after a repeated dedup id: %+v, want %s at 5", st, want)
+	}
+	if es := ts.readLog(tp, 5, 1); len(es) != 1 || !sameJSON(t, es[0].Body, want) {
+		t.Fatalf("entry 5 %+v, want the merged %s", es, want)
 	}
 }

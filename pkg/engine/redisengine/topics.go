@@ -160,7 +160,12 @@ type pubPlan struct {
 func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.PublishMessage, msgIDs []ids.ID, budget *engine.MergeBudget) (*pubPlan, error) {
 	k := topicKeysOf(t.ID)
 	q := asQueue(t)
-	stored, err := e.readPatchBases(ctx, k, msgs)
+	now := e.nowMs()
+	dups, err := e.plannedDuplicates(ctx, t, msgs, now)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := e.readPatchBases(ctx, k, msgs, dups)
 	if err != nil {
 		return nil, err
 	}
@@ -168,14 +173,14 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 	if e.inline(q) == "1" {
 		p.keys = append(p.keys, projectBytesKey(t.Project))
 	}
-	p.args = []any{e.nowMs(), e.opts.Channel, t.ID.String(), max(t.MaxStoredBytes, 0), t.Project.String(),
+	p.args = []any{now, e.opts.Channel, t.ID.String(), max(t.MaxStoredBytes, 0), t.Project.String(),
 		engine.DedupWindow.Milliseconds(), (engine.DedupWindow + dedupMargin).Milliseconds(), e.inline(q)}
 	view := map[string]*engine.StateEntry{} // a key's state as the messages so far leave it (nil: none)
 	dedupIdx := map[string]int{}
 	for i, m := range msgs {
 		body, attrs := m.Body, m.Attributes
 		op, expect, tail := "", "", []byte(nil)
-		if m.Key != "" {
+		if m.Key != "" && dups[i] != "1" { // a duplicate changes no state
 			cur, seen := view[m.Key]
 			if !seen {
 				cur = stored[m.Key]
@@ -210,18 +215,58 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 				dedupIdx[m.DedupID] = dk
 			}
 		}
-		p.args = append(p.args, encodeEntry(msgIDs[i], m, body, attrs), size, dk, m.Key, op, expect, tail)
+		p.args = append(p.args, encodeEntry(msgIDs[i], m, body, attrs), size, dk, m.Key, op, expect, tail, dups[i])
 	}
 	return p, nil
 }
 
-// readPatchBases reads the state of every key whose first message in the publish is a patch
-// (the state that patch merges into); nil for a key without state.
-func (e *Engine) readPatchBases(ctx context.Context, k topicKeys, msgs []engine.PublishMessage) (map[string]*engine.StateEntry, error) {
+// plannedDuplicates tells, per message, whether it is a duplicate ("1": its dedup id repeats
+// an earlier message of the publish, or a marker within the window holds it), not one ("0"),
+// or "" when nothing depends on it. It is read only when a keyed message has a dedup id: a
+// duplicate changes no state, so the messages after it of the same key must not merge what it
+// carries. tpublish.lua refuses the call (a conflict: planned again) when a marker changed
+// meanwhile.
+func (e *Engine) plannedDuplicates(ctx context.Context, t engine.Topic, msgs []engine.PublishMessage, now int64) ([]string, error) {
+	out := make([]string, len(msgs))
+	if t.Type != engine.FIFO || !slices.ContainsFunc(msgs, func(m engine.PublishMessage) bool { return m.Key != "" && m.DedupID != "" }) {
+		return out, nil
+	}
+	seen := map[string]bool{}
+	var keys []string
+	var at []int // the message each key is the first of
+	for i, m := range msgs {
+		switch {
+		case m.DedupID == "":
+		case seen[m.DedupID]:
+			out[i] = "1"
+		default:
+			seen[m.DedupID], out[i] = true, "0"
+			keys, at = append(keys, rediskeys.TopicDedup(t.ID, m.DedupID)), append(at, i)
+		}
+	}
+	vals, err := e.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, e.wrap(ctx, "publish", err)
+	}
+	window := engine.DedupWindow.Milliseconds()
+	for j, v := range vals {
+		s, _ := v.(string) // tpublish.lua: "<sequence>|<ms>|<message id>"
+		_, rest, ok := strings.Cut(s, "|")
+		ms, _, _ := strings.Cut(rest, "|")
+		if n, err := strconv.ParseInt(ms, 10, 64); ok && err == nil && now-n < window && j < len(at) {
+			out[at[j]] = "1" // its repeats are "1" already
+		}
+	}
+	return out, nil
+}
+
+// readPatchBases reads the state of every key whose first message in the publish (other than
+// a duplicate) is a patch (the state that patch merges into); nil for a key without state.
+func (e *Engine) readPatchBases(ctx context.Context, k topicKeys, msgs []engine.PublishMessage, dups []string) (map[string]*engine.StateEntry, error) {
 	var keys []string
 	first := map[string]bool{}
-	for _, m := range msgs {
-		if m.Key == "" || first[m.Key] {
+	for i, m := range msgs {
+		if m.Key == "" || first[m.Key] || dups[i] == "1" {
 			continue
 		}
 		first[m.Key] = true
@@ -278,7 +323,7 @@ func (e *Engine) publishCall(ctx context.Context, t engine.Topic, p *pubPlan) ([
 		return nil, engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
 	}
 	out, _ := vals[1].([]any)
-	n := (len(p.args) - 8) / 7
+	n := (len(p.args) - 8) / 8
 	if len(vals) != 2 || len(out) != 3*n {
 		return nil, e.wrap(ctx, "publish", errBadReply)
 	}

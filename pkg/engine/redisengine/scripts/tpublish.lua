@@ -6,13 +6,15 @@
 --       markers the messages name by index
 -- ARGV: 1 now ms, 2 wake channel, 3 wake payload (the topic id), 4 the project's
 --       maxStoredBytes (0: none; checked only with P), 5 project id, 6 dedup window ms,
---       7 marker lifetime ms (PX), 8 "1" when P is passed; then 7 per message: entry
+--       7 marker lifetime ms (PX), 8 "1" when P is passed; then 8 per message: entry
 --       (topicenc.go; its bytes 3..18 are the message id), its stored bytes, index in KEYS
 --       of its dedup marker (0: none), key ("" none), state change ("" none, "r" set,
 --       "d" delete), expectation ("" none, else the sequence of the key's state the engine
---       merged from, 0 for none), state tail (topicenc.go)
+--       merged from, 0 for none), state tail (topicenc.go), what the engine planned it as
+--       ("" nothing, "0" new, "1" a duplicate: the messages after it merged without it)
 -- Returns: {last sequence, {id, sequence, duplicate (1/0), ...}}; {-1} when the publish would
--- take the project past maxStoredBytes, {-2} when an expectation failed (nothing written).
+-- take the project past maxStoredBytes, {-2} when an expectation or a plan failed (nothing
+-- written).
 -- The first write is the first entry's XADD, so a counter behind its log (a damaged store)
 -- fails the publish before it writes anything. The publish time is never below the log's
 -- last entry's, so the log is in time order too (SequenceAt and Trim rely on it) whatever
@@ -40,7 +42,7 @@ local function sbytes(v)
 end
 local seen, view = {}, {}
 local steps, out, add, seq = {}, {}, 0, last
-for i = 9, #ARGV, 7 do
+for i = 9, #ARGV, 8 do
   local entry, size, dk, key, op, expect = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local id = string.sub(entry, 3, 18)
   if expect ~= '' then -- checked even for a duplicate: the messages after it merged from the state read
@@ -60,6 +62,8 @@ for i = 9, #ARGV, 7 do
       end
     end
   end
+  local plan = ARGV[i + 7]
+  if plan ~= '' and (dup ~= nil) ~= (plan == '1') then return {-2} end
   if dup then
     out[#out + 1] = dup[2]; out[#out + 1] = dup[1]; out[#out + 1] = 1
   else
