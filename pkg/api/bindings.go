@@ -109,8 +109,8 @@ func parseFrom(o *object) (bindingFrom, *apierr.Error) {
 	case "now", "earliest":
 		return bindingFrom{asked: v}, nil
 	}
-	if seq, ok := parseSequence(v); ok {
-		return bindingFrom{asked: v, seq: seq}, nil
+	if seq, ok := parseSequence(v); ok && seq <= 1<<53 {
+		return bindingFrom{asked: strconv.FormatUint(seq, 10), seq: seq}, nil
 	}
 	if at, perr := time.Parse(time.RFC3339Nano, v); perr == nil {
 		return bindingFrom{asked: v, at: at}, nil
@@ -129,17 +129,23 @@ func parseSequence(v string) (uint64, bool) {
 
 // startSequence is the first sequence a binding starting at f takes.
 func (s *Server) startSequence(ctx context.Context, et engine.Topic, f bindingFrom) (uint64, error) {
-	switch {
-	case f.seq > 0:
-		return f.seq, nil
-	case !f.at.IsZero():
+	if !f.at.IsZero() {
 		return s.cfg.TopicEngine.SequenceAt(ctx, et, f.at)
 	}
 	b, err := s.cfg.TopicEngine.Bounds(ctx, et)
-	if f.asked == "earliest" {
-		return b.First, err
+	switch {
+	case err != nil:
+		return 0, err
+	case f.seq > b.Last+1:
+		// A bookmark past the log's end names nothing published yet: a typo, or another
+		// topic's sequence. The topic stream refuses it the same way.
+		return 0, apierr.Invalid("from", "sequence %d is past the topic's next sequence %d", f.seq, b.Last+1)
+	case f.seq > 0:
+		return f.seq, nil
+	case f.asked == "earliest":
+		return b.First, nil
 	}
-	return b.Last + 1, err
+	return b.Last + 1, nil
 }
 
 // parseNewBinding reads POST /v1/queues/{queue}/sources's body.

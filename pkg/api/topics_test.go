@@ -412,6 +412,9 @@ func TestBindings(t *testing.T) {
 	w.refused(404, "not_found", "topic", "POST", "/v1/queues/q/sources", `{"topic":"nope"}`)
 	w.refused(400, "invalid_argument", "topic", "POST", "/v1/queues/q/sources", `{"topic":"f.fifo"}`)
 	w.refused(400, "invalid_argument", "from", "POST", "/v1/queues/q/sources", `{"topic":"t","from":"soon"}`)
+	// A sequence past the next one names nothing published: refused, as the stream refuses it.
+	w.refused(400, "invalid_argument", "from", "POST", "/v1/queues/q/sources", `{"topic":"t","from":4}`)
+	w.refused(400, "invalid_argument", "from", "POST", "/v1/queues/q/sources", `{"topic":"t","from":"18446744073709551615"}`)
 	w.refused(404, "not_found", "", "POST", "/v1/queues/nope/sources", `{"topic":"t"}`)
 	var b bindingJSON
 	w.must(201, "POST", "/v1/queues/q/sources", `{"topic":"t","from":"earliest","filter":{"attributes":{"c":"red"}}}`, &b)
@@ -464,7 +467,7 @@ func TestBindings(t *testing.T) {
 	}
 
 	// Deleting the queue deletes its bindings, in the store and in the engine.
-	w.must(201, "POST", "/v1/queues/q/sources", `{"topic":"t","from":2}`, &b)
+	w.must(201, "POST", "/v1/queues/q/sources", `{"topic":"t","from":"002"}`, &b)
 	if b.StartSequence != 2 || b.From != "2" {
 		t.Fatalf("from 2: %+v", b)
 	}
