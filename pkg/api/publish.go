@@ -274,7 +274,7 @@ func refusedMessage(err error, n int) (int, *apierr.Error) {
 	}
 	i, perr := strconv.Atoi(rest[:end])
 	if perr != nil || i < 0 || i >= n {
-		return -1, nil
+		return -1, nil //nolint:nilerr // not an index: the error is no message's, the caller answers it whole
 	}
 	c := *ae
 	c.Field = strings.TrimPrefix(rest[end+1:], ".")

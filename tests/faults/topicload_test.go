@@ -281,12 +281,6 @@ func (tl *topicLoad) errs() map[string]int {
 	return out
 }
 
-type tsource struct {
-	ID       string `json:"id"`
-	Sequence string `json:"sequence"`
-	Lag      int64  `json:"lag"`
-}
-
 // lagging answers the bindings not caught up (their lag, or why it cannot be read) and
 // their total lag (-1: a binding could not be read).
 func (tl *topicLoad) lagging() (left []string, total int64) {
