@@ -336,7 +336,28 @@ func TestEveryRoute(t *testing.T) {
 	}
 	tenancyRoutes(t, tn)
 	topicRoutes(t, c)
+	topicStreamRoute(t, c)
 	chk.RequireAll(t)
+}
+
+// topicStreamRoute opens a topic stream's upgrade and closes it (its frames:
+// TestTopicStreamReconnects).
+func topicStreamRoute(t *testing.T, c *client.Client) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := c.CreateTopic(ctx, client.CreateTopicInput{Name: "every-stream"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.OpenTopicStream(ctx, "every-stream", client.TopicStreamOptions{From: client.FromEarliest})
+	if err != nil {
+		t.Fatalf("topic stream: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("closing the topic stream: %v", err)
+	}
+	if err := c.DeleteTopic(ctx, "every-stream"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // subscriptionClient is c when openapi.yaml documents the push subscription routes, else a
