@@ -142,19 +142,6 @@ func wantTopicsClean(t *testing.T, f tFigures) {
 	}
 }
 
-// livelockedFIFO is the fifo topics of the rounds a fifo copy's livelock can stall
-// (docs/durability.md, "Found"): a fifo copy cut between its reservation and its store
-// (Redis killed in between, or its holder on Cluster, where the two steps are on different
-// nodes) is refused at every retry until its fenced dedup reservation is trimmed, minutes
-// later. Until the Redis engine is fixed, make test runs those rounds on a standard topic
-// only and make faults (QUEUES_FAULTS_FULL=1) with the fifo topic, failing when it bites.
-func livelockedFIFO() int {
-	if full() {
-		return 1
-	}
-	return 0
-}
-
 // topicLoadSize is how many publish calls a round lets the load make before its fault.
 func topicLoadSize() int64 { return load() / 2 }
 
@@ -300,10 +287,10 @@ func TestTopicsKillReplica(t *testing.T) {
 
 // TestTopicsRedisRestart (F7-like): Redis (appendfsync always) killed with SIGKILL under the
 // topic load and restarted on its AOF; publishes, copies and advances fail meanwhile and are
-// retried by the fan-out with backoff. The fifo topic only in the full form (livelockedFIFO).
+// retried by the fan-out with backoff.
 func TestTopicsRedisRestart(t *testing.T) {
 	s := newStack(t, "", 2, 0)
-	tl := newTopicLoad(t, s, topicShape{standard: 1, fifo: livelockedFIFO(), bindings: 3})
+	tl := newTopicLoad(t, s, topicShape{standard: 1, fifo: 1, bindings: 3})
 	tl.start()
 	for range rounds() {
 		tl.awaitPublishes(topicLoadSize())
@@ -440,8 +427,7 @@ func assertSlots(t *testing.T, addr string, tl *topicLoad) string {
 // TestTopicsCluster: the kill round on a 3-master Redis Cluster, each topic in a slot of its
 // own and its queues in others (asserted by CLUSTER KEYSLOT of their hash tags): the copy
 // and the cursor advance are separate scripts on different nodes, and the holder of the
-// fan-out lease is killed between them as it may be. The fifo topic only in the full form
-// (livelockedFIFO).
+// fan-out lease is killed between them as it may be.
 func TestTopicsCluster(t *testing.T) {
 	addrs := testenv.RedisCluster(t)
 	urls := make([]string, len(addrs))
@@ -449,7 +435,7 @@ func TestTopicsCluster(t *testing.T) {
 		urls[i] = "redis://" + a
 	}
 	s := newStackOn(t, []string{"QUEUES_REDIS_URL=" + strings.Join(urls, ","), "QUEUES_REDIS_CLUSTER=true"}, 2, 0)
-	tl := newTopicLoad(t, s, topicShape{standard: 1, fifo: livelockedFIFO(), bindings: 3})
+	tl := newTopicLoad(t, s, topicShape{standard: 1, fifo: 1, bindings: 3})
 	slots := assertSlots(t, addrs[0], tl)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	defer rdb.Close()
