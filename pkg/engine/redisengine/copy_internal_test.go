@@ -3,6 +3,7 @@ package redisengine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -53,24 +54,47 @@ func TestCopyFIFOBatchCutBetweenSteps(t *testing.T) {
 	}
 	const n = 20
 	b := engine.CopyBatch{Topic: ids.New(), Binding: ids.New()}
+	want := map[string][]ids.ID{} // each group's copies in batch order
 	for i := range n {
-		dedup := "d" + strconv.Itoa(i)
-		it := pending(t, e, q, "g", dedup) // the cut attempt's first step
-		if i%5 == 0 {
-			if c := store(t, e, q, it); c != 1 { // and, for some, its second step too
+		dedup, g := "d"+strconv.Itoa(i), "g"+strconv.Itoa(i%4)
+		it := pending(t, e, q, g, dedup) // the cut attempt's first step
+		if g == "g0" {
+			if c := store(t, e, q, it); c != 1 { // and, for one group, its second step too
 				t.Fatalf("fsend of the cut attempt: code %d", c)
 			}
 		}
+		want[g] = append(want[g], it.id)
 		b.Messages = append(b.Messages, engine.CopyMessage{Sequence: uint64(i + 1), ID: it.id,
-			Message: engine.Message{Body: "x" + strconv.Itoa(i), GroupID: "g", DedupID: dedup}})
+			Message: engine.Message{Body: "x" + strconv.Itoa(i), GroupID: g, DedupID: dedup}})
+	}
+	for i := n; i < n+8; i++ { // the retry's batch goes further than the cut one
+		dedup, g, id := "d"+strconv.Itoa(i), "g"+strconv.Itoa(i%4), ids.New()
+		want[g] = append(want[g], id)
+		b.Messages = append(b.Messages, engine.CopyMessage{Sequence: uint64(i + 1), ID: id,
+			Message: engine.Message{Body: "x" + strconv.Itoa(i), GroupID: g, DedupID: dedup}})
+	}
+	// The cut attempt's stored copies are consumed before the retry: only the dedup outcome
+	// says they were stored.
+	first, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})
+	if err != nil || len(first.Messages) != n/4 {
+		t.Fatalf("received %d of the cut attempt's copies (%v), want %d", len(first.Messages), err, n/4)
+	}
+	for _, m := range first.Messages {
+		if _, err := e.Ack(ctx, q, []engine.Delivery{m.Delivery}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for range 2 { // the retry, and a retry of the retry
 		errs, err := e.Copy(ctx, q, b)
-		if err != nil || len(errs) != n || errors.Join(errs...) != nil {
+		if err != nil || len(errs) != len(b.Messages) || errors.Join(errs...) != nil {
 			t.Fatalf("copy after a cut: %v %v", errs, err)
 		}
 	}
 	seen := map[ids.ID]int{}
+	got := map[string][]ids.ID{}
+	for _, m := range first.Messages { // received above
+		got[m.GroupID] = append(got[m.GroupID], m.MessageID)
+	}
 	for {
 		res, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})
 		if err != nil {
@@ -81,17 +105,26 @@ func TestCopyFIFOBatchCutBetweenSteps(t *testing.T) {
 		}
 		for _, m := range res.Messages {
 			seen[m.MessageID]++
+			got[m.GroupID] = append(got[m.GroupID], m.MessageID)
 			if _, err := e.Ack(ctx, q, []engine.Delivery{m.Delivery}); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	for _, m := range first.Messages {
+		seen[m.MessageID]++
 	}
 	for _, m := range b.Messages {
 		if seen[m.ID] != 1 {
 			t.Errorf("copy %s stored %d times, want once", m.ID, seen[m.ID])
 		}
 	}
-	if len(seen) != n {
-		t.Errorf("%d messages stored, want %d", len(seen), n)
+	if len(seen) != len(b.Messages) {
+		t.Errorf("%d messages stored, want %d", len(seen), len(b.Messages))
+	}
+	for g, w := range want {
+		if !slices.Equal(got[g], w) {
+			t.Errorf("group %s received %v, want the batch order %v", g, got[g], w)
+		}
 	}
 }

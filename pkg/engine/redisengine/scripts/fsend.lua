@@ -8,7 +8,8 @@
 --       group prefix ("<g>\0" .. 16 hex digits of seq), seq, "1" when it holds a dedup
 --       reservation
 -- Returns {sends in the current second, {one code per message}}:
---   1 stored (or already there: a retried insert of the same id changes nothing),
+--   1 stored (or already there, or stored before under its dedup reservation: a retried
+--     insert of the same id changes nothing),
 --   2 refused: its dedup reservation was fenced (fverify) by a sender that found it pending,
 --   3 refused: its group already holds a higher sequence number here (a concurrent send to
 --     the group landed first; the caller takes a fresh number, so order = sequence order).
@@ -24,6 +25,8 @@ for i = 7, #ARGV, 8 do
   if hw[g] == nil then hw[g] = tonumber(redis.call('HGET', KEYS[10], g) or '0') end
   if redis.call('HEXISTS', KEYS[2], id) == 1 then
     codes[#codes + 1] = 1
+  elseif ARGV[i + 7] == '1' and redis.call('ZSCORE', KEYS[11], 'S' .. id) then
+    codes[#codes + 1] = 1 -- stored before under its reservation (and gone since): not again
   elseif ARGV[i + 7] == '1' and redis.call('ZSCORE', KEYS[11], 'A' .. id) then
     codes[#codes + 1] = 2
   elseif seq <= hw[g] then
