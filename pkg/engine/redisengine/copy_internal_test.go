@@ -3,6 +3,8 @@ package redisengine
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -105,5 +107,97 @@ func TestCopyFIFOOrderBehindCrashedReservation(t *testing.T) {
 	}
 	if got[0] != first.id || got[1] != second {
 		t.Fatalf("received %v, want %v then %v (log order)", got, first.id, second)
+	}
+}
+
+// TestCopyFIFOBatchCutBetweenSteps: a batch of fifo copies cut between freserve and fsend
+// (some stored by the cut attempt, most not) and then retried is stored once per message, in
+// one Copy call, without pausing on its own reservations: the pauses before fencing are made
+// an hour long here, so a retry that waited on its own reservation would hit the deadline.
+func TestCopyFIFOBatchCutBetweenSteps(t *testing.T) {
+	e, _, _ := newInternal(t)
+	saved := verifyWaits
+	verifyWaits = []time.Duration{0, time.Hour}
+	t.Cleanup(func() { verifyWaits = saved })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := fifoQueue()
+	if err := e.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	b := engine.CopyBatch{Topic: ids.New(), Binding: ids.New()}
+	want := map[string][]ids.ID{} // each group's copies in batch order
+	for i := range n {
+		dedup, g := "d"+strconv.Itoa(i), "g"+strconv.Itoa(i%4)
+		it := pending(t, e, q, g, dedup) // the cut attempt's first step
+		if g == "g0" {
+			if c := store(t, e, q, it); c != 1 { // and, for one group, its second step too
+				t.Fatalf("fsend of the cut attempt: code %d", c)
+			}
+		}
+		want[g] = append(want[g], it.id)
+		b.Messages = append(b.Messages, engine.CopyMessage{Sequence: uint64(i + 1), ID: it.id,
+			Message: engine.Message{Body: "x" + strconv.Itoa(i), GroupID: g, DedupID: dedup}})
+	}
+	for i := n; i < n+8; i++ { // the retry's batch goes further than the cut one
+		dedup, g, id := "d"+strconv.Itoa(i), "g"+strconv.Itoa(i%4), ids.New()
+		want[g] = append(want[g], id)
+		b.Messages = append(b.Messages, engine.CopyMessage{Sequence: uint64(i + 1), ID: id,
+			Message: engine.Message{Body: "x" + strconv.Itoa(i), GroupID: g, DedupID: dedup}})
+	}
+	// The cut attempt's stored copies are consumed before the retry: only the dedup outcome
+	// says they were stored.
+	first, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})
+	if err != nil || len(first.Messages) != n/4 {
+		t.Fatalf("received %d of the cut attempt's copies (%v), want %d", len(first.Messages), err, n/4)
+	}
+	for _, m := range first.Messages {
+		if _, err := e.Ack(ctx, q, []engine.Delivery{m.Delivery}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // the retry, and a retry of the retry
+		errs, err := e.Copy(ctx, q, b)
+		if err != nil || len(errs) != len(b.Messages) || errors.Join(errs...) != nil {
+			t.Fatalf("copy after a cut: %v %v", errs, err)
+		}
+	}
+	seen := map[ids.ID]int{}
+	got := map[string][]ids.ID{}
+	for _, m := range first.Messages { // received above
+		got[m.GroupID] = append(got[m.GroupID], m.MessageID)
+	}
+	for {
+		res, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			break
+		}
+		for _, m := range res.Messages {
+			seen[m.MessageID]++
+			got[m.GroupID] = append(got[m.GroupID], m.MessageID)
+			if _, err := e.Ack(ctx, q, []engine.Delivery{m.Delivery}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, m := range first.Messages {
+		seen[m.MessageID]++
+	}
+	for _, m := range b.Messages {
+		if seen[m.ID] != 1 {
+			t.Errorf("copy %s stored %d times, want once", m.ID, seen[m.ID])
+		}
+	}
+	if len(seen) != len(b.Messages) {
+		t.Errorf("%d messages stored, want %d", len(seen), len(b.Messages))
+	}
+	for g, w := range want {
+		if !slices.Equal(got[g], w) {
+			t.Errorf("group %s received %v, want the batch order %v", g, got[g], w)
+		}
 	}
 }
