@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -308,13 +307,9 @@ func (s *Server) getQueue(c echo.Context) error {
 }
 
 func (s *Server) listQueues(c echo.Context) error {
-	page, err := pageParams(c, 100, 1000)
+	page, prefix, err := listParams(c)
 	if err != nil {
 		return err
-	}
-	prefix := c.QueryParam("prefix")
-	if prefix != "" && !prefixPattern.MatchString(prefix) {
-		return apierr.Invalid("prefix", "must be 1 to 80 of A-Z, a-z, 0-9, _, . and -")
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
@@ -322,33 +317,52 @@ func (s *Server) listQueues(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]queueJSON, len(qs))
-	errs := make([]error, len(qs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, q := range qs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			st, err := s.stats(ctx, q)
-			out[i], errs[i] = s.queueOut(q, st), err
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return errs[firstErr(errs)]
+	out, err := eachDetail(qs, func(q meta.Queue) (queueJSON, error) {
+		st, err := s.stats(ctx, q)
+		return s.queueOut(q, st), err
+	})
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"queues": out, "nextCursor": cursorOut(next)})
 }
 
-func firstErr(errs []error) int {
-	for i, e := range errs {
-		if e != nil {
-			return i
+// listParams reads a name listing's limit, cursor and prefix (queues and topics alike).
+func listParams(c echo.Context) (meta.Page, string, error) {
+	page, err := pageParams(c, 100, 1000)
+	if err != nil {
+		return page, "", err
+	}
+	prefix := c.QueryParam("prefix")
+	if prefix != "" && !prefixPattern.MatchString(prefix) {
+		return page, "", apierr.Invalid("prefix", "must be 1 to 80 of A-Z, a-z, 0-9, _, . and -")
+	}
+	return page, prefix, nil
+}
+
+// eachDetail answers detail(item) for every item of a listed page, 16 at a time (each reads
+// its counts from the engine), in the page's order; the first item's error in that order
+// fails the page.
+func eachDetail[T, O any](items []T, detail func(T) (O, error)) ([]O, error) {
+	out := make([]O, len(items))
+	errs := make([]error, len(items))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = detail(it)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
-	return -1
+	return out, nil
 }
 
 func (s *Server) updateQueue(c echo.Context) error {

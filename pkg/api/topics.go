@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -250,13 +249,9 @@ func (s *Server) getTopic(c echo.Context) error {
 }
 
 func (s *Server) listTopics(c echo.Context) error {
-	page, err := pageParams(c, 100, 1000)
+	page, prefix, err := listParams(c)
 	if err != nil {
 		return err
-	}
-	prefix := c.QueryParam("prefix")
-	if prefix != "" && !prefixPattern.MatchString(prefix) {
-		return apierr.Invalid("prefix", "must be 1 to 80 of A-Z, a-z, 0-9, _, . and -")
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
@@ -264,21 +259,9 @@ func (s *Server) listTopics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]topicJSON, len(ts))
-	errs := make([]error, len(ts))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, t := range ts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = s.topicDetail(ctx, t)
-		}()
-	}
-	wg.Wait()
-	if i := firstErr(errs); i >= 0 {
-		return errs[i]
+	out, err := eachDetail(ts, func(t meta.Topic) (topicJSON, error) { return s.topicDetail(ctx, t) })
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"topics": out, "nextCursor": cursorOut(next)})
 }
