@@ -228,33 +228,40 @@ func (s *Store) GetQueueByID(ctx context.Context, queueID ids.ID) (meta.Queue, e
 
 // ListQueues lists a project's queues whose names start with prefix, in name (byte) order.
 func (s *Store) ListQueues(ctx context.Context, projectID ids.ID, prefix string, page meta.Page) ([]meta.Queue, string, error) {
+	return listByName(ctx, s, "queue", queuePre, projectID, prefix, page, queueItem.queue)
+}
+
+// listByName lists the items of one kind (the name items under sort-key prefix pre, what
+// names the kind in errors) of a project whose names start with prefix, in name (byte)
+// order, each converted by conv.
+func listByName[I, T any](ctx context.Context, s *Store, what, pre string, projectID ids.ID, prefix string, page meta.Page, conv func(I) (T, error)) ([]T, string, error) {
 	pk := projectPK(projectID)
 	start, err := decodeCursor(page.Cursor, pk, func(sk string) bool {
-		return strings.HasPrefix(sk, queuePre+prefix) && len(sk) > len(queuePre)
+		return strings.HasPrefix(sk, pre+prefix) && len(sk) > len(pre)
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	items, next, err := s.query(ctx, "list queues", &dynamodb.QueryInput{
+	items, next, err := s.query(ctx, "list "+what+"s", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :pre)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":pre": str(queuePre + prefix)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":pre": str(pre + prefix)},
 	}, start, page.Size())
 	if err != nil {
 		return nil, "", err
 	}
-	qs := make([]meta.Queue, 0, len(items))
+	out := make([]T, 0, len(items))
 	for _, m := range items {
-		var it queueItem
+		var it I
 		if err := attributevalue.UnmarshalMap(m, &it); err != nil {
-			return nil, "", corrupt("queue listing: %v", err)
+			return nil, "", corrupt("%s listing: %v", what, err)
 		}
-		q, err := it.queue()
+		v, err := conv(it)
 		if err != nil {
 			return nil, "", err
 		}
-		qs = append(qs, q)
+		out = append(out, v)
 	}
-	return qs, next, nil
+	return out, next, nil
 }
 
 func sameDLQ(a, b *meta.Redrive) bool {

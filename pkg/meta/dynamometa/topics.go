@@ -25,7 +25,6 @@ package dynamometa
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -183,33 +182,7 @@ func (s *Store) GetTopicByID(ctx context.Context, topicID ids.ID) (meta.Topic, e
 
 // ListTopics lists a project's topics whose names start with prefix, in name (byte) order.
 func (s *Store) ListTopics(ctx context.Context, projectID ids.ID, prefix string, page meta.Page) ([]meta.Topic, string, error) {
-	pk := projectPK(projectID)
-	start, err := decodeCursor(page.Cursor, pk, func(sk string) bool {
-		return strings.HasPrefix(sk, topicPre+prefix) && len(sk) > len(topicPre)
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	items, next, err := s.query(ctx, "list topics", &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :pre)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":pre": str(topicPre + prefix)},
-	}, start, page.Size())
-	if err != nil {
-		return nil, "", err
-	}
-	ts := make([]meta.Topic, 0, len(items))
-	for _, m := range items {
-		var it topicItem
-		if err := attributevalue.UnmarshalMap(m, &it); err != nil {
-			return nil, "", corrupt("topic listing: %v", err)
-		}
-		t, err := it.topic()
-		if err != nil {
-			return nil, "", err
-		}
-		ts = append(ts, t)
-	}
-	return ts, next, nil
+	return listByName(ctx, s, "topic", topicPre, projectID, prefix, page, topicItem.topic)
 }
 
 // CountTopics reads the project item's topic count (0 for a missing project).
