@@ -38,12 +38,7 @@ func SplitReplayOf(attrs map[string]string) (clean map[string]string, r *ReplayO
 	if !ok {
 		return attrs, nil
 	}
-	clean = make(map[string]string, len(attrs)-1)
-	for k, val := range attrs {
-		if k != ReplayOfAttribute {
-			clean[k] = val
-		}
-	}
+	clean = without(attrs, ReplayOfAttribute)
 	topic, seq, _ := strings.Cut(v, ":")
 	id, err := ids.ParseUUID(topic)
 	n, nerr := strconv.ParseUint(seq, 10, 64)

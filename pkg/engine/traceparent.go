@@ -29,11 +29,16 @@ func SplitTraceparent(attrs map[string]string) (clean map[string]string, tp stri
 	if !ok {
 		return attrs, ""
 	}
-	clean = make(map[string]string, len(attrs)-1)
+	return without(attrs, TraceparentAttribute), tp
+}
+
+// without is a copy of attrs without the attribute name (which attrs holds).
+func without(attrs map[string]string, name string) map[string]string {
+	clean := make(map[string]string, len(attrs)-1)
 	for k, v := range attrs {
-		if k != TraceparentAttribute {
+		if k != name {
 			clean[k] = v
 		}
 	}
-	return clean, tp
+	return clean
 }
