@@ -201,3 +201,40 @@ func TestCopyFIFOBatchCutBetweenSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyFIFOOrderBehindOthersReservation: a copy whose dedup id another message reserved
+// and never stored (a send cut between its two steps) takes that reservation over in a later
+// round, with a later sequence number; the copies of its group after it in the batch wait for
+// it (deferBehindHeld), so the group keeps the log's order.
+func TestCopyFIFOOrderBehindOthersReservation(t *testing.T) {
+	e, _, _ := newInternal(t)
+	ctx := context.Background()
+	q := fifoQueue()
+	if err := e.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	pending(t, e, q, "g", "d1") // another message's reservation of d1, never stored
+	first, second := ids.New(), ids.New()
+	b := engine.CopyBatch{Topic: ids.New(), Binding: ids.New(), Messages: []engine.CopyMessage{
+		{Sequence: 1, ID: first, Message: engine.Message{Body: "1", GroupID: "g", DedupID: "d1"}},
+		{Sequence: 2, ID: second, Message: engine.Message{Body: "2", GroupID: "g", DedupID: "d2"}}}}
+	if errs, err := e.Copy(ctx, q, b); err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("copy: %v %v", errs, err)
+	}
+	var got []ids.ID
+	for len(got) < 2 {
+		res, err := e.Receive(ctx, q, engine.ReceiveRequest{Max: 10, Visibility: time.Minute})
+		if err != nil || len(res.Messages) == 0 {
+			t.Fatalf("after %v: received %+v, %v", got, res.Messages, err)
+		}
+		for _, m := range res.Messages {
+			got = append(got, m.MessageID)
+			if errs, err := e.Ack(ctx, q, []engine.Delivery{m.Delivery}); err != nil || errors.Join(errs...) != nil {
+				t.Fatalf("ack: %v %v", errs, err)
+			}
+		}
+	}
+	if got[0] != first || got[1] != second {
+		t.Fatalf("received %v, want %v then %v (log order)", got, first, second)
+	}
+}

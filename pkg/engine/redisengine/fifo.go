@@ -245,10 +245,10 @@ func (s *fifoSend) round(ctx context.Context, todo []*fitem) []*fitem {
 }
 
 // deferBehindHeld keeps a topic's copies of one group in log order: a copy (keep) whose dedup
-// id waits on a reservation (an earlier attempt of the same copy, cut between its two steps)
-// is stored in a later round with a fresh sequence number, so the copies of its group after
-// it in the batch are not stored in this round either — they give their reservations up
-// ("r": re-allocate) and go again behind it. Plain sends are left as they were.
+// id waits on a reservation it does not hold (another message's, cut between its two steps,
+// or a concurrent attempt of the same copy) is stored in a later round with a fresh sequence
+// number, so its group's later copies in the batch re-reserve ("r") behind it. (A copy's own
+// earlier attempt is re-taken at once in mode "r" and never waits.) Plain sends are unchanged.
 func deferBehindHeld(writes, verify []*fitem) (keep, deferred []*fitem) {
 	first := map[string]int{} // group -> the batch index of its first held copy
 	for _, it := range verify {
