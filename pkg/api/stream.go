@@ -97,6 +97,9 @@ func (s *Server) receiveStream(c echo.Context) error {
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
+	// The stream is live (verified, active) from before its upgrade is answered: a client
+	// holding the answer never sees a stream whose clock starts later.
+	now := s.cfg.Clock.Now()
 	conn, err := websocket.Accept(c.Response(), r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return nil // Accept answered the failed handshake itself
@@ -104,7 +107,6 @@ func (s *Server) receiveStream(c echo.Context) error {
 	conn.SetReadLimit(MaxRequestBytes)
 	st := &stream{s: s, conn: conn, q: q, src: source(c), vis: vis, max: maxN, filter: flt, settlers: make(chan struct{}, streamSettlers)}
 	st.cond = sync.NewCond(&st.mu)
-	now := s.cfg.Clock.Now()
 	st.g = streamGuard{p: p, verified: now, active: now}
 	// The request's context ends when the handler returns; the stream's ends with the
 	// connection or the server's drain.

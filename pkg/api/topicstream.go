@@ -102,6 +102,9 @@ func (s *Server) topicStream(c echo.Context) error {
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
+	// The stream is live (verified, active) from before its upgrade is answered: a client
+	// holding the answer never sees a stream whose clock starts later.
+	now := s.cfg.Clock.Now()
 	conn, err := websocket.Accept(c.Response(), r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return nil // Accept answered the failed handshake itself
@@ -109,7 +112,6 @@ func (s *Server) topicStream(c echo.Context) error {
 	conn.SetReadLimit(MaxRequestBytes)
 	st := &stream{s: s, conn: conn, src: source(c), max: maxN}
 	st.cond = sync.NewCond(&st.mu)
-	now := s.cfg.Clock.Now()
 	st.g = streamGuard{p: principal(c), verified: now, active: now}
 	ts := &topicStream{stream: st, t: t, et: engineTopic(t), flt: flt, next: start.next}
 	if delta {
