@@ -245,8 +245,10 @@ func deref(s *string) string {
 	return *s
 }
 
-// selectAttributes filters a message's attributes by MessageAttributeNames: "All" or ".*",
-// exact names, and prefixes written "prefix.*".
+// selectAttributes filters a message's attributes by MessageAttributeNames as SQS does
+// (verified against AWS in localstack's recorded snapshots): "All", ".*" and "*" select every
+// attribute; "prefix.*" selects every name that starts with prefix, whether a dot follows it or
+// not ("Hel.*" selects "Hello" and "Help.Me"); any other name selects itself.
 func selectAttributes(attrs map[string]attrValue, names []string) map[string]attrValue {
 	if len(attrs) == 0 || len(names) == 0 {
 		return nil
@@ -254,10 +256,10 @@ func selectAttributes(attrs map[string]attrValue, names []string) map[string]att
 	out := map[string]attrValue{}
 	for _, want := range names {
 		switch {
-		case want == "All" || want == ".*":
+		case want == "All" || want == ".*" || want == "*":
 			return attrs
 		case strings.HasSuffix(want, ".*"):
-			p := strings.TrimSuffix(want, "*")
+			p := strings.TrimSuffix(want, ".*")
 			for n, v := range attrs {
 				if strings.HasPrefix(n, p) {
 					out[n] = v

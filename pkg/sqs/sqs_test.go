@@ -197,8 +197,8 @@ func TestAttributeEncodingRoundTrip(t *testing.T) {
 
 func TestSelectAttributes(t *testing.T) {
 	v := "1"
-	attrs := map[string]attrValue{"a.x": {DataType: "String", StringValue: &v}, "a.y": {DataType: "String", StringValue: &v}, "b": {DataType: "String", StringValue: &v}}
-	for names, want := range map[string]int{"All": 3, ".*": 3, "a.*": 2, "b": 1, "c": 0, "a.*,b": 3} {
+	attrs := map[string]attrValue{"a.x": {DataType: "String", StringValue: &v}, "a.y": {DataType: "String", StringValue: &v}, "b": {DataType: "String", StringValue: &v}, "ab": {DataType: "String", StringValue: &v}}
+	for names, want := range map[string]int{"All": 4, ".*": 4, "*": 4, "a.*": 3, "a.x.*": 1, "b": 1, "c": 0, "a.*,b": 4, "a": 0} {
 		if got := len(selectAttributes(attrs, strings.Split(names, ","))); got != want {
 			t.Errorf("%s selected %d, want %d", names, got, want)
 		}
