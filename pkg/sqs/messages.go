@@ -192,6 +192,26 @@ func checkEntryIDs(idsOf []string) *Error {
 	return nil
 }
 
+// checkFIFOEntries fails a fifo SendMessageBatch as a whole, before anything is sent, when an
+// entry lacks its MessageDeduplicationId (with content-based deduplication off) or its
+// MessageGroupId: SQS answers the request 400 InvalidParameterValue then (recorded against AWS
+// in localstack's snapshots), rather than listing the entry under Failed, so that a client that
+// never reads Failed cannot send part of a batch. Other faults of an entry stay per entry.
+func checkFIFOEntries(q meta.Queue, entries []sendEntry) *Error {
+	if q.Type != string(engine.FIFO) {
+		return nil
+	}
+	for _, e := range entries {
+		if e.MessageDeduplicationID == "" && !q.ContentBasedDedup {
+			return newErr(errInvalidParameter, "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+		}
+		if e.MessageGroupID == "" {
+			return newErr(errInvalidParameter, "The request must contain the parameter MessageGroupId.")
+		}
+	}
+	return nil
+}
+
 func (d *Door) sendMessageBatch(c *call) (any, error) {
 	if err := d.admitSendBytes(c); err != nil {
 		return nil, err
@@ -212,6 +232,9 @@ func (d *Door) sendMessageBatch(c *call) (any, error) {
 	}
 	q, err := d.queue(c, in.QueueURL)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFIFOEntries(q, in.Entries); err != nil {
 		return nil, err
 	}
 	out := sendBatchOutput{Successful: []sendResult{}, Failed: []batchError{}}

@@ -1,6 +1,7 @@
 package sqs_test
 
 import (
+	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 // TestMessageAttributeNameWildcards: MessageAttributeNames selects as SQS does: "All", ".*"
@@ -41,6 +43,44 @@ func TestMessageAttributeNameWildcards(t *testing.T) {
 			if strings.Join(got, ",") != want {
 				t.Errorf("MessageAttributeNames %s selected %v, want %s", names, got, want)
 			}
+		}
+	})
+}
+
+// wantError checks an SDK error's SQS code and AWS's text, word for word.
+func wantError(t *testing.T, err error, code, text string) {
+	t.Helper()
+	wantCode(t, err, code)
+	var ae smithy.APIError
+	errors.As(err, &ae)
+	if ae.ErrorMessage() != text {
+		t.Fatalf("%s: text %q, want %q", code, ae.ErrorMessage(), text)
+	}
+}
+
+// TestFIFOBatchMissingIDsFailsWhole: a fifo SendMessageBatch with an entry lacking its
+// MessageGroupId, or its MessageDeduplicationId without content-based deduplication, fails
+// as a whole with SQS's code and text, and sends nothing.
+func TestFIFOBatchMissingIDsFailsWhole(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx, c := t.Context(), e.sqs
+		q := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("whole.fifo"),
+			Attributes: map[string]string{"FifoQueue": "true"}})).get(t).QueueUrl
+		good := types.SendMessageBatchRequestEntry{Id: aws.String("a"), MessageBody: aws.String("a"),
+			MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d1")}
+		noGroup := types.SendMessageBatchRequestEntry{Id: aws.String("b"), MessageBody: aws.String("b"),
+			MessageDeduplicationId: aws.String("d2")}
+		noDedup := types.SendMessageBatchRequestEntry{Id: aws.String("c"), MessageBody: aws.String("c"),
+			MessageGroupId: aws.String("g")}
+		_, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: q, Entries: []types.SendMessageBatchRequestEntry{good, noGroup}})
+		wantError(t, err, "InvalidParameterValue", "The request must contain the parameter MessageGroupId.")
+		wantStatus(t, err, 400)
+		_, err = c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: q, Entries: []types.SendMessageBatchRequestEntry{good, noDedup}})
+		wantError(t, err, "InvalidParameterValue", "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+		attrs := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q,
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})).get(t)
+		if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != "0" {
+			t.Fatalf("a refused batch stored %s messages", n)
 		}
 	})
 }
