@@ -130,7 +130,10 @@ func (c *call) arnQueueName(arn string) string {
 	return parts[5]
 }
 
-// queue resolves the QueueUrl parameter (or the queue URL the request was posted to).
+// queue resolves the QueueUrl parameter (or the queue URL the request was posted to). As on
+// SQS, QueueUrl may be a bare queue name, or any URL whose last path segment is the name
+// (another host's, an AWS one); a URL of this door's form, /sqs/<project slug>/<name>, must name
+// the caller's project.
 func (d *Door) queue(c *call, queueURL string) (meta.Queue, error) {
 	if queueURL == "" {
 		queueURL = c.pathQueue
@@ -138,19 +141,32 @@ func (d *Door) queue(c *call, queueURL string) (meta.Queue, error) {
 	if queueURL == "" {
 		return meta.Queue{}, missingParam("QueueUrl")
 	}
-	path := queueURL
-	if u, err := url.Parse(queueURL); err == nil && u.Path != "" {
-		path = u.Path
-	}
-	rest, ok := strings.CutPrefix(path, queuePath)
-	prj, name, ok2 := strings.Cut(rest, "/")
-	if !ok || !ok2 || name == "" || strings.Contains(name, "/") {
-		return meta.Queue{}, newErr(errQueueDoesNotExist, "The specified queue does not exist.")
-	}
-	if pid, err := ids.ParseSlug(ids.ProjectPrefix, prj); err != nil || pid != c.principal.ProjectID {
-		return meta.Queue{}, newErr(errQueueDoesNotExist, "The specified queue does not exist.")
+	name, ok := c.queueNameOf(queueURL)
+	if !ok {
+		return meta.Queue{}, errNoQueue()
 	}
 	return d.queueByName(c, name)
+}
+
+// queueNameOf reads a queue name from a QueueUrl: its last path segment, or the value itself
+// when it has no path. ok is false when it cannot name a queue of the caller's project.
+func (c *call) queueNameOf(queueURL string) (string, bool) {
+	path := queueURL
+	if u, err := url.Parse(queueURL); err == nil && (u.Scheme != "" || u.Host != "") {
+		path = u.Path
+	}
+	if rest, ok := strings.CutPrefix(path, queuePath); ok {
+		prj, name, ok := strings.Cut(rest, "/")
+		if !ok || strings.Contains(name, "/") {
+			return "", false
+		}
+		if pid, err := ids.ParseSlug(ids.ProjectPrefix, prj); err != nil || pid != c.principal.ProjectID {
+			return "", false
+		}
+		return name, name != ""
+	}
+	name := path[strings.LastIndexByte(path, '/')+1:]
+	return name, name != ""
 }
 
 func (d *Door) queueByName(c *call, name string) (meta.Queue, error) {
@@ -162,7 +178,7 @@ func (d *Door) queueByName(c *call, name string) (meta.Queue, error) {
 		err = apierr.New(apierr.NotFound, "no queue %q", name)
 	}
 	if apierr.CodeOf(err) == apierr.NotFound || apierr.CodeOf(err) == apierr.InvalidArgument {
-		return q, newErr(errQueueDoesNotExist, "The specified queue does not exist.")
+		return q, errNoQueue()
 	}
 	return q, err
 }

@@ -89,6 +89,15 @@ func invalidParam(name string, format string, args ...any) *Error {
 	return newErr(errInvalidParameter, "Value for parameter %s is invalid. Reason: %s", name, fmt.Sprintf(format, args...))
 }
 
+// noQueueText is AWS's text for a queue that does not exist on the JSON protocol;
+// noQueueQueryText is the query protocol's (writeError picks it).
+const (
+	noQueueText      = "The specified queue does not exist."
+	noQueueQueryText = "The specified queue does not exist for this wsdl version."
+)
+
+func errNoQueue() *Error { return newErr(errQueueDoesNotExist, noQueueText) }
+
 func missingParam(name string) *Error {
 	return newErr(errMissingParameter, "The request must contain the parameter %s.", name)
 }
@@ -106,7 +115,7 @@ func fromAPI(err error) *Error {
 	ae := apierr.As(err)
 	switch ae.Code {
 	case apierr.NotFound:
-		return newErr(errQueueDoesNotExist, "The specified queue does not exist.")
+		return errNoQueue()
 	case apierr.QueueExists:
 		return newErr(errQueueNameExists, "A queue already exists with the same name and a different value for an attribute.")
 	case apierr.InvalidArgument, apierr.VisibilityLimitExceeded, apierr.PayloadTooLarge, apierr.QueueInUse:

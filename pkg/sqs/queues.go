@@ -357,7 +357,7 @@ func (d *Door) getQueueURL(c *call) (any, error) {
 		return nil, missingParam("QueueName")
 	}
 	if in.QueueOwnerAWSAccountID != "" && in.QueueOwnerAWSAccountID != c.projectSlug() {
-		return nil, newErr(errQueueDoesNotExist, "The specified queue does not exist.")
+		return nil, errNoQueue()
 	}
 	q, err := d.queueByName(c, in.QueueName)
 	if err != nil {

@@ -73,6 +73,10 @@ func (d *Door) writeError(w http.ResponseWriter, c *call, e *Error) {
 		_, _ = w.Write(b)
 		return
 	}
+	msg := e.Message
+	if e.Name == errQueueDoesNotExist.name && msg == noQueueText {
+		msg = noQueueQueryText // AWS words it so on the query protocol
+	}
 	type errXML struct {
 		Type    string `xml:"Type"`
 		Code    string `xml:"Code"`
@@ -84,7 +88,7 @@ func (d *Door) writeError(w http.ResponseWriter, c *call, e *Error) {
 		NS        string   `xml:"xmlns,attr"`
 		Error     errXML   `xml:"Error"`
 		RequestID string   `xml:"RequestId"`
-	}{NS: xmlNamespace, Error: errXML{Type: e.fault(), Code: e.QueryCode, Message: e.Message}, RequestID: c.requestID})
+	}{NS: xmlNamespace, Error: errXML{Type: e.fault(), Code: e.QueryCode, Message: msg}, RequestID: c.requestID})
 	w.Header().Set("Content-Type", xmlContentType)
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(append([]byte(xml.Header), b...))

@@ -84,3 +84,39 @@ func TestFIFOBatchMissingIDsFailsWhole(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueURLForms: QueueUrl may be the bare queue name, or any URL whose last path segment
+// is the name (an AWS one), for every action that takes it; a URL of this door's form must
+// name the caller's project.
+func TestQueueURLForms(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx, c := t.Context(), e.sqs
+		must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("bare")})).get(t)
+		for _, u := range []string{"bare", "https://sqs.us-east-1.amazonaws.com/123456789012/bare", "http://elsewhere.test/x/y/bare"} {
+			q := aws.String(u)
+			must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q, MessageBody: aws.String("m")})).get(t)
+			must(c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: q, Entries: []types.SendMessageBatchRequestEntry{
+				{Id: aws.String("1"), MessageBody: aws.String("n")}}})).get(t)
+			got := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, MaxNumberOfMessages: 10})).get(t)
+			if len(got.Messages) != 2 {
+				t.Fatalf("%s: received %d messages, want 2", u, len(got.Messages))
+			}
+			must(c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: q,
+				ReceiptHandle: got.Messages[0].ReceiptHandle, VisibilityTimeout: 60})).get(t)
+			must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: got.Messages[0].ReceiptHandle})).get(t)
+			must(c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: q, Entries: []types.DeleteMessageBatchRequestEntry{
+				{Id: aws.String("1"), ReceiptHandle: got.Messages[1].ReceiptHandle}}})).get(t)
+			must(c.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: q, Tags: map[string]string{"k": "v"}})).get(t)
+			attrs := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q,
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})).get(t)
+			if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != "0" {
+				t.Fatalf("%s: %s messages left", u, n)
+			}
+		}
+		other := newEnv(t, e.b, []string{"*"})
+		_, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(e.b.url + "/sqs/" + other.project + "/bare")})
+		wantError(t, err, "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.")
+		_, err = c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String("nope")})
+		wantError(t, err, "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.")
+	})
+}
