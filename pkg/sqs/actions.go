@@ -1,9 +1,7 @@
 package sqs
 
 import (
-	"encoding/json"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/queueshq/queues/pkg/apierr"
@@ -47,47 +45,6 @@ func init() {
 		"ListMessageMoveTasks":         {auth.ScopeQueuesRead, (*Door).listMessageMoveTasks},
 		"CancelMessageMoveTask":        {auth.ScopeQueuesAdmin, (*Door).cancelMessageMoveTask},
 	}
-}
-
-// optInt is an integer parameter: a JSON number, or a string of digits (the query protocol).
-type optInt struct {
-	V   int64
-	Set bool
-}
-
-func (n *optInt) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	if s == "null" {
-		return nil
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return err
-	}
-	n.V, n.Set = v, true
-	return nil
-}
-
-// within checks an optional integer's range; def applies when it is absent.
-func (n optInt) within(name string, lo, hi, def int64) (int64, *Error) {
-	if !n.Set {
-		return def, nil
-	}
-	if n.V < lo || n.V > hi {
-		return 0, invalidParam(name, "must be an integer from %d to %d", lo, hi)
-	}
-	return n.V, nil
-}
-
-// input decodes the call's input document into v.
-func (c *call) inputInto(v any) *Error {
-	if err := json.Unmarshal(c.input, v); err != nil {
-		if c.proto == protoJSON {
-			return newErr(errSerialization, "could not read the input: %v", err)
-		}
-		return newErr(errInvalidParameter, "could not read the parameters: %v", err)
-	}
-	return nil
 }
 
 // baseURL is the scheme and host the client reached.

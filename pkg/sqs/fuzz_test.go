@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,16 +18,39 @@ func FuzzQueryToJSON(f *testing.F) {
 	f.Add("Attribute.1.Name=VisibilityTimeout&Attribute.1.Value=5")
 	f.Add("SendMessageBatchRequestEntry.1.Id=a&SendMessageBatchRequestEntry.1.MessageAttribute.1.Name=n&SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringValue=1")
 	f.Add("A.1=x&A.1.B=y&A.0=z&Tag.2.Value=v")
+	// Empty lists and maps as botocore and aws-sdk-go send them, and malformed values.
+	f.Add("AttributeName=&MessageAttributeName=&MessageSystemAttributeName=&QueueUrl=q")
+	f.Add("TagKey=&Tag=&Attribute=")
+	f.Add("SendMessageBatchRequestEntry=&DeleteMessageBatchRequestEntry.1.Id=a&DeleteMessageBatchRequestEntry.1.ReceiptHandle=")
+	f.Add("SendMessageBatchRequestEntry.1.Id=a&SendMessageBatchRequestEntry.1.MessageAttribute=&SendMessageBatchRequestEntry.1.DelaySeconds=x")
+	f.Add("MaxNumberOfMessages=abc&WaitTimeSeconds=&QueueUrl.1=x&AttributeName=All")
+	f.Add("SendMessageBatchRequestEntry.1.MessageAttribute.1.Name=n&SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.BinaryValue=%21%21")
 	f.Fuzz(func(t *testing.T, q string) {
 		form, err := url.ParseQuery(q)
 		if err != nil {
 			return
 		}
-		if b, qerr := queryToJSON(form); qerr == nil && len(b) == 0 {
+		b, qerr := queryToJSON(form)
+		if qerr == nil && len(b) == 0 {
 			t.Fatal("no document and no error")
+		}
+		if qerr != nil {
+			return
+		}
+		// Whatever the document holds, decoding it into any action's input fails, if it
+		// fails, with an SQS error in AWS's words, never the decoder's.
+		for _, in := range []any{&receiveInput{}, &struct{ Entries []sendEntry }{}, &struct{ Entries []settleEntry }{},
+			&struct{ TagKeys []string }{}, &struct{ Attributes, Tags map[string]string }{}} {
+			c := &call{proto: protoQuery, action: "SendMessageBatch", input: b}
+			if e := c.inputInto(in); e != nil && (e.Status != 400 || decoderText.MatchString(e.Message)) {
+				t.Fatalf("%s: %d %s", b, e.Status, e.Message)
+			}
 		}
 	})
 }
+
+// decoderText matches Go's own decoder errors, which no answer may carry.
+var decoderText = regexp.MustCompile(`json:|Go (struct|value)|strconv|unmarshal|illegal base64`)
 
 // FuzzParseAuthorization: the header and presigned parsers take any input.
 func FuzzParseAuthorization(f *testing.F) {

@@ -46,6 +46,13 @@ var queryMaps = map[string][2]string{
 	"MessageSystemAttributes": {"Name", "Value"},
 }
 
+// queryLists are the JSON members that are lists. A list or map member sent with no index and
+// an empty value (botocore and aws-sdk-go send an empty list as AttributeName=) is empty.
+var queryLists = map[string]bool{
+	"AttributeNames": true, "MessageAttributeNames": true, "MessageSystemAttributeNames": true,
+	"TagKeys": true, "Entries": true,
+}
+
 // maxQueryFields bounds the fields of one query request (10 entries of 10 attributes of a few
 // fields each fit well within it).
 const maxQueryFields = 2000
@@ -105,6 +112,13 @@ func (n *queryNode) object() (map[string]any, *Error) {
 
 func (n *queryNode) value2(member string) (any, *Error) {
 	if n.kids == nil {
+		_, isMap := queryMaps[member]
+		switch {
+		case n.value == "" && queryLists[member]:
+			return []any{}, nil
+		case n.value == "" && isMap:
+			return map[string]any{}, nil
+		}
 		return n.value, nil
 	}
 	items, isList := n.list()

@@ -587,7 +587,8 @@ func (d *Door) untagQueue(c *call) (any, error) {
 	if err := c.inputInto(&in); err != nil {
 		return nil, err
 	}
-	if len(in.TagKeys) == 0 {
+	if in.TagKeys == nil {
+		// Absent, not empty: an empty list (the query protocol's TagKey=) removes nothing.
 		return nil, missingParam("TagKeys")
 	}
 	q, err := d.queue(c, in.QueueURL)

@@ -204,3 +204,35 @@ func TestSelectAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedParameters: a query parameter of the wrong shape fails with an AWS-style error
+// naming it (and the value, for integers); empty lists are empty.
+func TestMalformedParameters(t *testing.T) {
+	for q, want := range map[string]string{
+		"MaxNumberOfMessages=abc": "Value abc for parameter MaxNumberOfMessages is invalid. Reason: Must be an integer.",
+		"QueueUrl.1=x":            "Value for parameter QueueUrl is invalid. Reason: Must be a string.",
+		"SendMessageBatchRequestEntry.1.Id=a&SendMessageBatchRequestEntry.1.DelaySeconds=x": "Value x for parameter SendMessageBatchRequestEntry.N.DelaySeconds is invalid. Reason: Must be an integer.",
+		"AttributeName=&MessageAttributeName=&SendMessageBatchRequestEntry=":                "",
+	} {
+		form, _ := url.ParseQuery(q)
+		b, qerr := queryToJSON(form)
+		if qerr != nil {
+			t.Fatalf("%s: %v", q, qerr)
+		}
+		var in struct {
+			receiveInput
+			Entries []sendEntry `json:"Entries"`
+		}
+		c := &call{proto: protoQuery, action: "SendMessageBatch", input: b}
+		got := ""
+		if e := c.inputInto(&in); e != nil {
+			got = e.Message
+			if e.Name != errInvalidParameter.name {
+				t.Errorf("%s: %s", q, e.Name)
+			}
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", q, got, want)
+		}
+	}
+}
