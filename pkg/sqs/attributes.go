@@ -83,7 +83,7 @@ func checkAttributes(attrs map[string]attrValue, field string) (int, *Error) {
 			return 0, invalidParam(field, "The message attribute '%s' with type '%s' must use field 'String'.", name, baseType(v.DataType))
 		}
 		if *v.StringValue == "" {
-			return 0, invalidParam(field, "The message attribute '%s' must contain non-empty message attribute value.", name)
+			return 0, newErr(errInvalidParameter, "Message (user) attribute '%s' must contain a non-empty value of type '%s'.", name, baseType(v.DataType))
 		}
 		if !validContents(*v.StringValue) {
 			return 0, newErr(errInvalidContents, "The message attribute '%s' contains characters outside the allowed set.", name)

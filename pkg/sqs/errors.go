@@ -98,6 +98,11 @@ const (
 
 func errNoQueue() *Error { return newErr(errQueueDoesNotExist, noQueueText) }
 
+// invalidValue is SQS's answer naming a parameter's value and the reason it is refused.
+func invalidValue(name string, value any, format string, args ...any) *Error {
+	return newErr(errInvalidParameter, "Value %v for parameter %s is invalid. Reason: %s", value, name, fmt.Sprintf(format, args...))
+}
+
 func missingParam(name string) *Error {
 	return newErr(errMissingParameter, "The request must contain the parameter %s.", name)
 }

@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"fmt"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -37,9 +38,22 @@ func (n optInt) within(name string, lo, hi, def int64) (int64, *Error) {
 		return def, nil
 	}
 	if n.V < lo || n.V > hi {
-		return 0, invalidParam(name, "must be an integer from %d to %d", lo, hi)
+		return 0, invalidValue(name, n.V, "%s", rangeReason(name, lo, hi))
 	}
 	return n.V, nil
+}
+
+// rangeReason is AWS's reason for an integer parameter out of its range, as AWS words it for
+// each (MaxNumberOfMessages and WaitTimeSeconds recorded against AWS in localstack's
+// snapshots, DelaySeconds in tests run against AWS).
+func rangeReason(name string, lo, hi int64) string {
+	switch name {
+	case "MaxNumberOfMessages":
+		return fmt.Sprintf("Must be between %d and %d, if provided.", lo, hi)
+	case "DelaySeconds":
+		return fmt.Sprintf("DelaySeconds must be >= %d and <= %d.", lo, hi)
+	}
+	return fmt.Sprintf("Must be >= %d and <= %d, if provided.", lo, hi)
 }
 
 // inputInto decodes the call's input document into v. A value of the wrong type fails with

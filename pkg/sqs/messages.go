@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/api"
+	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -75,7 +76,7 @@ func prepare(q meta.Queue, e sendEntry) (engine.Message, sendResult, int, *Error
 	}
 	size += len(body)
 	if size > maxSize(q) {
-		return m, res, 0, invalidParam("MessageBody", "Message must be shorter than %d bytes.", maxSize(q))
+		return m, res, 0, newErr(errInvalidParameter, "One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", maxSize(q))
 	}
 	trace := ""
 	for name, v := range e.MessageSystemAttributes {
@@ -91,7 +92,7 @@ func prepare(q meta.Queue, e sendEntry) (engine.Message, sendResult, int, *Error
 	}
 	if delay >= 0 {
 		if fifo && delay != 0 {
-			return m, res, 0, invalidParam("DelaySeconds", "The request include parameter that is not valid for this queue type.")
+			return m, res, 0, invalidValue("DelaySeconds", delay, "The request include parameter that is not valid for this queue type.")
 		}
 		dd := time.Duration(delay) * time.Second
 		m.Delay = &dd
@@ -104,10 +105,10 @@ func prepare(q meta.Queue, e sendEntry) (engine.Message, sendResult, int, *Error
 	case e.MessageGroupID == "":
 		return m, res, 0, missingParam("MessageGroupId")
 	case !groupPattern.MatchString(e.MessageGroupID):
-		return m, res, 0, invalidParam("MessageGroupId", "must be 1 to 128 characters from ! to ~")
+		return m, res, 0, invalidValue("MessageGroupId", e.MessageGroupID, "MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length.")
 	case e.MessageDeduplicationID != "":
 		if !groupPattern.MatchString(e.MessageDeduplicationID) {
-			return m, res, 0, invalidParam("MessageDeduplicationId", "must be 1 to 128 characters from ! to ~")
+			return m, res, 0, invalidValue("MessageDeduplicationId", e.MessageDeduplicationID, "MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length.")
 		}
 		dedup = e.MessageDeduplicationID
 		m.DedupID = dedup
@@ -171,11 +172,12 @@ type sendBatchOutput struct {
 	Failed     []batchError `json:"Failed" xml:"BatchResultErrorEntry"`
 }
 
-// checkEntryIDs applies SQS's batch rules: 1 to 10 entries with distinct valid ids.
-func checkEntryIDs(idsOf []string) *Error {
+// checkEntryIDs applies SQS's batch rules: 1 to 10 entries with distinct valid ids. entry is
+// the action's entry type (SendMessageBatchRequestEntry), which AWS's texts name.
+func checkEntryIDs(entry string, idsOf []string) *Error {
 	switch {
 	case len(idsOf) == 0:
-		return newErr(errEmptyBatch, "There should be at least one entry in the request.")
+		return newErr(errEmptyBatch, "There should be at least one %s in the request.", entry)
 	case len(idsOf) > engine.MaxBatch:
 		return newErr(errTooManyEntries, "Maximum number of entries per request are %d. You have sent %d.", engine.MaxBatch, len(idsOf))
 	}
@@ -227,7 +229,7 @@ func (d *Door) sendMessageBatch(c *call) (any, error) {
 	for i, e := range in.Entries {
 		idList[i] = e.ID
 	}
-	if err := checkEntryIDs(idList); err != nil {
+	if err := checkEntryIDs(c.action+"RequestEntry", idList); err != nil {
 		return nil, err
 	}
 	q, err := d.queue(c, in.QueueURL)
@@ -282,7 +284,8 @@ func (d *Door) verifyHandle(q meta.Queue, h string) (engine.Delivery, *Error) {
 	}
 	dl, err := d.cfg.Backend.Receipts().Verify(h, "ReceiptHandle")
 	if err != nil || dl.Queue != q.ID {
-		return dl, newErr(errReceiptInvalid, "The input receipt handle \"%s\" is not a valid receipt handle.", truncate(h, 64))
+		// AWS's text quotes the handle whole; one past any real handle's length is cut.
+		return dl, newErr(errReceiptInvalid, "The input receipt handle \"%s\" is not a valid receipt handle.", truncate(h, 1024))
 	}
 	return dl, nil
 }
@@ -356,7 +359,7 @@ type visibilityBatchOutput struct {
 
 // settleBatch decodes a delete or visibility batch, verifies every handle and runs op on the
 // valid ones; it answers the successful ids and the failed entries.
-func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Delivery, vis []int64) ([]error, error)) ([]idResult, []batchError, error) {
+func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Delivery, vis []int64, hs []string) ([]error, error)) ([]idResult, []batchError, error) {
 	var in struct {
 		QueueURL string        `json:"QueueUrl"`
 		Entries  []settleEntry `json:"Entries"`
@@ -368,7 +371,7 @@ func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Deliver
 	for i, e := range in.Entries {
 		idList[i] = e.ID
 	}
-	if err := checkEntryIDs(idList); err != nil {
+	if err := checkEntryIDs(c.action+"RequestEntry", idList); err != nil {
 		return nil, nil, err
 	}
 	q, err := d.queue(c, in.QueueURL)
@@ -378,7 +381,7 @@ func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Deliver
 	ok, failed := []idResult{}, []batchError{}
 	var ds []engine.Delivery
 	var vis []int64
-	var at []string
+	var at, hs []string
 	for _, e := range in.Entries {
 		dl, verr := d.verifyHandle(q, e.ReceiptHandle)
 		if verr == nil && visibility {
@@ -392,10 +395,10 @@ func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Deliver
 			failed = append(failed, entryError(e.ID, verr))
 			continue
 		}
-		ds, at = append(ds, dl), append(at, e.ID)
+		ds, at, hs = append(ds, dl), append(at, e.ID), append(hs, e.ReceiptHandle)
 	}
 	if len(ds) > 0 {
-		errs, err := op(ds, vis)
+		errs, err := op(ds, vis, hs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -411,7 +414,7 @@ func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Deliver
 }
 
 func (d *Door) deleteMessageBatch(c *call) (any, error) {
-	ok, failed, err := d.settleBatch(c, false, func(ds []engine.Delivery, _ []int64) ([]error, error) {
+	ok, failed, err := d.settleBatch(c, false, func(ds []engine.Delivery, _ []int64, _ []string) ([]error, error) {
 		ctx, cancel := d.storageCtx(c)
 		defer cancel()
 		errs, err := d.cfg.Backend.Ack(ctx, ds)
@@ -434,14 +437,22 @@ func sqsErrs(errs []error, conv func(error) *Error) []error {
 	return out
 }
 
-func visibilityErr(err error) *Error {
+// visibilityErr is SQS's outcome of a visibility change with handle h to v seconds, in AWS's
+// words.
+func visibilityErr(h string, v int64, err error) *Error {
 	if err == nil {
 		return nil
+	}
+	switch apierr.CodeOf(err) {
+	case apierr.ReceiptHandleStale:
+		return invalidValue("ReceiptHandle", h, "Message does not exist or is not available for visibility timeout change.")
+	case apierr.VisibilityLimitExceeded:
+		return invalidValue("VisibilityTimeout", v, "Total VisibilityTimeout for the message is beyond the limit [%d seconds]", api.MaxVisibilitySeconds)
 	}
 	return fromAPI(err)
 }
 
-func (d *Door) changeVisibility(c *call, ds []engine.Delivery, vis []int64) ([]error, error) {
+func (d *Door) changeVisibility(c *call, ds []engine.Delivery, vis []int64, hs []string) ([]error, error) {
 	cs := make([]engine.VisibilityChange, len(ds))
 	for i, dl := range ds {
 		cs[i] = engine.VisibilityChange{Delivery: dl, Visibility: time.Duration(vis[i]) * time.Second}
@@ -449,7 +460,13 @@ func (d *Door) changeVisibility(c *call, ds []engine.Delivery, vis []int64) ([]e
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
 	errs, err := d.cfg.Backend.ChangeVisibility(ctx, cs)
-	return sqsErrs(errs, visibilityErr), err
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		if se := visibilityErr(hs[i], vis[i], e); se != nil {
+			out[i] = se
+		}
+	}
+	return out, err
 }
 
 func (d *Door) changeMessageVisibility(c *call) (any, error) {
@@ -476,7 +493,7 @@ func (d *Door) changeMessageVisibility(c *call) (any, error) {
 	if herr != nil {
 		return nil, herr
 	}
-	errs, err := d.changeVisibility(c, []engine.Delivery{dl}, []int64{v})
+	errs, err := d.changeVisibility(c, []engine.Delivery{dl}, []int64{v}, []string{in.ReceiptHandle})
 	if err != nil {
 		return nil, err
 	}
@@ -484,8 +501,8 @@ func (d *Door) changeMessageVisibility(c *call) (any, error) {
 }
 
 func (d *Door) changeMessageVisibilityBatch(c *call) (any, error) {
-	ok, failed, err := d.settleBatch(c, true, func(ds []engine.Delivery, vis []int64) ([]error, error) {
-		return d.changeVisibility(c, ds, vis)
+	ok, failed, err := d.settleBatch(c, true, func(ds []engine.Delivery, vis []int64, hs []string) ([]error, error) {
+		return d.changeVisibility(c, ds, vis, hs)
 	})
 	if err != nil {
 		return nil, err

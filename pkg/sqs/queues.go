@@ -321,8 +321,11 @@ func (d *Door) createQueue(c *call) (any, error) {
 		if gerr != nil {
 			return nil, gerr
 		}
-		if cur.Type != q.Type || !sameAttributes(c, d, cur, q, in.Attributes) {
-			return nil, newErr(errQueueNameExists, "A queue already exists with the same name and a different value for attribute(s).")
+		if differs := differentAttribute(c, d, cur, q, in.Attributes); cur.Type != q.Type || differs != "" {
+			if differs == "" {
+				differs = "FifoQueue"
+			}
+			return nil, newErr(errQueueNameExists, "A queue already exists with the same name and a different value for attribute %s", differs)
 		}
 		return queueURLOutput{c.queueURL(cur.Name)}, nil
 	}
@@ -332,17 +335,18 @@ func (d *Door) createQueue(c *call) (any, error) {
 	return queueURLOutput{c.queueURL(q.Name)}, nil
 }
 
-// sameAttributes compares the attributes the request names: an existing queue is the same
+// differentAttribute compares the attributes the request names: an existing queue is the same
 // queue when each of them has the value asked for (attributes left out are not compared, so
-// a create-if-missing without attributes finds a queue made with some).
-func sameAttributes(c *call, d *Door, cur, q meta.Queue, asked map[string]string) bool {
+// a create-if-missing without attributes finds a queue made with some). It answers the first
+// (by name) that differs, which AWS's text names, or "".
+func differentAttribute(c *call, d *Door, cur, q meta.Queue, asked map[string]string) string {
 	have, want := configAttributes(c, d, cur), configAttributes(c, d, q)
-	for name := range asked {
+	for _, name := range sortedKeys(asked) {
 		if have[name] != want[name] {
-			return false
+			return name
 		}
 	}
-	return true
+	return ""
 }
 
 func (d *Door) getQueueURL(c *call) (any, error) {
@@ -523,7 +527,11 @@ func (d *Door) purgeQueue(c *call) (any, error) {
 	}
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	return nil, d.cfg.Backend.Purge(ctx, q)
+	err = d.cfg.Backend.Purge(ctx, q)
+	if apierr.CodeOf(err) == apierr.PurgeTooSoon {
+		return nil, newErr(errPurgeInProgress, "Only one PurgeQueue operation on %s is allowed every 60 seconds.", q.Name)
+	}
+	return nil, err
 }
 
 const (

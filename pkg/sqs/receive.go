@@ -80,7 +80,7 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 	attempt := ""
 	if fifo && in.ReceiveRequestAttemptID != "" {
 		if !groupPattern.MatchString(in.ReceiveRequestAttemptID) {
-			return nil, invalidParam("ReceiveRequestAttemptId", "must be 1 to 128 characters from ! to ~")
+			return nil, invalidValue("ReceiveRequestAttemptId", in.ReceiveRequestAttemptID, "ReceiveRequestAttemptId can only include alphanumeric and punctuation characters. 1 to 128 in length.")
 		}
 		attempt = q.ID.String() + "/" + in.ReceiveRequestAttemptID
 		if msgs, ok := d.recalled(c, attempt); ok {

@@ -120,3 +120,50 @@ func TestQueueURLForms(t *testing.T) {
 		wantError(t, err, "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.")
 	})
 }
+
+// TestAWSErrorTexts: errors whose codes match SQS's carry AWS's texts word for word (those
+// recorded against AWS, in localstack's snapshots and AWS's documentation).
+func TestAWSErrorTexts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx, c := t.Context(), e.sqs
+		const bad = "InvalidParameterValue"
+		q := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("texts"),
+			Attributes: map[string]string{"MaximumMessageSize": "1024"}})).get(t).QueueUrl
+		f := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("texts.fifo"),
+			Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})).get(t).QueueUrl
+		_, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: q, Entries: []types.SendMessageBatchRequestEntry{}})
+		wantError(t, err, "AWS.SimpleQueueService.EmptyBatchRequest", "There should be at least one SendMessageBatchRequestEntry in the request.")
+		_, err = c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: q, Entries: []types.DeleteMessageBatchRequestEntry{}})
+		wantError(t, err, "AWS.SimpleQueueService.EmptyBatchRequest", "There should be at least one DeleteMessageBatchRequestEntry in the request.")
+		_, err = c.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: q, Entries: []types.ChangeMessageVisibilityBatchRequestEntry{}})
+		wantError(t, err, "AWS.SimpleQueueService.EmptyBatchRequest", "There should be at least one ChangeMessageVisibilityBatchRequestEntry in the request.")
+		_, err = c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, MaxNumberOfMessages: 11})
+		wantError(t, err, bad, "Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.")
+		_, err = c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, WaitTimeSeconds: 21})
+		wantError(t, err, bad, "Value 21 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.")
+		_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q, MessageBody: aws.String("m"), DelaySeconds: 901})
+		wantError(t, err, bad, "Value 901 for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900.")
+		_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: f, MessageBody: aws.String("m"), MessageGroupId: aws.String("g"), DelaySeconds: 5})
+		wantError(t, err, bad, "Value 5 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.")
+		_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: f, MessageBody: aws.String("m"), MessageGroupId: aws.String("group 123")})
+		wantError(t, err, bad, "Value group 123 for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length.")
+		_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q, MessageBody: aws.String(strings.Repeat("a", 1025))})
+		wantError(t, err, bad, "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.")
+		_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q, MessageBody: aws.String("m"), MessageAttributes: map[string]types.MessageAttributeValue{
+			"ErrorDetails": {DataType: aws.String("String"), StringValue: aws.String("")}}})
+		wantError(t, err, bad, "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'.")
+		_, err = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: aws.String("garbage")})
+		wantError(t, err, "ReceiptHandleIsInvalid", `The input receipt handle "garbage" is not a valid receipt handle.`)
+		must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q, MessageBody: aws.String("m")})).get(t)
+		h := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q})).get(t).Messages[0].ReceiptHandle
+		must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: h})).get(t)
+		must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: h})).get(t) // again: no error, as on SQS
+		_, err = c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: q, ReceiptHandle: h, VisibilityTimeout: 42})
+		wantError(t, err, bad, "Value "+*h+" for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.")
+		_, err = c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("texts"), Attributes: map[string]string{"DelaySeconds": "3"}})
+		wantError(t, err, "QueueAlreadyExists", "A queue already exists with the same name and a different value for attribute DelaySeconds")
+		must(c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: q})).get(t)
+		_, err = c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: q})
+		wantError(t, err, "AWS.SimpleQueueService.PurgeQueueInProgress", "Only one PurgeQueue operation on texts is allowed every 60 seconds.")
+	})
+}
