@@ -1,11 +1,10 @@
 package sqs
 
 import (
-	"fmt"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
