@@ -460,6 +460,9 @@ func (d *Door) changeVisibility(c *call, ds []engine.Delivery, vis []int64, hs [
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
 	errs, err := d.cfg.Backend.ChangeVisibility(ctx, cs)
+	if err == nil {
+		d.onCurrentDelivery(ctx, cs, errs)
+	}
 	out := make([]error, len(errs))
 	for i, e := range errs {
 		if se := visibilityErr(hs[i], vis[i], e); se != nil {

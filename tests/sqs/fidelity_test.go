@@ -167,3 +167,42 @@ func TestAWSErrorTexts(t *testing.T) {
 		wantError(t, err, "AWS.SimpleQueueService.PurgeQueueInProgress", "Only one PurgeQueue operation on texts is allowed every 60 seconds.")
 	})
 }
+
+// TestOlderReceiptHandles: on the SQS door, a handle from an earlier receive of a message
+// received again changes the message's visibility as it is now (as SQS keeps all of a
+// message's handles usable), and DeleteMessage with it succeeds without deleting (AWS's
+// DeleteMessage reference); once the message is deleted, a visibility change with any of its
+// handles fails with AWS's text.
+func TestOlderReceiptHandles(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx, c := t.Context(), e.sqs
+		// The queue's visibility timeout is 0: a receive without one leaves the message visible.
+		q := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("older"),
+			Attributes: map[string]string{"VisibilityTimeout": "0"}})).get(t).QueueUrl
+		receive := func(vis int32) *string {
+			t.Helper()
+			out := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, VisibilityTimeout: vis})).get(t)
+			if len(out.Messages) != 1 {
+				t.Fatalf("received %d messages, want 1", len(out.Messages))
+			}
+			return out.Messages[0].ReceiptHandle
+		}
+		must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q, MessageBody: aws.String("m")})).get(t)
+		h1 := receive(0) // visible again at once
+		receive(600)     // received again: h1 is older
+		must(c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: q, ReceiptHandle: h1, VisibilityTimeout: 0})).get(t)
+		h3 := receive(600) // h1 released the current delivery
+		batch := must(c.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: q,
+			Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{Id: aws.String("a"), ReceiptHandle: h1, VisibilityTimeout: 0}}})).get(t)
+		if len(batch.Successful) != 1 || len(batch.Failed) != 0 {
+			t.Fatalf("batch with an older handle: %+v", batch)
+		}
+		h4 := receive(600)
+		must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: h3})).get(t) // older: succeeds, deletes nothing
+		must(c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: q, ReceiptHandle: h4, VisibilityTimeout: 0})).get(t)
+		h5 := receive(600)
+		must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: h5})).get(t)
+		_, err := c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: q, ReceiptHandle: h1, VisibilityTimeout: 5})
+		wantError(t, err, "InvalidParameterValue", "Value "+*h1+" for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.")
+	})
+}
