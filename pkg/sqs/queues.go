@@ -44,8 +44,13 @@ func (d *Door) applyAttributes(c *call, q *meta.Queue, attrs map[string]string, 
 		v := attrs[name]
 		switch {
 		case name == "FifoQueue":
-			if !creating {
-				return newErr(errInvalidAttrName, "FifoQueue can be set only when the queue is created.")
+			// As AWS answers (recorded in localstack's snapshots): a standard queue knows no
+			// FifoQueue attribute; a fifo queue takes "true" again but cannot change type.
+			if !fifo {
+				return newErr(errInvalidAttrName, "Unknown Attribute FifoQueue.")
+			}
+			if b, err := strconv.ParseBool(v); !creating && (err != nil || !b) {
+				return newErr(errInvalidAttrValue, "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.")
 			}
 		case isOneOf(name, settableAttrs):
 			if err := d.applySetting(c, q, name, v, fifo); err != nil {
@@ -198,12 +203,12 @@ func checkStored(name, v string, fifo bool) *Error {
 		if _, err := strconv.ParseBool(v); err != nil {
 			return badValue(name)
 		}
-	case "DeduplicationScope":
-		if !fifo || (v != "queue" && v != "messageGroup") {
-			return badValue(name)
+	case "DeduplicationScope", "FifoThroughputLimit":
+		if !fifo {
+			return newErr(errInvalidAttrName, "You can specify the %s only when FifoQueue is set to true.", name)
 		}
-	case "FifoThroughputLimit":
-		if !fifo || (v != "perQueue" && v != "perMessageGroupId") {
+		if name == "DeduplicationScope" && v != "queue" && v != "messageGroup" ||
+			name == "FifoThroughputLimit" && v != "perQueue" && v != "perMessageGroupId" {
 			return badValue(name)
 		}
 	}
