@@ -103,6 +103,7 @@ go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzPolicyEdit$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 20000x ./pkg/filter/
 go test -run '^$' -fuzz '^FuzzReceiptRequest$' -fuzztime 20000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSubscriptionRequest$' -fuzztime 20000x ./pkg/api/
