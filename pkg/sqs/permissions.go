@@ -66,7 +66,7 @@ func sid(s any) string {
 	return v
 }
 
-// checkPermission validates AddPermission's parameters in SQS's order.
+// checkPermission validates AddPermission's parameters (the queue is resolved first).
 func checkPermission(in permissionInput) *Error {
 	if in.Label == "" {
 		return missingParam("Label")
@@ -190,6 +190,7 @@ func (d *Door) addPermission(c *call) (any, error) {
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
 	_, err = d.cfg.Backend.UpdateQueue(ctx, q, func(cur *meta.Queue) error {
+		// Not `return grant(...)`: a nil *Error is a non-nil error.
 		if err := grant(c, cur, in.Label, principals, actions); err != nil {
 			return err
 		}
