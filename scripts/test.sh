@@ -8,7 +8,7 @@
 #   - staticcheck, golangci-lint and the OpenAPI linter, pinned;
 #   - chromium (Debian package) for the console's headless browser test (pkg/console);
 #   - awscli (Debian package) for scripts/sqs-cli.sh, @aws-sdk/client-sqs (npm, pinned, into the
-#     cache folder) for scripts/sqs-js.sh.
+#     cache folder) for scripts/sqs-js.sh, python3-boto3 (Debian package) for tests/sqsboto.
 # Then: gofmt, go vet, staticcheck, golangci-lint, openapi lint, all tests (with -race on the packages whose
 # concurrency matters), short fuzzing of the parsers, and the engine benchmarks once.
 set -euo pipefail
@@ -40,6 +40,14 @@ if [ ! -x /usr/bin/aws ]; then
   echo "== installing awscli (the SQS door's query-protocol CLI test)"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli) >/dev/null
 fi
+
+if ! python3 -c 'import boto3' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import boto3' >/dev/null 2>&1; then
+  echo "== installing python3-boto3 (tests/sqsboto: the SQS door driven by boto3, both protocols)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-boto3) >/dev/null
+fi
+# tests/sqs TestBoto3Suite runs tests/sqsboto with this interpreter and fails (not skips) without boto3.
+if ! python3 -c 'import boto3' >/dev/null 2>&1; then export QUEUES_PYTHON=/usr/bin/python3; fi
+export QUEUES_REQUIRE_BOTO3=1
 
 GOBIN_DIR="$QUEUES_CACHE_DIR/bin"
 mkdir -p "$GOBIN_DIR"
@@ -103,6 +111,7 @@ go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/
+go test -run '^$' -fuzz '^FuzzPolicyEdit$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 20000x ./pkg/filter/
 go test -run '^$' -fuzz '^FuzzReceiptRequest$' -fuzztime 20000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzSubscriptionRequest$' -fuzztime 20000x ./pkg/api/

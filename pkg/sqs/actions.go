@@ -34,6 +34,8 @@ func init() {
 		"UntagQueue":                   {auth.ScopeQueuesAdmin, (*Door).untagQueue},
 		"ListQueueTags":                {auth.ScopeQueuesRead, (*Door).listQueueTags},
 		"ListDeadLetterSourceQueues":   {auth.ScopeQueuesRead, (*Door).listDeadLetterSourceQueues},
+		"AddPermission":                {auth.ScopeQueuesAdmin, (*Door).addPermission},
+		"RemovePermission":             {auth.ScopeQueuesAdmin, (*Door).removePermission},
 		"SendMessage":                  {auth.ScopeMessagesSend, (*Door).sendMessage},
 		"SendMessageBatch":             {auth.ScopeMessagesSend, (*Door).sendMessageBatch},
 		"ReceiveMessage":               {auth.ScopeMessagesReceive, (*Door).receiveMessage},

@@ -35,6 +35,9 @@ var queryRenames = map[string]string{
 	"DeleteMessageBatchRequestEntry": "Entries",
 	"ChangeMessageVisibilityBatchRequestEntry": "Entries",
 	"QueueUrl": "QueueUrl",
+	// AddPermission's lists.
+	"AWSAccountId": "AWSAccountIds",
+	"ActionName":   "Actions",
 }
 
 // queryMaps are the JSON members that are maps, with the key and value member names of their

@@ -60,6 +60,11 @@ func (d *Door) applyAttributes(c *call, q *meta.Queue, attrs map[string]string, 
 			if err := checkStored(name, v, fifo); err != nil {
 				return err
 			}
+			if name == "Policy" && strings.TrimSpace(v) == "" {
+				// SQS removes the policy: GetQueueAttributes lists no Policy afterwards.
+				delete(q.SQSAttributes, name)
+				continue
+			}
 			if q.SQSAttributes == nil {
 				q.SQSAttributes = map[string]string{}
 			}
@@ -185,6 +190,8 @@ func checkStored(name, v string, fifo bool) *Error {
 		if _, err := intAttr(name, v, minMessageSize, maxMessageSize); err != nil {
 			return err
 		}
+	case "Policy":
+		return checkPolicy(v)
 	case "RedriveAllowPolicy":
 		var p redriveAllowPolicy
 		if json.Unmarshal([]byte(v), &p) != nil {

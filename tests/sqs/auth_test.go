@@ -77,7 +77,7 @@ func TestSignatures(t *testing.T) {
 		if st != 200 {
 			t.Fatalf("4 minutes of skew: %d %s", st, body)
 		}
-		st, q, body = e.raw(t, key, secret, "AddPermission", `{"QueueUrl":"x"}`, now)
+		st, q, body = e.raw(t, key, secret, "Publish", `{"QueueUrl":"x"}`, now)
 		wantRaw(t, st, q, body, 400, "InvalidAction")
 
 		// A body changed after signing fails.
