@@ -74,7 +74,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		}
 		if dk := dks[i]; dk != "" {
 			if d, ok := qi.dedup[dk]; ok && d.expiresAt > now {
-				res[i] = engine.SendResult{MessageID: d.id, Duplicate: true, Partition: -1}
+				res[i] = engine.SendResult{MessageID: d.id, Duplicate: true, Partition: -1, SequenceNumber: d.seq}
 				continue
 			}
 		}
@@ -85,6 +85,9 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		mm := store(&w, qi, q, m, newMsg{id: ids.New(), ckey: ckey, dk: dks[i], pl: pls[i], size: sizes[i], now: now, ret: ret})
 		stored[i] = mm
 		res[i] = engine.SendResult{MessageID: mm.id}
+		if fifo {
+			res[i].SequenceNumber = mm.seq
+		}
 	}
 	w.putQueue(qi)
 	done := e.commit(&w)
@@ -135,7 +138,7 @@ func store(w *writes, qi *queue, q engine.Queue, m engine.Message, n newMsg) *ms
 		w.put(bucketBarrier, key(qi.id, mm.id), []byte{1})
 	}
 	if n.dk != "" {
-		d := dedupEntry{id: mm.id, expiresAt: n.now + engine.DedupWindow.Milliseconds()}
+		d := dedupEntry{id: mm.id, expiresAt: n.now + engine.DedupWindow.Milliseconds(), seq: mm.seq}
 		qi.dedup[n.dk] = d
 		qi.dedupQ = append(qi.dedupQ, dedupItem{key: n.dk, expiresAt: d.expiresAt})
 		w.put(bucketDedup, dedupKey(qi.id, n.dk), encodeDedup(d))

@@ -35,6 +35,7 @@ func fifoTests(h Harness) []struct {
 		{"FIFODedup", testFIFODedup},
 		{"FIFOContentBasedDedup", testFIFOContentDedup},
 		{"FIFOSequenceNumbers", testFIFOSequence},
+		{"FIFOSendSequenceNumbers", testFIFOSendSequence},
 		{"FIFODelay", testFIFODelay},
 		{"FIFOGroups", testFIFOGroups},
 		{"FIFOPurgeGroup", testFIFOPurgeGroup},

@@ -365,6 +365,8 @@ export interface SentMessage {
   duplicate: boolean;
   /** true when this send (with `key`) changed the waiting message of its key instead of storing one; `messageId` is that message's. */
   merged: boolean;
+  /** fifo only: the message's sequence number, the one its receives carry (a duplicate's is the original's). */
+  sequenceNumber?: SequenceNumber;
 }
 
 export interface FailedMessage {

@@ -1,0 +1,56 @@
+package enginetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/queueshq/queues/pkg/engine"
+)
+
+// What a fifo send answers (SPEC §5, §11): each stored message's sequence number, the one
+// its receives report, and a duplicate the original's.
+
+// testFIFOSendSequence: a send's SequenceNumber is the one a receive of the message reports,
+// for single sends, batches over several groups and duplicates (which answer the original's,
+// also once the original was acknowledged); standard queues answer none.
+func testFIFOSendSequence(t *testing.T, s *suite) {
+	q := s.queue(fifo)
+	res := s.sendResults(q,
+		engine.Message{Body: "a1", GroupID: "a", DedupID: "d-a1"},
+		engine.Message{Body: "b1", GroupID: "b"},
+		engine.Message{Body: "a2", GroupID: "a"},
+	)
+	res = append(res, s.sendResults(q, engine.Message{Body: "c1", GroupID: "c", DedupID: "d-c1"})...)
+	sent := map[string]uint64{}
+	for i, r := range res {
+		if r.Err != nil || r.Duplicate || r.SequenceNumber == 0 {
+			t.Fatalf("send %d: %+v, want a sequence number", i, r)
+		}
+		if i > 0 && r.SequenceNumber <= res[i-1].SequenceNumber {
+			t.Fatalf("send %d: sequence number %d after %d", i, r.SequenceNumber, res[i-1].SequenceNumber)
+		}
+		sent[r.MessageID.String()] = r.SequenceNumber
+	}
+	dup := s.sendResults(q, engine.Message{Body: "other", GroupID: "z", DedupID: "d-a1"})[0]
+	if !dup.Duplicate || dup.MessageID != res[0].MessageID || dup.SequenceNumber != res[0].SequenceNumber {
+		t.Fatalf("duplicate %+v, want the original's id %s and sequence number %d", dup, res[0].MessageID, res[0].SequenceNumber)
+	}
+	ms := s.receive(q, 10, time.Minute)
+	if len(ms) != len(res) {
+		t.Fatalf("received %d messages, want %d", len(ms), len(res))
+	}
+	for _, m := range ms {
+		if want := sent[m.MessageID.String()]; m.SequenceNumber != want {
+			t.Fatalf("message %s (%s): received with sequence number %d, sent with %d", m.MessageID, m.Body, m.SequenceNumber, want)
+		}
+	}
+	s.ackAll(q, ms)
+	// The original is gone; its duplicate still answers its number.
+	if r := s.sendResults(q, engine.Message{Body: "c1", GroupID: "c", DedupID: "d-c1"})[0]; !r.Duplicate || r.SequenceNumber != res[3].SequenceNumber {
+		t.Fatalf("duplicate after the original's ack: %+v, want sequence number %d", r, res[3].SequenceNumber)
+	}
+	std := s.queue()
+	if r := s.sendResults(std, engine.Message{Body: "x"})[0]; r.SequenceNumber != 0 {
+		t.Fatalf("standard queue send: %+v, want no sequence number", r)
+	}
+}
