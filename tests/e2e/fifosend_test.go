@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"testing"
 )
@@ -42,5 +44,26 @@ func TestFIFOSendSequenceNumber(t *testing.T) {
 	r := tn.a.do("POST", "/v1/queues/plain/messages", map[string]any{"messages": []any{map[string]any{"body": "x"}}}).must(t, 200)
 	if m := r.list("messages"); len(m) != 1 || m[0]["sequenceNumber"] != nil {
 		t.Fatalf("standard send answered %s", r.raw)
+	}
+}
+
+// TestFIFOHashDedupID: with contentBasedDedup, a dedupId equal to a body's SHA-256 in
+// lowercase hex is that body's content-based id, either way round (SPEC §11).
+func TestFIFOHashDedupID(t *testing.T) {
+	tn := newTenant(t)
+	tn.queue(t, "hash", map[string]any{"type": "fifo", "contentBasedDedup": true})
+	hash := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(sum[:])
+	}
+	first, _ := tn.a.sendFIFO(t, "hash", msg("alpha", "g"), msg("carrier", "g", "dedupId", hash("beta")))
+	again, _ := tn.b.sendFIFO(t, "hash", msg("not alpha", "h", "dedupId", hash("alpha")), msg("beta", "h"))
+	for i := range first {
+		if again[i]["duplicate"] != true || again[i]["messageId"] != first[i]["messageId"] {
+			t.Fatalf("send %d answered %v, want a duplicate of %v", i, again[i], first[i])
+		}
+	}
+	if n := tn.a.counts(t, "hash")["visible"]; n != 2.0 {
+		t.Fatalf("visible = %v, want 2", n)
 	}
 }

@@ -1,6 +1,8 @@
 package sqs_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"testing"
 
@@ -79,4 +81,49 @@ func TestFIFOSendSequenceNumber(t *testing.T) {
 			t.Fatalf("/v1 standard send answered %v", m)
 		}
 	})
+}
+
+// TestHashDedupID: on a fifo queue with content-based deduplication, an explicit
+// MessageDeduplicationId equal to a body's content hash (the id the queue shows for a
+// content-based send) is that send's id, either way round, through both doors.
+func TestHashDedupID(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx, c := t.Context(), e.sqs
+		q := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("hash.fifo"),
+			Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})).get(t)
+		byContent := must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("alpha"), MessageGroupId: aws.String("g")})).get(t)
+		r := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{"MessageDeduplicationId"}})).get(t)
+		if len(r.Messages) != 1 {
+			t.Fatalf("received %d messages", len(r.Messages))
+		}
+		shown := r.Messages[0].Attributes["MessageDeduplicationId"]
+		if shown != sha256hex("alpha") {
+			t.Fatalf("content-based MessageDeduplicationId %q, want the body's SHA-256 %s", shown, sha256hex("alpha"))
+		}
+		again := must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("another body"),
+			MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String(shown)})).get(t)
+		if *again.MessageId != *byContent.MessageId {
+			t.Fatalf("explicit id = the shown hash answered %s, want the content-based send's %s", *again.MessageId, *byContent.MessageId)
+		}
+		// The other way round: an explicit hash id first, then a content-based send of that
+		// body, on /v1 and on the SQS door.
+		explicit := must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("carrier"),
+			MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String(sha256hex("beta"))})).get(t)
+		var v1 v1Sent
+		e.do(t, "POST", "/v1/queues/hash.fifo/messages", map[string]any{"messages": []map[string]any{{"body": "beta", "groupId": "h"}}}, 200, &v1)
+		if len(v1.Messages) != 1 || !v1.Messages[0].Duplicate || v1.Messages[0].MessageID != *explicit.MessageId {
+			t.Fatalf("/v1 content-based send of a body whose hash was an explicit id: %+v, want a duplicate of %s", v1, *explicit.MessageId)
+		}
+		e.do(t, "POST", "/v1/queues/hash.fifo/messages", map[string]any{"messages": []map[string]any{{"body": "x", "groupId": "h", "dedupId": sha256hex("gamma")}}}, 200, &v1)
+		viaSQS := must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("gamma"), MessageGroupId: aws.String("g")})).get(t)
+		if len(v1.Messages) != 1 || *viaSQS.MessageId != v1.Messages[0].MessageID {
+			t.Fatalf("SQS content-based send after a /v1 explicit hash id answered %s, want %+v", *viaSQS.MessageId, v1)
+		}
+	})
+}
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -3,6 +3,8 @@ package embeddedengine
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -48,7 +50,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		if fifo {
 			switch {
 			case m.DedupID != "":
-				dks[i] = "i" + m.DedupID
+				dks[i] = explicitDedupKey(m.DedupID)
 			case q.ContentBasedDedup:
 				sum := sha256.Sum256([]byte(m.Body))
 				dks[i] = "h" + string(sum[:])
@@ -97,6 +99,19 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	}
 	e.watch.NotifyDigests(q.ID, sendDigests(msgs)) // only receives whose filter may match wake
 	return res, nil
+}
+
+// explicitDedupKey is the dedup key of an explicit dedup id. A content-based key is "h" and
+// the body's SHA-256; an explicit id that spells such a hash (64 lowercase hex digits, as the
+// SQS door shows a content-based message's MessageDeduplicationId) is the same id (SPEC §11),
+// so it takes that key, and any other id "i" and the id.
+func explicitDedupKey(id string) string {
+	if len(id) == 2*sha256.Size && strings.ToLower(id) == id {
+		if sum, err := hex.DecodeString(id); err == nil {
+			return "h" + string(sum)
+		}
+	}
+	return "i" + id
 }
 
 // newMsg is what store needs of a message besides the send's: its id, its conflation key

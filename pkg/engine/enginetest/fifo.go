@@ -36,6 +36,7 @@ func fifoTests(h Harness) []struct {
 		{"FIFOContentBasedDedup", testFIFOContentDedup},
 		{"FIFOSequenceNumbers", testFIFOSequence},
 		{"FIFOSendSequenceNumbers", testFIFOSendSequence},
+		{"FIFOHashDedupID", testFIFOHashDedupID},
 		{"FIFODelay", testFIFODelay},
 		{"FIFOGroups", testFIFOGroups},
 		{"FIFOPurgeGroup", testFIFOPurgeGroup},

@@ -1,6 +1,9 @@
 package enginetest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,7 +11,8 @@ import (
 )
 
 // What a fifo send answers (SPEC §5, §11): each stored message's sequence number, the one
-// its receives report, and a duplicate the original's.
+// its receives report, and a duplicate the original's; and which sends are duplicates of
+// which when an explicit dedup id spells a body's content hash.
 
 // testFIFOSendSequence: a send's SequenceNumber is the one a receive of the message reports,
 // for single sends, batches over several groups and duplicates (which answer the original's,
@@ -53,4 +57,39 @@ func testFIFOSendSequence(t *testing.T, s *suite) {
 	if r := s.sendResults(std, engine.Message{Body: "x"})[0]; r.SequenceNumber != 0 {
 		t.Fatalf("standard queue send: %+v, want no sequence number", r)
 	}
+}
+
+// testFIFOHashDedupID: with content-based dedup, an explicit dedup id equal to a body's
+// SHA-256 in lowercase hex (the id shown for a content-based send) is that body's id: each
+// way round, a later send is a duplicate of the earlier. Another spelling of the hash (upper
+// case) is another id, as dedup ids are case-sensitive.
+func testFIFOHashDedupID(t *testing.T, s *suite) {
+	q := s.queue(fifo, withContentDedup)
+	hash := func(body string) string {
+		sum := sha256.Sum256([]byte(body))
+		return hex.EncodeToString(sum[:])
+	}
+	byContent := s.sendResults(q, engine.Message{Body: "alpha", GroupID: "g"})[0]
+	r := s.sendResults(q, engine.Message{Body: "not alpha", GroupID: "g", DedupID: hash("alpha")})[0]
+	if !r.Duplicate || r.MessageID != byContent.MessageID || r.SequenceNumber != byContent.SequenceNumber {
+		t.Fatalf("explicit id = hash of an earlier content-based send: %+v, want a duplicate of %+v", r, byContent)
+	}
+	explicit := s.sendResults(q, engine.Message{Body: "carrier", GroupID: "g", DedupID: hash("beta")})[0]
+	if explicit.Duplicate {
+		t.Fatalf("first send of an explicit hash id: %+v", explicit)
+	}
+	if r := s.sendResults(q, engine.Message{Body: "beta", GroupID: "g"})[0]; !r.Duplicate || r.MessageID != explicit.MessageID {
+		t.Fatalf("content-based send whose hash an earlier explicit id spelled: %+v, want a duplicate of %s", r, explicit.MessageID)
+	}
+	upper := s.sendResults(q, engine.Message{Body: "gamma", GroupID: "g", DedupID: strings.ToUpper(hash("alpha"))})[0]
+	if upper.Duplicate {
+		t.Fatalf("upper-case spelling of a hash: %+v, want a new message", upper)
+	}
+	// Without content-based dedup an explicit hash id is still the same id as itself.
+	plain := s.queue(fifo)
+	first := s.sendResults(plain, engine.Message{Body: "x", GroupID: "g", DedupID: hash("delta")})[0]
+	if r := s.sendResults(plain, engine.Message{Body: "y", GroupID: "g", DedupID: hash("delta")})[0]; !r.Duplicate || r.MessageID != first.MessageID {
+		t.Fatalf("repeated explicit hash id: %+v, want a duplicate of %s", r, first.MessageID)
+	}
+	s.wantCounts(q, 3, 0, 0)
 }
