@@ -38,6 +38,14 @@ package redisengine
 // holder. Dedup outcomes are trimmed after the window plus a margin; markers expire by PX
 // (window + a minute of real time; the window itself is checked against the engine clock).
 //
+// A duplicate answers the original's sequence number with no extra call: fverify reads it
+// from the original's group entry (gi) while the message is in its group; once it is gone,
+// the marker's number stands (the marker names its holder's latest reservation). That number
+// is the stored one unless the holder re-reserved (its group moved ahead of it, fsend code 3)
+// between this send's freserve and fverify and its message was then also received and
+// acknowledged before fverify: a window of milliseconds in which the answer may name the
+// holder's earlier number.
+//
 // A group's partition mapping ({q:<id>}:groups) is removed by Sweep once the group has had no
 // message in its partition and no send for mappingGrace: fgc drops the partition's sequence
 // high-water mark only if the group is still empty, then funmap removes the mapping only if no
