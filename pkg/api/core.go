@@ -33,16 +33,15 @@ const (
 const FIFOSuffix = ".fifo"
 
 // ValidateQueueName checks a new queue's name (field "name"): 1 to 80 of A-Z, a-z, 0-9, _
-// and -, or, on a fifo queue, such a name ending in ".fifo" (80 in all); not UUID-shaped and
-// not starting with the queue slug prefix, so a reference is never ambiguous.
+// and -, or, on a fifo queue, such a name ending in ".fifo" (80 in all), not starting with
+// the queue slug prefix. A name may look like a UUID (SQS code often names queues so, SPEC
+// §2): a UUID-shaped reference is tried as an id and then as a name (lookupQueue).
 func ValidateQueueName(name string, fifo bool) *apierr.Error {
 	switch {
 	case !looksLikeQueueName(name):
 		return apierr.Invalid("name", "must be 1 to 80 of A-Z, a-z, 0-9, _ and - (a fifo queue's may end in %q)", FIFOSuffix)
 	case strings.HasSuffix(name, FIFOSuffix) && !fifo:
 		return apierr.Invalid("name", "only a fifo queue's name may end in %q", FIFOSuffix)
-	case ids.LooksLikeUUID(name):
-		return apierr.Invalid("name", "must not look like a UUID (it would be read as a queue id)")
 	case strings.HasPrefix(name, ids.QueuePrefix):
 		return apierr.Invalid("name", "must not start with %q (it would be read as a queue slug)", ids.QueuePrefix)
 	}
@@ -130,6 +129,16 @@ func (s *Server) DeleteQueue(ctx context.Context, q meta.Queue) error {
 // LookupQueue resolves a queue reference (id, slug or name) within a project.
 func (s *Server) LookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error) {
 	return s.lookupQueue(ctx, project, ref)
+}
+
+// QueueByName finds a project's queue by its name only (the SQS door's QueueUrl and ARNs name
+// a queue so, even when the name looks like another queue's id). Not a queue name: NotFound,
+// without a storage call.
+func (s *Server) QueueByName(ctx context.Context, project ids.ID, name string) (meta.Queue, error) {
+	if !looksLikeQueueName(name) {
+		return meta.Queue{}, apierr.New(apierr.NotFound, "no queue %q", name)
+	}
+	return s.cfg.Meta.GetQueueByName(ctx, project, name)
 }
 
 // ListQueues lists a project's queues by name prefix.

@@ -46,6 +46,10 @@ func appendSendAnswer(b []byte, sent []sendOK) []byte {
 		b = strconv.AppendBool(b, m.Duplicate)
 		b = append(b, `,"merged":`...)
 		b = strconv.AppendBool(b, m.Merged)
+		if m.SequenceNumber != 0 {
+			b = append(b, `,"sequenceNumber":`...)
+			b = appendSeqNumber(b, m.SequenceNumber)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)

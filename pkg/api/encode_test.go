@@ -38,6 +38,9 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		sent := make([]sendOK, r.IntN(11))
 		for j := range sent {
 			sent[j] = sendOK{Index: j * 2, MessageID: randString(r), Duplicate: r.IntN(2) == 0}
+			if r.IntN(2) == 0 {
+				sent[j].SequenceNumber = seqNumber(r.Uint64())
+			}
 		}
 		if got, want := appendSendAnswer(nil, sent), stdJSON(t, map[string]any{"messages": sent, "failed": []sendFailed{}}); !bytes.Equal(got, want) {
 			t.Fatalf("send answer:\n got %s\nwant %s", got, want)

@@ -24,6 +24,22 @@ type sendOK struct {
 	MessageID string `json:"messageId"`
 	Duplicate bool   `json:"duplicate"`
 	Merged    bool   `json:"merged"`
+	// SequenceNumber (fifo only) is the number a receive of the message reports.
+	SequenceNumber seqNumber `json:"sequenceNumber,omitempty"`
+}
+
+// seqNumber is a fifo sequence number, a JSON decimal string (SPEC §5) as received messages
+// carry it; kept as a number so that the send's hot path formats it into the answer's buffer
+// (appendSendAnswer) instead of allocating a string. Sequence numbers start at 1: 0 is none.
+type seqNumber uint64
+
+// MarshalJSON writes the number as a decimal string.
+func (n seqNumber) MarshalJSON() ([]byte, error) { return appendSeqNumber(nil, n), nil }
+
+func appendSeqNumber(b []byte, n seqNumber) []byte {
+	b = append(b, '"')
+	b = strconv.AppendUint(b, uint64(n), 10)
+	return append(b, '"')
 }
 
 type sendFailed struct {
@@ -244,7 +260,8 @@ func (s *Server) send(c echo.Context) error {
 				storeFailed = true
 				continue
 			}
-			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate, Merged: r.Merged})
+			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate, Merged: r.Merged,
+				SequenceNumber: seqNumber(r.SequenceNumber)})
 		}
 		if storeFailed {
 			slices.SortFunc(failed, func(a, b sendFailed) int { return a.Index - b.Index })

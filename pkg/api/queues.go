@@ -81,14 +81,19 @@ func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
 	return out
 }
 
-// lookupQueue resolves the {queue} path value of the caller's project: a UUID-shaped value is
-// an id, a que_ value a slug, anything else a name. Another project's queue is NotFound, the
-// same answer as a missing one.
+// lookupQueue resolves the {queue} path value of the caller's project (SPEC §2): a UUID-shaped
+// value is tried as an id and then as a name (a name may look like a UUID; one equal to another
+// queue's id is then reached by its own id or slug), a que_ value is a slug, anything else a
+// name. Another project's queue is NotFound, the same answer as a missing one.
 func (s *Server) lookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error) {
 	switch {
 	case ids.LooksLikeUUID(ref):
 		id, _ := ids.ParseUUID(ref)
-		return s.cfg.Meta.GetQueue(ctx, project, id)
+		q, err := s.cfg.Meta.GetQueue(ctx, project, id)
+		if apierr.CodeOf(err) != apierr.NotFound {
+			return q, err
+		}
+		return s.cfg.Meta.GetQueueByName(ctx, project, ref)
 	case strings.HasPrefix(ref, ids.QueuePrefix):
 		id, err := ids.ParseSlug(ids.QueuePrefix, ref)
 		if err != nil {

@@ -257,10 +257,12 @@ func TestEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r2, err := c.Send(ctx, "pay", client.SendMessage{Body: "a", GroupID: "customer/7?#%"}); err != nil || !r2.Duplicate || r2.MessageID != r1.MessageID {
-		t.Fatalf("content-based dedup: %+v %v", r2, err)
+	if r2, err := c.Send(ctx, "pay", client.SendMessage{Body: "a", GroupID: "customer/7?#%"}); err != nil || !r2.Duplicate || r2.MessageID != r1.MessageID ||
+		r2.SequenceNumber == "" || r2.SequenceNumber != r1.SequenceNumber {
+		t.Fatalf("content-based dedup: %+v %v (first %+v)", r2, err, r1)
 	}
-	if _, err := c.Send(ctx, "pay", client.SendMessage{Body: "b", GroupID: "g2", DedupID: "d-1"}); err != nil {
+	sent2, err := c.Send(ctx, "pay", client.SendMessage{Body: "b", GroupID: "g2", DedupID: "d-1"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	gp, err := c.ListGroups(ctx, "pay", client.Page{Limit: 10})
@@ -289,7 +291,7 @@ func TestEveryRoute(t *testing.T) {
 		t.Fatalf("consumers: %+v %v", cp, err)
 	}
 	fm, err := c.Receive(ctx, "pay", client.ReceiveInput{WaitSeconds: client.Int(0)})
-	if err != nil || len(fm) != 1 || fm[0].GroupID != "g2" || fm[0].SequenceNumber == "" {
+	if err != nil || len(fm) != 1 || fm[0].GroupID != "g2" || fm[0].SequenceNumber == "" || fm[0].SequenceNumber != sent2.SequenceNumber {
 		t.Fatalf("fifo receive: %+v %v", fm, err)
 	}
 

@@ -55,6 +55,10 @@ type SentMessage struct {
 	Duplicate bool `json:"duplicate"`
 	// Merged: the send (with a Key) changed the key's waiting message, whose id MessageID is.
 	Merged bool `json:"merged"`
+	// SequenceNumber (fifo only; "" otherwise) is the message's sequence number, a decimal
+	// string, the one its receives carry (ReceivedMessage.SequenceNumber); a duplicate's is
+	// the original's.
+	SequenceNumber string `json:"sequenceNumber,omitempty"`
 }
 
 // MergeMode is how a keyed send changes the waiting message of its key.

@@ -143,6 +143,9 @@ type SendResult struct {
 	Merged bool
 	// Partition the message was stored in (informational; -1 for duplicates and failures).
 	Partition int
+	// SequenceNumber (fifo only; 0 otherwise) is the number a receive of the message reports
+	// (Received.SequenceNumber); a duplicate answers the original's.
+	SequenceNumber uint64
 	// Err is nil when the message was stored (or answered as a duplicate). Non-nil, the
 	// message was not stored by this call and MessageID is zero; the error is an
 	// *apierr.Error or a context error. When the storage failed without an answer (a lost

@@ -115,7 +115,8 @@ import (
 //	{q:<id>}:seq        STRING the queue's last sequence number
 //	{q:<id>}:groups     HASH  group id -> "<partition>|<last seq allocated>|<at ms>": where the
 //	                          group lives while it has messages (removed by Sweep once empty)
-//	{q:<id>}:d:<dedup>  STRING dedup marker: message id (16 bytes) + "<partition>|<accepted at ms>",
+//	{q:<id>}:d:<dedup>  STRING dedup marker: message id (16 bytes) + "<partition>|<accepted at ms>|<seq>"
+//	                          (its latest reservation's sequence number; absent in older markers),
 //	                          PX = dedup window + a minute; passed in KEYS like every key. The
 //	                          dedup id (printable ASCII) follows the hash tag, so braces in it
 //	                          cannot move the key to another slot.

@@ -131,11 +131,7 @@ func (c *call) queueNameOf(queueURL string) (string, bool) {
 func (d *Door) queueByName(c *call, name string) (meta.Queue, error) {
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	q, err := d.cfg.Backend.LookupQueue(ctx, c.principal.ProjectID, name)
-	if err == nil && q.Name != name {
-		// LookupQueue also takes ids and slugs; SQS names a queue by its name only.
-		err = apierr.New(apierr.NotFound, "no queue %q", name)
-	}
+	q, err := d.cfg.Backend.QueueByName(ctx, c.principal.ProjectID, name)
 	if apierr.CodeOf(err) == apierr.NotFound || apierr.CodeOf(err) == apierr.InvalidArgument {
 		return q, errNoQueue()
 	}

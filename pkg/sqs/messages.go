@@ -36,6 +36,17 @@ type sendResult struct {
 	MD5OfMessageBody             string `json:"MD5OfMessageBody" xml:"MD5OfMessageBody"`
 	MD5OfMessageAttributes       string `json:"MD5OfMessageAttributes,omitempty" xml:"MD5OfMessageAttributes,omitempty"`
 	MD5OfMessageSystemAttributes string `json:"MD5OfMessageSystemAttributes,omitempty" xml:"MD5OfMessageSystemAttributes,omitempty"`
+	// SequenceNumber (fifo queues only) is the message's, the one its receives report; a
+	// duplicate's is the original's.
+	SequenceNumber string `json:"SequenceNumber,omitempty" xml:"SequenceNumber,omitempty"`
+}
+
+// sequenceNumber is a send's SequenceNumber: SQS answers one only on fifo queues.
+func sequenceNumber(q meta.Queue, r engine.SendResult) string {
+	if q.Type != string(engine.FIFO) || r.SequenceNumber == 0 {
+		return ""
+	}
+	return strconv.FormatUint(r.SequenceNumber, 10)
 }
 
 // batchError is a BatchResultErrorEntry.
@@ -164,6 +175,7 @@ func (d *Door) sendMessage(c *call) (any, error) {
 		return nil, out[0].Err
 	}
 	res.MessageID = out[0].MessageID.String()
+	res.SequenceNumber = sequenceNumber(q, out[0])
 	return res, nil
 }
 
@@ -272,6 +284,7 @@ func (d *Door) sendMessageBatch(c *call) (any, error) {
 			continue
 		}
 		results[i].MessageID = r.MessageID.String()
+		results[i].SequenceNumber = sequenceNumber(q, r)
 		out.Successful = append(out.Successful, results[i])
 	}
 	return out, nil

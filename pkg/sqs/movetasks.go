@@ -58,7 +58,7 @@ func (d *Door) arnQueue(c *call, param, arn string) (meta.Queue, error) {
 	}
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	q, err := d.cfg.Backend.LookupQueue(ctx, c.principal.ProjectID, name)
+	q, err := d.cfg.Backend.QueueByName(ctx, c.principal.ProjectID, name)
 	if apierr.CodeOf(err) == apierr.NotFound {
 		return meta.Queue{}, newErr(errResourceNotFound, "The resource that you specified for the %s parameter doesn't exist.", param)
 	}
@@ -179,7 +179,7 @@ func (d *Door) cancelMessageMoveTask(c *call) (any, error) {
 	}
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	src, err := d.cfg.Backend.LookupQueue(ctx, c.principal.ProjectID, name)
+	src, err := d.cfg.Backend.QueueByName(ctx, c.principal.ProjectID, name)
 	var t meta.MoveTask
 	if err == nil {
 		t, err = d.cfg.MoveTasks.GetMoveTask(ctx, src, id)

@@ -141,8 +141,8 @@ func (d *Door) applyRedrive(c *call, q *meta.Queue, v string) error {
 	if name == "" {
 		return newErr(errInvalidAttrValue, "Value %s for parameter RedrivePolicy is invalid. Reason: Dead-letter target does not exist.", v)
 	}
-	dlq, lerr := d.cfg.Backend.LookupQueue(ctx, q.ProjectID, name)
-	if lerr != nil || dlq.Name != name {
+	dlq, lerr := d.cfg.Backend.QueueByName(ctx, q.ProjectID, name)
+	if lerr != nil {
 		return newErr(errInvalidAttrValue, "Value %s for parameter RedrivePolicy is invalid. Reason: Dead letter target does not exist.", v)
 	}
 	if !redriveAllowed(c, dlq, q.Name) {

@@ -37,6 +37,9 @@ type Backend interface {
 	UpdateQueue(ctx context.Context, q meta.Queue, change func(*meta.Queue) error) (meta.Queue, error)
 	DeleteQueue(ctx context.Context, q meta.Queue) error
 	LookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error)
+	// QueueByName finds a queue by name only: SQS names queues by name, and a UUID-shaped
+	// name may equal another queue's id, which LookupQueue would try first.
+	QueueByName(ctx context.Context, project ids.ID, name string) (meta.Queue, error)
 	ListQueues(ctx context.Context, project ids.ID, prefix string, page meta.Page) ([]meta.Queue, string, error)
 	QueueByID(ctx context.Context, id ids.ID) (meta.Queue, error)
 	ApplyRedrive(ctx context.Context, q *meta.Queue, dlq *ids.ID, maxReceiveCount int) error

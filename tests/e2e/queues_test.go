@@ -36,7 +36,7 @@ func TestQueueLifecycle(t *testing.T) {
 		{"retentionSeconds", 59}, {"retentionSeconds", 1209601}, {"delaySeconds", 901}, {"receiveWaitSeconds", 21},
 		{"contentBasedDedup", true}, {"contentBasedDedup", "no"}, {"type", "priority"}, {"redrive", 5},
 		{"name", ""}, {"name", strings.Repeat("a", 81)}, {"name", "has space"}, {"name", "que_x"},
-		{"name", "0190a1b2-0000-7000-8000-000000000000"}, {"name", "é"},
+		{"name", "é"},
 	} {
 		body := map[string]any{"name": "fine-" + fmt.Sprint(len(bad.field)), bad.field: bad.value}
 		c.do("POST", "/v1/queues", body).fails(t, 400, "invalid_argument", bad.field)

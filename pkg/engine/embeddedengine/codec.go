@@ -25,7 +25,8 @@ import (
 //	        [dead-letter] 16 bytes source queue, string reason, varint at
 //	queue   (bucket "q", key queue id): byte flags (bit 0: fifo), uvarint nextSeq,
 //	        uvarint purgeSeq, varint lastPurge, [16 bytes project id (absent before)]
-//	dedup   (bucket "d", key queue id ‖ dedup key): 16 bytes message id, varint expiresAt
+//	dedup   (bucket "d", key queue id ‖ dedup key): 16 bytes message id, varint expiresAt,
+//	        [uvarint the message's sequence number (absent before)]
 //
 // Strings are a uvarint length and the bytes; times are unix milliseconds.
 
@@ -229,9 +230,10 @@ func decodeQueue(b []byte) (queueRec, error) {
 }
 
 func encodeDedup(e dedupEntry) []byte {
-	b := make([]byte, 0, 26)
+	b := make([]byte, 0, 36)
 	b = append(b, e.id[:]...)
-	return binary.AppendVarint(b, e.expiresAt)
+	b = binary.AppendVarint(b, e.expiresAt)
+	return binary.AppendUvarint(b, e.seq)
 }
 
 func decodeDedup(b []byte) (dedupEntry, error) {
@@ -239,6 +241,9 @@ func decodeDedup(b []byte) (dedupEntry, error) {
 	var e dedupEntry
 	copy(e.id[:], r.Bytes(16))
 	e.expiresAt = r.Varint()
+	if r.OK() && !r.Done() { // records written before the sequence number was kept end here
+		e.seq = r.Uvarint()
+	}
 	if !r.Done() {
 		return dedupEntry{}, errBadRecord
 	}

@@ -257,10 +257,11 @@ func (h *groupHeap) fix(g *group) {
 }
 
 // dedupEntry is a fifo deduplication window: sends with the same key until expiresAt are
-// duplicates of id.
+// duplicates of id, whose sequence number is seq (0 in records written before it was kept).
 type dedupEntry struct {
 	id        ids.ID
 	expiresAt int64
+	seq       uint64
 }
 
 type dedupItem struct {

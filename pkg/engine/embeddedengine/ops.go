@@ -3,6 +3,8 @@ package embeddedengine
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -48,7 +50,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		if fifo {
 			switch {
 			case m.DedupID != "":
-				dks[i] = "i" + m.DedupID
+				dks[i] = explicitDedupKey(m.DedupID)
 			case q.ContentBasedDedup:
 				sum := sha256.Sum256([]byte(m.Body))
 				dks[i] = "h" + string(sum[:])
@@ -74,7 +76,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		}
 		if dk := dks[i]; dk != "" {
 			if d, ok := qi.dedup[dk]; ok && d.expiresAt > now {
-				res[i] = engine.SendResult{MessageID: d.id, Duplicate: true, Partition: -1}
+				res[i] = engine.SendResult{MessageID: d.id, Duplicate: true, Partition: -1, SequenceNumber: d.seq}
 				continue
 			}
 		}
@@ -85,6 +87,9 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 		mm := store(&w, qi, q, m, newMsg{id: ids.New(), ckey: ckey, dk: dks[i], pl: pls[i], size: sizes[i], now: now, ret: ret})
 		stored[i] = mm
 		res[i] = engine.SendResult{MessageID: mm.id}
+		if fifo {
+			res[i].SequenceNumber = mm.seq
+		}
 	}
 	w.putQueue(qi)
 	done := e.commit(&w)
@@ -94,6 +99,19 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 	}
 	e.watch.NotifyDigests(q.ID, sendDigests(msgs)) // only receives whose filter may match wake
 	return res, nil
+}
+
+// explicitDedupKey is the dedup key of an explicit dedup id. A content-based key is "h" and
+// the body's SHA-256; an explicit id that spells such a hash (64 lowercase hex digits, as the
+// SQS door shows a content-based message's MessageDeduplicationId) is the same id (SPEC §11),
+// so it takes that key, and any other id "i" and the id.
+func explicitDedupKey(id string) string {
+	if len(id) == 2*sha256.Size && strings.ToLower(id) == id {
+		if sum, err := hex.DecodeString(id); err == nil {
+			return "h" + string(sum)
+		}
+	}
+	return "i" + id
 }
 
 // newMsg is what store needs of a message besides the send's: its id, its conflation key
@@ -135,7 +153,7 @@ func store(w *writes, qi *queue, q engine.Queue, m engine.Message, n newMsg) *ms
 		w.put(bucketBarrier, key(qi.id, mm.id), []byte{1})
 	}
 	if n.dk != "" {
-		d := dedupEntry{id: mm.id, expiresAt: n.now + engine.DedupWindow.Milliseconds()}
+		d := dedupEntry{id: mm.id, expiresAt: n.now + engine.DedupWindow.Milliseconds(), seq: mm.seq}
 		qi.dedup[n.dk] = d
 		qi.dedupQ = append(qi.dedupQ, dedupItem{key: n.dk, expiresAt: d.expiresAt})
 		w.put(bucketDedup, dedupKey(qi.id, n.dk), encodeDedup(d))

@@ -184,7 +184,7 @@ func (e *Engine) Copy(ctx context.Context, q engine.Queue, b engine.CopyBatch) (
 		m.Key, m.Barrier, m.Priority, m.Delay = "", false, 0, nil // a copy is a plain message
 		dk := ""
 		if fifo && m.DedupID != "" {
-			dk = "i" + m.DedupID
+			dk = explicitDedupKey(m.DedupID)
 			if d, ok := qi.dedup[dk]; ok && d.expiresAt > now {
 				if d.id != cm.ID {
 					errs[i] = engine.ErrCopyDedupTaken(m.DedupID)

@@ -35,6 +35,8 @@ func fifoTests(h Harness) []struct {
 		{"FIFODedup", testFIFODedup},
 		{"FIFOContentBasedDedup", testFIFOContentDedup},
 		{"FIFOSequenceNumbers", testFIFOSequence},
+		{"FIFOSendSequenceNumbers", testFIFOSendSequence},
+		{"FIFOHashDedupID", testFIFOHashDedupID},
 		{"FIFODelay", testFIFODelay},
 		{"FIFOGroups", testFIFOGroups},
 		{"FIFOPurgeGroup", testFIFOPurgeGroup},

@@ -38,6 +38,14 @@ package redisengine
 // holder. Dedup outcomes are trimmed after the window plus a margin; markers expire by PX
 // (window + a minute of real time; the window itself is checked against the engine clock).
 //
+// A duplicate answers the original's sequence number with no extra call: fverify reads it
+// from the original's group entry (gi) while the message is in its group; once it is gone,
+// the marker's number stands (the marker names its holder's latest reservation). That number
+// is the stored one unless the holder re-reserved (its group moved ahead of it, fsend code 3)
+// between this send's freserve and fverify and its message was then also received and
+// acknowledged before fverify: a window of milliseconds in which the answer may name the
+// holder's earlier number.
+//
 // A group's partition mapping ({q:<id>}:groups) is removed by Sweep once the group has had no
 // message in its partition and no send for mappingGrace: fgc drops the partition's sequence
 // high-water mark only if the group is still empty, then funmap removes the mapping only if no
@@ -48,9 +56,7 @@ package redisengine
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -94,20 +100,21 @@ var verifyWaits = []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond
 
 // fitem is one message on its way into a fifo queue.
 type fitem struct {
-	idx     int
-	id      ids.ID
-	pl      payload // Sequence is set per round
-	dedup   string  // "" for none
-	visible int64
-	expires int64
-	sent    int64
-	mode    string // freserve mode: "n", "r" or "t"+id
-	p       int
-	seq     uint64
-	holder  ids.ID // for a dedup id held by another message: that message and its partition
-	holderP int
-	move    bool // a dead-letter move's insert (runs at full memory; sends do not)
-	keep    bool // a topic's copy (copy.go): its id is the published one, kept when fenced
+	idx       int
+	id        ids.ID
+	pl        payload // Sequence is set per round
+	dedup     string  // "" for none
+	visible   int64
+	expires   int64
+	sent      int64
+	mode      string // freserve mode: "n", "r" or "t"+id
+	p         int
+	seq       uint64
+	holder    ids.ID // for a dedup id held by another message: that message, its partition and
+	holderP   int    // the sequence number of its latest reservation (0 in an older marker)
+	holderSeq uint64
+	move      bool // a dead-letter move's insert (runs at full memory; sends do not)
+	keep      bool // a topic's copy (copy.go): its id is the published one, kept when fenced
 }
 
 // groupPrefix is a group member's prefix: "<g>\x00" + 16 hex digits of seq.
@@ -340,7 +347,7 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 	for j, it := range items {
 		switch c, _ := codes[j].(int64); c {
 		case 1:
-			s.res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p}
+			s.res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p, SequenceNumber: it.seq}
 			s.stored = true
 		case 2: // fenced: never stored, never answered; go again as a new message
 			if !it.keep { // a copy keeps its id: whoever took the reservation over may have stored it
@@ -373,13 +380,16 @@ func (s *fifoSend) verify(ctx context.Context, verify, next []*fitem) []*fitem {
 			// same id and is found there), so one look, no pause, no fence.
 			waits = verifyWaits[:1]
 		}
-		ok, err := s.e.verifyReservation(ctx, s.q.ID, it.holderP, it.holder, !own, waits)
+		ok, seq, err := s.e.verifyReservation(ctx, s.q.ID, it.holderP, it.holder, !own, waits)
 		if err != nil {
 			s.fail(it, err)
 			continue
 		}
 		if ok {
-			s.res[it.idx] = engine.SendResult{MessageID: it.holder, Duplicate: true, Partition: -1}
+			if seq == 0 { // its message left its group: the marker's number (reserve) is the last it took
+				seq = it.holderSeq
+			}
+			s.res[it.idx] = engine.SendResult{MessageID: it.holder, Duplicate: true, Partition: -1, SequenceNumber: seq}
 			continue
 		}
 		if own {
@@ -442,7 +452,8 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 			if !ok {
 				return nil, nil, e.wrap(ctx, "send", errBadReply)
 			}
-			it.holder, it.holderP = holder, int(p)
+			seq, _ := v[2].(int64)
+			it.holder, it.holderP, it.holderSeq = holder, int(p), uint64(seq)
 			verify = append(verify, it)
 		default:
 			return nil, nil, e.wrap(ctx, "send", errBadReply)
@@ -453,16 +464,17 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 
 // verifyReservation tells whether the message holding a dedup reservation was stored, waiting
 // briefly for a sender that is still between its two steps, and, when fence is set, fences
-// the reservation when it was not (see the top of this file).
-func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.ID, fence bool, waits []time.Duration) (bool, error) {
-	dd := keysOf(q, p).dd
+// the reservation when it was not (see the top of this file). Stored, it also answers the
+// message's sequence number while the message is still in its group (else 0).
+func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.ID, fence bool, waits []time.Duration) (bool, uint64, error) {
+	k := keysOf(q, p)
 	for i, wait := range waits {
 		if wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return false, ctx.Err()
+				return false, 0, ctx.Err()
 			case <-t.C:
 			}
 		}
@@ -470,15 +482,18 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 		if fence && i == len(waits)-1 {
 			fenceNow = "1"
 		}
-		n, err := fVerifyScript.Run(ctx, e.rdb, []string{dd}, string(id[:]), e.nowMs(), fenceNow).Int()
-		if err != nil {
-			return false, e.wrap(ctx, "send", err)
+		vals, err := fVerifyScript.Run(ctx, e.rdb, []string{k.dd, k.gi}, string(id[:]), e.nowMs(), fenceNow).Int64Slice()
+		if err == nil && len(vals) != 2 {
+			err = errBadReply
 		}
-		if n == 1 {
-			return true, nil
+		if err != nil {
+			return false, 0, e.wrap(ctx, "send", err)
+		}
+		if vals[0] == 1 {
+			return true, uint64(max(vals[1], 0)), nil
 		}
 	}
-	return false, nil
+	return false, 0, nil
 }
 
 // insertFIFO is the second step of dead-letter moves into a fifo queue: the messages join
@@ -559,158 +574,6 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 		}
 	}
 	return e.claim(ctx, q, req, now, claims)
-}
-
-// Groups lists a fifo queue's groups, partition by partition and in group id order within a
-// partition, each with its message count and whether a batch is in flight. The cursor names
-// the last group returned; a page costs O(limit) group lookups.
-func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
-	if err := e.clockOK(); err != nil {
-		return engine.GroupPage{}, err
-	}
-	return idempotent(ctx, func() (engine.GroupPage, error) { return e.groups(ctx, q, limit, cursor) })
-}
-
-func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
-	if q.Type != engine.FIFO {
-		return engine.GroupPage{}, errNoGroups
-	}
-	if limit <= 0 {
-		limit = DefaultGroupsLimit
-	}
-	limit = min(limit, MaxGroupsLimit)
-	p, after := 0, ""
-	if cursor != "" {
-		var err error
-		if p, after, err = decodeGroupCursor(cursor); err != nil {
-			return engine.GroupPage{}, err
-		}
-	}
-	n, err := e.partitions(ctx, q.ID)
-	if err != nil {
-		return engine.GroupPage{}, err
-	}
-	now := e.nowMs()
-	var page engine.GroupPage
-	// One group beyond the page is looked for, so that a full last page ends the list.
-	want := limit + 1
-	var parts []int // the partition of each group listed
-	for ; p < n && len(page.Groups) < want; p++ {
-		k := keysOf(q.ID, p)
-		ask := want - len(page.Groups)
-		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl}, now, after, ask).Slice()
-		if err != nil {
-			return engine.GroupPage{}, e.wrap(ctx, "groups", err)
-		}
-		for i := 0; i+2 < len(vals); i += 3 {
-			cnt, _ := vals[i+1].(int64)
-			fl, _ := vals[i+2].(int64)
-			page.Groups = append(page.Groups, engine.Group{GroupID: str(vals[i]), Messages: cnt, InFlight: fl == 1})
-			parts = append(parts, p)
-		}
-		after = ""
-	}
-	if len(page.Groups) > limit {
-		page.Groups = page.Groups[:limit]
-		page.NextCursor = encodeGroupCursor(parts[limit-1], page.Groups[limit-1].GroupID)
-	}
-	return page, nil
-}
-
-func encodeGroupCursor(p int, g string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("g|" + strconv.Itoa(p) + "|" + g))
-}
-
-func decodeGroupCursor(v string) (int, string, error) {
-	bad := engine.ErrBadCursor
-	raw, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return 0, "", bad
-	}
-	parts := strings.SplitN(string(raw), "|", 3)
-	if len(parts) != 3 || parts[0] != "g" || !validGroupID(parts[2]) {
-		return 0, "", bad
-	}
-	p, err := strconv.Atoi(parts[1])
-	if err != nil || p < 0 || p >= engine.MaxPartitions {
-		return 0, "", bad
-	}
-	return p, parts[2], nil
-}
-
-// validGroupID: 1–128 characters from "!" to "~".
-func validGroupID(g string) bool {
-	if len(g) == 0 || len(g) > 128 {
-		return false
-	}
-	for i := range len(g) {
-		if g[i] < '!' || g[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// PurgeGroup deletes the messages of one group sent before the call, in chunks, in the
-// partition the group lives in (all partitions when it has no mapping). When it returns, the
-// counts no longer include them and their handles are stale.
-func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string) error {
-	if err := e.clockOK(); err != nil {
-		return err
-	}
-	if q.Type != engine.FIFO {
-		return errNoGroups
-	}
-	if !validGroupID(groupID) {
-		return engine.ErrBadGroupID
-	}
-	var seq uint64
-	var parts []int
-	var getSeq, getMap *redis.StringCmd
-	_, _ = e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		getSeq = pipe.Get(ctx, seqKey(q.ID))
-		getMap = pipe.HGet(ctx, groupMapKey(q.ID), groupID)
-		return nil
-	})
-	for _, c := range []*redis.StringCmd{getSeq, getMap} {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return e.wrap(ctx, "purge group", err)
-		}
-	}
-	if s, err := getSeq.Result(); err == nil {
-		seq, _ = strconv.ParseUint(s, 10, 64)
-	}
-	if v, err := getMap.Result(); err == nil {
-		if ps, _, ok := strings.Cut(v, "|"); ok {
-			if p, err := strconv.Atoi(ps); err == nil && p >= 0 && p < engine.MaxPartitions {
-				parts = []int{p}
-			}
-		}
-	}
-	if parts == nil {
-		n, err := e.partitionsFresh(ctx, q.ID)
-		if err != nil {
-			return err
-		}
-		for p := range n {
-			parts = append(parts, p)
-		}
-	}
-	bound := groupPrefix(groupID, seq+1)
-	for _, p := range parts {
-		k := keysOf(q.ID, p)
-		for {
-			deleted, err := fPurgeGroupScript.Run(ctx, e.rdb, e.withBytes(q, k, k.fifo()...), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
-			e.fold(ctx, q.Project, []partKeys{k})
-			if err != nil {
-				return e.wrap(ctx, "purge group", err)
-			}
-			if deleted < purgeGroupChunk {
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // sweepFIFO is Sweep's fifo work for partition p beyond the outbox: expired messages (their

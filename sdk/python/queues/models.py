@@ -352,10 +352,14 @@ class MoveTask(Model):
 
 @dataclass
 class SentMessage(Model):
+    """A stored message of a send; ``sequence_number`` (fifo only, a decimal string) is the
+    one its receives carry, a duplicate's the original's."""
+
     index: int = 0
     message_id: str = ""
     duplicate: bool = False
     merged: bool = False
+    sequence_number: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -303,12 +303,15 @@ class ClientTest(unittest.TestCase):
         r = self.c.send_batch(name, [SendMessage("a1", group_id="a"), SendMessage("b1", group_id="b"),
                                      SendMessage("a2", group_id="a")])
         self.assertEqual(len(r.messages), 3)
-        self.assertTrue(self.c.send(name, "a1", group_id="a").duplicate)
+        dup = self.c.send(name, "a1", group_id="a")
+        self.assertEqual((dup.duplicate, dup.sequence_number), (True, r.messages[0].sequence_number))
+        sent = {m.message_id: m.sequence_number for m in r.messages}
         groups = {g.group_id: g for g in self.c.list_groups(name).items}
         self.assertEqual((groups["a"].messages, groups["b"].messages), (2, 1))
         got = self.c.receive(name, max_messages=10, wait_seconds=0)
         self.assertEqual([m.body for m in got if m.group_id == "a"], ["a1", "a2"])
         self.assertTrue(all(m.sequence_number for m in got))
+        self.assertEqual({m.message_id: m.sequence_number for m in got}, sent)
         self.c.delete_group(name, "b")
         self.assertEqual([g.group_id for g in self.c.list_groups(name).items], ["a"])
 

@@ -165,7 +165,7 @@ export interface SQSCredentials {
   secretAccessKey: SQSSecret;
 }
 
-/** 1–80 of `[A-Za-z0-9_-]`, case-sensitive, unique in the project; may not look like a UUID or start with `que_`. A fifo queue's name may end in `.fifo` (80 characters in all), the only `.` a name may hold; a standard queue's may not. */
+/** 1–80 of `[A-Za-z0-9_-]`, case-sensitive, unique in the project; may not start with `que_`. It may look like a UUID (a UUID-shaped `{queue}` is tried as an id, then as a name). A fifo queue's name may end in `.fifo` (80 characters in all), the only `.` a name may hold; a standard queue's may not. */
 export type QueueName = string;
 
 /** `standard`: at least once, best-effort order. `fifo`: in order within each `groupId`, deduplicated sends. */
@@ -365,6 +365,8 @@ export interface SentMessage {
   duplicate: boolean;
   /** true when this send (with `key`) changed the waiting message of its key instead of storing one; `messageId` is that message's. */
   merged: boolean;
+  /** fifo only: the message's sequence number, the one its receives carry (a duplicate's is the original's). */
+  sequenceNumber?: SequenceNumber;
 }
 
 export interface FailedMessage {

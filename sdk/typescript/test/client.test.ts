@@ -343,16 +343,18 @@ describe('messages and receipts', () => {
   test('fifo groups: list and delete', async () => {
     const name = qname('f');
     await c.createQueue({ name, type: 'fifo' });
-    await c.sendMessages(name, [
+    const sent = await c.sendMessages(name, [
       { body: '1', groupId: 'g1', dedupId: 'd1' },
       { body: '2', groupId: 'g1', dedupId: 'd2' },
       { body: '3', groupId: 'g2', dedupId: 'd3' },
     ]);
     const dup = await c.send(name, { body: '1', groupId: 'g1', dedupId: 'd1' });
     assert.equal(dup.duplicate, true);
+    assert.equal(dup.sequenceNumber, sent.messages[0]?.sequenceNumber);
     const [m] = await c.receive(name, { waitSeconds: 1 });
     assert.equal(m?.groupId, 'g1');
     assert.match(m!.sequenceNumber!, /^\d+$/);
+    assert.equal(m!.sequenceNumber, sent.messages[0]?.sequenceNumber);
     const groups = await c.listGroups(name, { limit: 10 });
     const g1 = groups.groups.find((g) => g.groupId === 'g1');
     assert.deepEqual(g1, { groupId: 'g1', messages: 2, inFlight: true });

@@ -10,8 +10,9 @@
 -- Returns per message {status, partition, seq, id, at}:
 --   1: reserved: store the caller's message id in partition with sequence number seq (its
 --      dedup window, if any, starts at at);
---   2: the dedup id is held by message id since at, stored in partition; the caller checks
---      that it was stored (fverify) before answering "duplicate".
+--   2: the dedup id is held by message id since at, stored in partition with sequence number
+--      seq (its latest reservation's; 0 in a marker written before markers named it); the
+--      caller checks that it was stored (fverify) before answering "duplicate".
 -- A marker is written at reservation, before the message is stored (the "pending" state);
 -- only the partition's own record of the store ("S" in dd, written by fsend atomically with
 -- the message) makes it a duplicate's answer. See fifo.go.
@@ -32,8 +33,10 @@ for i = 4, #ARGV, 5 do
       marks[key] = false
       local v = redis.call('GET', key)
       if v and #v > 16 then
-        local p, at = string.match(string.sub(v, 17), '^(%d+)|(%d+)$')
-        if p and now - tonumber(at) < window then marks[key] = {string.sub(v, 1, 16), tonumber(p), tonumber(at)} end
+        local p, at, hs = string.match(string.sub(v, 17), '^(%d+)|(%d+)|?(%d*)$')
+        if p and now - tonumber(at) < window then
+          marks[key] = {string.sub(v, 1, 16), tonumber(p), tonumber(at), tonumber(hs) or 0}
+        end
       end
     end
     mk = marks[key]
@@ -45,7 +48,7 @@ for i = 4, #ARGV, 5 do
     else held = mk[1] ~= string.sub(mode, 2) end
   end
   if held then
-    out[#out + 1] = {2, mk[2], 0, mk[1], mk[3]}
+    out[#out + 1] = {2, mk[2], mk[4], mk[1], mk[3]}
   else
     if maps[g] == nil then
       maps[g] = false
@@ -65,8 +68,8 @@ for i = 4, #ARGV, 5 do
     local at = now
     if mk and mode == 'r' then at = mk[3] end -- a re-allocation keeps its window
     if dk > 0 then
-      marks[KEYS[dk]] = {id, p, at}
-      wmark[KEYS[dk]] = id .. string.format('%d|%d', p, at)
+      marks[KEYS[dk]] = {id, p, at, seq}
+      wmark[KEYS[dk]] = id .. string.format('%d|%d|%d', p, at, seq)
     end
     out[#out + 1] = {1, p, seq, id, at}
   end
