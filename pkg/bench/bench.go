@@ -50,16 +50,6 @@ const (
 // 10 digits of sequence number, a space, 19 digits of send time (unix ns), a space.
 const headerLen = 31
 
-// maxSize is the largest message body the generator sends: a queue's highest
-// maxMessageBytes (its queues are created with maxMessageBytes when the size passes the
-// default, 262,144). A send request holds at most maxRequestBytes, each message its body and
-// about messageOverhead bytes of JSON.
-const (
-	maxSize         = 1 << 20
-	maxRequestBytes = 3 << 20
-	messageOverhead = 64
-)
-
 // MinSize is the smallest message body the generator sends (its header).
 const MinSize = headerLen + 1
 
