@@ -62,7 +62,8 @@ func TestMaxMessageBytes(t *testing.T) {
 
 // TestMaxMessageBytesTopics: a topic takes messages up to 1 MiB; a bound queue whose
 // maxMessageBytes is smaller refuses the larger ones, which its binding records as failed
-// (SPEC §14), while another bound queue takes them.
+// (SPEC §14), while another bound queue takes them; a replay into the smaller queue counts
+// the larger one failed too.
 func TestMaxMessageBytesTopics(t *testing.T) {
 	tn := newTenant(t)
 	c := tn.a
@@ -108,5 +109,12 @@ func TestMaxMessageBytesTopics(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("tiny's binding %s", s.raw)
 		}
+	}
+
+	tn.queue(t, "tiny-replayed", map[string]any{"maxMessageBytes": 1024})
+	rp := c.do("POST", "/v1/topics/sizes/replays", map[string]any{"queue": "tiny-replayed", "from": 1}).must(t, 201)
+	done := awaitReplay(t, c, "sizes", rp.str("id"))
+	if done.str("status") != "completed" || done.body["moved"] != 1.0 || done.body["failed"] != 1.0 {
+		t.Fatalf("replay into a 1,024-byte queue: %s", done.raw)
 	}
 }
