@@ -203,8 +203,12 @@ func (w *worker) collect(sub meta.Subscription, q queueInfo, watch, changed, los
 	var batch []engine.Received
 	var first time.Time
 	var receivedAt time.Time
+	var size int64
 	for {
-		want := min(engine.MaxBatch, sub.BatchSize-len(batch))
+		want := min(engine.MaxBatch, sub.BatchSize-len(batch), fitting(q.eq, size, len(batch)))
+		if want <= 0 {
+			return batch, receivedAt // full by bytes
+		}
 		before := clk.Now()
 		res, err := w.p.cfg.Engine.Receive(w.ctx, q.eq, engine.ReceiveRequest{Max: want, Visibility: vis})
 		if err != nil {
@@ -221,6 +225,9 @@ func (w *worker) collect(sub meta.Subscription, q queueInfo, watch, changed, los
 			first, receivedAt = time.Now(), before
 		}
 		batch = append(batch, res.Messages...)
+		if size = batchBytes(batch); size > MaxBatchBytes {
+			return w.cutToBytes(q, batch), receivedAt
+		}
 		if len(batch) >= sub.BatchSize {
 			return batch, receivedAt
 		}
@@ -257,6 +264,48 @@ func (w *worker) collect(sub meta.Subscription, q queueInfo, watch, changed, los
 		case <-t.C:
 		}
 	}
+}
+
+// MaxBatchBytes bounds the messages of one push (SPEC §4: a push batch carries at most
+// 5 MiB of messages, engine.PayloadBytes each); a single message larger than that still goes,
+// alone.
+const MaxBatchBytes = 5 << 20
+
+// fitting is how many more messages a batch of n messages and size bytes may receive without
+// passing MaxBatchBytes, each counted at the queue's maxMessageBytes (at least one for an
+// empty batch): a receive never takes what the batch could not carry.
+func fitting(q engine.Queue, size int64, n int) int {
+	fit := int((MaxBatchBytes - size) / int64(q.MessageLimit()))
+	if n == 0 {
+		fit = max(fit, 1)
+	}
+	return fit
+}
+
+func batchBytes(batch []engine.Received) int64 {
+	var n int64
+	for _, m := range batch {
+		n += engine.PayloadBytes(m.Body, m.Attributes)
+	}
+	return n
+}
+
+// cutToBytes keeps the longest prefix of batch within MaxBatchBytes (at least one message)
+// and gives the rest back. Only messages stored before the queue's maxMessageBytes was lowered
+// can make a batch pass the bound fitting keeps; on an at-most-once queue, whose received
+// messages cannot be given back, the batch goes whole.
+func (w *worker) cutToBytes(q queueInfo, batch []engine.Received) []engine.Received {
+	if q.eq.AtMostOnce {
+		return batch
+	}
+	var size int64
+	for i, m := range batch {
+		if size += engine.PayloadBytes(m.Body, m.Attributes); size > MaxBatchBytes && i > 0 {
+			w.giveBack(q, batch[i:])
+			return batch[:i]
+		}
+	}
+	return batch
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -76,6 +76,20 @@ func TestParseMessageFields(t *testing.T) {
 	if err != nil || len(m.Body) != 256*1024-2 {
 		t.Fatalf("a message of exactly 256 KiB failed: %v", err)
 	}
+	// A queue's own maxMessageBytes: 1 MiB takes a 1 MiB message and refuses a byte more; a
+	// 1,024-byte queue refuses 1,025.
+	big, small := testRules(false), testRules(false)
+	big.maxBytes, small.maxBytes = 1<<20, 1024
+	for _, c := range []struct {
+		r    sendRules
+		body int
+		ok   bool
+	}{{big, 1 << 20, true}, {big, 1<<20 + 1, false}, {small, 1024, true}, {small, 1025, false}} {
+		_, err := parseMessage(json.RawMessage(`{"body":"`+strings.Repeat("a", c.body)+`"}`), false, "m", c.r)
+		if (err == nil) != c.ok || (err != nil && (err.Code != apierr.PayloadTooLarge || err.Field != "m")) {
+			t.Errorf("a %d-byte body under maxMessageBytes %d: %v, want ok %v", c.body, c.r.maxBytes, err, c.ok)
+		}
+	}
 	m, err = parseMessage(json.RawMessage(`{"body":"x","groupId":"g!~","dedupId":"d","delaySeconds":0}`), false, "m", testRules(true))
 	if err != nil || m.GroupID != "g!~" || m.DedupID != "d" {
 		t.Fatalf("valid fifo message: %+v, %v", m, err)

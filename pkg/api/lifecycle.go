@@ -14,15 +14,18 @@ import (
 
 // sendRules are what a send's messages are checked against: the queue's type and retention
 // (a standard queue's per-message delay goes up to its retention, SPEC §13) and the time the
-// send arrived (deliverAt is relative to it).
+// send arrived (deliverAt is relative to it), and the queue's maxMessageBytes (0: the
+// ceiling, engine.MaxMessageBytes).
 type sendRules struct {
 	fifo      bool
 	retention time.Duration
 	now       time.Time
+	maxBytes  int
 }
 
 func (s *Server) sendRules(q meta.Queue) sendRules {
 	return sendRules{
+		maxBytes:  q.MaxMessageBytesOrDefault(),
 		fifo:      q.Type == string(engine.FIFO),
 		retention: time.Duration(q.RetentionSeconds) * time.Second,
 		now:       s.cfg.Clock.Now(),

@@ -10,9 +10,10 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// testRules are a standard or fifo queue's send rules with the default retention (4 days).
+// testRules are a standard or fifo queue's send rules with the default retention (4 days)
+// and maxMessageBytes (256 KiB).
 func testRules(fifo bool) sendRules {
-	return sendRules{fifo: fifo, retention: 345600 * time.Second, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	return sendRules{fifo: fifo, retention: 345600 * time.Second, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), maxBytes: 256 * 1024}
 }
 
 func TestParseLifecycleFields(t *testing.T) {

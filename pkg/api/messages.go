@@ -87,7 +87,7 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, r sendRule
 		return m, apierr.Invalid(o.path("body"), "must be a non-empty string")
 	}
 	m.Body = body
-	if m.Attributes, err = parseAttributes(o, len(body)); err != nil {
+	if m.Attributes, err = parseAttributes(o, len(body), r.maxBytes); err != nil {
 		return m, err
 	}
 	if err := parseTraceparentField(o, &m); err != nil {
@@ -136,8 +136,12 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, r sendRule
 }
 
 // parseAttributes reads a message's optional "attributes" and checks the message's size
-// (bodyBytes and the attributes' names and values) against engine.MaxMessageBytes.
-func parseAttributes(o *object, bodyBytes int) (map[string]string, *apierr.Error) {
+// (bodyBytes and the attributes' names and values) against limit, the queue's
+// maxMessageBytes (0 or more than the ceiling: engine.MaxMessageBytes).
+func parseAttributes(o *object, bodyBytes, limit int) (map[string]string, *apierr.Error) {
+	if limit <= 0 || limit > engine.MaxMessageBytes {
+		limit = engine.MaxMessageBytes
+	}
 	size := bodyBytes
 	var attrs map[string]string
 	if o.has("attributes") && !o.isNull("attributes") {
@@ -161,8 +165,8 @@ func parseAttributes(o *object, bodyBytes int) (map[string]string, *apierr.Error
 			size += len(name) + len(val)
 		}
 	}
-	if size > engine.MaxMessageBytes {
-		return nil, apierr.Field(apierr.PayloadTooLarge, o.prefix, "the message is %d bytes (body and attributes); the limit is %d", size, engine.MaxMessageBytes)
+	if size > limit {
+		return nil, apierr.Field(apierr.PayloadTooLarge, o.prefix, "the message is %d bytes (body and attributes); the limit is %d", size, limit)
 	}
 	return attrs, nil
 }

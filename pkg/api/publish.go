@@ -61,7 +61,7 @@ func parsePublishMessage(raw json.RawMessage, validated bool, prefix string, fif
 		}
 		m.Body = body
 	}
-	if m.Attributes, err = parseAttributes(o, len(m.Body)); err != nil {
+	if m.Attributes, err = parseAttributes(o, len(m.Body), engine.MaxMessageBytes); err != nil {
 		return m, err
 	}
 	if err := parsePublishMerge(o, &m); err != nil {

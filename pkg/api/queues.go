@@ -57,6 +57,7 @@ type queueJSON struct {
 	ContentBasedDedup        bool         `json:"contentBasedDedup"`
 	Fairness                 string       `json:"fairness"`
 	MaxCancels               int          `json:"maxCancels"`
+	MaxMessageBytes          int          `json:"maxMessageBytes"`
 	Delivery                 string       `json:"delivery"`
 	Partitions               int          `json:"partitions"`
 	Counts                   countsJSON   `json:"counts"`
@@ -69,8 +70,8 @@ func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
 		VisibilityTimeoutSeconds: q.VisibilityTimeoutSeconds, RetentionSeconds: q.RetentionSeconds,
 		DelaySeconds: q.DelaySeconds, ReceiveWaitSeconds: q.ReceiveWaitSeconds,
 		ContentBasedDedup: q.ContentBasedDedup, Delivery: q.DeliveryMode(), Partitions: max(st.Partitions, 1), Fairness: fairnessOf(q),
-		MaxCancels: q.MaxCancelsOrDefault(),
-		Counts:     countsJSON{Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed, Truncated: st.Truncated},
+		MaxCancels: q.MaxCancelsOrDefault(), MaxMessageBytes: q.MaxMessageBytesOrDefault(),
+		Counts: countsJSON{Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed, Truncated: st.Truncated},
 	}
 	if q.Redrive != nil {
 		out.Redrive = &redriveJSON{DeadLetterQueue: q.Redrive.DeadLetterQueue.String(), MaxReceiveCount: q.Redrive.MaxReceiveCount}
@@ -157,6 +158,7 @@ func (s *Server) applySettings(ctx context.Context, o *object, q *meta.Queue) er
 		{"retentionSeconds", minRetention, maxRetention, &q.RetentionSeconds},
 		{"delaySeconds", 0, maxDelay, &q.DelaySeconds},
 		{"receiveWaitSeconds", 0, maxReceiveWait, &q.ReceiveWaitSeconds},
+		{"maxMessageBytes", engine.MinMaxMessageBytes, engine.MaxMessageBytes, &q.MaxMessageBytes},
 	}
 	for _, f := range ints {
 		v, ok, err := o.integer(f.name, f.lo, f.hi)
@@ -234,7 +236,7 @@ func (s *Server) setRedrive(ctx context.Context, q *meta.Queue, dlqID ids.ID, re
 	return nil
 }
 
-var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup", "fairness", "maxCancels"}
+var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup", "fairness", "maxCancels", "maxMessageBytes"}
 
 func (s *Server) createQueue(c echo.Context) error {
 	data, err := readBody(c)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -85,7 +86,7 @@ func engineRefusal(err error) *apierr.Error {
 		case engine.ErrMergeBudget:
 			return apierr.Field(apierr.PayloadTooLarge, "body", "this send's patch merges would read %d bytes of waiting bodies and patches; the limit is %d a send (merges are made again when concurrent sends change the key): send fewer or smaller patches, or retry", r.N, engine.MergeBudgetBytes)
 		case engine.ErrMergedTooLarge:
-			return apierr.Field(apierr.PayloadTooLarge, "", "the merged message would be %d bytes (body and attributes); the limit is %d", r.N, engine.MaxMessageBytes)
+			return apierr.Field(apierr.PayloadTooLarge, "", "the merged message would be %d bytes (body and attributes); the queue's maxMessageBytes is %d", r.N, cmp.Or(r.Limit, int64(engine.MaxMessageBytes)))
 		}
 	}
 	for sentinel, ae := range refusalAnswers {

@@ -35,10 +35,10 @@ func TestRefusalAnswers(t *testing.T) {
 		{engine.ErrPatchWaitingNotObject, apierr.InvalidArgument, "body", `merge "patch" needs JSON objects; the waiting message's body is not one`},
 		{engine.ErrPatchTooDeep, apierr.InvalidArgument, "body", `merge "patch" needs JSON objects nesting at most 100 deep; the new body nests deeper`},
 		{engine.ErrPatchWaitingTooDeep, apierr.InvalidArgument, "body", `merge "patch" needs JSON objects nesting at most 100 deep; the waiting message's body nests deeper`},
-		{&engine.Refusal{Err: engine.ErrMergeBudget, N: 8400336}, apierr.PayloadTooLarge, "body", "this send's patch merges would read 8400336 bytes of waiting bodies and patches; the limit is 8388608 a send (merges are made again when concurrent sends change the key): send fewer or smaller patches, or retry"},
+		{&engine.Refusal{Err: engine.ErrMergeBudget, N: 16800336}, apierr.PayloadTooLarge, "body", "this send's patch merges would read 16800336 bytes of waiting bodies and patches; the limit is 16777216 a send (merges are made again when concurrent sends change the key): send fewer or smaller patches, or retry"},
 		{&engine.Refusal{Err: engine.ErrGroupRequired, Index: 3}, apierr.InvalidArgument, "messages[3].groupId", "is required on a fifo queue"},
 		{&engine.Refusal{Err: engine.ErrMergedAttributes, N: 11}, apierr.InvalidArgument, "attributes", "the merged message would have 11 attributes; the limit is 10"},
-		{&engine.Refusal{Err: engine.ErrMergedTooLarge, N: 300000}, apierr.PayloadTooLarge, "", "the merged message would be 300000 bytes (body and attributes); the limit is 262144"},
+		{&engine.Refusal{Err: engine.ErrMergedTooLarge, N: 300000, Limit: 262144}, apierr.PayloadTooLarge, "", "the merged message would be 300000 bytes (body and attributes); the queue's maxMessageBytes is 262144"},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("browse: %w", c.err)} {
 			ae := asAPI(err)

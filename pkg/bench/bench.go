@@ -109,14 +109,17 @@ func (c *Config) defaults() error {
 	if c.Size == 0 {
 		c.Size = 64
 	}
-	if c.Size < MinSize || c.Size > 256*1024 {
-		return fmt.Errorf("message size %d: must be %d to 262144 bytes", c.Size, MinSize)
+	if c.Size < MinSize || c.Size > maxSize {
+		return fmt.Errorf("message size %d: must be %d to %d bytes", c.Size, MinSize, maxSize)
 	}
 	if c.Batch == 0 {
-		c.Batch = 10
+		c.Batch = min(10, maxRequestBytes/(c.Size+messageOverhead))
 	}
 	if c.Batch < 1 || c.Batch > 10 {
 		return fmt.Errorf("batch %d: must be 1 to 10", c.Batch)
+	}
+	if c.Batch*(c.Size+messageOverhead) > maxRequestBytes {
+		return fmt.Errorf("batch %d of %d-byte messages: a send request holds at most 3 MiB; use a smaller batch", c.Batch, c.Size)
 	}
 	if c.InFlight == 0 {
 		c.InFlight = 16
@@ -252,7 +255,7 @@ type runner struct {
 
 func (r *runner) newQueue(ctx context.Context, phase string, i int) (string, error) {
 	name := fmt.Sprintf("%s-%s-%d-%s", r.cfg.Prefix, r.run, i, phase)
-	if err := r.c.createQueue(ctx, name, r.cfg.QueueType); err != nil {
+	if err := r.c.createQueue(ctx, name, r.cfg.QueueType, r.cfg.Size); err != nil {
 		return "", fmt.Errorf("creating queue %s: %w", name, err)
 	}
 	r.created = append(r.created, name)

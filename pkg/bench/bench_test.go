@@ -254,6 +254,8 @@ func TestConfigRefusesUnbounded(t *testing.T) {
 		{URL: "http://127.0.0.1:1", Count: -5},
 		{URL: "http://127.0.0.1:1", Size: 8},
 		{URL: "http://127.0.0.1:1", Batch: 11},
+		{URL: "http://127.0.0.1:1", Size: 1<<20 + 1},
+		{URL: "http://127.0.0.1:1", Size: 1 << 20, Batch: 3}, // over a 3 MiB request
 		{URL: "http://127.0.0.1:1", Phases: []string{"pull"}},
 		{},
 	} {

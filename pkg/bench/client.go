@@ -195,8 +195,24 @@ func isNotFound(err error) bool {
 
 func queuePath(name string) string { return "/v1/queues/" + url.PathEscape(name) }
 
-func (c *client) createQueue(ctx context.Context, name, typ string) error {
-	body, _ := json.Marshal(map[string]any{"name": name, "type": typ, "visibilityTimeoutSeconds": 60})
+// maxSize is the largest message body the generator sends: a queue's highest
+// maxMessageBytes (its queues are created with maxMessageBytes when the size passes the
+// default, 262,144). A send request holds at most maxRequestBytes, each message its body and
+// about messageOverhead bytes of JSON.
+const (
+	maxSize         = 1 << 20
+	maxRequestBytes = 3 << 20
+	messageOverhead = 64
+)
+
+// createQueue creates a queue that takes messages of size bytes (the default maxMessageBytes
+// when they fit it).
+func (c *client) createQueue(ctx context.Context, name, typ string, size int) error {
+	q := map[string]any{"name": name, "type": typ, "visibilityTimeoutSeconds": 60}
+	if size > 256<<10 {
+		q["maxMessageBytes"] = size
+	}
+	body, _ := json.Marshal(q)
 	return c.do(ctx, http.MethodPost, "/v1/queues", body, true, nil)
 }
 

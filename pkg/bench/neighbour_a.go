@@ -62,7 +62,7 @@ func (r *runner) newNeighbourA(ctx context.Context, n *NeighbourConfig) (*neighb
 		sendQ: r.cfg.Prefix + "-" + r.run + "-a-send", waitQ: r.cfg.Prefix + "-" + r.run + "-a-wait",
 		pushStop: make(chan struct{})}
 	for _, q := range []string{a.sendQ, a.waitQ} {
-		if err := a.c.createQueue(ctx, q, "standard"); err != nil {
+		if err := a.c.createQueue(ctx, q, "standard", 0); err != nil {
 			a.c.close()
 			return nil, fmt.Errorf("creating queue %s: %w", q, err)
 		}

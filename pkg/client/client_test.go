@@ -91,10 +91,13 @@ func TestEveryRoute(t *testing.T) {
 	q, err := c.CreateQueue(ctx, client.CreateQueueInput{
 		Name: "orders", VisibilityTimeoutSeconds: client.Int(45), RetentionSeconds: client.Int(3600),
 		DelaySeconds: client.Int(0), ReceiveWaitSeconds: client.Int(1),
-		Redrive: &client.Redrive{DeadLetterQueue: dlq.ID, MaxReceiveCount: 3},
+		Redrive: &client.Redrive{DeadLetterQueue: dlq.ID, MaxReceiveCount: 3}, MaxMessageBytes: client.Int(1 << 20),
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if dlq.MaxMessageBytes != 262144 || q.MaxMessageBytes != 1<<20 {
+		t.Fatalf("maxMessageBytes: %d (default), %d (created with 1 MiB)", dlq.MaxMessageBytes, q.MaxMessageBytes)
 	}
 	if q.Type != client.Standard || q.VisibilityTimeoutSeconds != 45 || q.RetentionSeconds != 3600 || q.ReceiveWaitSeconds != 1 ||
 		q.Redrive == nil || q.Redrive.DeadLetterQueue != dlq.ID || q.Redrive.MaxReceiveCount != 3 || q.Partitions < 1 {
@@ -119,8 +122,9 @@ func TestEveryRoute(t *testing.T) {
 			t.Fatalf("get queue %s: %+v %v", ref, got, err)
 		}
 	}
-	q, err = c.UpdateQueue(ctx, "orders", client.UpdateQueueInput{VisibilityTimeoutSeconds: client.Int(60), RemoveRedrive: true, MaxCancels: client.Int(3)})
-	if err != nil || q.VisibilityTimeoutSeconds != 60 || q.Redrive != nil || q.RetentionSeconds != 3600 || q.MaxCancels != 3 {
+	q, err = c.UpdateQueue(ctx, "orders", client.UpdateQueueInput{VisibilityTimeoutSeconds: client.Int(60), RemoveRedrive: true, MaxCancels: client.Int(3),
+		MaxMessageBytes: client.Int(4096)})
+	if err != nil || q.VisibilityTimeoutSeconds != 60 || q.Redrive != nil || q.RetentionSeconds != 3600 || q.MaxCancels != 3 || q.MaxMessageBytes != 4096 {
 		t.Fatalf("update queue: %+v %v", q, err)
 	}
 	q, err = c.UpdateQueue(ctx, "orders", client.UpdateQueueInput{Redrive: &client.Redrive{DeadLetterQueue: dlq.Slug, MaxReceiveCount: 2}})

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -80,7 +79,7 @@ func (m SendMessage) MarshalJSON() ([]byte, error) {
 	if !m.DeliverAt.IsZero() {
 		out.DeliverAt = m.DeliverAt.UTC().Format(time.RFC3339Nano)
 	}
-	return json.Marshal(out)
+	return marshal(out)
 }
 
 // DeleteMessage removes one visible or delayed message by its id (scope messages:send): a

@@ -158,23 +158,26 @@ type QueueCounts struct {
 
 // Queue is a queue's settings, counts and partitions.
 type Queue struct {
-	ID                       string      `json:"id"`
-	Slug                     string      `json:"slug"`
-	Name                     string      `json:"name"`
-	Type                     QueueType   `json:"type"`
-	CreatedAt                time.Time   `json:"createdAt"`
-	UpdatedAt                time.Time   `json:"updatedAt"`
-	VisibilityTimeoutSeconds int         `json:"visibilityTimeoutSeconds"`
-	RetentionSeconds         int         `json:"retentionSeconds"`
-	DelaySeconds             int         `json:"delaySeconds"`
-	ReceiveWaitSeconds       int         `json:"receiveWaitSeconds"`
-	Redrive                  *Redrive    `json:"redrive"`
-	ContentBasedDedup        bool        `json:"contentBasedDedup"`
-	Fairness                 Fairness    `json:"fairness"`
-	MaxCancels               int         `json:"maxCancels"`
-	Delivery                 Delivery    `json:"delivery"`
-	Partitions               int         `json:"partitions"`
-	Counts                   QueueCounts `json:"counts"`
+	ID                       string    `json:"id"`
+	Slug                     string    `json:"slug"`
+	Name                     string    `json:"name"`
+	Type                     QueueType `json:"type"`
+	CreatedAt                time.Time `json:"createdAt"`
+	UpdatedAt                time.Time `json:"updatedAt"`
+	VisibilityTimeoutSeconds int       `json:"visibilityTimeoutSeconds"`
+	RetentionSeconds         int       `json:"retentionSeconds"`
+	DelaySeconds             int       `json:"delaySeconds"`
+	ReceiveWaitSeconds       int       `json:"receiveWaitSeconds"`
+	Redrive                  *Redrive  `json:"redrive"`
+	ContentBasedDedup        bool      `json:"contentBasedDedup"`
+	Fairness                 Fairness  `json:"fairness"`
+	MaxCancels               int       `json:"maxCancels"`
+	// MaxMessageBytes is the most a message's body and attributes may hold together (1,024
+	// to 1,048,576; 262,144 by default).
+	MaxMessageBytes int         `json:"maxMessageBytes"`
+	Delivery        Delivery    `json:"delivery"`
+	Partitions      int         `json:"partitions"`
+	Counts          QueueCounts `json:"counts"`
 }
 
 // CreateQueueInput describes a new queue; nil settings take the service's defaults.
@@ -189,6 +192,9 @@ type CreateQueueInput struct {
 	ContentBasedDedup        bool      `json:"contentBasedDedup,omitempty"`
 	Fairness                 Fairness  `json:"fairness,omitempty"`
 	MaxCancels               *int      `json:"maxCancels,omitempty"`
+	// MaxMessageBytes is the largest message the queue takes, body and attributes together
+	// (1,024 to 1,048,576; nil: 262,144).
+	MaxMessageBytes *int `json:"maxMessageBytes,omitempty"`
 	// Delivery is fixed at creation; "" takes the default, DeliveryAtLeastOnce.
 	Delivery Delivery `json:"delivery,omitempty"`
 }
@@ -225,6 +231,7 @@ type UpdateQueueInput struct {
 	ContentBasedDedup        *bool
 	Fairness                 Fairness // "" leaves it unchanged
 	MaxCancels               *int
+	MaxMessageBytes          *int
 }
 
 // MarshalJSON writes the PATCH body: only the fields being changed.
@@ -240,6 +247,7 @@ func (u UpdateQueueInput) MarshalJSON() ([]byte, error) {
 	put("delaySeconds", u.DelaySeconds)
 	put("receiveWaitSeconds", u.ReceiveWaitSeconds)
 	put("maxCancels", u.MaxCancels)
+	put("maxMessageBytes", u.MaxMessageBytes)
 	switch {
 	case u.RemoveRedrive:
 		m["redrive"] = nil

@@ -57,9 +57,10 @@ type resultBody struct {
 	Error *errorBody `json:"error"`
 }
 
-// maxStreamFrame bounds a frame the client reads: a batch of 10 messages of 256 KiB each,
-// escaped, and their fields.
-const maxStreamFrame = 16 << 20
+// maxStreamFrame bounds a frame the client reads: a batch of 10 messages of up to 1 MiB each
+// (a queue's highest maxMessageBytes), escaped (at most six bytes a byte: \u003c), and their
+// fields.
+const maxStreamFrame = 64 << 20
 
 // Stream opens a receive stream on queue. It grants no credit: call Credit for the service
 // to start delivering. A service without streams answers the dial with an error

@@ -142,13 +142,13 @@ type PublishMessage struct {
 func (m PublishMessage) MarshalJSON() ([]byte, error) {
 	type plain PublishMessage
 	if !m.Delete {
-		return json.Marshal(plain(m))
+		return marshal(plain(m))
 	}
 	out := struct {
 		Body *string `json:"body"`
 		plain
 	}{plain: plain(m)}
-	return json.Marshal(out)
+	return marshal(out)
 }
 
 // PublishedMessage is a published message, by its index in the request.

@@ -71,7 +71,7 @@ type TopicStreamConn struct {
 }
 
 // maxTopicFrame bounds a topic stream frame the client reads: the service's 1 MiB of payload
-// per frame (or one entry of up to 256 KiB), escaped, and the entries' fields.
+// per frame (plus the entry that crosses it, up to 1 MiB), escaped, and the entries' fields.
 const maxTopicFrame = 32 << 20
 
 // OpenTopicStream opens one topic stream (scope messages:receive). It grants no credit: call

@@ -166,7 +166,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.redrive(n)
 	b.subscription(n, hook)
 	b.pushAttempts(n, hook)
-	b.settingsAndSignOut()
+	b.settingsAndSignOut(n)
 
 	for _, e := range b.pageErrors() {
 		t.Errorf("page error: %s", e)
@@ -436,11 +436,18 @@ func (b *browser) pushAttempts(n *node, hook *endpoint) {
 	b.shot("08-subscription-attempts")
 }
 
-// settingsAndSignOut shows the settings; signing out removes the token.
-func (b *browser) settingsAndSignOut() {
+// settingsAndSignOut shows the settings and changes the queue's maxMessageBytes from its form
+// (seen through the API); signing out removes the token.
+func (b *browser) settingsAndSignOut(n *node) {
 	b.run(chromedp.Click("#tab-settings", chromedp.ByID), chromedp.WaitVisible("#settings-list", chromedp.ByID))
 	b.waitTextContains("#settings-list", "30 s")
+	b.waitTextContains("#settings-list", "262144 bytes")
 	b.shot("09-settings")
+	b.run(chromedp.SetValue("#settings-maxbytes", "1048576", chromedp.ByID), chromedp.Click("#settings-save", chromedp.ByID))
+	b.waitTextContains("#settings-list", "1048576 bytes")
+	if q := n.do(b.t, "GET", "/v1/queues/webhooks", nil); q["maxMessageBytes"] != 1048576.0 {
+		b.t.Fatalf("after saving the settings form: maxMessageBytes %v", q["maxMessageBytes"])
+	}
 	b.run(chromedp.Click("#signout", chromedp.ByID), chromedp.WaitVisible("#signin-token", chromedp.ByID))
 	b.waitJS("the token gone from sessionStorage", `sessionStorage.getItem("queues.console.token") === null`)
 }

@@ -18,19 +18,27 @@ const MaxPatchDepth = mergepatch.MaxDepth
 // MergeBudgetBytes bounds the merge work of one send call: the bytes of waiting bodies and
 // patches its patch merges read, summed over every merge of the call. A Redis send merges
 // again each time a concurrent send changed the key (up to 32 tries), so without a bound one
-// send of ten 256 KiB patches could cost 32 × 10 × 512 KiB = 160 MiB of merging. A send's
-// first try needs at most MaxBatch × 2 × MaxMessageBytes (5 MiB), so the bound only refuses
-// retries.
-const MergeBudgetBytes = 8 << 20
+// send of ten 1 MiB patches could cost 32 × 10 × 2 MiB = 640 MiB of merging. A send's first
+// try reads at most its request (3 MiB of patches) and MaxBatch waiting bodies of at most
+// MaxMessageBytes (10 MiB), so the bound only refuses retries.
+const MergeBudgetBytes = 16 << 20
 
-// MergeBudget is what one send call may still spend on merges (see MergeBudgetBytes). The
+// MergeBudget is what one send call may still spend on merges (see MergeBudgetBytes), and
+// the largest message a merge may make (the queue's MessageLimit; 0: MaxMessageBytes). The
 // zero value is a spent budget; NewMergeBudget makes a full one.
 type MergeBudget struct {
 	spent, limit int64
+	msgLimit     int
 }
 
 // NewMergeBudget returns a budget of MergeBudgetBytes, for one send call.
 func NewMergeBudget() *MergeBudget { return &MergeBudget{limit: MergeBudgetBytes} }
+
+// For sets the largest message the budget's merges may make to q's MessageLimit and returns b.
+func (b *MergeBudget) For(q Queue) *MergeBudget {
+	b.msgLimit = q.MessageLimit()
+	return b
+}
 
 // charge spends n bytes, or refuses when that would pass the limit (spending nothing).
 func (b *MergeBudget) charge(n int64) error {
@@ -49,7 +57,7 @@ func (b *MergeBudget) charge(n int64) error {
 // ErrPatchNotObject or ErrPatchWaitingNotObject when a patch's body (new or waiting) is not a
 // JSON object, ErrPatchTooDeep or ErrPatchWaitingTooDeep when it nests past MaxPatchDepth, and
 // a Refusal of ErrMergeBudget past the budget, of ErrMergedAttributes or ErrMergedTooLarge
-// when the result passes MaxAttributes or MaxMessageBytes.
+// when the result passes MaxAttributes or the budget's message limit.
 func Merged(budget *MergeBudget, body string, attrs map[string]string, m Message) (string, map[string]string, error) {
 	if m.Merge != MergePatch {
 		return m.Body, m.Attributes, nil
@@ -87,8 +95,12 @@ func Merged(budget *MergeBudget, body string, attrs map[string]string, m Message
 	if n > MaxAttributes {
 		return "", nil, &Refusal{Err: ErrMergedAttributes, N: int64(n)}
 	}
-	if n := PayloadBytes(string(b), out); n > MaxMessageBytes {
-		return "", nil, &Refusal{Err: ErrMergedTooLarge, N: n}
+	limit := MaxMessageBytes
+	if budget.msgLimit > 0 {
+		limit = budget.msgLimit
+	}
+	if n := PayloadBytes(string(b), out); n > int64(limit) {
+		return "", nil, &Refusal{Err: ErrMergedTooLarge, N: n, Limit: int64(limit)}
 	}
 	return string(b), out, nil
 }

@@ -31,7 +31,7 @@ const (
 // Limits shared by every engine and by the API's validation.
 const (
 	MaxBatch          = 10                // messages per send or receive
-	MaxMessageBytes   = 256 * 1024        // body + attribute names and values, in UTF-8 bytes
+	MaxMessageBytes   = 1024 * 1024       // ceiling of a queue's maxMessageBytes: body + attribute names and values, in UTF-8 bytes
 	MaxAttributes     = 10                // attributes per message
 	MaxInFlight       = 12 * time.Hour    // from the receive, however often extended
 	MaxVisibility     = 12 * time.Hour    // a single visibility timeout
@@ -47,6 +47,10 @@ const (
 	MaxCancelsHi      = 1000
 	// CancelReason is the dead-letter reason of the cancel beyond a queue's maxCancels.
 	CancelReason = "max_cancels"
+	// DefaultMaxMessageBytes and MinMaxMessageBytes are a queue's maxMessageBytes when unset
+	// and the least it may be (SPEC §3; SQS's MaximumMessageSize default and minimum).
+	DefaultMaxMessageBytes = 256 * 1024
+	MinMaxMessageBytes     = 1024
 )
 
 // DeliveryJump is how far a message's delivery attempt (Delivery.Attempt) jumps when it
@@ -80,8 +84,21 @@ type Queue struct {
 	// dead-letters the message with CancelReason. The caller sets it (meta gives the
 	// default, DefaultMaxCancels); 0 means the first cancel dead-letters.
 	MaxCancels int
+	// MaxMessageBytes is the queue's maxMessageBytes (SPEC §3): the most a message's body and
+	// attributes may hold together (PayloadBytes). 0 means the ceiling, MaxMessageBytes; meta
+	// gives the default (DefaultMaxMessageBytes) of a queue stored without one.
+	MaxMessageBytes int
 	// Redrive is nil when the queue has no redrive policy.
 	Redrive *Redrive
+}
+
+// MessageLimit is the most bytes (PayloadBytes) a message of q may hold: its MaxMessageBytes,
+// never above the ceiling MaxMessageBytes.
+func (q Queue) MessageLimit() int {
+	if q.MaxMessageBytes <= 0 || q.MaxMessageBytes > MaxMessageBytes {
+		return MaxMessageBytes
+	}
+	return q.MaxMessageBytes
 }
 
 // Redrive is a queue's dead-letter policy.
@@ -389,7 +406,7 @@ type Engine interface {
 	Consumers
 }
 
-// PayloadBytes is a message's size as the 256 KiB limit measures it and as stored bytes are
+// PayloadBytes is a message's size as a queue's maxMessageBytes measures it and as stored bytes are
 // counted (SPEC §10): the UTF-8 bytes of its body and of every attribute name and value (the
 // reserved TraceparentAttribute and ReplayOfAttribute excepted).
 func PayloadBytes(body string, attrs map[string]string) int64 {
@@ -400,6 +417,16 @@ func PayloadBytes(body string, attrs map[string]string) int64 {
 		}
 	}
 	return n
+}
+
+// CheckSize refuses a message of body and attrs over q's MessageLimit (413
+// payload_too_large naming the queue's maxMessageBytes), for paths that store messages the
+// API did not validate against this queue (a topic's copies into its bound queues, replays).
+func (q Queue) CheckSize(body string, attrs map[string]string) error {
+	if n := PayloadBytes(body, attrs); n > int64(q.MessageLimit()) {
+		return apierr.New(apierr.PayloadTooLarge, "the message is %d bytes (body and attributes); the queue's maxMessageBytes is %d", n, q.MessageLimit())
+	}
+	return nil
 }
 
 // LimitMaxStoredBytes is the details.limit of a send refused for the project's byte quota.

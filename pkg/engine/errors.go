@@ -64,8 +64,8 @@ var (
 	// ErrMergeBudget is a patch merge past its send's MergeBudgetBytes (Refusal.N is the
 	// merge work the send would have reached).
 	ErrMergeBudget error = refused("the send's merges passed their budget")
-	// ErrMergedAttributes and ErrMergedTooLarge are merges past MaxAttributes and
-	// MaxMessageBytes (Refusal.N is the merged count or size).
+	// ErrMergedAttributes and ErrMergedTooLarge are merges past MaxAttributes and the
+	// queue's MessageLimit (Refusal.N is the merged count or size, Refusal.Limit the limit).
 	ErrMergedAttributes error = refused("the merged message has too many attributes")
 	ErrMergedTooLarge   error = refused("the merged message is too large")
 )
@@ -88,6 +88,9 @@ type Refusal struct {
 	Err   error
 	Index int
 	N     int64
+	// Limit is the limit N passed, where the answer quotes one (ErrMergedTooLarge: the
+	// queue's maxMessageBytes).
+	Limit int64
 }
 
 func (r *Refusal) Error() string { return fmt.Sprintf("%v (message %d, %d)", r.Err, r.Index, r.N) }

@@ -219,7 +219,7 @@ func (h *holder) copyBinding(ctx context.Context, b engine.Binding, f *filter.Fi
 		return adv, false, h.fail("queue", err)
 	}
 	eq.MaxStoredBytes = maxBytes
-	errs, err := r.Engine.Copy(ctx, eq, engine.CopyBatch{Topic: h.id, Binding: b.ID, Messages: batch})
+	errs, err := copyWithin(ctx, r.Engine, eq, engine.CopyBatch{Topic: h.id, Binding: b.ID, Messages: batch})
 	if err != nil {
 		return adv, false, h.fail("copy", err)
 	}
@@ -242,6 +242,38 @@ func (h *holder) copyBinding(ctx context.Context, b engine.Binding, f *filter.Fi
 		r.Meter.Add(eq.Project, sent)
 	}
 	return adv, true, nil
+}
+
+// copyWithin copies the messages of b that fit q's maxMessageBytes (a topic takes messages up
+// to engine.MaxMessageBytes; its queues may take less, SPEC §3 and §14). The others are
+// refused with engine.Queue.CheckSize's answer, which the binding records, and cost no store
+// round trip. errs lines up with b.Messages.
+func copyWithin(ctx context.Context, e engine.Topics, q engine.Queue, b engine.CopyBatch) ([]error, error) {
+	errs := make([]error, len(b.Messages))
+	keep := make([]engine.CopyMessage, 0, len(b.Messages))
+	at := make([]int, 0, len(b.Messages))
+	for i, m := range b.Messages {
+		if err := q.CheckSize(m.Message.Body, m.Message.Attributes); err != nil {
+			errs[i] = err
+			continue
+		}
+		keep, at = append(keep, m), append(at, i)
+	}
+	if len(keep) == len(b.Messages) {
+		return e.Copy(ctx, q, b)
+	}
+	if len(keep) == 0 {
+		return errs, nil
+	}
+	b.Messages = keep
+	got, err := e.Copy(ctx, q, b)
+	if err != nil {
+		return nil, err
+	}
+	for j, err := range got {
+		errs[at[j]] = err
+	}
+	return errs, nil
 }
 
 // selectBatch picks the entries after cursor that f selects, at most MaxBatch of them and

@@ -65,6 +65,7 @@ func ApplyUpdate(cur, q Queue) Queue {
 	cur.ContentBasedDedup = q.ContentBasedDedup
 	cur.Fairness = q.Fairness
 	cur.MaxCancels = cloneInt(q.MaxCancels)
+	cur.MaxMessageBytes = q.MaxMessageBytes
 	cur.Tags, cur.SQSAttributes = cloneMap(q.Tags), cloneMap(q.SQSAttributes)
 	cur.Redrive = nil
 	if q.Redrive != nil {

@@ -6,6 +6,7 @@ package meta
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
@@ -65,6 +66,10 @@ type Queue struct {
 	// stored before the setting existed, or created without it) reads as
 	// engine.DefaultMaxCancels.
 	MaxCancels *int
+	// MaxMessageBytes is the most a message's body and attributes may hold together (SPEC
+	// §3, 1,024 to engine.MaxMessageBytes); 0 (queues stored before the setting existed)
+	// reads as MaxMessageBytesOrDefault says.
+	MaxMessageBytes int
 	// Tags are the queue's cost-allocation tags (SQS TagQueue), nil when none.
 	Tags map[string]string
 	// SQSAttributes keeps the SQS queue attributes that have no /v1 setting (such as
@@ -196,12 +201,26 @@ func (q Queue) Engine(dlq *Queue) engine.Queue {
 		ContentBasedDedup: q.ContentBasedDedup,
 		AtMostOnce:        q.AtMostOnce(),
 		MaxCancels:        q.MaxCancelsOrDefault(),
+		MaxMessageBytes:   q.MaxMessageBytesOrDefault(),
 	}
 	if q.Redrive != nil && dlq != nil {
 		d := dlq.Engine(nil)
 		eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
 	}
 	return eq
+}
+
+// MaxMessageBytesOrDefault is the queue's maxMessageBytes. A queue stored without one reads
+// as the MaximumMessageSize the SQS door kept among its SQSAttributes before the setting
+// existed, else engine.DefaultMaxMessageBytes.
+func (q Queue) MaxMessageBytesOrDefault() int {
+	if q.MaxMessageBytes > 0 {
+		return q.MaxMessageBytes
+	}
+	if n, err := strconv.Atoi(q.SQSAttributes["MaximumMessageSize"]); err == nil && n >= engine.MinMaxMessageBytes && n <= engine.MaxMessageBytes {
+		return n
+	}
+	return engine.DefaultMaxMessageBytes
 }
 
 // MaxCancelsOrDefault is the queue's maxCancels, engine.DefaultMaxCancels when unset.

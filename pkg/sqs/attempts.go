@@ -33,7 +33,7 @@ type Attempts interface {
 }
 
 // MaxAttemptBytesPerProject bounds the bytes of a project's remembered receive attempts per
-// window: 16 MiB, about six full batches of 256 KiB messages a minute.
+// window: 16 MiB, about six full batches of 256 KiB messages (one of ten 1 MiB messages) a minute.
 const MaxAttemptBytesPerProject = 16 << 20
 
 // recalled answers the messages an earlier receive with this attempt key returned.

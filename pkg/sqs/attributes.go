@@ -35,11 +35,12 @@ const (
 	traceAttr      = reservedPrefix + "AWSTraceHeader"
 )
 
-// Limits (SQS's).
+// Limits (SQS's). A queue's MaximumMessageSize is its maxMessageBytes (1,024 to
+// engine.MaxMessageBytes); a batch's messages together hold at most maxBatchBytes, as SQS's
+// do since it raised both to 1 MiB.
 const (
 	maxMessageAttributes = 10
-	maxMessageSize       = 262144
-	minMessageSize       = 1024
+	maxBatchBytes        = engine.MaxMessageBytes
 )
 
 var (

@@ -61,13 +61,8 @@ func entryError(id string, e *Error) batchError {
 	return batchError{ID: id, SenderFault: e.Sender, Code: e.Name, Message: e.Message}
 }
 
-// maxSize is the queue's MaximumMessageSize.
-func maxSize(q meta.Queue) int {
-	if n, err := strconv.Atoi(q.SQSAttributes["MaximumMessageSize"]); err == nil {
-		return n
-	}
-	return maxMessageSize
-}
+// maxSize is the queue's MaximumMessageSize, its maxMessageBytes.
+func maxSize(q meta.Queue) int { return q.MaxMessageBytesOrDefault() }
 
 // prepare validates one message as SQS does and makes the engine's message and the digests
 // of the answer.
@@ -265,8 +260,8 @@ func (d *Door) sendMessageBatch(c *call) (any, error) {
 		res.ID = e.ID
 		msgs, results = append(msgs, m), append(results, res)
 	}
-	if total > maxMessageSize {
-		return nil, newErr(errBatchTooLong, "Batch requests cannot be longer than %d bytes. You have sent %d bytes.", maxMessageSize, total)
+	if total > maxBatchBytes {
+		return nil, newErr(errBatchTooLong, "Batch requests cannot be longer than %d bytes. You have sent %d bytes.", maxBatchBytes, total)
 	}
 	if len(msgs) == 0 {
 		return out, nil

@@ -18,11 +18,11 @@ var (
 	// storedAttrs have no effect on the service but are kept and shown back, so that tools
 	// that set them (policies, encryption settings) see what they set.
 	storedAttrs = []string{"Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled",
-		"RedriveAllowPolicy", "MaximumMessageSize", "DeduplicationScope", "FifoThroughputLimit"}
+		"RedriveAllowPolicy", "DeduplicationScope", "FifoThroughputLimit"}
 	readOnlyAttrs = []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
 		"ApproximateNumberOfMessagesDelayed", "CreatedTimestamp", "LastModifiedTimestamp", "QueueArn"}
 	settableAttrs = []string{"DelaySeconds", "MessageRetentionPeriod", "ReceiveMessageWaitTimeSeconds",
-		"VisibilityTimeout", "RedrivePolicy", "ContentBasedDeduplication"}
+		"VisibilityTimeout", "RedrivePolicy", "ContentBasedDeduplication", "MaximumMessageSize"}
 )
 
 func isOneOf(s string, lists ...[]string) bool {
@@ -99,6 +99,11 @@ func (d *Door) applySetting(c *call, q *meta.Queue, name, v string, fifo bool) e
 		q.ReceiveWaitSeconds, err = intAttr(name, v, 0, api.MaxReceiveWaitSeconds)
 	case "VisibilityTimeout":
 		q.VisibilityTimeoutSeconds, err = intAttr(name, v, 0, api.MaxVisibilitySeconds)
+	case "MaximumMessageSize":
+		// The queue's maxMessageBytes; a value kept among the SQS attributes before the
+		// setting existed goes, so it cannot shadow this one.
+		q.MaxMessageBytes, err = intAttr(name, v, engine.MinMaxMessageBytes, engine.MaxMessageBytes)
+		delete(q.SQSAttributes, name)
 	case "ContentBasedDeduplication":
 		if !fifo {
 			return newErr(errInvalidAttrName, "Unknown Attribute ContentBasedDeduplication.")
@@ -186,10 +191,6 @@ func redriveAllowed(c *call, dlq meta.Queue, source string) bool {
 
 func checkStored(name, v string, fifo bool) *Error {
 	switch name {
-	case "MaximumMessageSize":
-		if _, err := intAttr(name, v, minMessageSize, maxMessageSize); err != nil {
-			return err
-		}
 	case "Policy":
 		return checkPolicy(v)
 	case "RedriveAllowPolicy":
@@ -240,9 +241,9 @@ func (d *Door) queueAttributes(c *call, q meta.Queue, st engine.Stats) map[strin
 // CreateQueue compares).
 func configAttributes(c *call, d *Door, q meta.Queue) map[string]string {
 	a := settingAttributes(c, d, q)
-	a["MaximumMessageSize"] = strconv.Itoa(maxMessageSize)
 	a["SqsManagedSseEnabled"] = "false"
 	maps.Copy(a, q.SQSAttributes)
+	a["MaximumMessageSize"] = strconv.Itoa(q.MaxMessageBytesOrDefault())
 	return a
 }
 

@@ -113,7 +113,8 @@ func (d *Door) Mount(e *echo.Echo) {
 	}
 }
 
-// maxBody bounds a request (10 messages of 256 KiB, their attributes and the encoding).
+// maxBody bounds a request (a batch of at most 1 MiB of messages, their attributes and the
+// encoding).
 const maxBody = 3 << 20
 
 // protocol is how a request was sent and must be answered.

@@ -73,7 +73,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.URL, "url", env("QUEUES_URL", "http://127.0.0.1:8080"), "the service's base URL (QUEUES_URL)")
 	fs.StringVar(&cfg.Token, "token", env("QUEUES_TOKEN", ""), "project token (QUEUES_TOKEN)")
 	fs.StringVar(&cfg.QueueType, "type", "standard", "queue type: standard or fifo")
-	fs.IntVar(&cfg.Size, "size", 64, fmt.Sprintf("message body bytes (at least %d: sequence number and timestamp)", bench.MinSize))
+	fs.IntVar(&cfg.Size, "size", 64, fmt.Sprintf("message body bytes (at least %d: sequence number and timestamp; up to 1 MiB, the queues made with a maxMessageBytes to fit; --batch defaults to what fits a 3 MiB request)", bench.MinSize))
 	fs.IntVar(&cfg.Batch, "batch", 10, "messages per send and maxMessages per receive (1-10)")
 	fs.IntVar(&cfg.InFlight, "inflight", 16, "requests in flight per phase: produce runs this many producers, consume this many consumers, e2e a third producers, the rest consumers")
 	fs.IntVar(&cfg.Producers, "producers", 0, "producers (overrides -inflight in produce and e2e)")

@@ -28,6 +28,7 @@ type queueSettings struct {
 	contentBasedDedup                         bool
 	fairness                                  string
 	maxCancels                                intValue
+	maxMessageBytes                           intValue
 }
 
 func (s *queueSettings) register(cmd *cobra.Command) {
@@ -41,6 +42,7 @@ func (s *queueSettings) register(cmd *cobra.Command) {
 	f.BoolVar(&s.contentBasedDedup, "content-based-dedup", false, "fifo: deduplicate sends by the body's SHA-256 when they give no dedup id")
 	f.StringVar(&s.fairness, "fairness", "", "between waiting receives: fast (default), roundRobin or proportional")
 	f.Var(&s.maxCancels, "max-cancels", "cancels a message may take; the one beyond goes to --dlq (0-1000; default 10)")
+	f.Var(&s.maxMessageBytes, "max-message-bytes", "the largest message, body and attributes together, in bytes (1024-1048576; default 262144)")
 	_ = cmd.RegisterFlagCompletionFunc("fairness", cobra.FixedCompletions([]cobra.Completion{"fast", "roundRobin", "proportional"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -70,7 +72,8 @@ func (c *cli) queueCreateCmd() *cobra.Command {
 		example: `  queues queue create orders
   queues queue create payments --type fifo --content-based-dedup
   queues queue create metrics --delivery atMostOnce
-  queues queue create orders --visibility-timeout 1m --retention 24h --dlq orders-dlq --max-receive-count 3`,
+  queues queue create orders --visibility-timeout 1m --retention 24h --dlq orders-dlq --max-receive-count 3
+  queues queue create images --max-message-bytes 1048576`,
 		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
 			if typ != "standard" && typ != "fifo" {
 				return usagef("--type must be standard or fifo")
@@ -88,6 +91,7 @@ func (c *cli) queueCreateCmd() *cobra.Command {
 				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
 				Redrive: redrive, ContentBasedDedup: s.contentBasedDedup, Fairness: client.Fairness(s.fairness),
 				Delivery: client.Delivery(delivery), MaxCancels: s.maxCancels.ptr(),
+				MaxMessageBytes: s.maxMessageBytes.ptr(),
 			})
 			if err != nil {
 				return err
@@ -161,6 +165,7 @@ func printQueue(w io.Writer, q *client.Queue) {
 		{"content-based dedup", fmt.Sprint(q.ContentBasedDedup)},
 		{"fairness", string(q.Fairness)},
 		{"max cancels", fmt.Sprint(q.MaxCancels)},
+		{"max message bytes", fmt.Sprint(q.MaxMessageBytes)},
 		{"delivery", string(q.Delivery)},
 		{"partitions", fmt.Sprint(q.Partitions)},
 		{"messages", fmt.Sprintf("%d visible, %d in flight, %d delayed%s; oldest %ds", q.Counts.Visible, q.Counts.InFlight, q.Counts.Delayed, more, q.Counts.OldestMessageAgeSeconds)},
@@ -212,7 +217,7 @@ func (c *cli) queueUpdateCmd() *cobra.Command {
 				VisibilityTimeoutSeconds: s.visibility.ptr(), RetentionSeconds: s.retention.ptr(),
 				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
 				Redrive: redrive, RemoveRedrive: noRedrive, Fairness: client.Fairness(s.fairness),
-				MaxCancels: s.maxCancels.ptr(),
+				MaxCancels: s.maxCancels.ptr(), MaxMessageBytes: s.maxMessageBytes.ptr(),
 			}
 			if cmd.Flags().Changed("content-based-dedup") {
 				in.ContentBasedDedup = client.Bool(s.contentBasedDedup)

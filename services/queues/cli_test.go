@@ -408,6 +408,19 @@ func TestCLIMaxCancels(t *testing.T) {
 	e.run(t, "", "queue", "update", "jobs", "--max-cancels", "1001").fails(t, exitError, "invalid_argument", "field maxCancels")
 }
 
+// TestCLIMaxMessageBytes: --max-message-bytes sets the queue's maxMessageBytes on create and
+// update; queue get shows it (262144 by default); a value out of range names the field.
+func TestCLIMaxMessageBytes(t *testing.T) {
+	e := newCLIEnv(t)
+	e.run(t, "", "queue", "create", "plain").ok(t)
+	e.run(t, "", "queue", "get", "plain").ok(t).has(t, "max message bytes:", "262144")
+	e.run(t, "", "queue", "create", "images", "--max-message-bytes", "1048576").ok(t)
+	e.run(t, "", "queue", "get", "images").ok(t).has(t, "max message bytes:", "1048576")
+	e.run(t, "", "queue", "update", "images", "--max-message-bytes", "2048").ok(t)
+	e.run(t, "", "queue", "get", "images").ok(t).has(t, "max message bytes:", "2048")
+	e.run(t, "", "queue", "update", "images", "--max-message-bytes", "1048577").fails(t, exitError, "invalid_argument", "field maxMessageBytes")
+}
+
 // TestCLIAtMostOnce: queue create --delivery atMostOnce; receive prints what it is handed
 // and has nothing to acknowledge; a fifo or unknown delivery is refused.
 func TestCLIAtMostOnce(t *testing.T) {

@@ -58,6 +58,7 @@ export async function listQueues(max = 1000) {
 
 export const getQueue = (id) => call('GET', q(id));
 export const createQueue = (body) => call('POST', '/v1/queues', body);
+export const updateQueue = (id, body) => call('PATCH', q(id), body);
 // browse takes an optional filter: [name, value] pairs, sent as attribute.<name>=<value> (a name
 // given twice lists values any of which matches; SPEC §12).
 export function browse(id, state, cursor, limit = 20, filter = []) {

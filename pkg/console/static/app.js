@@ -189,6 +189,7 @@ async function createQueue(ev) {
   ev.preventDefault();
   const body = { name: $('create-name').value.trim(), type: $('create-type').value };
   if ($('create-dlq').value) body.redrive = { deadLetterQueue: $('create-dlq').value, maxReceiveCount: Number($('create-maxreceive').value) };
+  if ($('create-maxbytes').value) body.maxMessageBytes = Number($('create-maxbytes').value);
   try {
     const q = await api.createQueue(body);
     $('create-name').value = '';
@@ -241,7 +242,13 @@ function renderQueueHeader(q) {
   const settings = [['Id', q.id], ['Slug', q.slug], ['Visibility timeout', q.visibilityTimeoutSeconds + ' s'],
     ['Retention', q.retentionSeconds + ' s'], ['Delay', q.delaySeconds + ' s'], ['Receive wait', q.receiveWaitSeconds + ' s'],
     ['Redrive', q.redrive ? `${queueName(q.redrive.deadLetterQueue)} after ${q.redrive.maxReceiveCount} receives` : 'none'],
-    ['Created', shortTime(q.createdAt)]];
+    ['Max message size', q.maxMessageBytes + ' bytes'], ['Created', shortTime(q.createdAt)]];
+  // The edit field follows the queue unless the user is typing in it.
+  const maxBytes = $('settings-maxbytes');
+  if (document.activeElement !== maxBytes && maxBytes.dataset.shown !== String(q.maxMessageBytes)) {
+    maxBytes.value = q.maxMessageBytes;
+    maxBytes.dataset.shown = String(q.maxMessageBytes);
+  }
   const list = $('settings-list');
   const key = JSON.stringify(settings);
   if (list.dataset.key !== key) {
@@ -417,6 +424,16 @@ async function subAction(fn) {
   } catch (err) { showError(err); return null; }
 }
 
+async function saveSettings(ev) {
+  ev.preventDefault();
+  try {
+    const q = await api.updateQueue(state.current, { maxMessageBytes: intField('settings-maxbytes') });
+    $('settings-maxbytes').dataset.shown = '';
+    renderQueueHeader(q);
+    banner('Settings saved.', 'info');
+  } catch (err) { showError(err); }
+}
+
 function bindSubscription() {
   $('sub-create-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -494,6 +511,7 @@ function bind() {
   $('signout').addEventListener('click', () => signOut('Signed out.'));
   $('nav-queues').addEventListener('click', openQueues);
   $('create-form').addEventListener('submit', createQueue);
+  $('settings-form').addEventListener('submit', saveSettings);
   for (const b of document.querySelectorAll('#view-queue .tabs button')) b.addEventListener('click', () => selectTab(b.dataset.tab));
   $('browse-state').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-filter').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });

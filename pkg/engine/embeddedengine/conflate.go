@@ -83,7 +83,7 @@ type keyStep struct {
 // planKeys decides, under e.mu and before anything changes, what each keyed message of a
 // send does, in order (a key repeated in the batch merges into its earlier message), and the
 // stored bytes the send adds; nil steps for unkeyed messages.
-func planKeys(qi *queue, msgs []engine.Message, sizes []uint32, now int64) ([]*keyStep, int64) {
+func planKeys(qi *queue, q engine.Queue, msgs []engine.Message, sizes []uint32, now int64) ([]*keyStep, int64) {
 	var steps []*keyStep
 	var add int64
 	type cur struct {
@@ -94,7 +94,7 @@ func planKeys(qi *queue, msgs []engine.Message, sizes []uint32, now int64) ([]*k
 		size  uint32
 	}
 	var seen map[string]*cur
-	budget := engine.NewMergeBudget() // one try under the lock: never spent (MergeBudgetBytes)
+	budget := engine.NewMergeBudget().For(q) // one try under the lock: never spent (MergeBudgetBytes)
 	// A send with a barrier, or one accepted while a barrier is pending, is not conflated
 	// (SPEC §12 over §13): a message accepted behind a barrier must not reach a consumer by
 	// changing one accepted before it, and held keyed messages are ordinary messages (as on
@@ -140,7 +140,7 @@ func planKeys(qi *queue, msgs []engine.Message, sizes []uint32, now int64) ([]*k
 // sendLimit plans a send's keyed messages (planKeys) and refuses a send that would take the
 // project's stored bytes past q.MaxStoredBytes (call under e.mu, before changing anything).
 func (e *Engine) sendLimit(qi *queue, q engine.Queue, msgs []engine.Message, dks []string, sizes []uint32, now int64) ([]*keyStep, error) {
-	steps, add := planKeys(qi, msgs, sizes, now)
+	steps, add := planKeys(qi, q, msgs, sizes, now)
 	if steps == nil {
 		return nil, overLimit(qi, q, msgs, dks, sizes, now)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func lifecycleTests(h Harness) []struct {
 		{"ConflateKeepsDelay", testConflateKeepsDelay},
 		{"ConflatePatch", testConflatePatch},
 		{"ConflatePatchNotObject", testConflatePatchNotObject},
+		{"ConflatePatchOverQueueLimit", testConflatePatchOverQueueLimit},
 		{"ConflateBatchInOrder", testConflateBatchInOrder},
 		{"ConflateKeyFreed", testConflateKeyFreed},
 		{"ConflateStoredBytes", func(t *testing.T, s *suite) { testConflateStoredBytes(t, s, h) }},
@@ -163,6 +165,31 @@ func testConflatePatchNotObject(t *testing.T, s *suite) {
 	}
 	if len(got) != 2 || got[a[0]] != "plain text" || got[res[0].MessageID] != "" {
 		t.Fatalf("received %v", got)
+	}
+}
+
+// testConflatePatchOverQueueLimit: a patch merge whose result passes the queue's own
+// maxMessageBytes (SPEC §3) fails that message with the limit quoted and changes nothing;
+// the same merge in a queue of the ceiling is stored.
+func testConflatePatchOverQueueLimit(t *testing.T, s *suite) {
+	small := s.queue(func(q *engine.Queue) { q.MaxMessageBytes = 1024 })
+	wide := s.queue()
+	first := keyedMsg("K", `{"a":"`+strings.Repeat("x", 600)+`"}`, engine.MergePatch, nil)
+	second := keyedMsg("K", `{"b":"`+strings.Repeat("y", 600)+`"}`, engine.MergePatch, nil)
+	for _, q := range []engine.Queue{small, wide} {
+		s.sendKeyed(q, []bool{false}, first)
+	}
+	res := s.sendResults(small, second)
+	var r *engine.Refusal
+	if !errors.As(res[0].Err, &r) || r.Err != engine.ErrMergedTooLarge || r.Limit != 1024 || r.N <= 1024 {
+		t.Fatalf("a merge past the queue's 1,024 bytes: %+v, want engine.ErrMergedTooLarge quoting 1024", res[0])
+	}
+	if got := s.receiveOne(small, time.Minute); got.Body != first.Body {
+		t.Fatalf("the waiting message changed to %d bytes", len(got.Body))
+	}
+	s.sendKeyed(wide, []bool{true}, second)
+	if got := s.receiveOne(wide, time.Minute); len(got.Body) <= 1024 {
+		t.Fatalf("the merge in a queue of the ceiling: %d bytes", len(got.Body))
 	}
 }
 

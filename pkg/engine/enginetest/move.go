@@ -470,7 +470,7 @@ func testMoveBatchBytesBound(t *testing.T, s *suite) {
 			if typ == engine.FIFO {
 				dst = s.queue(fifo)
 			}
-			big := strings.Repeat("b", engine.MaxMessageBytes-10)
+			big := strings.Repeat("b", engine.DefaultMaxMessageBytes-10)
 			const n = 40 // 10 MiB: more than two batches' worth
 			for i := range n {
 				m := engine.Message{Body: big, Attributes: map[string]string{"i": fmt.Sprint(i)}}

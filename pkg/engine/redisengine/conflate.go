@@ -102,7 +102,7 @@ func (e *Engine) sendKeyed(ctx context.Context, q engine.Queue, msgs []engine.Me
 		todo[i] = i
 	}
 	other := rand.IntN(n)
-	budget := engine.NewMergeBudget() // every try's merges together
+	budget := engine.NewMergeBudget().For(q) // every try's merges together
 	var lastErr error
 	stored := false
 	wake := rediskeys.WakePayload(q.ID, wakeDigests(msgs)) // every partition's: a superset

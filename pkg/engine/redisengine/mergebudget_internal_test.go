@@ -58,13 +58,13 @@ func (h *raceKey) before(ctx context.Context, cmd redis.Cmder) {
 
 // TestMergeBudget: a patch send whose key keeps changing under it merges again at each try,
 // and stops when its merges pass engine.MergeBudgetBytes (refused ErrMergeBudget) instead
-// of merging 32 times. Before the budget: 32 writes of 400 KB merges (12.8 MB), then
-// ErrContended; now 20 (8 MiB), then ErrMergeBudget.
+// of merging 32 times. Before the budget: 32 writes of 1.2 MB merges (38.4 MB), then
+// ErrContended; now 13 (16 MiB), then ErrMergeBudget.
 func TestMergeBudget(t *testing.T) {
 	t.Parallel()
 	e, rdb, _ := newInternal(t)
 	q := engine.Queue{ID: ids.New(), Project: ids.New(), Type: engine.Standard, VisibilityTimeout: time.Minute, Retention: time.Hour}
-	body := func(v string) string { return `{"a":"` + strings.Repeat(v, 200_000) + `"}` }
+	body := func(v string) string { return `{"a":"` + strings.Repeat(v, 600_000) + `"}` }
 	if r := mustSend(t, e, q, engine.Message{Body: body("x"), Key: "K", Merge: engine.MergePatch})[0]; r.Err != nil {
 		t.Fatal(r.Err)
 	}

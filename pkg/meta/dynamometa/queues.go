@@ -34,7 +34,8 @@ type queueItem struct {
 	ContentBasedDedup bool              `dynamodbav:"contentBasedDedup"`
 	Fairness          string            `dynamodbav:"fairness,omitempty"`
 	Delivery          string            `dynamodbav:"delivery,omitempty"`
-	MaxCancels        *int              `dynamodbav:"maxCancels"` // NULL or absent: the default
+	MaxCancels        *int              `dynamodbav:"maxCancels"`                // NULL or absent: the default
+	MaxMessageBytes   int               `dynamodbav:"maxMessageBytes,omitempty"` // absent: the default
 	Tags              map[string]string `dynamodbav:"tags,omitempty"`
 	SQSAttributes     map[string]string `dynamodbav:"sqsAttributes,omitempty"`
 	Version           int64             `dynamodbav:"version"`
@@ -57,7 +58,7 @@ func toQueueItem(q meta.Queue) queueItem {
 		VisibilityTimeout: q.VisibilityTimeoutSeconds, Retention: q.RetentionSeconds,
 		Delay: q.DelaySeconds, ReceiveWait: q.ReceiveWaitSeconds,
 		ContentBasedDedup: q.ContentBasedDedup, Delivery: q.Delivery, Version: q.Version, Fairness: q.Fairness,
-		MaxCancels: q.MaxCancels, Tags: q.Tags, SQSAttributes: q.SQSAttributes,
+		MaxCancels: q.MaxCancels, MaxMessageBytes: q.MaxMessageBytes, Tags: q.Tags, SQSAttributes: q.SQSAttributes,
 	}
 	if q.Redrive != nil {
 		it.DeadLetterQueue = q.Redrive.DeadLetterQueue.String()
@@ -78,7 +79,7 @@ func (it queueItem) queue() (meta.Queue, error) {
 		VisibilityTimeoutSeconds: it.VisibilityTimeout, RetentionSeconds: it.Retention,
 		DelaySeconds: it.Delay, ReceiveWaitSeconds: it.ReceiveWait,
 		ContentBasedDedup: it.ContentBasedDedup, Delivery: it.Delivery, Version: it.Version, Fairness: it.Fairness,
-		MaxCancels: it.MaxCancels, Tags: nonEmpty(it.Tags), SQSAttributes: nonEmpty(it.SQSAttributes),
+		MaxCancels: it.MaxCancels, MaxMessageBytes: it.MaxMessageBytes, Tags: nonEmpty(it.Tags), SQSAttributes: nonEmpty(it.SQSAttributes),
 	}
 	if it.DeadLetterQueue != "" {
 		dlq, err := ids.ParseUUID(it.DeadLetterQueue)
@@ -296,6 +297,7 @@ func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, erro
 		next.ContentBasedDedup = q.ContentBasedDedup
 		next.Fairness = q.Fairness
 		next.MaxCancels = q.MaxCancels
+		next.MaxMessageBytes = q.MaxMessageBytes
 		next.Tags, next.SQSAttributes = nonEmpty(q.Tags), nonEmpty(q.SQSAttributes)
 		next.Redrive = nil
 		if q.Redrive != nil {

@@ -171,6 +171,8 @@ func diffQueue(got, want meta.Queue) error {
 		return errors.New("settings differ")
 	case (got.MaxCancels == nil) != (want.MaxCancels == nil), got.MaxCancels != nil && *got.MaxCancels != *want.MaxCancels:
 		return fmt.Errorf("maxCancels %v, want %v", got.MaxCancels, want.MaxCancels)
+	case got.MaxMessageBytes != want.MaxMessageBytes:
+		return fmt.Errorf("maxMessageBytes %d, want %d", got.MaxMessageBytes, want.MaxMessageBytes)
 	case (got.Redrive == nil) != (want.Redrive == nil):
 		return errors.New("redrive presence differs")
 	case got.Redrive != nil && *got.Redrive != *want.Redrive:
@@ -459,6 +461,7 @@ func testQueueCreateGet(t *testing.T, s meta.Store) {
 		Redrive:           &meta.Redrive{DeadLetterQueue: dlq.ID, MaxReceiveCount: 5},
 		ContentBasedDedup: true,
 		MaxCancels:        new(int), // 0 kept apart from unset
+		MaxMessageBytes:   1 << 20,
 		// The store keeps what it is given; the API decides which combinations are valid.
 		Delivery: meta.DeliveryAtMostOnce,
 		Version:  42, // ignored: a new queue has Version 1
@@ -771,6 +774,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	upd.ReceiveWaitSeconds = 10
 	upd.ContentBasedDedup = true
 	upd.MaxCancels = &[]int{7}[0]
+	upd.MaxMessageBytes = 4096
 	upd.UpdatedAt = base.Add(time.Minute)
 	// Fields that never change: the store keeps the stored ones.
 	upd.Name = "renamed"
@@ -784,6 +788,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	want.VisibilityTimeoutSeconds, want.RetentionSeconds, want.DelaySeconds, want.ReceiveWaitSeconds = 60, 120, 5, 10
 	want.ContentBasedDedup = true
 	want.MaxCancels = &[]int{7}[0]
+	want.MaxMessageBytes = 4096
 	want.UpdatedAt = base.Add(time.Minute)
 	want.Version = 2
 	sameQueue(t, "UpdateQueue's answer", got, want)

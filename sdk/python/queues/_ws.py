@@ -22,8 +22,9 @@ OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x
 _DATA = (OP_TEXT, OP_BINARY)
 _CONTROL = (OP_CLOSE, OP_PING, OP_PONG)
 
-# A message bigger than this is refused (1009): the service's frames stay under 1 MiB of
-# payload, escaped JSON at most doubles it, and the entries' fields add little.
+# A message bigger than this is refused (1009): a topic stream frame holds under 2 MiB of
+# payload (1 MiB, plus the entry that crosses it), escaped JSON at most sextuples it, and the
+# entries' fields add little.
 MAX_MESSAGE = 32 << 20
 
 

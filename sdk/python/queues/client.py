@@ -242,15 +242,17 @@ class Client:
     def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET,
                      retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET,
                      redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET,
-                     delivery: str = UNSET, max_cancels: int = UNSET) -> Queue:
+                     delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET) -> Queue:
         """Creates a queue; ``fairness`` is "fast" (default), "roundRobin" or "proportional";
         ``delivery="atMostOnce"`` (standard only, fixed) makes every receive remove what it
-        hands out; ``max_cancels`` (default 10) bounds how often a message may be cancelled."""
+        hands out; ``max_cancels`` (default 10) bounds how often a message may be cancelled;
+        ``max_message_bytes`` (1,024–1,048,576, default 262,144) is the largest message."""
         body = {"name": name, **_settings(type=type, visibility_timeout_seconds=visibility_timeout_seconds,
                                           retention_seconds=retention_seconds, delay_seconds=delay_seconds,
                                           receive_wait_seconds=receive_wait_seconds, redrive=redrive,
                                           content_based_dedup=content_based_dedup, fairness=fairness,
-                                          delivery=delivery, max_cancels=max_cancels)}
+                                          delivery=delivery, max_cancels=max_cancels,
+                                          max_message_bytes=max_message_bytes)}
         return Queue.from_dict(self.call("POST", "/v1/queues", body=body))
 
     def list_queues(self, *, limit: int | None = None, cursor: str | None = None,
@@ -264,12 +266,13 @@ class Client:
 
     def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET,
                      delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET,
-                     content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET) -> Queue:
+                     content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET,
+                     max_message_bytes: int = UNSET) -> Queue:
         """Changes the settings given (``redrive=None`` removes the policy)."""
         body = _settings(visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds,
                          delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds,
                          redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness,
-                         max_cancels=max_cancels)
+                         max_cancels=max_cancels, max_message_bytes=max_message_bytes)
         return Queue.from_dict(self.call("PATCH", _q(queue), body=body))
 
     def delete_queue(self, queue: str) -> None:

@@ -169,6 +169,8 @@ class Queue(Model):
     fairness: str = "fast"
     #: How many times a message may be cancelled; the cancel beyond it dead-letters it.
     max_cancels: int = 10
+    #: The largest message, body and attributes together, in bytes (1,024–1,048,576).
+    max_message_bytes: int = 262144
     #: ``"atLeastOnce"`` or ``"atMostOnce"`` (fixed at creation, standard queues only).
     delivery: str = "atLeastOnce"
     partitions: int = 0

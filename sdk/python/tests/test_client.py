@@ -190,6 +190,18 @@ class ClientTest(unittest.TestCase):
             self.c.update_queue(name, max_cancels=1001)
         self.assertEqual((cm.exception.code, cm.exception.field), ("invalid_argument", "maxCancels"))
 
+    def test_max_message_bytes(self) -> None:
+        plain = self.c.create_queue(unique("plain"))
+        big = self.c.create_queue(unique("big"), max_message_bytes=1 << 20)
+        self.assertEqual((plain.max_message_bytes, big.max_message_bytes), (262144, 1 << 20))
+        body = "b" * (1 << 20)
+        self.c.send(big.name, body)
+        self.assertEqual(self.c.receive(big.name, wait_seconds=0)[0].body, body)
+        self.assertEqual(self.c.update_queue(big.name, max_message_bytes=2048).max_message_bytes, 2048)
+        with self.assertRaises(QueuesError) as cm:
+            self.c.update_queue(big.name, max_message_bytes=1023)
+        self.assertEqual((cm.exception.code, cm.exception.field), ("invalid_argument", "maxMessageBytes"))
+
     def test_conflation_deliver_at_delete(self) -> None:
         name = self.c.create_queue(unique("keyed")).name
         at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)

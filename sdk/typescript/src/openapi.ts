@@ -223,6 +223,7 @@ export interface Queue {
   contentBasedDedup: boolean;
   fairness: Fairness;
   maxCancels: MaxCancels;
+  maxMessageBytes: MaxMessageBytes;
   delivery: Delivery;
   /** Raised by the service as the send rate grows. */
   partitions: number;
@@ -246,6 +247,7 @@ export interface CreateQueueRequest {
   contentBasedDedup?: boolean;
   fairness?: Fairness;
   maxCancels?: MaxCancels;
+  maxMessageBytes?: MaxMessageBytes;
   delivery?: Delivery;
 }
 
@@ -269,6 +271,7 @@ export interface UpdateQueueRequest {
   contentBasedDedup?: boolean;
   fairness?: Fairness;
   maxCancels?: MaxCancels;
+  maxMessageBytes?: MaxMessageBytes;
 }
 
 export interface PurgeResult {
@@ -292,7 +295,7 @@ export type SequenceNumber = string;
  * A W3C Trace Context traceparent (`00-<32 hex trace id>-<16 hex parent id>-<2 hex
  * flags>`, lowercase), stored with the message at its send and handed to its consumers
  * and push endpoints, so that a trace continues across the queue. It is not an
- * attribute: it does not count toward the 10 attributes, the 256 KiB or stored bytes.
+ * attribute: it does not count toward the 10 attributes, `maxMessageBytes` or stored bytes.
  */
 export type Traceparent = string;
 
@@ -300,7 +303,7 @@ export type Traceparent = string;
  * Present on a message a replay copied from a topic's log (`POST
  * /v1/topics/{topic}/replays`): the topic's id and the entry's sequence. The copy has a
  * message id of its own. It is not an attribute: it does not count toward the 10
- * attributes, the 256 KiB or stored bytes.
+ * attributes, `maxMessageBytes` or stored bytes.
  */
 export interface ReplayOf {
   topic: Uuid;
@@ -320,8 +323,8 @@ export interface DeadLetterInfo {
  * only that message (reported in `failed` with the 200 answer, `details.field` naming
  * the field), so this schema documents the fields without enforcing them:
  * `body` a non-empty UTF-8 string (required); `attributes` up to 10 string values,
- * names 1–256 of `[A-Za-z0-9_.-]`; body plus attribute names and values at most
- * 256 KiB (`payload_too_large`); `delaySeconds` 0 to the queue's `retentionSeconds`
+ * names 1–256 of `[A-Za-z0-9_.-]`; body plus attribute names and values at most the
+ * queue's `maxMessageBytes` (`payload_too_large`); `delaySeconds` 0 to the queue's `retentionSeconds`
  * (standard queues; fifo only 0), or instead `deliverAt` (standard queues); `groupId`
  * required on fifo, rejected on standard; `dedupId` fifo only; `key` standard only;
  * `groupId`, `dedupId` and `key` 1–128 characters from `!` to `~`; `merge` only with
@@ -427,7 +430,8 @@ export interface UpdateTopicRequest {
  * `details.field` naming the field), so this schema documents the fields without
  * enforcing them: `body` a non-empty UTF-8 string, or `null` with a `key` (deletes the
  * key's state); `attributes` up to 10 string values; body plus attributes at most
- * 256 KiB (`payload_too_large`); `groupId` required on fifo topics, rejected on
+ * 1 MiB (`payload_too_large`; a bound queue with a smaller `maxMessageBytes` refuses
+ * larger copies, counted as `failed` on its binding); `groupId` required on fifo topics, rejected on
  * standard ones; `dedupId` fifo only; `key` 1–128 characters from `!` to `~`; `merge`
  * only with `key`. Any other field (a send's `delaySeconds`, `deliverAt`, `priority`,
  * `barrier`, `traceparent`) fails the message.
@@ -605,6 +609,14 @@ export type ConsumerId = string;
  * `max_cancels` (deletes it without a redrive policy).
  */
 export type MaxCancels = number;
+
+/**
+ * The most a message of the queue may hold, its body and attribute names and values
+ * together in UTF-8 bytes (SQS's `MaximumMessageSize`). A send over it fails that message
+ * with `payload_too_large`; a topic's copy over it is refused and counted as `failed` on
+ * the binding. A change applies to sends from then on.
+ */
+export type MaxMessageBytes = number;
 
 /**
  * Decides between receives waiting on the queue at the same moment (long polls):

@@ -218,6 +218,20 @@ describe('messages and receipts', () => {
     assert.equal(dl?.deadLetter?.reason, 'max_cancels');
   });
 
+  test('maxMessageBytes: a 1 MiB message on a queue that allows it; the setting changes', async () => {
+    const plain = await c.createQueue({ name: qname('mb-plain') });
+    const name = qname('mb');
+    const q = await c.createQueue({ name, maxMessageBytes: 1 << 20 });
+    assert.equal(plain.maxMessageBytes, 262144);
+    assert.equal(q.maxMessageBytes, 1 << 20);
+    const body = 'b'.repeat(1 << 20);
+    await c.send(name, { body });
+    const [m] = await c.receive(name, { waitSeconds: 1 });
+    assert.equal(m?.body.length, body.length);
+    assert.equal((await c.updateQueue(name, { maxMessageBytes: 2048 })).maxMessageBytes, 2048);
+    await rejects(c.updateQueue(name, { maxMessageBytes: 1023 }), 'invalid_argument', 400, 'maxMessageBytes');
+  });
+
   test('conflation, deliverAt and delete by id', async () => {
     const name = qname('k');
     await c.createQueue({ name });
