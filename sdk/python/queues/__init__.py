@@ -2,6 +2,7 @@
 and push receivers (``verify``, ``handle_push``). Standard library only."""
 
 from ._http import RetryPolicy
+from ._version import __version__
 from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, Client
 from .consumer import Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
 from .errors import QueuesError, TransportError, WebhookVerificationError
@@ -14,6 +15,7 @@ from .topicstream import StreamEntry, TopicEvent, TopicGap, TopicStream, TopicSt
 from .webhooks import PushBatch, handle_push, sign, verify
 
 __all__ = [
+    "__version__",
     "Ack", "BrowsedMessage", "Cancel", "Client", "Consumer", "ConsumerError", "DeadLetter", "DeadLetterInfo", "Defer",
     "ConsumerInfo", "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "MoveFilter", "MoveTask", "Outcome", "Page",
     "Project", "ProjectUsage", "PurgeResult", "PushAttempt", "PushBatch", "Queue", "QueueCounts", "QueuesError",
@@ -23,4 +25,3 @@ __all__ = [
     "Binding", "BindingFailure", "LogEntry", "PublishMessage", "PublishResult", "PublishedMessage", "StateEntry", "Topic",
     "Replay", "ReplayOf", "StreamEntry", "TopicEvent", "TopicGap", "TopicStream", "TopicStreamConnection",
 ]
-__version__ = "0.1.0"
