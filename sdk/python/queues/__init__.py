@@ -3,7 +3,7 @@ and push receivers (``verify``, ``handle_push``). Standard library only."""
 
 from ._http import RetryPolicy
 from ._version import __version__
-from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, Client
+from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, USER_AGENT, Client
 from .consumer import Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
 from .errors import QueuesError, TransportError, WebhookVerificationError
 from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
@@ -15,7 +15,7 @@ from .topicstream import StreamEntry, TopicEvent, TopicGap, TopicStream, TopicSt
 from .webhooks import PushBatch, handle_push, sign, verify
 
 __all__ = [
-    "__version__",
+    "USER_AGENT", "__version__",
     "Ack", "BrowsedMessage", "Cancel", "Client", "Consumer", "ConsumerError", "DeadLetter", "DeadLetterInfo", "Defer",
     "ConsumerInfo", "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "MoveFilter", "MoveTask", "Outcome", "Page",
     "Project", "ProjectUsage", "PurgeResult", "PushAttempt", "PushBatch", "Queue", "QueueCounts", "QueuesError",

@@ -7,6 +7,7 @@ import urllib.parse
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ._http import RetryPolicy, Transport
+from ._version import __version__
 from .errors import QueuesError
 from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
                      PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
@@ -18,6 +19,8 @@ ENV_URL, ENV_TOKEN = "QUEUES_URL", "QUEUES_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8080"
 MAX_SEND_BATCH, MAX_RECEIVE_BATCH, MAX_RECEIPT_BATCH = 10, 10, 100
 SCOPE_ALL = "*"
+# What every request says it is (the version lets the service's logs tell SDK releases apart).
+USER_AGENT = "queues-python/" + __version__
 
 
 class _Unset:
@@ -164,7 +167,7 @@ class Client:
     operator credential; the ``/v1/receipts/*`` calls need none."""
 
     def __init__(self, base_url: str = DEFAULT_URL, token: str | None = None, *, timeout: float = 30.0,
-                 retry: RetryPolicy | None = None, user_agent: str = "queues-python") -> None:
+                 retry: RetryPolicy | None = None, user_agent: str = USER_AGENT) -> None:
         self._t = Transport(base_url, token, timeout, retry or RetryPolicy(), user_agent)
 
     @classmethod
@@ -182,7 +185,14 @@ class Client:
         return Client(t.base_url, token, timeout=t.timeout, retry=t.retry, user_agent=t.user_agent)
 
     def close(self) -> None:
+        """Closes the calling thread's kept-alive connection (other threads' close as they end)."""
         self._t.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def call(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
              *, timeout: float | None = None) -> Any:
