@@ -5,7 +5,10 @@ from ._http import RetryPolicy
 from ._version import __version__
 from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, USER_AGENT, Client
 from .consumer import Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
-from .errors import QueuesError, TransportError, WebhookVerificationError
+from .errors import (AlreadyExistsError, AuthError, ConflictError, ForbiddenError, InternalError, InvalidReceiptError,
+                     NotFoundError, PurgeTooSoonError, QueuesError, QuotaExceededError, RateLimitedError, StaleReceiptError,
+                     TransportError, UnavailableError, ValidationError, VisibilityLimitError, WebhookVerificationError,
+                     error_class)
 from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
                      PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, ReplayOf, SendMessage, SendResult, SentMessage,
                      Subscription, TokenCreated, UsageHour)
@@ -16,6 +19,9 @@ from .webhooks import PushBatch, handle_push, sign, verify
 
 __all__ = [
     "USER_AGENT", "__version__",
+    "AlreadyExistsError", "AuthError", "ConflictError", "ForbiddenError", "InternalError", "InvalidReceiptError",
+    "NotFoundError", "PurgeTooSoonError", "QuotaExceededError", "RateLimitedError", "StaleReceiptError",
+    "UnavailableError", "ValidationError", "VisibilityLimitError", "error_class",
     "Ack", "BrowsedMessage", "Cancel", "Client", "Consumer", "ConsumerError", "DeadLetter", "DeadLetterInfo", "Defer",
     "ConsumerInfo", "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "MoveFilter", "MoveTask", "Outcome", "Page",
     "Project", "ProjectUsage", "PurgeResult", "PushAttempt", "PushBatch", "Queue", "QueueCounts", "QueuesError",
