@@ -1,5 +1,6 @@
-"""Python client for Queues: the HTTP API (``Client``), a threaded consumer (``Consumer``),
-and push receivers (``verify``, ``handle_push``). Standard library only."""
+"""Python client for Queues: the HTTP API (``Client``, ``AsyncClient``), consumers
+(``Consumer`` on threads, ``AsyncConsumer`` on asyncio) and push receivers (``verify``,
+``handle_push``, ``handle_push_async``). Standard library only."""
 
 from ._http import RetryPolicy
 from ._version import __version__
@@ -16,9 +17,10 @@ from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, Publis
                      StateEntry, Topic)
 from .topicstream import StreamEntry, TopicEvent, TopicGap, TopicStream, TopicStreamConnection
 from .webhooks import PushBatch, handle_push, sign, verify
+from .aio import AsyncClient, AsyncConsumer, handle_push_async
 
 __all__ = [
-    "USER_AGENT", "__version__",
+    "USER_AGENT", "__version__", "AsyncClient", "AsyncConsumer", "handle_push_async",
     "AlreadyExistsError", "AuthError", "ConflictError", "ForbiddenError", "InternalError", "InvalidReceiptError",
     "NotFoundError", "PurgeTooSoonError", "QuotaExceededError", "RateLimitedError", "StaleReceiptError",
     "UnavailableError", "ValidationError", "VisibilityLimitError", "error_class",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import ssl
 import urllib.parse
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -168,8 +169,9 @@ class Client:
     operator credential; the ``/v1/receipts/*`` calls need none."""
 
     def __init__(self, base_url: str = DEFAULT_URL, token: str | None = None, *, timeout: float = 30.0,
-                 retry: RetryPolicy | None = None, user_agent: str = USER_AGENT) -> None:
-        self._t = Transport(base_url, token, timeout, retry or RetryPolicy(), user_agent)
+                 retry: RetryPolicy | None = None, user_agent: str = USER_AGENT,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self._t = Transport(base_url, token, timeout, retry or RetryPolicy(), user_agent, ssl_context)
 
     @classmethod
     def from_env(cls, **kw: Any) -> "Client":
@@ -183,7 +185,8 @@ class Client:
     def with_token(self, token: str | None) -> "Client":
         """A client for the same service presenting another token."""
         t = self._t
-        return Client(t.base_url, token, timeout=t.timeout, retry=t.retry, user_agent=t.user_agent)
+        return Client(t.base_url, token, timeout=t.timeout, retry=t.retry, user_agent=t.user_agent,
+                      ssl_context=t.ssl_context)
 
     def close(self) -> None:
         """Closes the calling thread's kept-alive connection (other threads' close as they end)."""

@@ -186,6 +186,27 @@ class Consumer:
         self._settled = threading.Condition(self._mu)
         self._polls: dict[int, http.client.HTTPConnection] = {}
 
+    def __enter__(self) -> "Consumer":
+        """Runs the consumer on a thread of its own for the ``with`` block; leaving it stops the
+        consumer, waits for its shutdown and raises what ``run`` raised."""
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self.run()
+            except BaseException as e:  # noqa: BLE001 - raised again at the block's end
+                self._error = e
+
+        self._thread = threading.Thread(target=run, name="queues-consumer", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
     def run(self) -> None:
         """Consumes until ``stop`` is set (see the class)."""
         self._setup()
