@@ -648,7 +648,7 @@ class Client:
             headers["Authorization"] = "Bearer " + t.token
         tracing.inject(headers)
         return TopicStreamConnection(_ws.connect(url, headers, timeout=t.timeout, read_timeout=read_timeout,
-                                                 ssl_context=t.ssl_context))
+                                                 ssl_context=t.ssl_context, proxy=t.proxy))
 
     def topic_bindings(self, topic: str) -> list[Binding]:
         """The topic's bindings."""
