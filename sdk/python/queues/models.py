@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -15,9 +16,15 @@ from .errors import QueuesError
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
+@functools.lru_cache(maxsize=1024)
 def snake(name: str) -> str:
-    """``visibilityTimeoutSeconds`` → ``visibility_timeout_seconds``."""
+    """``visibilityTimeoutSeconds`` → ``visibility_timeout_seconds`` (cached: a consumer
+    converts the same dozen names for every message it receives)."""
     return _CAMEL.sub("_", name).lower()
+
+
+# Each Model class's field names, computed once (dataclasses.fields is slow per message).
+_FIELDS: dict[type, frozenset[str]] = {}
 
 
 def camel(name: str) -> str:
@@ -39,7 +46,9 @@ class Model:
     def from_dict(cls: type[T], d: dict[str, Any] | None) -> T:
         if d is None:
             return None  # type: ignore[return-value]
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        names = _FIELDS.get(cls)
+        if names is None:
+            names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
         kw: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for k, v in d.items():
