@@ -59,6 +59,7 @@ class TestPackage(unittest.TestCase):
             meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
             meta = email.parser.Parser().parsestr(z.read(meta_name).decode())
         self.assertIn("queues/py.typed", names)
+        self.assertIn("queues/aio.py", names)
         self.assertFalse([n for n in names if n.startswith("tests/")], "the tests are not part of the wheel")
         self.assertTrue([n for n in names if n.endswith(".dist-info/LICENSE")], names)
         from queues import __version__
@@ -83,7 +84,7 @@ class TestPackage(unittest.TestCase):
         clean = os.path.join(self.tmp, "app")
         os.mkdir(clean)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        code = ("import queues, os; "
+        code = ("import queues, queues.aio, os; "
                 "print(queues.__version__, queues.USER_AGENT, "
                 "os.path.exists(os.path.join(os.path.dirname(queues.__file__), 'py.typed')), queues.__file__)")
         r = subprocess.run([vpy, "-c", code], cwd=clean, env=env, capture_output=True, text=True)
