@@ -16,6 +16,7 @@ import unittest
 from unittest import mock
 
 from queues import AsyncClient, Client, PublishMessage
+from queues._proxy import Proxy, proxy_for, tunnel
 
 from . import server
 from .server import unique
@@ -176,6 +177,61 @@ class ProxyTest(unittest.TestCase):
             c = Client(url, self.token, ssl_context=ssl.create_default_context(cafile=cert))
         self.assertIsInstance(c.list_queues().items, list)
         self.assertEqual(self.proxy.seen[0][0], f"CONNECT localhost:{front.getsockname()[1]}")
+
+
+class ProxyParsingTest(unittest.TestCase):
+    """The two parsers of queues/_proxy.py on random and corrupted input: the environment's
+    proxy URL (a Proxy or ValueError) and the proxy's CONNECT answer (nothing or OSError)."""
+
+    def test_proxy_urls(self) -> None:
+        cases = {"http://h:1": Proxy("h", 1), "h:2": Proxy("h", 2), "http://h": Proxy("h", 80),
+                 "http://a%3Ab:c@h:3": Proxy("h", 3, "Basic YTpiOmM=")}
+        for url, want in cases.items():
+            with proxy_env(HTTPS_PROXY=url):
+                self.assertEqual(proxy_for("https", "svc.test"), want, url)
+        for url in ("https://h:1", "socks5://h:1", "http://:1"):
+            with proxy_env(HTTPS_PROXY=url), self.assertRaises(ValueError, msg=url):
+                proxy_for("https", "svc.test")
+        import random
+        rnd = random.Random(34)
+        alphabet = "h:/@%[]1a?#. -9"
+        for _ in range(500):
+            url = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 20)))
+            with proxy_env(HTTPS_PROXY=url):
+                try:
+                    p = proxy_for("https", "svc.test")
+                except ValueError:
+                    continue
+                self.assertTrue(p is None or (p.host and 0 < p.port < 65536), url)
+
+    def test_connect_answers(self) -> None:
+        import random
+        rnd = random.Random(34)
+        good = b"HTTP/1.1 200 Connection established\r\nX: y\r\n\r\n"
+        answers = [good, b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n", b"", b"HTTP/1.1\r\n\r\n",
+                   b"x" * 20000]
+        for _ in range(300):
+            b = bytearray(good)
+            for _ in range(rnd.randint(1, 4)):
+                b[rnd.randrange(len(b))] = rnd.randrange(256)
+            answers.append(bytes(b[:rnd.randint(0, len(b))]))
+        a, b = socket.socketpair()
+        with a, b:  # a 2xx head: the tunnel is open, and what follows the head is left unread
+            a.settimeout(10)  # a tunnel reading past the head would wait for more: fail, not hang
+            b.sendall(good + b"after")
+            tunnel(a, "svc.test", 443, Proxy("p", 1))
+            self.assertEqual(a.recv(16), b"after")
+        for answer in answers:
+            a, b = socket.socketpair()
+            with a, b:
+                b.sendall(answer + b"after")
+                b.shutdown(socket.SHUT_WR)
+                try:
+                    tunnel(a, "svc.test", 443, Proxy("p", 1))
+                except OSError:
+                    continue
+                self.assertEqual(a.recv(16), b"after", answer)  # nothing past the head consumed
+                self.assertIn(b"\r\n\r\n", answer)
 
 
 if __name__ == "__main__":
