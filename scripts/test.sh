@@ -95,6 +95,10 @@ if ! python3 -c 'import build' 2>/dev/null && ! /usr/bin/python3 -c 'import buil
   echo "== installing python3-build (Debian's PEP 517 frontend: the wheel builds offline)"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-build) >/dev/null
 fi
+if ! python3 -c 'import mypy' 2>/dev/null && ! /usr/bin/python3 -c 'import mypy' 2>/dev/null; then
+  echo "== installing python3-mypy (tests/test_typing.py: what a type checker sees of the package)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-mypy) >/dev/null
+fi
 (cd sdk/python && QUEUES_REQUIRE_WHEEL=1 python3 -m unittest discover -v)
 
 echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go test)"

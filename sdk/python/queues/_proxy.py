@@ -28,8 +28,9 @@ class Proxy:
 def proxy_for(scheme: str, host: str) -> Proxy | None:
     """The proxy the environment names for a URL of ``scheme`` on ``host``, or None (none
     set, or NO_PROXY lists the host). Read when a client is made, not per request."""
-    proxies = urllib.request.getproxies_environment()
-    if not proxies or urllib.request.proxy_bypass_environment(host, proxies):
+    # Both are in urllib.request (not in its __all__, so typeshed leaves them out).
+    proxies = urllib.request.getproxies_environment()  # type: ignore[attr-defined]
+    if not proxies or urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]
         return None
     url = proxies.get(scheme)
     if not url:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 
 from . import tracing
+from ._aio_calls import AsyncCalls
 from ._http import RetryPolicy
 from .client import DEFAULT_URL, ENV_TOKEN, ENV_URL, MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, USER_AGENT, Client, _q, filter_body
 from .consumer import ConsumerError, Retry, RetryAfter, outcome_of, seconds_up
@@ -32,14 +33,7 @@ from .errors import QueuesError
 from .models import Message
 from .webhooks import DEFAULT_TOLERANCE_SECONDS, Answer, HeadersLike, PushBatch, group_lanes, json_answer, push_result, verified_batch
 
-# Client methods that return an iterator over pages: AsyncClient's are async iterators.
-_ITERATORS = ("all_projects", "all_queues", "browse_all", "all_groups", "all_consumers", "all_subscription_attempts",
-              "all_move_tasks", "all_topics", "log_entries", "all_state", "all_replays")
-# Client methods that are not one call: AsyncClient has its own.
-_OWN = ("from_env", "with_token", "close", "consume", "topic_stream", "call")
-
-
-class AsyncClient:
+class AsyncClient(AsyncCalls):
     """Every call of :class:`Client` as a coroutine (``await c.send("orders", "hi")``), every
     paginated list as an async iterator (``async for q in c.all_queues()``); the same
     arguments, answers and errors. ``async with AsyncClient(...) as c:`` closes it.
@@ -119,38 +113,6 @@ class AsyncClient:
     async def consume(self, queue: str, handler: Callable[[Message], Any], **options: Any) -> None:
         """Runs an AsyncConsumer until it is stopped (or its task cancelled)."""
         await AsyncConsumer(self, queue, handler, **options).run()
-
-
-def _call(name: str) -> Callable[..., Awaitable[Any]]:
-    sync = getattr(Client, name)
-
-    @functools.wraps(sync)
-    async def method(self: AsyncClient, *args: Any, **kw: Any) -> Any:
-        return await self.run(getattr(self.sync, name), *args, **kw)
-
-    method.__qualname__ = "AsyncClient." + name
-    return method
-
-
-def _iterator(name: str) -> Callable[..., AsyncIterator[Any]]:
-    sync = getattr(Client, name)
-
-    @functools.wraps(sync)
-    def method(self: AsyncClient, *args: Any, **kw: Any) -> AsyncIterator[Any]:
-        return self.iterate(getattr(self.sync, name)(*args, **kw))
-
-    method.__qualname__ = "AsyncClient." + name
-    return method
-
-
-def _public(cls: type) -> list[str]:
-    return [n for n, v in vars(cls).items() if not n.startswith("_") and inspect.isfunction(v)]
-
-
-for _name in _public(Client):
-    if _name in _OWN:
-        continue
-    setattr(AsyncClient, _name, _iterator(_name) if _name in _ITERATORS else _call(_name))
 
 
 # The async consumer.
@@ -448,12 +410,12 @@ class AsyncConsumer:
                 except QueuesError as e:
                     self._report("heartbeat", e)
                     break
-                for h, e in zip(chunk, errs):
-                    if e is None:
+                for h, err in zip(chunk, errs):
+                    if err is None:
                         h.extended = sent
-                    elif e.code in _NO_EXTEND:
+                    elif err.code in _NO_EXTEND:
                         h.no_beat = True
-                    self._report("heartbeat", e, h.m.message_id)
+                    self._report("heartbeat", err, h.m.message_id)
 
     async def _release(self, held: list[_Held]) -> None:
         hs = [h for h in held if h.m.receipt_handle]
@@ -464,8 +426,8 @@ class AsyncConsumer:
             except QueuesError as e:
                 self._report("release", e)
                 continue
-            for h, e in zip(chunk, errs):
-                self._report("release", e, h.m.message_id)
+            for h, err in zip(chunk, errs):
+                self._report("release", err, h.m.message_id)
 
 
 # The async push receiver.

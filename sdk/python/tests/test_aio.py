@@ -44,6 +44,14 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
                             or inspect.isasyncgenfunction(getattr(AsyncClient, name)), name)
         self.assertTrue(inspect.iscoroutinefunction(AsyncClient.send))
 
+    def test_generated_calls_are_current(self) -> None:
+        import os
+        import sys
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import gen_aio
+        with open(gen_aio.OUT) as f:
+            self.assertEqual(f.read(), gen_aio.generate(), "queues/_aio_calls.py is out of date: python3 gen_aio.py")
+
     async def test_round_trip_and_iterators(self) -> None:
         prefix = unique("aq")
         names = await asyncio.gather(*(self.c.create_queue(f"{prefix}-{i}") for i in range(3)))
