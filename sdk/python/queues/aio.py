@@ -333,15 +333,11 @@ class AsyncConsumer:
                 await self._give(1)
 
     async def _run_handler(self, m: Message) -> object:
-        try:
-            if inspect.iscoroutinefunction(self.handler):
-                return await self.handler(m)
+        if inspect.iscoroutinefunction(self.handler):
+            result, _ = await tracing.run_handler_async(self.queue, m, self.handler, outcome_of)
+        else:
             result, _ = await self.client.run(tracing.run_handler, self.queue, m, self.handler, outcome_of)
-            return result
-        except asyncio.CancelledError:
-            raise
-        except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
-            return e
+        return result
 
     async def _settle(self, m: Message, result: object) -> None:
         try:
@@ -466,12 +462,8 @@ async def handle_push_async(secrets: str | Sequence[str | None], headers: Header
         async with gate:
             for i in lane:
                 m = batch.messages[i]
-                raised = False
                 if is_async:
-                    try:
-                        result: object = await handler(m)
-                    except Exception as e:  # noqa: BLE001 - a handler's failure is a retry
-                        result, raised = e, True
+                    result, raised = await tracing.run_handler_async(queue, m, handler, outcome_of)
                 else:
                     result, raised = await asyncio.to_thread(tracing.run_handler, queue, m, handler, outcome_of)
                 if raised and on_error:
