@@ -115,6 +115,12 @@ class AsyncClient(AsyncCalls):
         await AsyncConsumer(self, queue, handler, **options).run()
 
 
+def is_async(handler: Callable[..., Any]) -> bool:
+    """Whether the handler is to be awaited: an ``async def`` function, a partial of one, or
+    an object whose ``__call__`` is one; anything else runs on a worker thread."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None))
+
+
 # The async consumer.
 
 
@@ -343,7 +349,7 @@ class AsyncConsumer:
                 await self._give(1)
 
     async def _run_handler(self, m: Message) -> object:
-        if inspect.iscoroutinefunction(self.handler):
+        if is_async(self.handler):
             result, _ = await tracing.run_handler_async(self.queue, m, self.handler, outcome_of)
         else:
             result, _ = await self.client.run(tracing.run_handler, self.queue, m, self.handler, outcome_of)
@@ -466,13 +472,13 @@ async def handle_push_async(secrets: str | Sequence[str | None], headers: Header
     queue = str(batch.queue.get("name", "")) if isinstance(batch.queue, dict) else ""
     results: list[dict[str, Any]] = [{} for _ in batch.messages]
     gate = asyncio.Semaphore(max(1, concurrency))
-    is_async = inspect.iscoroutinefunction(handler)
+    handler_is_async = is_async(handler)
 
     async def run_lane(lane: list[int]) -> None:
         async with gate:
             for i in lane:
                 m = batch.messages[i]
-                if is_async:
+                if handler_is_async:
                     result, raised = await tracing.run_handler_async(queue, m, handler, outcome_of)
                 else:
                     result, raised = await asyncio.to_thread(tracing.run_handler, queue, m, handler, outcome_of)

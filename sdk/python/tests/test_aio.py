@@ -239,6 +239,22 @@ class AsyncPushTest(unittest.IsolatedAsyncioTestCase):
         status, _, _ = await handle_push_async(SECRET, headers, bad, lambda m: None)
         self.assertEqual(status, 400)
 
+    async def test_async_callables_are_awaited(self) -> None:
+        import functools
+
+        class Handler:
+            async def __call__(self, m):
+                return DeadLetter("x")
+
+        async def by_outcome(outcome, m):
+            return outcome
+
+        # (a handler run as a plain function would hand back a coroutine: a retry, not these)
+        for h in (Handler(), functools.partial(by_outcome, DeadLetter("x"))):
+            headers, body = push([message(1)])
+            status, _, out = await handle_push_async(SECRET, headers, body, h)
+            self.assertEqual(json.loads(out)["results"][0]["outcome"], "dead-letter", h)
+
     async def test_sync_handler_runs_off_the_loop(self) -> None:
         headers, body = push([message(1)])
         loop_thread = threading.get_ident()
