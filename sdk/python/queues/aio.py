@@ -339,7 +339,11 @@ class AsyncConsumer:
         assert me is not None
         while True:
             self._busy[me] = False
+            if self._stop.is_set():
+                return  # stopping: the waiting messages are released, not handled
             h = await self._work.get()
+            if self._stop.is_set():
+                return  # still in _held: released at shutdown
             self._busy[me] = True
             result = await self._run_handler(h.m)
             self._held.discard(h)

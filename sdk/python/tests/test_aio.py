@@ -166,6 +166,29 @@ class AsyncConsumerTest(unittest.IsolatedAsyncioTestCase):
             counts = (await c.get_queue(name)).counts
             self.assertEqual((counts.visible, counts.in_flight), (10, 0))
 
+    async def test_stop_waits_only_for_running_handlers(self) -> None:
+        async with AsyncClient(self.srv.url, self.token) as c:
+            name = unique("acw")
+            await c.create_queue(name, visibility_timeout_seconds=300)
+            (await c.send_batch(name, ["a", "b", "c"])).raise_for_failed()
+            started, release = asyncio.Event(), asyncio.Event()
+            done: list[str] = []
+
+            async def handle(m):
+                started.set()
+                await release.wait()
+                done.append(m.body)
+
+            consumer = AsyncConsumer(c, name, handle, concurrency=1, wait_seconds=1, shutdown_timeout=300)
+            task = asyncio.create_task(consumer.run())
+            await asyncio.wait_for(started.wait(), 30)
+            consumer.stop()
+            release.set()
+            # The running handler finishes at once: run returns then, not at the 300 s deadline.
+            await asyncio.wait_for(task, 60)
+            counts = (await c.get_queue(name)).counts
+            self.assertEqual((len(done), counts.visible, counts.in_flight), (1, 2, 0))
+
     async def test_fatal_error_raises(self) -> None:
         async with AsyncClient(self.srv.url, self.token) as c:
             with self.assertRaises(NotFoundError):
