@@ -433,13 +433,13 @@ class Consumer:
                     self._report("heartbeat", e)
                     break
                 with self._mu:
-                    for d, e in zip(chunk, errs):
-                        if e is None:
+                    for d, err in zip(chunk, errs):
+                        if err is None:
                             d.extended = sent
-                        elif e.code in _NO_EXTEND:
+                        elif err.code in _NO_EXTEND:
                             d.no_beat = True
-                for d, e in zip(chunk, errs):
-                    self._report("heartbeat", e, d.m.message_id)
+                for d, err in zip(chunk, errs):
+                    self._report("heartbeat", err, d.m.message_id)
 
     def _waiting(self) -> list[_Delivery]:
         """The messages no handler has started, taken out of the work queue and abandoned."""
@@ -466,5 +466,5 @@ class Consumer:
             except QueuesError as e:
                 self._report("release", e)
                 continue
-            for d, e in zip(chunk, errs):
-                self._report("release", e, d.m.message_id)
+            for d, err in zip(chunk, errs):
+                self._report("release", err, d.m.message_id)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import functools
 import re
@@ -183,7 +184,8 @@ class Queue(Model):
     partitions: int = 0
     counts: QueueCounts = field(default_factory=QueueCounts)
     extra: dict[str, Any] = field(default_factory=dict)
-    _nested: ClassVar[dict[str, type[Model]]] = {"redrive": Redrive, "counts": QueueCounts}
+    # builtins.type: this class's own field ``type`` shadows the name here.
+    _nested: ClassVar[dict[str, builtins.type[Model]]] = {"redrive": Redrive, "counts": QueueCounts}
 
 
 @dataclass

@@ -38,7 +38,7 @@ def _otel() -> Any:
         with _lock:
             if not _loaded:
                 try:
-                    from opentelemetry import trace  # type: ignore[import-not-found]
+                    from opentelemetry import trace  # type: ignore[import-not-found,import,unused-ignore]
                 except ImportError:
                     trace = None
                 _trace, _loaded = trace, True
@@ -56,7 +56,7 @@ def valid_traceparent(tp: str | None) -> bool:
     """True for a W3C traceparent as the service accepts it (version 00, lowercase hex, ids
     not all zeros)."""
     m = _TRACEPARENT.match(tp or "")
-    return bool(m) and m.group(1) != "0" * 32 and m.group(2) != "0" * 16
+    return m is not None and m.group(1) != "0" * 32 and m.group(2) != "0" * 16
 
 
 def inject(headers: dict[str, str]) -> None:

@@ -56,6 +56,15 @@ class TypingTest(unittest.TestCase):
             'app.py:15: note: Revealed type is "Union[builtins.float, None]"',
         ], r.stdout + r.stderr)
 
+    def test_package_checks_clean(self) -> None:
+        py = mypy()
+        if py is None:
+            self.skipTest("no mypy (apt-get install python3-mypy)")
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run([py, "-m", "mypy", "--cache-dir", os.path.join(tmp, "cache"), "queues"], cwd=SDK,
+                               capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
