@@ -97,8 +97,17 @@ bash scripts/sqs-js.sh
 echo "== go test -race (concurrency-sensitive packages)"
 go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/ ./pkg/fanout/
 
-echo "== python sdk (sdk/python: unittest against a queues serve it builds and starts)"
-(cd sdk/python && python3 -m unittest discover -v)
+echo "== python sdk (sdk/python: unittest against a queues serve it builds and starts;"
+echo "   tests/test_package.py builds the wheel offline, installs it in a fresh venv, imports it)"
+if ! python3 -c 'import build' 2>/dev/null && ! /usr/bin/python3 -c 'import build' 2>/dev/null; then
+  echo "== installing python3-build (Debian's PEP 517 frontend: the wheel builds offline)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-build) >/dev/null
+fi
+if ! python3 -c 'import mypy' 2>/dev/null && ! /usr/bin/python3 -c 'import mypy' 2>/dev/null; then
+  echo "== installing python3-mypy (tests/test_typing.py: what a type checker sees of the package)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-mypy) >/dev/null
+fi
+(cd sdk/python && QUEUES_REQUIRE_WHEEL=1 python3 -m unittest discover -v)
 
 echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go test)"
 go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 100000x ./pkg/receipt/

@@ -1,10 +1,15 @@
-"""Python client for Queues: the HTTP API (``Client``), a threaded consumer (``Consumer``),
-and push receivers (``verify``, ``handle_push``). Standard library only."""
+"""Python client for Queues: the HTTP API (``Client``, ``AsyncClient``), consumers
+(``Consumer`` on threads, ``AsyncConsumer`` on asyncio) and push receivers (``verify``,
+``handle_push``, ``handle_push_async``). Standard library only."""
 
 from ._http import RetryPolicy
-from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, Client
+from ._version import __version__
+from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES, SCOPE_ALL, UNSET, USER_AGENT, Client
 from .consumer import Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
-from .errors import QueuesError, TransportError, WebhookVerificationError
+from .errors import (AlreadyExistsError, AuthError, ConflictError, ForbiddenError, InternalError, InvalidReceiptError,
+                     NotFoundError, PurgeTooSoonError, QueuesError, QuotaExceededError, RateLimitedError, StaleReceiptError,
+                     TransportError, UnavailableError, ValidationError, VisibilityLimitError, WebhookVerificationError,
+                     error_class)
 from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
                      PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, ReplayOf, SendMessage, SendResult, SentMessage,
                      Subscription, TokenCreated, UsageHour)
@@ -12,8 +17,13 @@ from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, Publis
                      StateEntry, Topic)
 from .topicstream import StreamEntry, TopicEvent, TopicGap, TopicStream, TopicStreamConnection
 from .webhooks import PushBatch, handle_push, sign, verify
+from .aio import AsyncClient, AsyncConsumer, handle_push_async
 
 __all__ = [
+    "USER_AGENT", "__version__", "AsyncClient", "AsyncConsumer", "handle_push_async",
+    "AlreadyExistsError", "AuthError", "ConflictError", "ForbiddenError", "InternalError", "InvalidReceiptError",
+    "NotFoundError", "PurgeTooSoonError", "QuotaExceededError", "RateLimitedError", "StaleReceiptError",
+    "UnavailableError", "ValidationError", "VisibilityLimitError", "error_class",
     "Ack", "BrowsedMessage", "Cancel", "Client", "Consumer", "ConsumerError", "DeadLetter", "DeadLetterInfo", "Defer",
     "ConsumerInfo", "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "MoveFilter", "MoveTask", "Outcome", "Page",
     "Project", "ProjectUsage", "PurgeResult", "PushAttempt", "PushBatch", "Queue", "QueueCounts", "QueuesError",
@@ -23,4 +33,3 @@ __all__ = [
     "Binding", "BindingFailure", "LogEntry", "PublishMessage", "PublishResult", "PublishedMessage", "StateEntry", "Topic",
     "Replay", "ReplayOf", "StreamEntry", "TopicEvent", "TopicGap", "TopicStream", "TopicStreamConnection",
 ]
-__version__ = "0.1.0"

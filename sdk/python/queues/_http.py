@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import tracing
+from ._proxy import Proxy, proxy_for
 from .errors import QueuesError, TransportError
 
 # Failures of a kept-alive connection that the server closed while it sat idle: the request
@@ -84,6 +85,10 @@ class Transport:
         self.user_agent = user_agent
         self._ssl = ssl_context
         self._local = threading.local()
+        # HTTPS_PROXY / HTTP_PROXY / NO_PROXY, read once (queues/_proxy.py).
+        self.proxy: Proxy | None = proxy_for(self._scheme, self._host)
+        # Through a forwarding proxy (http://) the request line names the absolute URL.
+        self._origin = f"http://{u.netloc}" if self.proxy is not None and self._scheme == "http" else ""
 
     @property
     def ssl_context(self) -> ssl.SSLContext | None:
@@ -97,9 +102,16 @@ class Transport:
             if c.sock is not None:
                 c.sock.settimeout(timeout)
             return c, True
+        p = self.proxy
         if self._scheme == "https":
-            c = http.client.HTTPSConnection(self._host, self._port, timeout=timeout,
-                                            context=self._ssl or ssl.create_default_context())
+            ctx = self._ssl or ssl.create_default_context()
+            if p is not None:  # TLS with the service inside the proxy's CONNECT tunnel
+                c = http.client.HTTPSConnection(p.host, p.port, timeout=timeout, context=ctx)
+                c.set_tunnel(self._host, self._port, headers=p.headers())
+            else:
+                c = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=ctx)
+        elif p is not None:
+            c = http.client.HTTPConnection(p.host, p.port, timeout=timeout)
         else:
             c = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
         self._local.holder = _Holder(c)
@@ -122,7 +134,7 @@ class Transport:
         policy says; an error answer raises QueuesError, no answer TransportError. ``hook``
         is called with the connection before each send (a consumer keeps its long polls'
         connections, to shut them at stop); an exception it raises ends the call."""
-        url = self._prefix + path
+        url = self._origin + self._prefix + path
         if query:
             q = {k: v for k, v in query.items() if v is not None}
             if q:
@@ -133,6 +145,8 @@ class Transport:
             headers["Content-Type"] = "application/json"
         if auth and self.token:
             headers["Authorization"] = "Bearer " + self.token
+        if self._origin and self.proxy is not None:
+            headers.update(self.proxy.headers())
         tracing.inject(headers)
         attempt = 0
         while True:

@@ -15,6 +15,7 @@ import urllib.parse
 from typing import Callable
 
 from ._http import Transport
+from ._proxy import Proxy, tunnel
 from .errors import QueuesError, TransportError
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -232,14 +233,24 @@ class WebSocket:
 
 def connect(url: str, headers: dict[str, str], *, timeout: float, read_timeout: float | None,
             ssl_context: ssl.SSLContext | None = None,
-            on_socket: Callable[[socket.socket], None] | None = None) -> WebSocket:
+            on_socket: Callable[[socket.socket], None] | None = None, proxy: Proxy | None = None) -> WebSocket:
     """Opens a WebSocket to url (http(s):// or ws(s)://). A refusal (any answer but 101)
-    raises the answer's QueuesError, as a request's would."""
+    raises the answer's QueuesError, as a request's would. With ``proxy`` (the client's, from
+    the environment when it was made) the connection is a CONNECT tunnel through it."""
     u = urllib.parse.urlsplit(url)
     secure = u.scheme in ("https", "wss")
     host, port = u.hostname or "", u.port or (443 if secure else 80)
+    p = proxy
     try:
-        sock = socket.create_connection((host, port), timeout=timeout)
+        if p is None:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        else:  # a WebSocket through a proxy is a CONNECT tunnel, whatever the scheme
+            sock = socket.create_connection((p.host, p.port), timeout=timeout)
+            try:
+                tunnel(sock, host, port, p)
+            except OSError:
+                sock.close()
+                raise
         if secure:
             sock = (ssl_context or ssl.create_default_context()).wrap_socket(sock, server_hostname=host)
     except OSError as e:

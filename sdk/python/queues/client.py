@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import ssl
 import urllib.parse
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ._http import RetryPolicy, Transport
+from ._version import __version__
 from .errors import QueuesError
 from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
                      PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
@@ -18,6 +20,8 @@ ENV_URL, ENV_TOKEN = "QUEUES_URL", "QUEUES_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8080"
 MAX_SEND_BATCH, MAX_RECEIVE_BATCH, MAX_RECEIPT_BATCH = 10, 10, 100
 SCOPE_ALL = "*"
+# What every request says it is (the version lets the service's logs tell SDK releases apart).
+USER_AGENT = "queues-python/" + __version__
 
 
 class _Unset:
@@ -148,7 +152,8 @@ def _batch_errors(answer: Any, n: int) -> list[QueuesError | None]:
 
 
 def _pages(read: Callable[[str | None], Page[Any]]) -> Iterator[Any]:
-    """The items of a cursor-paged list; ``read`` reads the page at a cursor."""
+    """The items of a cursor-paged list; ``read`` reads the page at a cursor. Lazy: a page
+    is read when the previous one's items are used up, so breaking off reads no more."""
     cursor = None
     while True:
         page = read(cursor)
@@ -164,8 +169,9 @@ class Client:
     operator credential; the ``/v1/receipts/*`` calls need none."""
 
     def __init__(self, base_url: str = DEFAULT_URL, token: str | None = None, *, timeout: float = 30.0,
-                 retry: RetryPolicy | None = None, user_agent: str = "queues-python") -> None:
-        self._t = Transport(base_url, token, timeout, retry or RetryPolicy(), user_agent)
+                 retry: RetryPolicy | None = None, user_agent: str = USER_AGENT,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self._t = Transport(base_url, token, timeout, retry or RetryPolicy(), user_agent, ssl_context)
 
     @classmethod
     def from_env(cls, **kw: Any) -> "Client":
@@ -179,10 +185,18 @@ class Client:
     def with_token(self, token: str | None) -> "Client":
         """A client for the same service presenting another token."""
         t = self._t
-        return Client(t.base_url, token, timeout=t.timeout, retry=t.retry, user_agent=t.user_agent)
+        return Client(t.base_url, token, timeout=t.timeout, retry=t.retry, user_agent=t.user_agent,
+                      ssl_context=t.ssl_context)
 
     def close(self) -> None:
+        """Closes the calling thread's kept-alive connection (other threads' close as they end)."""
         self._t.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def call(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
              *, timeout: float | None = None) -> Any:
@@ -198,6 +212,10 @@ class Client:
     def list_projects(self, *, limit: int | None = None, cursor: str | None = None) -> Page[Project]:
         a = self.call("GET", "/v1/projects", {"limit": limit, "cursor": cursor})
         return Page([Project.from_dict(p) for p in a["projects"]], a.get("nextCursor"))
+
+    def all_projects(self, *, page_size: int | None = None) -> Iterator[Project]:
+        """Every project (operator credential), page by page (``page_size`` per request)."""
+        return _pages(lambda cursor: self.list_projects(limit=page_size, cursor=cursor))
 
     def get_project(self, project: str) -> Project:
         """The project with its ``limits`` and ``usage``."""
@@ -259,6 +277,10 @@ class Client:
                     prefix: str | None = None) -> Page[Queue]:
         a = self.call("GET", "/v1/queues", {"limit": limit, "cursor": cursor, "prefix": prefix})
         return Page([Queue.from_dict(q) for q in a["queues"]], a.get("nextCursor"))
+
+    def all_queues(self, *, prefix: str | None = None, page_size: int | None = None) -> Iterator[Queue]:
+        """Every queue whose name starts with ``prefix``, page by page."""
+        return _pages(lambda cursor: self.list_queues(limit=page_size, cursor=cursor, prefix=prefix))
 
     def get_queue(self, queue: str) -> Queue:
         """Settings, counts and partitions; ``queue`` is its id, slug or name."""
@@ -348,6 +370,12 @@ class Client:
         a = self.call("GET", _q(queue) + "/messages", query)
         return Page([BrowsedMessage.from_dict(m) for m in a["messages"]], a.get("nextCursor"))
 
+    def browse_all(self, queue: str, *, state: str | None = None, page_size: int | None = None,
+                   filter: Mapping[str, str | Sequence[str]] | None = None) -> Iterator[BrowsedMessage]:  # noqa: A002
+        """Every message browse selects, page by page (a filtered page may be short or empty
+        and still have a cursor: the iterator follows it)."""
+        return _pages(lambda cursor: self.browse(queue, state=state, limit=page_size, cursor=cursor, filter=filter))
+
     def delete_message(self, queue: str, message_id: str) -> None:
         """Deletes one visible or delayed message by the id its send answered; raises
         QueuesError ``message_in_flight`` (409) while a consumer holds it, ``not_found`` (404)
@@ -359,9 +387,17 @@ class Client:
         a = self.call("GET", _q(queue) + "/consumers", {"limit": limit, "cursor": cursor})
         return Page([ConsumerInfo.from_dict(x) for x in a["consumers"]], a.get("nextCursor"))
 
+    def all_consumers(self, queue: str, *, page_size: int | None = None) -> Iterator[ConsumerInfo]:
+        """Every consumer seen in the last 5 minutes, page by page."""
+        return _pages(lambda cursor: self.list_consumers(queue, limit=page_size, cursor=cursor))
+
     def list_groups(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Group]:
         a = self.call("GET", _q(queue) + "/groups", {"limit": limit, "cursor": cursor})
         return Page([Group.from_dict(g) for g in a["groups"]], a.get("nextCursor"))
+
+    def all_groups(self, queue: str, *, page_size: int | None = None) -> Iterator[Group]:
+        """Every message group of a fifo queue, page by page."""
+        return _pages(lambda cursor: self.list_groups(queue, limit=page_size, cursor=cursor))
 
     def delete_group(self, queue: str, group_id: str) -> None:
         """Purges one message group of a fifo queue."""
@@ -396,8 +432,18 @@ class Client:
         return Subscription.from_dict(self.call("POST", _q(queue) + "/subscription/rotate-secret"))
 
     def list_subscription_attempts(self, queue: str, *, limit: int | None = None) -> list[PushAttempt]:
-        a = self.call("GET", _q(queue) + "/subscription/attempts", {"limit": limit})
-        return [PushAttempt.from_dict(x) for x in a["attempts"]]
+        """The newest ``limit`` push attempts (one page; attempts_page and
+        all_subscription_attempts follow the cursor)."""
+        return self.attempts_page(queue, limit=limit).items
+
+    def attempts_page(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[PushAttempt]:
+        """One page of the subscription's push attempts, newest first."""
+        a = self.call("GET", _q(queue) + "/subscription/attempts", {"limit": limit, "cursor": cursor})
+        return Page([PushAttempt.from_dict(x) for x in a["attempts"]], a.get("nextCursor"))
+
+    def all_subscription_attempts(self, queue: str, *, page_size: int | None = None) -> Iterator[PushAttempt]:
+        """Every push attempt kept, newest first, page by page."""
+        return _pages(lambda cursor: self.attempts_page(queue, limit=page_size, cursor=cursor))
 
     # Move tasks (redrive and replay, docs/redrive.md).
 
@@ -429,6 +475,10 @@ class Client:
         a = self.call("GET", _q(queue) + "/move-tasks", {"limit": limit, "cursor": cursor})
         return Page([MoveTask.from_dict(t) for t in a["moveTasks"]], a.get("nextCursor"))
 
+    def all_move_tasks(self, queue: str, *, page_size: int | None = None) -> Iterator[MoveTask]:
+        """Every move task of queue, newest first, page by page."""
+        return _pages(lambda cursor: self.list_move_tasks(queue, limit=page_size, cursor=cursor))
+
     def get_move_task(self, queue: str, task: str) -> MoveTask:
         """One move task with its progress (scope queues:read)."""
         return MoveTask.from_dict(self.call("GET", _q(queue) + "/move-tasks/" + _seg(task)))
@@ -452,9 +502,9 @@ class Client:
         a = self.call("GET", "/v1/topics", {"limit": limit, "cursor": cursor, "prefix": prefix})
         return Page([Topic.from_dict(t) for t in a["topics"]], a.get("nextCursor"))
 
-    def all_topics(self, *, prefix: str | None = None) -> Iterator[Topic]:
+    def all_topics(self, *, prefix: str | None = None, page_size: int | None = None) -> Iterator[Topic]:
         """Every topic whose name starts with ``prefix``, page by page."""
-        return _pages(lambda cursor: self.list_topics(cursor=cursor, prefix=prefix))
+        return _pages(lambda cursor: self.list_topics(limit=page_size, cursor=cursor, prefix=prefix))
 
     def get_topic(self, topic: str) -> Topic:
         """A topic by id, slug or name, with its log's bounds."""
@@ -497,9 +547,11 @@ class Client:
         return Page([LogEntry.from_dict(m) for m in a["messages"]], a.get("nextCursor"))
 
     def log_entries(self, topic: str, *, from_: Any = None, to: Any = None,
-                    filter: Mapping[str, str | Sequence[str]] | None = None) -> Iterator[LogEntry]:  # noqa: A002
+                    filter: Mapping[str, str | Sequence[str]] | None = None,  # noqa: A002
+                    page_size: int | None = None) -> Iterator[LogEntry]:
         """Every entry read_log selects, page by page."""
-        return _pages(lambda cursor: self.read_log(topic, from_=from_, to=to, cursor=cursor, filter=filter))
+        return _pages(lambda cursor: self.read_log(topic, from_=from_, to=to, limit=page_size, cursor=cursor,
+                                                   filter=filter))
 
     def start_replay(self, topic: str, queue: str, *, from_: Any, to: Any = None,
                      filter: Mapping[str, str | Sequence[str]] | None = None,  # noqa: A002
@@ -525,6 +577,10 @@ class Client:
         a = self.call("GET", _t(topic) + "/replays", {"limit": limit, "cursor": cursor})
         return Page([Replay.from_dict(r) for r in a["replays"]], a.get("nextCursor"))
 
+    def all_replays(self, topic: str, *, page_size: int | None = None) -> Iterator[Replay]:
+        """Every replay of the topic, newest first, page by page."""
+        return _pages(lambda cursor: self.list_replays(topic, limit=page_size, cursor=cursor))
+
     def get_replay(self, topic: str, replay: str) -> Replay:
         return Replay.from_dict(self.call("GET", _t(topic) + "/replays/" + _seg(replay)))
 
@@ -542,9 +598,9 @@ class Client:
         a = self.call("GET", _t(topic) + "/state", {"limit": limit, "cursor": cursor})
         return Page([StateEntry.from_dict(s) for s in a["state"]], a.get("nextCursor"))
 
-    def all_state(self, topic: str) -> Iterator[StateEntry]:
+    def all_state(self, topic: str, *, page_size: int | None = None) -> Iterator[StateEntry]:
         """Every key's state in key order, page by page."""
-        return _pages(lambda cursor: self.list_state(topic, cursor=cursor))
+        return _pages(lambda cursor: self.list_state(topic, limit=page_size, cursor=cursor))
 
     def topic_stream(self, topic: str, *, from_: Any = "now",
                      filter: Mapping[str, str | Sequence[str]] | None = None,  # noqa: A002
@@ -595,7 +651,7 @@ class Client:
             headers["Authorization"] = "Bearer " + t.token
         tracing.inject(headers)
         return TopicStreamConnection(_ws.connect(url, headers, timeout=t.timeout, read_timeout=read_timeout,
-                                                 ssl_context=t.ssl_context))
+                                                 ssl_context=t.ssl_context, proxy=t.proxy))
 
     def topic_bindings(self, topic: str) -> list[Binding]:
         """The topic's bindings."""

@@ -176,7 +176,12 @@ class Consumer:
         self._room = threading.Semaphore(held)
         self._gather = threading.Lock()
         self._work: _queue.SimpleQueue[_Delivery | None] = _queue.SimpleQueue()
-        self._acks: _queue.Queue[str | None] = _queue.Queue(maxsize=4 * self.ack_batch_size)
+        # Handles to acknowledge, gathered under a condition the acker waits on with a
+        # timeout: a handler's ack wakes no thread unless it fills a batch (a wake-up per
+        # message cost more client CPU than the rest of the ack path).
+        self._acks: list[str] = []
+        self._acks_cv = threading.Condition(threading.Lock())
+        self._acks_closed = False
         self._mu = threading.Lock()
         self._held: set[_Delivery] = set()
         self._in_hand = 0
@@ -185,6 +190,27 @@ class Consumer:
         self._settling = 0
         self._settled = threading.Condition(self._mu)
         self._polls: dict[int, http.client.HTTPConnection] = {}
+
+    def __enter__(self) -> "Consumer":
+        """Runs the consumer on a thread of its own for the ``with`` block; leaving it stops the
+        consumer, waits for its shutdown and raises what ``run`` raised."""
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self.run()
+            except BaseException as e:  # noqa: BLE001 - raised again at the block's end
+                self._error = e
+
+        self._thread = threading.Thread(target=run, name="queues-consumer", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
     def run(self) -> None:
         """Consumes until ``stop`` is set (see the class)."""
@@ -221,7 +247,9 @@ class Consumer:
         self._release(left)
         with self._settled:
             self._settled.wait_for(lambda: self._settling == 0)
-        self._acks.put(None)
+        with self._acks_cv:
+            self._acks_closed = True
+            self._acks_cv.notify_all()
         acker.join()
         if self._fatal is not None:
             raise self._fatal
@@ -343,7 +371,7 @@ class Consumer:
             return  # an at-most-once queue's message left the queue when received: nothing to settle
         try:
             if o.kind == "ack":
-                self._acks.put(m.receipt_handle)
+                self._ack(m.receipt_handle)
             elif o.kind == "retry":
                 self.client.change_visibility(m.receipt_handle, seconds_up(o.delay))
             elif o.kind == "dead-letter":
@@ -353,34 +381,32 @@ class Consumer:
         except QueuesError as e:
             self._report(o.kind, e, m.message_id)
 
+    def _ack(self, handle: str) -> None:
+        with self._acks_cv:
+            # Back-pressure: at most 4 batches wait while the acknowledgements in flight end.
+            while len(self._acks) >= 4 * self.ack_batch_size and not self._acks_closed:
+                self._acks_cv.wait()
+            self._acks.append(handle)
+            if len(self._acks) == self.ack_batch_size:
+                self._acks_cv.notify_all()
+
     def _acker(self) -> None:
+        """Sends the gathered acknowledgements: a full batch at once, the rest at least every
+        ``ack_interval`` seconds, 4 requests at a time; at close, all that is left."""
         pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="queues-ack")
-        batch: list[str] = []
-        next_flush = time.monotonic() + self.ack_interval
-
-        def flush() -> None:
-            nonlocal batch
-            if batch:
-                pool.submit(self._send_acks, batch)
-                batch = []
-
         while True:
-            try:
-                h = self._acks.get(timeout=max(next_flush - time.monotonic(), 0.001))
-            except _queue.Empty:
-                flush()
-                next_flush = time.monotonic() + self.ack_interval
-                continue
-            if h is None:
-                flush()
+            with self._acks_cv:
+                if len(self._acks) < self.ack_batch_size and not self._acks_closed:
+                    self._acks_cv.wait(self.ack_interval)
+                closed = self._acks_closed
+                batches = [self._acks[i:i + self.ack_batch_size] for i in range(0, len(self._acks), self.ack_batch_size)]
+                self._acks = []
+                self._acks_cv.notify_all()  # room again for handlers held back
+            for b in batches:
+                pool.submit(self._send_acks, b)
+            if closed:
                 pool.shutdown(wait=True)
                 return
-            batch.append(h)
-            if len(batch) >= self.ack_batch_size:
-                flush()
-            if time.monotonic() >= next_flush:
-                flush()
-                next_flush = time.monotonic() + self.ack_interval
 
     def _send_acks(self, handles: list[str]) -> None:
         try:
@@ -407,13 +433,13 @@ class Consumer:
                     self._report("heartbeat", e)
                     break
                 with self._mu:
-                    for d, e in zip(chunk, errs):
-                        if e is None:
+                    for d, err in zip(chunk, errs):
+                        if err is None:
                             d.extended = sent
-                        elif e.code in _NO_EXTEND:
+                        elif err.code in _NO_EXTEND:
                             d.no_beat = True
-                for d, e in zip(chunk, errs):
-                    self._report("heartbeat", e, d.m.message_id)
+                for d, err in zip(chunk, errs):
+                    self._report("heartbeat", err, d.m.message_id)
 
     def _waiting(self) -> list[_Delivery]:
         """The messages no handler has started, taken out of the work queue and abandoned."""
@@ -440,5 +466,5 @@ class Consumer:
             except QueuesError as e:
                 self._report("release", e)
                 continue
-            for d, e in zip(chunk, errs):
-                self._report("release", e, d.m.message_id)
+            for d, err in zip(chunk, errs):
+                self._report("release", err, d.m.message_id)

@@ -41,6 +41,14 @@ class QueuesError(Exception):
     ``request_id`` its X-Request-Id.
     """
 
+    def __new__(cls, code: str = "internal", *args: Any, **kw: Any) -> "QueuesError":
+        # QueuesError(code, …) builds the subclass its code names (NotFoundError for
+        # not_found, …), so every place that raises from an answer raises the typed error
+        # and ``except QueuesError`` still catches them all.
+        if cls is QueuesError:
+            cls = error_class(code, kw.get("status", 0))
+        return super().__new__(cls)
+
     def __init__(
         self,
         code: str,
@@ -95,6 +103,117 @@ class QueuesError(Exception):
     @property
     def is_quota_exceeded(self) -> bool:
         return self.code == "quota_exceeded"
+
+    @property
+    def is_rate_limited(self) -> bool:
+        return self.code == "rate_limited"
+
+    @property
+    def is_conflict(self) -> bool:
+        return isinstance(self, ConflictError)
+
+
+class ValidationError(QueuesError):
+    """The request is not acceptable as sent (400 ``invalid_argument``, 405, 413, 415);
+    ``field`` names the request field at fault when there is one."""
+
+
+class InvalidReceiptError(ValidationError):
+    """400 ``receipt_handle_invalid``: the receipt handle is not one the service issued."""
+
+
+class VisibilityLimitError(ValidationError):
+    """400 ``visibility_limit_exceeded``: the delivery would stay in flight past the
+    service's limit on one delivery's visibility."""
+
+
+class AuthError(QueuesError):
+    """401 ``unauthenticated``: no token, a bad one, an expired or revoked one. Its subclass
+    ForbiddenError is the 403 of a good token without the scope."""
+
+
+class ForbiddenError(AuthError):
+    """403 ``permission_denied``: the token lacks the scope (or is a project token on an
+    operator route)."""
+
+
+class QuotaExceededError(QueuesError):
+    """403 ``quota_exceeded``: a project limit (queues, subscriptions, stored bytes) is
+    reached; ``details`` names it."""
+
+
+class NotFoundError(QueuesError):
+    """404 ``not_found``: the queue, topic, message, task… does not exist."""
+
+
+class ConflictError(QueuesError):
+    """409: the resource exists already, is in use, the message is in flight, a move task
+    runs."""
+
+
+class AlreadyExistsError(ConflictError):
+    """409 ``queue_exists``, ``topic_exists``, ``subscription_exists``, ``binding_exists``."""
+
+
+class StaleReceiptError(QueuesError):
+    """410 ``receipt_handle_stale``: the delivery is over (settled, or its visibility
+    timeout passed and the message was handed out again)."""
+
+
+class RateLimitedError(QueuesError):
+    """429 ``rate_limited`` (retried by the client's RetryPolicy before it is raised);
+    ``retry_after`` is the answer's Retry-After in seconds."""
+
+
+class PurgeTooSoonError(RateLimitedError):
+    """429 ``purge_too_soon``: a purge within 60 s of the previous one (not retried)."""
+
+
+class UnavailableError(QueuesError):
+    """503 ``unavailable``: a dependency of the service is down; retried like 429."""
+
+
+class InternalError(QueuesError):
+    """500 ``internal``, or an answer the SDK cannot read."""
+
+
+# The class each error code is raised as; a code this SDK does not know yet is typed by its
+# HTTP status (_BY_STATUS), so a new 404 code is still a NotFoundError.
+_BY_CODE: dict[str, type[QueuesError]] = {
+    "invalid_argument": ValidationError,
+    "payload_too_large": ValidationError,
+    "unsupported_media_type": ValidationError,
+    "method_not_allowed": ValidationError,
+    "receipt_handle_invalid": InvalidReceiptError,
+    "visibility_limit_exceeded": VisibilityLimitError,
+    "unauthenticated": AuthError,
+    "permission_denied": ForbiddenError,
+    "quota_exceeded": QuotaExceededError,
+    "not_found": NotFoundError,
+    "queue_exists": AlreadyExistsError,
+    "topic_exists": AlreadyExistsError,
+    "subscription_exists": AlreadyExistsError,
+    "binding_exists": AlreadyExistsError,
+    "queue_in_use": ConflictError,
+    "message_in_flight": ConflictError,
+    "move_task_running": ConflictError,
+    "receipt_handle_stale": StaleReceiptError,
+    "rate_limited": RateLimitedError,
+    "purge_too_soon": PurgeTooSoonError,
+    "unavailable": UnavailableError,
+    "internal": InternalError,
+}
+_BY_STATUS: dict[int, type[QueuesError]] = {
+    400: ValidationError, 401: AuthError, 403: ForbiddenError, 404: NotFoundError, 405: ValidationError,
+    409: ConflictError, 410: StaleReceiptError, 413: ValidationError, 415: ValidationError,
+    429: RateLimitedError, 500: InternalError, 503: UnavailableError,
+}
+
+
+def error_class(code: str, status: int = 0) -> type[QueuesError]:
+    """The QueuesError subclass raised for an error code (by HTTP status for codes this SDK
+    does not know; QueuesError itself when neither says)."""
+    return _BY_CODE.get(code) or _BY_STATUS.get(status or CODE_STATUS.get(code, 0)) or QueuesError
 
 
 class TransportError(QueuesError):

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -15,9 +17,15 @@ from .errors import QueuesError
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
+@functools.lru_cache(maxsize=1024)
 def snake(name: str) -> str:
-    """``visibilityTimeoutSeconds`` → ``visibility_timeout_seconds``."""
+    """``visibilityTimeoutSeconds`` → ``visibility_timeout_seconds`` (cached: a consumer
+    converts the same dozen names for every message it receives)."""
     return _CAMEL.sub("_", name).lower()
+
+
+# Each Model class's field names, computed once (dataclasses.fields is slow per message).
+_FIELDS: dict[type, frozenset[str]] = {}
 
 
 def camel(name: str) -> str:
@@ -39,7 +47,9 @@ class Model:
     def from_dict(cls: type[T], d: dict[str, Any] | None) -> T:
         if d is None:
             return None  # type: ignore[return-value]
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        names = _FIELDS.get(cls)
+        if names is None:
+            names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
         kw: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for k, v in d.items():
@@ -176,7 +186,8 @@ class Queue(Model):
     partitions: int = 0
     counts: QueueCounts = field(default_factory=QueueCounts)
     extra: dict[str, Any] = field(default_factory=dict)
-    _nested: ClassVar[dict[str, type[Model]]] = {"redrive": Redrive, "counts": QueueCounts}
+    # builtins.type: this class's own field ``type`` shadows the name here.
+    _nested: ClassVar[dict[str, builtins.type[Model]]] = {"redrive": Redrive, "counts": QueueCounts}
 
 
 @dataclass

@@ -16,9 +16,10 @@ reads it back.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 #: The instrumentation scope of the SDK's spans.
 TRACER_NAME = "queues"
@@ -37,7 +38,7 @@ def _otel() -> Any:
         with _lock:
             if not _loaded:
                 try:
-                    from opentelemetry import trace  # type: ignore[import-not-found]
+                    from opentelemetry import trace  # type: ignore[import-not-found,import,unused-ignore]
                 except ImportError:
                     trace = None
                 _trace, _loaded = trace, True
@@ -55,7 +56,7 @@ def valid_traceparent(tp: str | None) -> bool:
     """True for a W3C traceparent as the service accepts it (version 00, lowercase hex, ids
     not all zeros)."""
     m = _TRACEPARENT.match(tp or "")
-    return bool(m) and m.group(1) != "0" * 32 and m.group(2) != "0" * 16
+    return m is not None and m.group(1) != "0" * 32 and m.group(2) != "0" * 16
 
 
 def inject(headers: dict[str, str]) -> None:
@@ -74,21 +75,13 @@ def inject(headers: dict[str, str]) -> None:
         headers["tracestate"] = state
 
 
-def run_handler(queue: str, m: Any, handler: Callable[[Any], object],
-                outcome_of: Callable[[object], tuple[Any, BaseException | None]]) -> tuple[object, bool]:
-    """Runs ``handler(m)`` and returns its result, or the exception it raised, and whether it
-    raised (an Outcome may be returned or raised). With
-    OpenTelemetry and a valid ``m.traceparent`` it runs under a ``process <queue>`` span, the
-    child of that context; a retry or dead-letter outcome sets the span's status to ERROR
-    with the outcome's kind (as the Go SDK does for a handler's error), and a raised
-    exception is recorded."""
+def _process_span(queue: str, m: Any) -> tuple[Any, Any]:
+    """The OpenTelemetry module and a ``process <queue>`` span (a context manager making it
+    current) for a message with a valid traceparent; (None, None) otherwise."""
     trace = _otel()
     match = _TRACEPARENT.match(getattr(m, "traceparent", None) or "") if trace is not None else None
     if match is None:
-        try:
-            return handler(m), False
-        except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
-            return e, True
+        return None, None
     parent = trace.SpanContext(trace_id=int(match.group(1), 16), span_id=int(match.group(2), 16),
                                is_remote=True, trace_flags=trace.TraceFlags(int(match.group(3), 16)))
     ctx = trace.set_span_in_context(trace.NonRecordingSpan(parent))
@@ -99,19 +92,66 @@ def run_handler(queue: str, m: Any, handler: Callable[[Any], object],
         "messaging.message.id": m.message_id,
         "queues.receive_count": m.receive_count,
     }
-    with trace.get_tracer(TRACER_NAME).start_as_current_span(
-            f"process {queue}", context=ctx, kind=trace.SpanKind.CONSUMER, attributes=attrs,
-            record_exception=False, set_status_on_exception=False) as span:
+    return trace, trace.get_tracer(TRACER_NAME).start_as_current_span(
+        f"process {queue}", context=ctx, kind=trace.SpanKind.CONSUMER, attributes=attrs,
+        record_exception=False, set_status_on_exception=False)
+
+
+def _end_span(trace: Any, span: Any, result: object, raised: bool,
+              outcome_of: Callable[[object], tuple[Any, BaseException | None]]) -> None:
+    if raised:
+        span.record_exception(result)
+    try:
+        kind = outcome_of(result)[0].kind
+    except TypeError:
+        kind = "retry"  # not an outcome: the consumer retries it
+    if kind in ("retry", "dead-letter"):
+        span.set_status(trace.Status(trace.StatusCode.ERROR, kind))
+
+
+def run_handler(queue: str, m: Any, handler: Callable[[Any], object],
+                outcome_of: Callable[[object], tuple[Any, BaseException | None]]) -> tuple[object, bool]:
+    """Runs ``handler(m)`` and returns its result, or the exception it raised, and whether it
+    raised (an Outcome may be returned or raised). With
+    OpenTelemetry and a valid ``m.traceparent`` it runs under a ``process <queue>`` span, the
+    child of that context; a retry or dead-letter outcome sets the span's status to ERROR
+    with the outcome's kind (as the Go SDK does for a handler's error), and a raised
+    exception is recorded."""
+    trace, cm = _process_span(queue, m)
+    if cm is None:
+        try:
+            return handler(m), False
+        except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
+            return e, True
+    with cm as span:
         raised = False
         try:
             result: object = handler(m)
         except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
             result, raised = e, True
-            span.record_exception(e)
+        _end_span(trace, span, result, raised, outcome_of)
+        return result, raised
+
+
+async def run_handler_async(queue: str, m: Any, handler: Callable[[Any], Awaitable[object]],
+                            outcome_of: Callable[[object], tuple[Any, BaseException | None]]) -> tuple[object, bool]:
+    """run_handler for a coroutine handler (AsyncConsumer, handle_push_async): the same span,
+    current while the handler is awaited; a cancellation is raised, not returned."""
+    trace, cm = _process_span(queue, m)
+    if cm is None:
         try:
-            kind = outcome_of(result)[0].kind
-        except TypeError:
-            kind = "retry"  # not an outcome: the consumer retries it
-        if kind in ("retry", "dead-letter"):
-            span.set_status(trace.Status(trace.StatusCode.ERROR, kind))
+            return await handler(m), False
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
+            return e, True
+    with cm as span:
+        raised = False
+        try:
+            result: object = await handler(m)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a handler's failure is a retry
+            result, raised = e, True
+        _end_span(trace, span, result, raised, outcome_of)
         return result, raised

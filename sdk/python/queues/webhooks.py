@@ -146,6 +146,50 @@ def push_result(m: Message, result: object,
     return r
 
 
+Answer = tuple[int, list[tuple[str, str]], bytes]
+
+
+def verified_batch(secrets: str | Sequence[str | None], headers: HeadersLike, raw_body: bytes, *,
+                   tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
+                   on_error: Callable[[BaseException], None] | None = None) -> PushBatch | Answer:
+    """The push's batch once it verifies and parses, else the answer to give (401 when the
+    signature does not verify, 400 when the body is not a batch)."""
+    try:
+        verify(secrets, headers, raw_body, tolerance_seconds=tolerance_seconds)
+    except WebhookVerificationError as e:
+        if on_error:
+            on_error(e)
+        return _error(401, "unauthenticated", "the push signature does not verify")
+    try:
+        doc = json.loads(raw_body)
+        return PushBatch(doc["subscription"], doc["queue"], [Message.from_dict(m) for m in doc["messages"]])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        if on_error:
+            on_error(e)
+        return _error(400, "invalid_argument", "the push body is not a batch")
+
+
+def group_lanes(messages: Sequence[Message]) -> list[list[int]]:
+    """The messages' indexes in lanes that may run at once: one lane per fifo message group
+    (in order within it), one per ungrouped message."""
+    lanes: list[list[int]] = []
+    by_group: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if not m.group_id:
+            lanes.append([i])
+            continue
+        if m.group_id not in by_group:
+            by_group[m.group_id] = len(lanes)
+            lanes.append([])
+        lanes[by_group[m.group_id]].append(i)
+    return lanes
+
+
+def json_answer(value: Any) -> Answer:
+    """A 200 JSON answer (the push answer's form)."""
+    return _json(200, value)
+
+
 def handle_push(secrets: str | Sequence[str | None], headers: HeadersLike, raw_body: bytes,
                 handler: Callable[[Message], Outcome | None], *,
                 tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS, concurrency: int = 10,
@@ -158,30 +202,12 @@ def handle_push(secrets: str | Sequence[str | None], headers: HeadersLike, raw_b
     each message's outcome from its handler's result, as the consumer settles it (an
     exception is a retry; ``Defer()`` answers "defer", leaving the message for the
     application to settle by its receipt handle). Returns (status, headers, body)."""
-    try:
-        verify(secrets, headers, raw_body, tolerance_seconds=tolerance_seconds)
-    except WebhookVerificationError as e:
-        if on_error:
-            on_error(e)
-        return _error(401, "unauthenticated", "the push signature does not verify")
-    try:
-        doc = json.loads(raw_body)
-        batch = PushBatch(doc["subscription"], doc["queue"], [Message.from_dict(m) for m in doc["messages"]])
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        if on_error:
-            on_error(e)
-        return _error(400, "invalid_argument", "the push body is not a batch")
+    checked = verified_batch(secrets, headers, raw_body, tolerance_seconds=tolerance_seconds, on_error=on_error)
+    if not isinstance(checked, PushBatch):
+        return checked
+    batch = checked
     queue = str(batch.queue.get("name", "")) if isinstance(batch.queue, dict) else ""
-    lanes: list[list[int]] = []
-    by_group: dict[str, int] = {}
-    for i, m in enumerate(batch.messages):
-        if not m.group_id:
-            lanes.append([i])
-            continue
-        if m.group_id not in by_group:
-            by_group[m.group_id] = len(lanes)
-            lanes.append([])
-        lanes[by_group[m.group_id]].append(i)
+    lanes = group_lanes(batch.messages)
     results: list[dict[str, Any]] = [{} for _ in batch.messages]
 
     def run_lane(lane: list[int]) -> None:

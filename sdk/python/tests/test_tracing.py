@@ -240,6 +240,29 @@ class OpenTelemetryHookTest(unittest.TestCase):
         self.assertEqual(s.status.description, "retry")
         self.assertEqual([str(e) for e in s.exceptions], ["boom"])
 
+    def test_async_push_receiver(self) -> None:
+        import asyncio
+        from queues import handle_push_async
+        secret = "whsec_" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="
+        body = json.dumps({"subscription": "qsb_x", "queue": {"id": "q1", "name": "ahooks"}, "messages": [
+            {"messageId": "m1", "body": "a", "receiptHandle": "h", "receiveCount": 1, "traceparent": OWN},
+        ]}).encode()
+        ts = int(time.time())
+        headers = {"webhook-id": "msg_1", "webhook-timestamp": str(ts), "webhook-signature": sign(secret, "msg_1", ts, body)}
+        current: list[_Span] = []
+
+        async def handler(m):
+            current.append(self.trace.get_current_span())
+            return DeadLetter("bad")
+
+        status, _, out = asyncio.run(handle_push_async(secret, headers, body, handler))
+        self.assertEqual(status, 200, out)
+        spans = [s for s in self.finished if s.name == "process ahooks"]
+        self.assertEqual(len(spans), 1)
+        self.assertIs(current[0], spans[0], "the process span is current in the coroutine handler")
+        self.assertEqual(f"{spans[0].parent.span_id:016x}", "b7ad6b7169203331")
+        self.assertEqual((spans[0].status.status_code, spans[0].status.description), ("error", "dead-letter"))
+
 
 if __name__ == "__main__":
     unittest.main()
