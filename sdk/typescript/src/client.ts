@@ -1,5 +1,5 @@
 import { consume, type ConsumeOptions, type Handler } from './consumer.js';
-import { QueuesError, errorFromResponse } from './errors.js';
+import { QueuesError, errorFromResponse, queuesError } from './errors.js';
 import { DEFAULT_URL } from './limits.js';
 import type * as api from './openapi.js';
 import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
@@ -91,7 +91,7 @@ function position(v: number | string | Date | undefined): string | undefined {
 /** The error of a failed entry of a 200 answer (send, publish), with the status its code has. */
 function failedEntryError(e: { code: string; message: string; details?: Record<string, unknown> | undefined }): QueuesError {
   const status = e.code === 'payload_too_large' ? 413 : e.code === 'quota_exceeded' ? 403 : 400;
-  return new QueuesError({ code: e.code, message: e.message, status, details: e.details });
+  return queuesError({ code: e.code, message: e.message, status, details: e.details });
 }
 
 /** Attempts are listed newest first; `cursor` pages to older ones where the server keeps them. */
@@ -142,7 +142,7 @@ function entryErrors(r: api.BatchResults | undefined, n: number): EntryErrors {
   const out: EntryErrors = new Array(n).fill(undefined);
   for (const e of r?.results ?? []) {
     if (e.error) {
-      out[e.index] = new QueuesError({
+      out[e.index] = queuesError({
         code: e.error.code,
         message: e.error.message,
         status: 0,
@@ -227,9 +227,9 @@ export class QueuesClient {
       } catch (e) {
         if (req.signal?.aborted) throw req.signal.reason;
         if (e instanceof SyntaxError) {
-          throw new QueuesError({ code: 'invalid_response', message: `${method} ${path}: ${e.message}`, status: 0, cause: e });
+          throw queuesError({ code: 'invalid_response', message: `${method} ${path}: ${e.message}`, status: 0, cause: e });
         }
-        err = new QueuesError({ code: 'network', message: `${method} ${path}: ${(e as Error).message}`, status: 0, cause: e });
+        err = queuesError({ code: 'network', message: `${method} ${path}: ${(e as Error).message}`, status: 0, cause: e });
       }
       const wait = this.#retryWait(method, attempt, err);
       if (wait === undefined) throw err;

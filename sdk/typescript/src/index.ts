@@ -18,7 +18,25 @@ export type {
 } from './client.js';
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 export { routes, type RouteName } from './routes.js';
-export { QueuesError, isAuth, isCode, isQuotaExceeded, isStale, type QueuesErrorCode } from './errors.js';
+export {
+  AuthError,
+  ConflictError,
+  ForbiddenError,
+  InternalError,
+  InvalidReceiptError,
+  NotFoundError,
+  QueuesError,
+  QuotaExceededError,
+  RateLimitedError,
+  StaleReceiptError,
+  UnavailableError,
+  ValidationError,
+  isAuth,
+  isCode,
+  isQuotaExceeded,
+  isStale,
+  type QueuesErrorCode,
+} from './errors.js';
 export { ack, cancel, deadLetter, defer, isOutcome, retry, retryAfter, type HandlerResult, type Outcome } from './outcome.js';
 export { ConsumerError, consume, type ConsumeOptions, type Handler, type HandlerContext } from './consumer.js';
 export {

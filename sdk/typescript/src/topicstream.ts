@@ -2,7 +2,7 @@
 // topic's log from a bookmark on, over a WebSocket, under credit. openTopicStream is one
 // connection; topicStream iterates across reconnects, keeping the bookmark, as the Go SDK's
 // Client.TopicStream does.
-import { QueuesError } from './errors.js';
+import { QueuesError, queuesError } from './errors.js';
 import type * as api from './openapi.js';
 
 /** Where a topic stream starts: `now` (default), `earliest`, a sequence, or a time. */
@@ -60,7 +60,7 @@ export function webSocketClass(): Promise<SocketCtor> {
     (m: { WebSocket?: SocketCtor; default?: SocketCtor }) => (m.WebSocket ?? m.default)!,
     (e: unknown) => {
       wsPackage = undefined;
-      throw new QueuesError({
+      throw queuesError({
         code: 'unavailable',
         message: `queues: this runtime has no global WebSocket; install the optional dependency "ws" (${(e as Error).message})`,
         status: 0,
@@ -102,7 +102,7 @@ export class TopicStreamConnection {
     ws.addEventListener('message', (ev: { data: unknown }) => this.#frame(ev.data));
     ws.addEventListener('close', () => this.#end(undefined));
     ws.addEventListener('error', (ev: { message?: string; error?: Error }) =>
-      this.#end(new QueuesError({ code: 'network', message: `queues: topic stream: ${ev.error?.message ?? ev.message ?? 'connection error'}`, status: 0 })),
+      this.#end(queuesError({ code: 'network', message: `queues: topic stream: ${ev.error?.message ?? ev.message ?? 'connection error'}`, status: 0 })),
     );
   }
 
@@ -111,15 +111,15 @@ export class TopicStreamConnection {
     try {
       f = JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data as ArrayBuffer));
     } catch (e) {
-      return this.#fail(new QueuesError({ code: 'invalid_response', message: `queues: a topic stream frame: ${(e as Error).message}`, status: 0 }));
+      return this.#fail(queuesError({ code: 'invalid_response', message: `queues: a topic stream frame: ${(e as Error).message}`, status: 0 }));
     }
     if (f.error) {
       const status = { not_found: 404, unauthenticated: 401, permission_denied: 403, invalid_argument: 400 }[f.error.code] ?? 0;
-      return this.#fail(new QueuesError({ code: f.error.code, message: f.error.message, status, details: f.error.details }));
+      return this.#fail(queuesError({ code: f.error.code, message: f.error.message, status, details: f.error.details }));
     }
     if (f.gap) this.#frames.push([{ kind: 'gap', gap: f.gap }]);
     else if (Array.isArray(f.messages)) this.#frames.push(f.messages.map((entry) => ({ kind: 'entry' as const, entry })));
-    else return this.#fail(new QueuesError({ code: 'invalid_response', message: `queues: an unexpected topic stream frame: ${String(data).slice(0, 60)}`, status: 0 }));
+    else return this.#fail(queuesError({ code: 'invalid_response', message: `queues: an unexpected topic stream frame: ${String(data).slice(0, 60)}`, status: 0 }));
     this.#wake();
   }
 
@@ -221,7 +221,7 @@ export async function openTopicStreamAt(url: string, headers: Record<string, str
     ws.addEventListener('error', (ev: { message?: string; error?: Error }) => {
       if (refused) return; // ws: the 'unexpected-response' above rejects with the answer
       signal?.removeEventListener('abort', onAbort);
-      const failed = new QueuesError({ code: 'network', message: `queues: opening the topic stream: ${ev.error?.message ?? ev.message ?? 'failed'}`, status: 0 });
+      const failed = queuesError({ code: 'network', message: `queues: opening the topic stream: ${ev.error?.message ?? ev.message ?? 'failed'}`, status: 0 });
       if (ws.on) return reject(failed);
       // A WHATWG WebSocket hides the refusal's status: ask the route without the upgrade.
       probe(url, headers, signal).then((e) => reject(e ?? failed), () => reject(failed));
@@ -251,7 +251,7 @@ function refusal(status: number, body: string, retryAfter: string | undefined): 
   }
   const code = e.code ?? ({ 400: 'invalid_argument', 401: 'unauthenticated', 403: 'permission_denied', 404: 'not_found', 429: 'rate_limited' }[status] ?? 'unavailable');
   const ra = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) : undefined;
-  return new QueuesError({ code, message: e.message ?? `HTTP ${status}`, status, details: e.details, retryAfter: ra });
+  return queuesError({ code, message: e.message ?? `HTTP ${status}`, status, details: e.details, retryAfter: ra });
 }
 
 /** What topicStream needs of the client. */
