@@ -6,6 +6,7 @@ import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, U
 import { routes, type RouteName } from './routes.js';
 import type { BindRequest } from './topics.js';
 import { injectTraceparent } from './tracing.js';
+import { userAgent } from './version.js';
 import { TopicStream, openTopicStreamAt, topicStreamURL, type TopicStreamConnection, type TopicStreamOptions } from './topicstream.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
@@ -34,6 +35,11 @@ export interface ClientOptions {
   retry?: RetryPolicy;
   /** The fetch to use (default the global one). */
   fetch?: typeof fetch;
+  /**
+   * The application's product token (`myapp/1.2`), sent before the SDK's own:
+   * `User-Agent: myapp/1.2 queues-typescript/<version>`. Browsers send their own User-Agent
+   * whatever a fetch asks; there the SDK sends nothing else (docs/sdk-typescript.md).
+   */
   userAgent?: string;
 }
 
@@ -163,6 +169,7 @@ export class QueuesClient {
   readonly #fetch: typeof fetch;
   readonly #retry: Required<RetryPolicy>;
   readonly #userAgent: string;
+  readonly #app: string | undefined;
 
   constructor(opts: ClientOptions = {}) {
     const url = (opts.url ?? env('QUEUES_URL') ?? DEFAULT_URL).replace(/\/+$/, '');
@@ -179,7 +186,8 @@ export class QueuesClient {
       maxBackoffMs: opts.retry?.maxBackoffMs ?? 5000,
       maxRetryAfterMs: opts.retry?.maxRetryAfterMs ?? 30000,
     };
-    this.#userAgent = opts.userAgent ?? 'queues-typescript';
+    this.#app = opts.userAgent;
+    this.#userAgent = userAgent(opts.userAgent);
   }
 
   /** A client like this one presenting another token. */
@@ -189,7 +197,7 @@ export class QueuesClient {
       token,
       retry: this.#retry,
       fetch: this.#fetch,
-      userAgent: this.#userAgent,
+      userAgent: this.#app,
     });
   }
 

@@ -16,6 +16,7 @@ export type {
   RetryPolicy,
   RouteCall,
 } from './client.js';
+export { VERSION } from './version.js';
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 export { routes, type RouteName } from './routes.js';
 export {
