@@ -678,7 +678,7 @@ export class QueuesClient {
     return new TopicStream(
       {
         url: this.url,
-        headers: () => this.#streamHeaders(),
+        headers: () => this.streamHeaders(),
         lastSequence: (t, signal) => this.getTopic(t, { signal }).then((x) => x.lastSequence, () => undefined),
       },
       topic,
@@ -688,10 +688,11 @@ export class QueuesClient {
 
   /** Opens one topic stream (scope `messages:receive`); it grants no credit: call `credit`. */
   async openTopicStream(topic: string, o: TopicStreamOptions = {}): Promise<TopicStreamConnection> {
-    return openTopicStreamAt(topicStreamURL(this.url, topic, o), await this.#streamHeaders(), o.signal);
+    return openTopicStreamAt(topicStreamURL(this.url, topic, o), await this.streamHeaders(), o.signal);
   }
 
-  async #streamHeaders(): Promise<Record<string, string>> {
+  /** @internal The headers of a stream's upgrade: the User-Agent, the token, a traceparent. */
+  async streamHeaders(): Promise<Record<string, string>> {
     const h: Record<string, string> = { 'user-agent': this.#userAgent };
     if (this.#token) h.authorization = `Bearer ${this.#token}`;
     await injectTraceparent(h);

@@ -35,8 +35,8 @@ export type TopicGap = api.TopicStreamGap['gap'];
 /** What a topic stream yields: an entry, or a gap before the entries that follow it. */
 export type TopicEvent = { kind: 'entry'; entry: StreamEntry } | { kind: 'gap'; gap: TopicGap };
 
-/** The part of a WebSocket (WHATWG, or the `ws` package's) the stream uses. */
-interface Socket {
+/** The part of a WebSocket (WHATWG, or the `ws` package's) the streams use. */
+export interface Socket {
   readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
@@ -191,12 +191,27 @@ export class TopicStreamConnection {
  * QueuesError. The connection listens from the start: a frame that arrives with the upgrade's
  * answer (a gap is sent at once) is dispatched before the open resolves anyone.
  */
-export async function openTopicStreamAt(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<TopicStreamConnection> {
+export function openTopicStreamAt(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<TopicStreamConnection> {
+  return openWebSocket(url, headers, signal, 'the topic stream', (ws) => new TopicStreamConnection(ws));
+}
+
+/**
+ * Opens a WebSocket to one of the service's streams: attach(ws) listens from the start (before
+ * the open resolves), and the result is what attach made; a refused upgrade rejects with the
+ * QueuesError of its answer. what names the stream in messages.
+ */
+export async function openWebSocket<T>(
+  url: string,
+  headers: Record<string, string>,
+  signal: AbortSignal | undefined,
+  what: string,
+  attach: (ws: Socket) => T,
+): Promise<T> {
   const WS = await webSocketClass();
   const ws = new WS(url, { headers });
   if ('binaryType' in ws) (ws as { binaryType: string }).binaryType = 'arraybuffer';
-  const conn = new TopicStreamConnection(ws);
-  return new Promise<TopicStreamConnection>((resolve, reject) => {
+  const conn = attach(ws);
+  return new Promise<T>((resolve, reject) => {
     let refused: QueuesError | undefined;
     const onAbort = () => {
       ws.close();
@@ -204,10 +219,11 @@ export async function openTopicStreamAt(url: string, headers: Record<string, str
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     // The ws package shows a refused upgrade's answer; a WHATWG WebSocket only says it failed.
-    ws.on?.('unexpected-response', (_req: unknown, res: AsyncIterable<Buffer> & { statusCode: number; headers: Record<string, string | undefined> }) => {
+    ws.on?.('unexpected-response', (_req: unknown, res: AsyncIterable<Uint8Array> & { statusCode: number; headers: Record<string, string | undefined> }) => {
       void (async () => {
         let body = '';
-        for await (const chunk of res) body += chunk.toString();
+        const dec = new TextDecoder();
+        for await (const chunk of res) body += dec.decode(chunk, { stream: true });
         refused = refusal(res.statusCode, body, res.headers['retry-after']);
         ws.close();
         signal?.removeEventListener('abort', onAbort);
@@ -221,7 +237,7 @@ export async function openTopicStreamAt(url: string, headers: Record<string, str
     ws.addEventListener('error', (ev: { message?: string; error?: Error }) => {
       if (refused) return; // ws: the 'unexpected-response' above rejects with the answer
       signal?.removeEventListener('abort', onAbort);
-      const failed = queuesError({ code: 'network', message: `queues: opening the topic stream: ${ev.error?.message ?? ev.message ?? 'failed'}`, status: 0 });
+      const failed = queuesError({ code: 'network', message: `queues: opening ${what}: ${ev.error?.message ?? ev.message ?? 'failed'}`, status: 0 });
       if (ws.on) return reject(failed);
       // A WHATWG WebSocket hides the refusal's status: ask the route without the upgrade.
       probe(url, headers, signal).then((e) => reject(e ?? failed), () => reject(failed));
