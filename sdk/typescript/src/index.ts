@@ -1,6 +1,7 @@
 // The Queues SDK for TypeScript and JavaScript: a typed client of the HTTP API, a consumer
 // that settles messages from a handler's result, and push receivers that verify Standard
-// Webhooks signatures.
+// Webhooks signatures. This core imports no node: module (edge runtimes and browsers load
+// it); node.ts, the `./node` entry, adds what needs Node.
 export { QueuesClient } from './client.js';
 export type {
   AttemptsOptions,
@@ -46,13 +47,11 @@ export {
   WEBHOOK_SIGNATURE,
   WEBHOOK_TIMESTAMP,
   WebhookVerificationError,
-  createNodePushHandler,
   createPushHandler,
   handlePush,
-  sign,
-  verify,
+  signAsync,
+  verifyAsync,
   type HeadersLike,
-  type NodeRequest,
   type PushAnswer,
   type PushContext,
   type PushHandler,
