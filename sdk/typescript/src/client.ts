@@ -140,6 +140,26 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * The items of every page a list route answers, following `nextCursor` until it is null:
+ * page(cursor) fetches one page, items(page) takes its items. Lazy: a page is fetched when
+ * the items before it have been taken, so breaking out of the loop fetches no more.
+ */
+async function* paginate<P extends { nextCursor?: string | null }, T>(
+  page: (cursor: string | null) => Promise<P>,
+  items: (p: P) => readonly T[],
+): AsyncGenerator<T> {
+  let cursor: string | null = null;
+  do {
+    const p: P = await page(cursor);
+    yield* items(p);
+    cursor = p.nextCursor ?? null;
+  } while (cursor);
+}
+
+/** The options of an iterator over a list: a page's options but the cursor, which it keeps itself. */
+export type IterOptions<O extends PageOptions = PageOptions> = Omit<O, 'cursor'>;
+
 function time(v: string | Date | undefined): string | undefined {
   return v instanceof Date ? v.toISOString() : v;
 }
@@ -274,6 +294,11 @@ export class QueuesClient {
     return this.call('listProjects', { query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
   }
 
+  /** Every project (operator credential), page by page: `for await (const p of client.allProjects())`. */
+  allProjects(o: IterOptions = {}): AsyncGenerator<api.Project> {
+    return paginate((cursor) => this.listProjects({ ...o, cursor }), (p) => p.projects);
+  }
+
   /** A project with its limits and usage (operator). */
   getProject(project: string, o: CallOptions = {}): Promise<ProjectDetail> {
     return this.call('getProject', { path: { project }, signal: o.signal });
@@ -333,13 +358,8 @@ export class QueuesClient {
   }
 
   /** Every queue of the project, page by page. */
-  async *allQueues(o: Omit<ListQueuesOptions, 'cursor'> = {}): AsyncGenerator<api.Queue> {
-    let cursor: string | null = null;
-    do {
-      const page: api.QueueList = await this.listQueues({ ...o, cursor });
-      yield* page.queues;
-      cursor = page.nextCursor;
-    } while (cursor);
+  allQueues(o: IterOptions<ListQueuesOptions> = {}): AsyncGenerator<api.Queue> {
+    return paginate((cursor) => this.listQueues({ ...o, cursor }), (p) => p.queues);
   }
 
   /** A queue (by id, slug or name) with its settings, counts and partitions. */
@@ -397,6 +417,11 @@ export class QueuesClient {
     });
   }
 
+  /** Every message browse finds (state and filter as browseMessages), page by page. */
+  browseAll(queue: string, o: IterOptions<BrowseOptions> = {}): AsyncGenerator<api.BrowsedMessage> {
+    return paginate((cursor) => this.browseMessages(queue, { ...o, cursor }), (p) => p.messages);
+  }
+
   /**
    * Deletes one visible or delayed message by the id its send answered: `message_in_flight`
    * (409) while a consumer holds it, `not_found` (404) when the queue does not hold it.
@@ -412,10 +437,20 @@ export class QueuesClient {
     return this.call('listConsumers', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
   }
 
+  /** Every consumer seen on the queue in the last 5 minutes, page by page. */
+  allConsumers(queue: string, o: IterOptions = {}): AsyncGenerator<api.Consumer> {
+    return paginate((cursor) => this.listConsumers(queue, { ...o, cursor }), (p) => p.consumers);
+  }
+
   // ---- groups (fifo) ----
 
   listGroups(queue: string, o: PageOptions = {}): Promise<api.GroupList> {
     return this.call('listGroups', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every message group of a fifo queue, page by page. */
+  allGroups(queue: string, o: IterOptions = {}): AsyncGenerator<api.Group> {
+    return paginate((cursor) => this.listGroups(queue, { ...o, cursor }), (p) => p.groups);
   }
 
   /** Purges one message group of a fifo queue. */
@@ -438,6 +473,11 @@ export class QueuesClient {
   /** One page of queue's move tasks, newest first (scope `queues:read`). */
   listMoveTasks(queue: string, o: PageOptions = {}): Promise<api.MoveTaskList> {
     return this.call('listMoveTasks', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every move task of the queue, page by page. */
+  allMoveTasks(queue: string, o: IterOptions = {}): AsyncGenerator<api.MoveTask> {
+    return paginate((cursor) => this.listMoveTasks(queue, { ...o, cursor }), (p) => p.moveTasks);
   }
 
   /** One move task with its progress (scope `queues:read`). */
@@ -541,6 +581,11 @@ export class QueuesClient {
     });
   }
 
+  /** Every push attempt the service keeps for the queue's subscription, newest first, page by page. */
+  allAttempts(queue: string, o: IterOptions<AttemptsOptions> = {}): AsyncGenerator<api.PushAttempt> {
+    return paginate((cursor) => this.listSubscriptionAttempts(queue, { ...o, cursor }), (p) => p.attempts);
+  }
+
   // ---- topics (SPEC §14, docs/topics.md) ----
 
   /** Creates a topic (scope `queues:admin`): `topic_exists` (409) for a taken name. */
@@ -554,13 +599,8 @@ export class QueuesClient {
   }
 
   /** Every topic of the project, page by page. */
-  async *allTopics(o: Omit<ListTopicsOptions, 'cursor'> = {}): AsyncGenerator<api.Topic> {
-    let cursor: string | null = null;
-    do {
-      const page: api.TopicList = await this.listTopics({ ...o, cursor });
-      yield* page.topics;
-      cursor = page.nextCursor;
-    } while (cursor);
+  allTopics(o: IterOptions<ListTopicsOptions> = {}): AsyncGenerator<api.Topic> {
+    return paginate((cursor) => this.listTopics({ ...o, cursor }), (p) => p.topics);
   }
 
   /** A topic by id, slug or name, with its log's bounds. */
@@ -602,13 +642,8 @@ export class QueuesClient {
   }
 
   /** Every log entry `o` selects, page by page. */
-  async *logEntries(topic: string, o: Omit<ReadLogOptions, 'cursor'> = {}): AsyncGenerator<api.LogEntry> {
-    let cursor: string | null = null;
-    do {
-      const page: api.LogPage = await this.readLog(topic, { ...o, cursor });
-      yield* page.messages;
-      cursor = page.nextCursor;
-    } while (cursor);
+  logEntries(topic: string, o: IterOptions<ReadLogOptions> = {}): AsyncGenerator<api.LogEntry> {
+    return paginate((cursor) => this.readLog(topic, { ...o, cursor }), (p) => p.messages);
   }
 
   /** One key's state; `not_found` (404) when the key has none. */
@@ -622,13 +657,8 @@ export class QueuesClient {
   }
 
   /** Every key's state, in key order, page by page. */
-  async *allState(topic: string, o: Omit<PageOptions, 'cursor'> = {}): AsyncGenerator<api.StateEntry> {
-    let cursor: string | null = null;
-    do {
-      const page: api.StatePage = await this.listState(topic, { ...o, cursor });
-      yield* page.state;
-      cursor = page.nextCursor;
-    } while (cursor);
+  allState(topic: string, o: IterOptions = {}): AsyncGenerator<api.StateEntry> {
+    return paginate((cursor) => this.listState(topic, { ...o, cursor }), (p) => p.state);
   }
 
   /**
@@ -647,6 +677,11 @@ export class QueuesClient {
   /** One page of the topic's replays, newest first (scope `queues:read`). */
   listReplays(topic: string, o: PageOptions = {}): Promise<api.ReplayList> {
     return this.call('listReplays', { path: { topic }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every replay of the topic, page by page. */
+  allReplays(topic: string, o: IterOptions = {}): AsyncGenerator<api.Replay> {
+    return paginate((cursor) => this.listReplays(topic, { ...o, cursor }), (p) => p.replays);
   }
 
   /** One replay with its progress (scope `queues:read`). */
@@ -705,6 +740,17 @@ export class QueuesClient {
   }
 
   /**
+   * Every binding of the topic, as an iterator like the other lists (the route answers them
+   * in one page: a topic has at most 100).
+   */
+  allBindings(topic: string, o: CallOptions = {}): AsyncGenerator<api.Binding> {
+    return paginate(
+      () => this.call<api.BindingList>('listTopicBindings', { path: { topic }, signal: o.signal }),
+      (p) => p.bindings,
+    );
+  }
+
+  /**
    * Binds queue to a topic (scope `queues:admin`): it receives one copy of every message
    * published from `from` on that `filter` selects. `binding_exists` (409) when already bound.
    */
@@ -718,6 +764,14 @@ export class QueuesClient {
   /** The queue's bindings (its sources). */
   async listSources(queue: string, o: CallOptions = {}): Promise<api.Binding[]> {
     return (await this.call<{ sources: api.Binding[] }>('listSources', { path: { queue }, signal: o.signal })).sources;
+  }
+
+  /** Every binding feeding the queue (one page: a queue has at most 10), as an iterator. */
+  allSources(queue: string, o: CallOptions = {}): AsyncGenerator<api.Binding> {
+    return paginate(
+      () => this.call<{ sources: api.Binding[]; nextCursor?: string | null }>('listSources', { path: { queue }, signal: o.signal }),
+      (p) => p.sources,
+    );
   }
 
   /** One of the queue's bindings, by id or slug. */

@@ -9,6 +9,7 @@ export type {
   CallOptions,
   ClientOptions,
   EntryErrors,
+  IterOptions,
   ListQueuesOptions,
   ListTopicsOptions,
   PageOptions,
