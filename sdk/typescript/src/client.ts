@@ -1,11 +1,12 @@
 import { consume, type ConsumeOptions, type Handler } from './consumer.js';
-import { QueuesError, errorFromResponse } from './errors.js';
+import { QueuesError, errorFromResponse, queuesError } from './errors.js';
 import { DEFAULT_URL } from './limits.js';
 import type * as api from './openapi.js';
 import type { ProjectDetail, SQSCredentials, UpdateProjectRequest, UsageQuery, UsageReport } from './project.js';
 import { routes, type RouteName } from './routes.js';
 import type { BindRequest } from './topics.js';
 import { injectTraceparent } from './tracing.js';
+import { userAgent } from './version.js';
 import { TopicStream, openTopicStreamAt, topicStreamURL, type TopicStreamConnection, type TopicStreamOptions } from './topicstream.js';
 
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
@@ -34,6 +35,11 @@ export interface ClientOptions {
   retry?: RetryPolicy;
   /** The fetch to use (default the global one). */
   fetch?: typeof fetch;
+  /**
+   * The application's product token (`myapp/1.2`), sent before the SDK's own:
+   * `User-Agent: myapp/1.2 queues-typescript/<version>`. Browsers send their own User-Agent
+   * whatever a fetch asks; there the SDK sends nothing else (docs/sdk-typescript.md).
+   */
   userAgent?: string;
 }
 
@@ -91,7 +97,7 @@ function position(v: number | string | Date | undefined): string | undefined {
 /** The error of a failed entry of a 200 answer (send, publish), with the status its code has. */
 function failedEntryError(e: { code: string; message: string; details?: Record<string, unknown> | undefined }): QueuesError {
   const status = e.code === 'payload_too_large' ? 413 : e.code === 'quota_exceeded' ? 403 : 400;
-  return new QueuesError({ code: e.code, message: e.message, status, details: e.details });
+  return queuesError({ code: e.code, message: e.message, status, details: e.details });
 }
 
 /** Attempts are listed newest first; `cursor` pages to older ones where the server keeps them. */
@@ -134,6 +140,26 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * The items of every page a list route answers, following `nextCursor` until it is null:
+ * page(cursor) fetches one page, items(page) takes its items. Lazy: a page is fetched when
+ * the items before it have been taken, so breaking out of the loop fetches no more.
+ */
+async function* paginate<P extends { nextCursor?: string | null }, T>(
+  page: (cursor: string | null) => Promise<P>,
+  items: (p: P) => readonly T[],
+): AsyncGenerator<T> {
+  let cursor: string | null = null;
+  do {
+    const p: P = await page(cursor);
+    yield* items(p);
+    cursor = p.nextCursor ?? null;
+  } while (cursor);
+}
+
+/** The options of an iterator over a list: a page's options but the cursor, which it keeps itself. */
+export type IterOptions<O extends PageOptions = PageOptions> = Omit<O, 'cursor'>;
+
 function time(v: string | Date | undefined): string | undefined {
   return v instanceof Date ? v.toISOString() : v;
 }
@@ -142,7 +168,7 @@ function entryErrors(r: api.BatchResults | undefined, n: number): EntryErrors {
   const out: EntryErrors = new Array(n).fill(undefined);
   for (const e of r?.results ?? []) {
     if (e.error) {
-      out[e.index] = new QueuesError({
+      out[e.index] = queuesError({
         code: e.error.code,
         message: e.error.message,
         status: 0,
@@ -163,6 +189,7 @@ export class QueuesClient {
   readonly #fetch: typeof fetch;
   readonly #retry: Required<RetryPolicy>;
   readonly #userAgent: string;
+  readonly #app: string | undefined;
 
   constructor(opts: ClientOptions = {}) {
     const url = (opts.url ?? env('QUEUES_URL') ?? DEFAULT_URL).replace(/\/+$/, '');
@@ -179,7 +206,8 @@ export class QueuesClient {
       maxBackoffMs: opts.retry?.maxBackoffMs ?? 5000,
       maxRetryAfterMs: opts.retry?.maxRetryAfterMs ?? 30000,
     };
-    this.#userAgent = opts.userAgent ?? 'queues-typescript';
+    this.#app = opts.userAgent;
+    this.#userAgent = userAgent(opts.userAgent);
   }
 
   /** A client like this one presenting another token. */
@@ -189,7 +217,7 @@ export class QueuesClient {
       token,
       retry: this.#retry,
       fetch: this.#fetch,
-      userAgent: this.#userAgent,
+      userAgent: this.#app,
     });
   }
 
@@ -227,9 +255,9 @@ export class QueuesClient {
       } catch (e) {
         if (req.signal?.aborted) throw req.signal.reason;
         if (e instanceof SyntaxError) {
-          throw new QueuesError({ code: 'invalid_response', message: `${method} ${path}: ${e.message}`, status: 0, cause: e });
+          throw queuesError({ code: 'invalid_response', message: `${method} ${path}: ${e.message}`, status: 0, cause: e });
         }
-        err = new QueuesError({ code: 'network', message: `${method} ${path}: ${(e as Error).message}`, status: 0, cause: e });
+        err = queuesError({ code: 'network', message: `${method} ${path}: ${(e as Error).message}`, status: 0, cause: e });
       }
       const wait = this.#retryWait(method, attempt, err);
       if (wait === undefined) throw err;
@@ -264,6 +292,11 @@ export class QueuesClient {
   /** Lists projects, one page (operator). */
   listProjects(o: PageOptions = {}): Promise<api.ProjectList> {
     return this.call('listProjects', { query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every project (operator credential), page by page: `for await (const p of client.allProjects())`. */
+  allProjects(o: IterOptions = {}): AsyncGenerator<api.Project> {
+    return paginate((cursor) => this.listProjects({ ...o, cursor }), (p) => p.projects);
   }
 
   /** A project with its limits and usage (operator). */
@@ -325,13 +358,8 @@ export class QueuesClient {
   }
 
   /** Every queue of the project, page by page. */
-  async *allQueues(o: Omit<ListQueuesOptions, 'cursor'> = {}): AsyncGenerator<api.Queue> {
-    let cursor: string | null = null;
-    do {
-      const page: api.QueueList = await this.listQueues({ ...o, cursor });
-      yield* page.queues;
-      cursor = page.nextCursor;
-    } while (cursor);
+  allQueues(o: IterOptions<ListQueuesOptions> = {}): AsyncGenerator<api.Queue> {
+    return paginate((cursor) => this.listQueues({ ...o, cursor }), (p) => p.queues);
   }
 
   /** A queue (by id, slug or name) with its settings, counts and partitions. */
@@ -389,6 +417,11 @@ export class QueuesClient {
     });
   }
 
+  /** Every message browse finds (state and filter as browseMessages), page by page. */
+  browseAll(queue: string, o: IterOptions<BrowseOptions> = {}): AsyncGenerator<api.BrowsedMessage> {
+    return paginate((cursor) => this.browseMessages(queue, { ...o, cursor }), (p) => p.messages);
+  }
+
   /**
    * Deletes one visible or delayed message by the id its send answered: `message_in_flight`
    * (409) while a consumer holds it, `not_found` (404) when the queue does not hold it.
@@ -404,10 +437,20 @@ export class QueuesClient {
     return this.call('listConsumers', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
   }
 
+  /** Every consumer seen on the queue in the last 5 minutes, page by page. */
+  allConsumers(queue: string, o: IterOptions = {}): AsyncGenerator<api.Consumer> {
+    return paginate((cursor) => this.listConsumers(queue, { ...o, cursor }), (p) => p.consumers);
+  }
+
   // ---- groups (fifo) ----
 
   listGroups(queue: string, o: PageOptions = {}): Promise<api.GroupList> {
     return this.call('listGroups', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every message group of a fifo queue, page by page. */
+  allGroups(queue: string, o: IterOptions = {}): AsyncGenerator<api.Group> {
+    return paginate((cursor) => this.listGroups(queue, { ...o, cursor }), (p) => p.groups);
   }
 
   /** Purges one message group of a fifo queue. */
@@ -430,6 +473,11 @@ export class QueuesClient {
   /** One page of queue's move tasks, newest first (scope `queues:read`). */
   listMoveTasks(queue: string, o: PageOptions = {}): Promise<api.MoveTaskList> {
     return this.call('listMoveTasks', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every move task of the queue, page by page. */
+  allMoveTasks(queue: string, o: IterOptions = {}): AsyncGenerator<api.MoveTask> {
+    return paginate((cursor) => this.listMoveTasks(queue, { ...o, cursor }), (p) => p.moveTasks);
   }
 
   /** One move task with its progress (scope `queues:read`). */
@@ -533,6 +581,11 @@ export class QueuesClient {
     });
   }
 
+  /** Every push attempt the service keeps for the queue's subscription, newest first, page by page. */
+  allAttempts(queue: string, o: IterOptions<AttemptsOptions> = {}): AsyncGenerator<api.PushAttempt> {
+    return paginate((cursor) => this.listSubscriptionAttempts(queue, { ...o, cursor }), (p) => p.attempts);
+  }
+
   // ---- topics (SPEC §14, docs/topics.md) ----
 
   /** Creates a topic (scope `queues:admin`): `topic_exists` (409) for a taken name. */
@@ -546,13 +599,8 @@ export class QueuesClient {
   }
 
   /** Every topic of the project, page by page. */
-  async *allTopics(o: Omit<ListTopicsOptions, 'cursor'> = {}): AsyncGenerator<api.Topic> {
-    let cursor: string | null = null;
-    do {
-      const page: api.TopicList = await this.listTopics({ ...o, cursor });
-      yield* page.topics;
-      cursor = page.nextCursor;
-    } while (cursor);
+  allTopics(o: IterOptions<ListTopicsOptions> = {}): AsyncGenerator<api.Topic> {
+    return paginate((cursor) => this.listTopics({ ...o, cursor }), (p) => p.topics);
   }
 
   /** A topic by id, slug or name, with its log's bounds. */
@@ -594,13 +642,8 @@ export class QueuesClient {
   }
 
   /** Every log entry `o` selects, page by page. */
-  async *logEntries(topic: string, o: Omit<ReadLogOptions, 'cursor'> = {}): AsyncGenerator<api.LogEntry> {
-    let cursor: string | null = null;
-    do {
-      const page: api.LogPage = await this.readLog(topic, { ...o, cursor });
-      yield* page.messages;
-      cursor = page.nextCursor;
-    } while (cursor);
+  logEntries(topic: string, o: IterOptions<ReadLogOptions> = {}): AsyncGenerator<api.LogEntry> {
+    return paginate((cursor) => this.readLog(topic, { ...o, cursor }), (p) => p.messages);
   }
 
   /** One key's state; `not_found` (404) when the key has none. */
@@ -614,13 +657,8 @@ export class QueuesClient {
   }
 
   /** Every key's state, in key order, page by page. */
-  async *allState(topic: string, o: Omit<PageOptions, 'cursor'> = {}): AsyncGenerator<api.StateEntry> {
-    let cursor: string | null = null;
-    do {
-      const page: api.StatePage = await this.listState(topic, { ...o, cursor });
-      yield* page.state;
-      cursor = page.nextCursor;
-    } while (cursor);
+  allState(topic: string, o: IterOptions = {}): AsyncGenerator<api.StateEntry> {
+    return paginate((cursor) => this.listState(topic, { ...o, cursor }), (p) => p.state);
   }
 
   /**
@@ -639,6 +677,11 @@ export class QueuesClient {
   /** One page of the topic's replays, newest first (scope `queues:read`). */
   listReplays(topic: string, o: PageOptions = {}): Promise<api.ReplayList> {
     return this.call('listReplays', { path: { topic }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  }
+
+  /** Every replay of the topic, page by page. */
+  allReplays(topic: string, o: IterOptions = {}): AsyncGenerator<api.Replay> {
+    return paginate((cursor) => this.listReplays(topic, { ...o, cursor }), (p) => p.replays);
   }
 
   /** One replay with its progress (scope `queues:read`). */
@@ -670,7 +713,7 @@ export class QueuesClient {
     return new TopicStream(
       {
         url: this.url,
-        headers: () => this.#streamHeaders(),
+        headers: () => this.streamHeaders(),
         lastSequence: (t, signal) => this.getTopic(t, { signal }).then((x) => x.lastSequence, () => undefined),
       },
       topic,
@@ -680,10 +723,11 @@ export class QueuesClient {
 
   /** Opens one topic stream (scope `messages:receive`); it grants no credit: call `credit`. */
   async openTopicStream(topic: string, o: TopicStreamOptions = {}): Promise<TopicStreamConnection> {
-    return openTopicStreamAt(topicStreamURL(this.url, topic, o), await this.#streamHeaders(), o.signal);
+    return openTopicStreamAt(topicStreamURL(this.url, topic, o), await this.streamHeaders(), o.signal);
   }
 
-  async #streamHeaders(): Promise<Record<string, string>> {
+  /** @internal The headers of a stream's upgrade: the User-Agent, the token, a traceparent. */
+  async streamHeaders(): Promise<Record<string, string>> {
     const h: Record<string, string> = { 'user-agent': this.#userAgent };
     if (this.#token) h.authorization = `Bearer ${this.#token}`;
     await injectTraceparent(h);
@@ -693,6 +737,17 @@ export class QueuesClient {
   /** The topic's bindings (scope `queues:read`). */
   async topicBindings(topic: string, o: CallOptions = {}): Promise<api.Binding[]> {
     return (await this.call<{ bindings: api.Binding[] }>('listTopicBindings', { path: { topic }, signal: o.signal })).bindings;
+  }
+
+  /**
+   * Every binding of the topic, as an iterator like the other lists (the route answers them
+   * in one page: a topic has at most 100).
+   */
+  allBindings(topic: string, o: CallOptions = {}): AsyncGenerator<api.Binding> {
+    return paginate(
+      () => this.call<api.BindingList>('listTopicBindings', { path: { topic }, signal: o.signal }),
+      (p) => p.bindings,
+    );
   }
 
   /**
@@ -709,6 +764,14 @@ export class QueuesClient {
   /** The queue's bindings (its sources). */
   async listSources(queue: string, o: CallOptions = {}): Promise<api.Binding[]> {
     return (await this.call<{ sources: api.Binding[] }>('listSources', { path: { queue }, signal: o.signal })).sources;
+  }
+
+  /** Every binding feeding the queue (one page: a queue has at most 10), as an iterator. */
+  allSources(queue: string, o: CallOptions = {}): AsyncGenerator<api.Binding> {
+    return paginate(
+      () => this.call<{ sources: api.Binding[]; nextCursor?: string | null }>('listSources', { path: { queue }, signal: o.signal }),
+      (p) => p.sources,
+    );
   }
 
   /** One of the queue's bindings, by id or slug. */

@@ -1,8 +1,9 @@
 import type { QueuesClient } from './client.js';
 import { MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
-import { QueuesError, isAuth, isCode } from './errors.js';
+import { QueuesError, isAuth, isCode, queuesError } from './errors.js';
 import type { AttributeFilter, ReceivedMessage } from './openapi.js';
 import { outcomeOf, type HandlerResult } from './outcome.js';
+import { MAX_STREAM_CREDIT, ReceiveStream, receiveStreamURL, type StreamAnswer } from './receivestream.js';
 import { withProcessSpan } from './tracing.js';
 
 /** What a consumer's handler gets beside its message. */
@@ -39,9 +40,17 @@ export interface ConsumeOptions {
   signal?: AbortSignal;
   /** Handlers running at once (default 10); it receives only as many messages as are idle. */
   concurrency?: number;
-  /** Receives that may wait at once (default concurrency/10, at least 1). */
+  /**
+   * Receive by polling (`pollers` receive requests) even where the service offers the receive
+   * stream. By default the consumer holds one receive stream (a WebSocket, docs/streaming.md):
+   * it grants the room its handlers free as credit, and sends acknowledgements, retries and
+   * dead-letterings on the same connection; it polls when the upgrade is refused (a proxy
+   * that does not pass WebSockets, a runtime without a WebSocket).
+   */
+  polling?: boolean;
+  /** Polling: receives that may wait at once (default concurrency/10, at least 1). */
   pollers?: number;
-  /** Each receive's long-polling wait (default 20). */
+  /** Polling: each receive's long-polling wait (default 20). */
   waitSeconds?: number;
   /**
    * Each receive's visibility timeout (default the queue's, read once, or 30 when the token
@@ -122,6 +131,14 @@ class Consumer {
   private readonly filter: AttributeFilter | undefined;
   private readonly ackBatch: number;
   private readonly ackInterval: number;
+  // The receive stream while one is open; granted is its credit not yet used by a batch,
+  // unsent the part of it not yet written (sent once per microtask, for all handlers that
+  // finished in it), delivered the batches of the current stream.
+  private stream: ReceiveStream | undefined;
+  private granted = 0;
+  private unsent = 0;
+  private creditQueued = false;
+  private delivered = 0;
 
   constructor(
     private readonly client: QueuesClient,
@@ -161,9 +178,7 @@ class Consumer {
   }
 
   async run(): Promise<void> {
-    const polls: Promise<void>[] = [];
-    for (let i = 0; i < this.pollers; i++) polls.push(this.poll());
-    await Promise.all(polls);
+    await (this.o.polling ? this.pollAll() : this.streamLoop());
     this.o.signal?.removeEventListener('abort', this.onAbort);
     await this.drain();
     if (this.fatal) throw this.fatal;
@@ -182,7 +197,99 @@ class Consumer {
 
   private release(n: number): void {
     this.idle += n;
+    if (this.stream) return this.grant();
     for (let i = 0; i < n && this.waiters.length > 0; i++) this.waiters.shift()!();
+  }
+
+  private async pollAll(): Promise<void> {
+    const polls: Promise<void>[] = [];
+    for (let i = 0; i < this.pollers; i++) polls.push(this.poll());
+    await Promise.all(polls);
+  }
+
+  // streamLoop receives over receive streams, reconnecting (with backoff) when one ends, until
+  // the consumer stops. When the very first upgrade is refused it polls instead: polling
+  // answers every case, a missing queue included (which it reports as the fatal error it is).
+  private async streamLoop(): Promise<void> {
+    const signal = this.stop.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      let s: ReceiveStream | undefined;
+      try {
+        const url = receiveStreamURL(this.client.url, this.queue, this.vt, this.filter);
+        s = await ReceiveStream.open(url, await this.client.streamHeaders(), (msgs) => this.batch(msgs), signal);
+      } catch (e) {
+        if (signal.aborted) return;
+        if (isAuth(e)) {
+          this.fatal ??= e;
+          this.halt();
+          return;
+        }
+        if (failures === 0) return this.pollAll();
+        this.report('receive', undefined, e);
+      }
+      if (s && (await this.session(s))) failures = 0;
+      failures++;
+      await pause(Math.min(100 * 2 ** Math.min(failures, 6), 5000), signal);
+    }
+  }
+
+  // session runs one stream until it closes: the idle room is granted as credit, and every
+  // batch delivered goes to the handlers. Credit granted and not used is idle room again
+  // after. It says whether anything was delivered.
+  private async session(s: ReceiveStream): Promise<boolean> {
+    this.stream = s;
+    this.delivered = 0;
+    const onStop = () => s.close();
+    this.stop.signal.addEventListener('abort', onStop, { once: true });
+    if (this.stop.signal.aborted) s.close();
+    this.grant();
+    const err = await s.ended;
+    this.stop.signal.removeEventListener('abort', onStop);
+    this.stream = undefined;
+    this.idle += this.granted;
+    this.granted = 0;
+    this.unsent = 0;
+    if (err && fatalCodes.has(err.code)) {
+      this.fatal ??= err;
+      this.halt();
+    } else if (err && !this.stop.signal.aborted) {
+      this.report('receive', undefined, err);
+    }
+    return this.delivered > 0;
+  }
+
+  // grant turns idle room into credit, up to what one stream may hold.
+  private grant(): void {
+    const n = Math.min(this.idle, MAX_STREAM_CREDIT - this.granted);
+    if (n <= 0 || this.stop.signal.aborted) return;
+    this.idle -= n;
+    this.granted += n;
+    this.unsent += n;
+    if (this.creditQueued) return;
+    this.creditQueued = true;
+    queueMicrotask(() => {
+      this.creditQueued = false;
+      const n = this.unsent;
+      this.unsent = 0;
+      if (n > 0) this.stream?.credit(n);
+    });
+  }
+
+  // batch takes a stream's batch: each message to a handler, or, once the consumer is
+  // stopping, back to the queue at once.
+  private batch(msgs: ReceivedMessage[]): void {
+    this.granted -= msgs.length;
+    this.delivered += msgs.length;
+    if (this.stop.signal.aborted) {
+      const ds = msgs.map((m) => ({ m, abandoned: true }));
+      const p = this.releaseAll(ds).finally(() => this.release(msgs.length));
+      this.settling.add(p);
+      void p.finally(() => this.settling.delete(p));
+      return;
+    }
+    const leased = Date.now();
+    for (const m of msgs) this.start(m, leased);
   }
 
   private async poll(): Promise<void> {
@@ -299,9 +406,13 @@ class Consumer {
           this.queueAck(handle);
           return;
         case 'retry':
+          if (await this.overStream('visibility', { receiptHandle: handle, visibilityTimeoutSeconds: delay })) return;
           await this.client.changeVisibility(handle, delay);
           return;
         case 'dead-letter':
+          if (await this.overStream('deadLetter', outcome.reason ? { receiptHandle: handle, reason: outcome.reason } : { receiptHandle: handle })) {
+            return;
+          }
           await this.client.deadLetter(handle, outcome.reason);
           return;
         case 'cancel':
@@ -312,6 +423,41 @@ class Consumer {
       }
     } catch (e) {
       this.report(outcome.kind, m.messageId, e);
+    }
+  }
+
+  // overStream sends a single-form settlement on the open stream: true when the service
+  // answered it (its error thrown), false when it must go over HTTP instead (no stream, the
+  // stream closed first, or a rate limit, which HTTP's retries wait out).
+  private async overStream(kind: 'visibility' | 'deadLetter', body: object): Promise<boolean> {
+    const a = await this.streamCall(kind, body);
+    if (a === undefined) return false;
+    if (a.error) throw queuesError({ code: a.error.code, message: a.error.message, status: 0, details: a.error.details });
+    return true;
+  }
+
+  private async streamCall(kind: 'ack' | 'visibility' | 'deadLetter', body: object): Promise<StreamAnswer | undefined> {
+    const s = this.stream;
+    if (!s?.open) return undefined;
+    try {
+      const a = await s.settle(kind, body);
+      return a.error?.code === 'rate_limited' ? undefined : a;
+    } catch {
+      return undefined;
+    }
+  }
+
+  // sendAcks acknowledges a batch over the stream while one is open, else (or when the stream
+  // fails the call as a whole) over HTTP.
+  private async sendAcks(batch: string[]): Promise<void> {
+    const a = await this.streamCall('ack', { receiptHandles: batch });
+    if (a === undefined) {
+      (await this.client.ackBatch(batch)).forEach((e) => this.report('ack', undefined, e));
+      return;
+    }
+    if (a.error) throw queuesError({ code: a.error.code, message: a.error.message, status: 0, details: a.error.details });
+    for (const r of a.results ?? []) {
+      if (r.error) this.report('ack', undefined, queuesError({ code: r.error.code, message: r.error.message, status: 0, details: r.error.details }));
     }
   }
 
@@ -330,10 +476,7 @@ class Consumer {
     this.ackTimer = undefined;
     while (this.acks.length > 0) {
       const batch = this.acks.splice(0, this.ackBatch);
-      const p = this.client
-        .ackBatch(batch)
-        .then((errs) => errs.forEach((e) => this.report('ack', undefined, e)))
-        .catch((e) => this.report('ack', undefined, e));
+      const p = this.sendAcks(batch).catch((e) => this.report('ack', undefined, e));
       this.flushes.add(p);
       void p.finally(() => this.flushes.delete(p));
     }
@@ -358,6 +501,11 @@ class Consumer {
     const all = [...this.inflight];
     this.inflight.clear();
     for (const d of all) d.abandoned = true;
+    await this.releaseAll(all);
+  }
+
+  // releaseAll makes the deliveries' messages visible again at once, in batches over HTTP.
+  private async releaseAll(all: Delivery[]): Promise<void> {
     const ds = all.filter((d): d is Delivery & { m: { receiptHandle: string } } => d.m.receiptHandle !== undefined);
     for (let i = 0; i < ds.length; i += MAX_RECEIPT_BATCH) {
       const chunk = ds.slice(i, i + MAX_RECEIPT_BATCH);

@@ -31,7 +31,7 @@ export class QueuesError extends Error {
     cause?: unknown;
   }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.name = 'QueuesError';
+    this.name = new.target.name;
     this.code = init.code;
     this.status = init.status;
     this.details = init.details ?? {};
@@ -42,8 +42,71 @@ export class QueuesError extends Error {
 
   override toString(): string {
     const field = this.field ? ` (field ${this.field})` : '';
-    return `QueuesError: ${this.status} ${this.code}: ${this.message}${field}`;
+    return `${this.name}: ${this.status} ${this.code}: ${this.message}${field}`;
   }
+}
+
+/** A request the service refused as malformed (400 `invalid_argument`, 413, 415, `visibility_limit_exceeded`); `field` names the part. */
+export class ValidationError extends QueuesError {}
+/** The token is missing, unknown, expired or revoked (401 `unauthenticated`); ForbiddenError is its 403 sibling. */
+export class AuthError extends QueuesError {}
+/** The token is good but lacks the scope or project (403 `permission_denied`); also an AuthError, as isAuth. */
+export class ForbiddenError extends AuthError {}
+/** The queue, topic, message, task or other resource does not exist (404 `not_found`). */
+export class NotFoundError extends QueuesError {}
+/** The state forbids the call: the name is taken, the queue is in use, a task runs, the message is in flight (409). */
+export class ConflictError extends QueuesError {}
+/** The receipt handle is spent: the delivery is over (410 `receipt_handle_stale`). */
+export class StaleReceiptError extends QueuesError {}
+/** The receipt handle is not one the service issued (400 `receipt_handle_invalid`). */
+export class InvalidReceiptError extends ValidationError {}
+/** A project limit (403 `quota_exceeded`); `limit` names it. */
+export class QuotaExceededError extends QueuesError {
+  /** `details.limit`: the project limit the call would pass, such as `maxQueues`. */
+  get limit(): string | undefined {
+    return typeof this.details.limit === 'string' ? this.details.limit : undefined;
+  }
+}
+/** Too many calls (429 `rate_limited`, or `purge_too_soon`); `retryAfter` says when to try again. */
+export class RateLimitedError extends QueuesError {}
+/** The service could not serve the call now (503 `unavailable`), or no answer arrived (`network`). */
+export class UnavailableError extends QueuesError {}
+/** The service failed (500 `internal`, or another 5xx); `requestId` identifies it for support. */
+export class InternalError extends QueuesError {}
+
+type ErrorClass = new (init: ConstructorParameters<typeof QueuesError>[0]) => QueuesError;
+
+// The class of each code; a code the SDK does not know stays a plain QueuesError, so a new
+// server code never breaks a client.
+const classes: Record<string, ErrorClass> = {
+  invalid_argument: ValidationError,
+  payload_too_large: ValidationError,
+  unsupported_media_type: ValidationError,
+  visibility_limit_exceeded: ValidationError,
+  receipt_handle_invalid: InvalidReceiptError,
+  unauthenticated: AuthError,
+  permission_denied: ForbiddenError,
+  not_found: NotFoundError,
+  queue_exists: ConflictError,
+  queue_in_use: ConflictError,
+  subscription_exists: ConflictError,
+  topic_exists: ConflictError,
+  binding_exists: ConflictError,
+  move_task_running: ConflictError,
+  message_in_flight: ConflictError,
+  receipt_handle_stale: StaleReceiptError,
+  quota_exceeded: QuotaExceededError,
+  rate_limited: RateLimitedError,
+  purge_too_soon: RateLimitedError,
+  unavailable: UnavailableError,
+  network: UnavailableError,
+  internal: InternalError,
+};
+
+/** The error of a code: an instance of the subclass the code has (NotFoundError for `not_found`, …), else a QueuesError. */
+export function queuesError(init: ConstructorParameters<typeof QueuesError>[0]): QueuesError {
+  const C = classes[init.code] ?? (init.status >= 500 ? InternalError : QueuesError);
+  return new C(init);
 }
 
 /** True when err is a QueuesError with the given code. */
@@ -95,7 +158,7 @@ export async function errorFromResponse(res: Response): Promise<QueuesError> {
   } catch {
     // not JSON: keep the status's code and the text
   }
-  return new QueuesError({ code, message, status: res.status, details, retryAfter, requestId });
+  return queuesError({ code, message, status: res.status, details, retryAfter, requestId });
 }
 
 // statusCode names an answer whose body is not the error shape (a proxy's page, say).

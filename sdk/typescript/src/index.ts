@@ -1,6 +1,7 @@
 // The Queues SDK for TypeScript and JavaScript: a typed client of the HTTP API, a consumer
 // that settles messages from a handler's result, and push receivers that verify Standard
-// Webhooks signatures.
+// Webhooks signatures. This core imports no node: module (edge runtimes and browsers load
+// it); node.ts, the `./node` entry, adds what needs Node.
 export { QueuesClient } from './client.js';
 export type {
   AttemptsOptions,
@@ -8,6 +9,7 @@ export type {
   CallOptions,
   ClientOptions,
   EntryErrors,
+  IterOptions,
   ListQueuesOptions,
   ListTopicsOptions,
   PageOptions,
@@ -16,9 +18,28 @@ export type {
   RetryPolicy,
   RouteCall,
 } from './client.js';
+export { VERSION } from './version.js';
 export { DEFAULT_URL, MAX_BATCH, MAX_RECEIPT_BATCH } from './limits.js';
 export { routes, type RouteName } from './routes.js';
-export { QueuesError, isAuth, isCode, isQuotaExceeded, isStale, type QueuesErrorCode } from './errors.js';
+export {
+  AuthError,
+  ConflictError,
+  ForbiddenError,
+  InternalError,
+  InvalidReceiptError,
+  NotFoundError,
+  QueuesError,
+  QuotaExceededError,
+  RateLimitedError,
+  StaleReceiptError,
+  UnavailableError,
+  ValidationError,
+  isAuth,
+  isCode,
+  isQuotaExceeded,
+  isStale,
+  type QueuesErrorCode,
+} from './errors.js';
 export { ack, cancel, deadLetter, defer, isOutcome, retry, retryAfter, type HandlerResult, type Outcome } from './outcome.js';
 export { ConsumerError, consume, type ConsumeOptions, type Handler, type HandlerContext } from './consumer.js';
 export {
@@ -27,13 +48,11 @@ export {
   WEBHOOK_SIGNATURE,
   WEBHOOK_TIMESTAMP,
   WebhookVerificationError,
-  createNodePushHandler,
   createPushHandler,
   handlePush,
-  sign,
-  verify,
+  signAsync,
+  verifyAsync,
   type HeadersLike,
-  type NodeRequest,
   type PushAnswer,
   type PushContext,
   type PushHandler,

@@ -1,9 +1,8 @@
-// The receiving end of push subscriptions: Standard Webhooks signature verification and
-// handlers for fetch-style runtimes and Node's http module (and Express) that answer each
-// pushed message's outcome.
-import { Buffer } from 'node:buffer';
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+// The receiving end of push subscriptions: Standard Webhooks signature verification on
+// WebCrypto (crypto.subtle, so it runs on edge runtimes and in browsers as well as Node) and
+// the handler for fetch-style runtimes, which answers each pushed message's outcome. What
+// needs Node (a synchronous verify on node:crypto, the handler for node:http and Express) is
+// in node.ts, the package's `./node` entry.
 import type { PushBatch, PushedMessage, PushResults } from './openapi.js';
 import { outcomeOf, type HandlerResult } from './outcome.js';
 import { withProcessSpan } from './tracing.js';
@@ -50,48 +49,40 @@ function header(h: HeadersLike, name: string): string {
   return Array.isArray(v) ? v.join(' ') : (v ?? '');
 }
 
-function bytes(b: RawBody): Uint8Array {
+/** @internal The bytes of a body given as a string (UTF-8), bytes or an ArrayBuffer. */
+export function bytes(b: RawBody): Uint8Array {
   if (typeof b === 'string') return new TextEncoder().encode(b);
   return b instanceof Uint8Array ? b : new Uint8Array(b);
 }
 
-function secretKey(secret: string): Buffer {
-  if (!secret.startsWith('whsec_')) throw new WebhookVerificationError('bad_secret', 'a signing secret is not whsec_<base64>');
-  const b64 = secret.slice('whsec_'.length);
-  const key = Buffer.from(b64, 'base64');
-  if (key.length === 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) {
-    throw new WebhookVerificationError('bad_secret', 'a signing secret is not whsec_<base64>');
+/** @internal Base64 to bytes; undefined when it is not base64. */
+export function fromBase64(s: string): Uint8Array | undefined {
+  try {
+    const bin = atob(s);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  } catch {
+    return undefined;
   }
+}
+
+function toBase64(b: Uint8Array): string {
+  let bin = '';
+  for (const x of b) bin += String.fromCharCode(x);
+  return btoa(bin);
+}
+
+/** @internal The HMAC key bytes of a `whsec_<base64>` secret; throws bad_secret for anything else (an empty key above all). */
+export function secretBytes(secret: string): Uint8Array {
+  const b64 = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : '';
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(b64) ? fromBase64(b64) : undefined;
+  if (!key || key.length === 0) throw new WebhookVerificationError('bad_secret', 'a signing secret is not whsec_<base64>');
   return key;
 }
 
-function mac(key: Buffer, id: string, timestamp: string, body: Uint8Array): Buffer {
-  return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
-}
-
-/**
- * The `webhook-signature` value (`v1,<base64>`) of a push signed with secret, as the pusher
- * makes it; for testing a receiver.
- */
-export function sign(secret: string, id: string, timestampSeconds: number, rawBody: RawBody): string {
-  return `v1,${mac(secretKey(secret), id, String(Math.floor(timestampSeconds)), bytes(rawBody)).toString('base64')}`;
-}
-
-/**
- * Checks a push's Standard Webhooks signature: the three headers are present, the timestamp
- * is within the tolerance of now, and one of the space-separated `v1,…` signatures is the
- * HMAC-SHA256 of `id.timestamp.body` under one of the secrets (the current one and, for 24 h
- * after a rotation, the previous one; empty strings are skipped). Signatures are compared in
- * constant time. Throws WebhookVerificationError when the push does not verify.
- *
- * rawBody must be the bytes as received: a body parsed and serialized again does not verify.
- */
-export function verify(
-  secrets: string | readonly (string | undefined | null)[],
-  headers: HeadersLike,
-  rawBody: RawBody,
-  opts: VerifyOptions = {},
-): void {
+/** @internal What verification needs of a push: its id, timestamp and the v1 signatures, checked for presence and freshness. */
+export function pushSignatures(headers: HeadersLike, opts: VerifyOptions): { id: string; ts: string; given: Uint8Array[] } {
   const id = header(headers, WEBHOOK_ID);
   const ts = header(headers, WEBHOOK_TIMESTAMP);
   const sigs = header(headers, WEBHOOK_SIGNATURE);
@@ -104,22 +95,76 @@ export function verify(
   if (Math.abs(now - Number(ts)) > tolerance) {
     throw new WebhookVerificationError('stale_timestamp', 'webhook-timestamp is outside the tolerance');
   }
-  const given: Buffer[] = [];
+  const given: Uint8Array[] = [];
   for (const s of sigs.split(/\s+/)) {
     const comma = s.indexOf(',');
     if (comma < 0 || s.slice(0, comma) !== 'v1') continue;
-    given.push(Buffer.from(s.slice(comma + 1), 'base64'));
+    const sig = fromBase64(s.slice(comma + 1));
+    if (sig) given.push(sig);
   }
+  return { id, ts, given };
+}
+
+/** @internal The secrets to try: one, or the list with unset entries (an absent previous secret) left out. */
+export function secretList(secrets: string | readonly (string | undefined | null)[]): string[] {
+  return (typeof secrets === 'string' ? [secrets] : secrets).filter((s): s is string => !!s);
+}
+
+/** @internal Whether a equals b, in time that depends on the lengths only (public: an HMAC-SHA256 is 32 bytes). */
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
+
+function subtle(): SubtleCrypto {
+  const c = (globalThis as { crypto?: Crypto }).crypto;
+  if (!c?.subtle) throw new Error('queues push: this runtime has no WebCrypto (crypto.subtle); on Node use verify from @queueshq/queues/node');
+  return c.subtle;
+}
+
+async function macAsync(secret: string, id: string, ts: string, body: Uint8Array): Promise<Uint8Array> {
+  const key = await subtle().importKey('raw', secretBytes(secret) as Uint8Array<ArrayBuffer>, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const prefix = new TextEncoder().encode(`${id}.${ts}.`);
+  const data = new Uint8Array(prefix.length + body.length);
+  data.set(prefix);
+  data.set(body, prefix.length);
+  return new Uint8Array(await subtle().sign('HMAC', key, data));
+}
+
+/**
+ * The `webhook-signature` value (`v1,<base64>`) of a push signed with secret, as the pusher
+ * makes it; for testing a receiver. WebCrypto, so asynchronous (`sign` of
+ * `@queueshq/queues/node` is the synchronous one).
+ */
+export async function signAsync(secret: string, id: string, timestampSeconds: number, rawBody: RawBody): Promise<string> {
+  return `v1,${toBase64(await macAsync(secret, id, String(Math.floor(timestampSeconds)), bytes(rawBody)))}`;
+}
+
+/**
+ * Checks a push's Standard Webhooks signature: the three headers are present, the timestamp
+ * is within the tolerance of now, and one of the space-separated `v1,…` signatures is the
+ * HMAC-SHA256 of `id.timestamp.body` under one of the secrets (the current one and, for 24 h
+ * after a rotation, the previous one; empty strings are skipped). Signatures are compared in
+ * constant time. Rejects with WebhookVerificationError when the push does not verify: await
+ * it — an unawaited call accepts everything.
+ *
+ * WebCrypto (crypto.subtle): it runs on Node, Deno, Bun, Workers, edge runtimes and browsers.
+ * rawBody must be the bytes as received: a body parsed and serialized again does not verify.
+ */
+export async function verifyAsync(
+  secrets: string | readonly (string | undefined | null)[],
+  headers: HeadersLike,
+  rawBody: RawBody,
+  opts: VerifyOptions = {},
+): Promise<void> {
+  const { id, ts, given } = pushSignatures(headers, opts);
   const body = bytes(rawBody);
-  const list = typeof secrets === 'string' ? [secrets] : secrets;
   let matched = false;
-  for (const secret of list) {
-    if (!secret) continue; // an unset previous secret
-    const want = mac(secretKey(secret), id, ts, body);
-    for (const sig of given) {
-      // Lengths are public (a SHA-256 HMAC is 32 bytes); the contents are compared in constant time.
-      if (sig.length === want.length && timingSafeEqual(sig, want)) matched = true;
-    }
+  for (const secret of secretList(secrets)) {
+    const want = await macAsync(secret, id, ts, body);
+    for (const sig of given) if (constantTimeEqual(sig, want)) matched = true;
   }
   if (!matched) throw new WebhookVerificationError('no_matching_signature', 'no signature matches a signing secret');
 }
@@ -159,7 +204,8 @@ export interface PushAnswer {
   body: PushResults | { error: { code: string; message: string } };
 }
 
-function failure(status: number, code: string, message: string): PushAnswer {
+/** @internal */
+export function failure(status: number, code: string, message: string): PushAnswer {
   return { status, body: { error: { code, message } } };
 }
 
@@ -179,7 +225,7 @@ export async function handlePush(o: PushReceiverOptions, headers: HeadersLike, r
   };
   const body = bytes(rawBody);
   try {
-    verify(o.secrets, headers, body, { toleranceSeconds: o.toleranceSeconds, now: o.now });
+    await verifyAsync(o.secrets, headers, body, { toleranceSeconds: o.toleranceSeconds, now: o.now });
   } catch (e) {
     report(e);
     return failure(401, 'unauthenticated', 'the push signature does not verify');
@@ -246,7 +292,8 @@ async function runBatch(o: PushReceiverOptions, batch: PushBatch, report: (e: un
   return results;
 }
 
-const json = { 'content-type': 'application/json' };
+/** @internal */
+export const json = { 'content-type': 'application/json' };
 
 /**
  * A push endpoint for fetch-style runtimes (Next.js route handlers, Cloudflare Workers, Deno,
@@ -269,52 +316,4 @@ export function createPushHandler(o: PushReceiverOptions): (req: Request) => Pro
       raw.byteLength > limit ? failure(413, 'payload_too_large', 'the push body is too large') : await handlePush(o, req.headers, raw);
     return new Response(JSON.stringify(a.body), { status: a.status, headers: json });
   };
-}
-
-/** A request as Node's http module or Express hands it over. */
-export type NodeRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
-
-/**
- * A push endpoint for Node's http module and Express: `(req, res) => void`. Mount it before
- * any JSON body parser (or behind `express.raw({type: 'application/json'})`): the signature
- * covers the raw bytes.
- */
-export function createNodePushHandler(o: PushReceiverOptions): (req: NodeRequest, res: ServerResponse) => Promise<void> {
-  const limit = o.maxBodyBytes ?? 32 << 20;
-  const send = (res: ServerResponse, a: PushAnswer, extra: Record<string, string> = {}) => {
-    const text = JSON.stringify(a.body);
-    res.writeHead(a.status, { ...json, 'content-length': Buffer.byteLength(text), ...extra });
-    res.end(text);
-  };
-  return async (req, res) => {
-    try {
-      if (req.method !== 'POST') return send(res, failure(405, 'method_not_allowed', 'a push is a POST'), { allow: 'POST' });
-      const raw = await readBody(req, limit);
-      if (raw === 'too large') return send(res, failure(413, 'payload_too_large', 'the push body is too large'));
-      if (raw === 'parsed') {
-        return send(res, failure(500, 'internal', 'the body was parsed before the push receiver; mount it with a raw body'));
-      }
-      send(res, await handlePush(o, req.headers, raw));
-    } catch (e) {
-      o.onError?.(e);
-      if (!res.headersSent) send(res, failure(500, 'internal', 'the push receiver failed'));
-      else res.destroy();
-    }
-  };
-}
-
-async function readBody(req: NodeRequest, limit: number): Promise<Uint8Array | 'too large' | 'parsed'> {
-  for (const b of [req.rawBody, req.body]) {
-    if (b instanceof Uint8Array) return b.byteLength > limit ? 'too large' : b;
-    if (typeof b === 'string') return bytes(b);
-  }
-  if (req.body !== undefined && req.readableEnded) return 'parsed';
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length;
-    if (size > limit) return 'too large';
-    chunks.push(c);
-  }
-  return Buffer.concat(chunks);
 }

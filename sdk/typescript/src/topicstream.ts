@@ -2,7 +2,7 @@
 // topic's log from a bookmark on, over a WebSocket, under credit. openTopicStream is one
 // connection; topicStream iterates across reconnects, keeping the bookmark, as the Go SDK's
 // Client.TopicStream does.
-import { QueuesError } from './errors.js';
+import { QueuesError, queuesError } from './errors.js';
 import type * as api from './openapi.js';
 
 /** Where a topic stream starts: `now` (default), `earliest`, a sequence, or a time. */
@@ -35,8 +35,8 @@ export type TopicGap = api.TopicStreamGap['gap'];
 /** What a topic stream yields: an entry, or a gap before the entries that follow it. */
 export type TopicEvent = { kind: 'entry'; entry: StreamEntry } | { kind: 'gap'; gap: TopicGap };
 
-/** The part of a WebSocket (WHATWG, or the `ws` package's) the stream uses. */
-interface Socket {
+/** The part of a WebSocket (WHATWG, or the `ws` package's) the streams use. */
+export interface Socket {
   readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
@@ -60,7 +60,7 @@ export function webSocketClass(): Promise<SocketCtor> {
     (m: { WebSocket?: SocketCtor; default?: SocketCtor }) => (m.WebSocket ?? m.default)!,
     (e: unknown) => {
       wsPackage = undefined;
-      throw new QueuesError({
+      throw queuesError({
         code: 'unavailable',
         message: `queues: this runtime has no global WebSocket; install the optional dependency "ws" (${(e as Error).message})`,
         status: 0,
@@ -102,7 +102,7 @@ export class TopicStreamConnection {
     ws.addEventListener('message', (ev: { data: unknown }) => this.#frame(ev.data));
     ws.addEventListener('close', () => this.#end(undefined));
     ws.addEventListener('error', (ev: { message?: string; error?: Error }) =>
-      this.#end(new QueuesError({ code: 'network', message: `queues: topic stream: ${ev.error?.message ?? ev.message ?? 'connection error'}`, status: 0 })),
+      this.#end(queuesError({ code: 'network', message: `queues: topic stream: ${ev.error?.message ?? ev.message ?? 'connection error'}`, status: 0 })),
     );
   }
 
@@ -111,15 +111,15 @@ export class TopicStreamConnection {
     try {
       f = JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data as ArrayBuffer));
     } catch (e) {
-      return this.#fail(new QueuesError({ code: 'invalid_response', message: `queues: a topic stream frame: ${(e as Error).message}`, status: 0 }));
+      return this.#fail(queuesError({ code: 'invalid_response', message: `queues: a topic stream frame: ${(e as Error).message}`, status: 0 }));
     }
     if (f.error) {
       const status = { not_found: 404, unauthenticated: 401, permission_denied: 403, invalid_argument: 400 }[f.error.code] ?? 0;
-      return this.#fail(new QueuesError({ code: f.error.code, message: f.error.message, status, details: f.error.details }));
+      return this.#fail(queuesError({ code: f.error.code, message: f.error.message, status, details: f.error.details }));
     }
     if (f.gap) this.#frames.push([{ kind: 'gap', gap: f.gap }]);
     else if (Array.isArray(f.messages)) this.#frames.push(f.messages.map((entry) => ({ kind: 'entry' as const, entry })));
-    else return this.#fail(new QueuesError({ code: 'invalid_response', message: `queues: an unexpected topic stream frame: ${String(data).slice(0, 60)}`, status: 0 }));
+    else return this.#fail(queuesError({ code: 'invalid_response', message: `queues: an unexpected topic stream frame: ${String(data).slice(0, 60)}`, status: 0 }));
     this.#wake();
   }
 
@@ -191,12 +191,27 @@ export class TopicStreamConnection {
  * QueuesError. The connection listens from the start: a frame that arrives with the upgrade's
  * answer (a gap is sent at once) is dispatched before the open resolves anyone.
  */
-export async function openTopicStreamAt(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<TopicStreamConnection> {
+export function openTopicStreamAt(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<TopicStreamConnection> {
+  return openWebSocket(url, headers, signal, 'the topic stream', (ws) => new TopicStreamConnection(ws));
+}
+
+/**
+ * Opens a WebSocket to one of the service's streams: attach(ws) listens from the start (before
+ * the open resolves), and the result is what attach made; a refused upgrade rejects with the
+ * QueuesError of its answer. what names the stream in messages.
+ */
+export async function openWebSocket<T>(
+  url: string,
+  headers: Record<string, string>,
+  signal: AbortSignal | undefined,
+  what: string,
+  attach: (ws: Socket) => T,
+): Promise<T> {
   const WS = await webSocketClass();
   const ws = new WS(url, { headers });
   if ('binaryType' in ws) (ws as { binaryType: string }).binaryType = 'arraybuffer';
-  const conn = new TopicStreamConnection(ws);
-  return new Promise<TopicStreamConnection>((resolve, reject) => {
+  const conn = attach(ws);
+  return new Promise<T>((resolve, reject) => {
     let refused: QueuesError | undefined;
     const onAbort = () => {
       ws.close();
@@ -204,10 +219,11 @@ export async function openTopicStreamAt(url: string, headers: Record<string, str
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     // The ws package shows a refused upgrade's answer; a WHATWG WebSocket only says it failed.
-    ws.on?.('unexpected-response', (_req: unknown, res: AsyncIterable<Buffer> & { statusCode: number; headers: Record<string, string | undefined> }) => {
+    ws.on?.('unexpected-response', (_req: unknown, res: AsyncIterable<Uint8Array> & { statusCode: number; headers: Record<string, string | undefined> }) => {
       void (async () => {
         let body = '';
-        for await (const chunk of res) body += chunk.toString();
+        const dec = new TextDecoder();
+        for await (const chunk of res) body += dec.decode(chunk, { stream: true });
         refused = refusal(res.statusCode, body, res.headers['retry-after']);
         ws.close();
         signal?.removeEventListener('abort', onAbort);
@@ -221,7 +237,7 @@ export async function openTopicStreamAt(url: string, headers: Record<string, str
     ws.addEventListener('error', (ev: { message?: string; error?: Error }) => {
       if (refused) return; // ws: the 'unexpected-response' above rejects with the answer
       signal?.removeEventListener('abort', onAbort);
-      const failed = new QueuesError({ code: 'network', message: `queues: opening the topic stream: ${ev.error?.message ?? ev.message ?? 'failed'}`, status: 0 });
+      const failed = queuesError({ code: 'network', message: `queues: opening ${what}: ${ev.error?.message ?? ev.message ?? 'failed'}`, status: 0 });
       if (ws.on) return reject(failed);
       // A WHATWG WebSocket hides the refusal's status: ask the route without the upgrade.
       probe(url, headers, signal).then((e) => reject(e ?? failed), () => reject(failed));
@@ -251,7 +267,7 @@ function refusal(status: number, body: string, retryAfter: string | undefined): 
   }
   const code = e.code ?? ({ 400: 'invalid_argument', 401: 'unauthenticated', 403: 'permission_denied', 404: 'not_found', 429: 'rate_limited' }[status] ?? 'unavailable');
   const ra = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) : undefined;
-  return new QueuesError({ code, message: e.message ?? `HTTP ${status}`, status, details: e.details, retryAfter: ra });
+  return queuesError({ code, message: e.message ?? `HTTP ${status}`, status, details: e.details, retryAfter: ra });
 }
 
 /** What topicStream needs of the client. */

@@ -3,7 +3,29 @@
 // openapi.yaml was not called through the client.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import * as sdk from '../src/index.js';
 import { QueuesClient, QueuesError, isAuth, isStale, type ReceivedMessage } from '../src/index.js';
+
+// The subclass each code's error must be, written out here rather than read from the SDK, so a
+// wrong entry in its table fails every rejects() below that meets the code.
+const classOf: Record<string, Function> = {
+  invalid_argument: sdk.ValidationError,
+  receipt_handle_invalid: sdk.InvalidReceiptError,
+  unauthenticated: sdk.AuthError,
+  permission_denied: sdk.ForbiddenError,
+  not_found: sdk.NotFoundError,
+  queue_exists: sdk.ConflictError,
+  subscription_exists: sdk.ConflictError,
+  topic_exists: sdk.ConflictError,
+  binding_exists: sdk.ConflictError,
+  message_in_flight: sdk.ConflictError,
+  receipt_handle_stale: sdk.StaleReceiptError,
+  quota_exceeded: sdk.QuotaExceededError,
+  rate_limited: sdk.RateLimitedError,
+  purge_too_soon: sdk.RateLimitedError,
+  unavailable: sdk.UnavailableError,
+  internal: sdk.InternalError,
+};
 import { operations } from './openapi.js';
 import { qname, startServer, until, type Server } from './server.js';
 
@@ -41,6 +63,10 @@ async function rejects(p: Promise<unknown>, code: string, status: number, field?
     assert.ok(e instanceof QueuesError, `want QueuesError, got ${e}`);
     assert.equal(e.code, code, e.message);
     assert.equal(e.status, status);
+    const want = classOf[code];
+    assert.ok(want, `the test's table has no class for ${code}`);
+    assert.ok(e instanceof want, `${code}: want ${want.name}, got ${e.constructor.name}`);
+    assert.equal(e.name, want.name);
     if (field !== undefined) assert.equal(e.field, field);
     assert.ok(e.message.length > 0);
     return e;
@@ -413,6 +439,14 @@ describe('project limits and usage', () => {
     assert.equal(upd.limits.maxQueues, 7);
     assert.equal((await op.getProject(project)).limits.maxQueues, 7);
     await op.updateProject(project, { limits: { maxQueues: null } });
+    // A project of its own at its queue limit: the next queue is a QuotaExceededError naming it.
+    const small = await op.createProject('sdk-ts quota');
+    const sc = op.withToken((await op.createToken(small.slug, { name: 'all', scopes: ['*'] })).token);
+    await op.updateProject(small.id, { limits: { maxQueues: 1 } });
+    await sc.createQueue({ name: qname('only') });
+    const over = await rejects(sc.createQueue({ name: qname('over') }), 'quota_exceeded', 403);
+    assert.equal((over as sdk.QuotaExceededError).limit, 'maxQueues');
+    assert.ok(sdk.isQuotaExceeded(over));
     assert.ok(Array.isArray((await c.getCurrentProjectUsage()).usage));
     const from = new Date(Date.now() - 3600_000);
     assert.ok(Array.isArray((await op.getProjectUsage(project, { from, to: new Date() })).usage));

@@ -1,7 +1,8 @@
 // The snippets of docs/sdk-typescript.md, type-checked with the tests (never run), so that
 // the documented API cannot drift from the code.
 import { createServer } from 'node:http';
-import { QueuesClient, createNodePushHandler, createPushHandler, deadLetter, retryAfter } from '../src/index.js';
+import { QueuesClient, createPushHandler, deadLetter, retryAfter } from '../src/index.js';
+import { createNodePushHandler } from '../src/node.js';
 
 declare function ship(order: unknown): Promise<boolean>;
 declare function handle(body: string): Promise<void>;

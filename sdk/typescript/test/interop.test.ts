@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { deadLetter, sign, verify, type ReceivedMessage } from '../src/index.js';
+import { deadLetter, sign, verify, type ReceivedMessage } from '../src/node.js';
 import { binDir, qname, startServer, type Server } from './server.js';
 
 const run = promisify(execFile);

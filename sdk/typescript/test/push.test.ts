@@ -13,11 +13,12 @@ import {
   defer,
   retryAfter,
   sign,
-  verify,
+  verify as verifySync,
   type PushedMessage,
   type PushHandler,
   type PushReceiverOptions,
-} from '../src/index.js';
+} from '../src/node.js';
+import { signAsync, verifyAsync } from '../src/index.js';
 import { qname, startServer, until, type Server } from './server.js';
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
@@ -31,9 +32,9 @@ function signed(sec: string | string[], body: string, ts = Math.floor(Date.now()
   };
 }
 
-function reason(f: () => void): string {
+async function reason(f: () => unknown): Promise<string> {
   try {
-    f();
+    await f();
   } catch (e) {
     assert.ok(e instanceof WebhookVerificationError, String(e));
     return e.reason;
@@ -41,58 +42,70 @@ function reason(f: () => void): string {
   return 'verified';
 }
 
-describe('verify', () => {
-  const s1 = secret();
-  const s2 = secret();
-  const body = '{"messages":[]}';
+// The edge cases hold for the core's WebCrypto verifyAsync and node's synchronous verify alike.
+for (const [name, verify] of [
+  ['verifyAsync (WebCrypto, the core)', verifyAsync],
+  ['verify (node:crypto, ./node)', verifySync],
+] as const) {
+  describe(name, () => {
+    const s1 = secret();
+    const s2 = secret();
+    const body = '{"messages":[]}';
 
-  test('a good signature verifies, from Headers, a header object, string or bytes', () => {
-    const h = signed(s1, body);
-    assert.equal(reason(() => verify(s1, h, body)), 'verified');
-    assert.equal(reason(() => verify([s1], new Headers(h), new TextEncoder().encode(body))), 'verified');
-    assert.equal(reason(() => verify(s1, { 'Webhook-Id': h['webhook-id'], ...h }, Buffer.from(body))), 'verified');
-  });
+    test('a good signature verifies, from Headers, a header object, string or bytes', async () => {
+      const h = signed(s1, body);
+      assert.equal(await reason(() => verify(s1, h, body)), 'verified');
+      assert.equal(await reason(() => verify([s1], new Headers(h), new TextEncoder().encode(body))), 'verified');
+      assert.equal(await reason(() => verify(s1, { 'Webhook-Id': h['webhook-id'], ...h }, Buffer.from(body))), 'verified');
+    });
 
-  test('a wrong secret, a changed body or id, a malformed signature do not', () => {
-    const h = signed(s1, body);
-    assert.equal(reason(() => verify(s2, h, body)), 'no_matching_signature');
-    assert.equal(reason(() => verify(s1, h, body + ' ')), 'no_matching_signature');
-    assert.equal(reason(() => verify(s1, { ...h, 'webhook-id': 'msg_2' }, body)), 'no_matching_signature');
-    assert.equal(reason(() => verify(s1, { ...h, 'webhook-signature': h['webhook-signature'].replace('v1,', 'v2,') }, body)), 'no_matching_signature');
-    assert.equal(reason(() => verify(s1, { ...h, 'webhook-signature': 'v1,AAAA' }, body)), 'no_matching_signature');
-    assert.equal(reason(() => verify(s1, { ...h, 'webhook-signature': 'garbage' }, body)), 'no_matching_signature');
-  });
+    test('a wrong secret, a changed body or id, a malformed signature do not', async () => {
+      const h = signed(s1, body);
+      assert.equal(await reason(() => verify(s2, h, body)), 'no_matching_signature');
+      assert.equal(await reason(() => verify(s1, h, body + ' ')), 'no_matching_signature');
+      assert.equal(await reason(() => verify(s1, { ...h, 'webhook-id': 'msg_2' }, body)), 'no_matching_signature');
+      assert.equal(await reason(() => verify(s1, { ...h, 'webhook-signature': h['webhook-signature'].replace('v1,', 'v2,') }, body)), 'no_matching_signature');
+      assert.equal(await reason(() => verify(s1, { ...h, 'webhook-signature': 'v1,AAAA' }, body)), 'no_matching_signature');
+      assert.equal(await reason(() => verify(s1, { ...h, 'webhook-signature': 'garbage' }, body)), 'no_matching_signature');
+    });
 
-  test('the timestamp must be within the tolerance, either way', () => {
-    const now = Math.floor(Date.now() / 1000);
-    assert.equal(reason(() => verify(s1, signed(s1, body, now - 301), body)), 'stale_timestamp');
-    assert.equal(reason(() => verify(s1, signed(s1, body, now + 301), body)), 'stale_timestamp');
-    assert.equal(reason(() => verify(s1, signed(s1, body, now - 299), body)), 'verified');
-    assert.equal(reason(() => verify(s1, signed(s1, body, now - 50), body, { toleranceSeconds: 10 })), 'stale_timestamp');
-    const fixed = () => (now - 1000) * 1000;
-    assert.equal(reason(() => verify(s1, signed(s1, body, now - 1000), body, { now: fixed })), 'verified');
-    assert.equal(reason(() => verify(s1, { ...signed(s1, body), 'webhook-timestamp': '12.5' }, body)), 'bad_timestamp');
-  });
+    test('the timestamp must be within the tolerance, either way', async () => {
+      const now = Math.floor(Date.now() / 1000);
+      assert.equal(await reason(() => verify(s1, signed(s1, body, now - 301), body)), 'stale_timestamp');
+      assert.equal(await reason(() => verify(s1, signed(s1, body, now + 301), body)), 'stale_timestamp');
+      assert.equal(await reason(() => verify(s1, signed(s1, body, now - 299), body)), 'verified');
+      assert.equal(await reason(() => verify(s1, signed(s1, body, now - 50), body, { toleranceSeconds: 10 })), 'stale_timestamp');
+      const fixed = () => (now - 1000) * 1000;
+      assert.equal(await reason(() => verify(s1, signed(s1, body, now - 1000), body, { now: fixed })), 'verified');
+      assert.equal(await reason(() => verify(s1, { ...signed(s1, body), 'webhook-timestamp': '12.5' }, body)), 'bad_timestamp');
+    });
 
-  test('missing headers and bad secrets', () => {
-    const h = signed(s1, body);
-    for (const k of Object.keys(h)) {
-      const partial: Record<string, string> = { ...h };
-      delete partial[k];
-      assert.equal(reason(() => verify(s1, partial, body)), 'missing_headers');
-    }
-    assert.equal(reason(() => verify('not-a-secret', h, body)), 'bad_secret');
-    assert.equal(reason(() => verify('whsec_', h, body)), 'bad_secret');
-  });
+    test('missing headers and bad secrets', async () => {
+      const h = signed(s1, body);
+      for (const k of Object.keys(h)) {
+        const partial: Record<string, string> = { ...h };
+        delete partial[k];
+        assert.equal(await reason(() => verify(s1, partial, body)), 'missing_headers');
+      }
+      assert.equal(await reason(() => verify('not-a-secret', h, body)), 'bad_secret');
+      assert.equal(await reason(() => verify('whsec_', h, body)), 'bad_secret');
+    });
 
-  test('rotation: either secret verifies a push signed by both; an unset previous is skipped', () => {
-    const both = signed([s2, s1], body);
-    assert.equal(reason(() => verify([s2], both, body)), 'verified');
-    assert.equal(reason(() => verify([s1], both, body)), 'verified');
-    assert.equal(reason(() => verify([s2, s1], signed(s1, body), body)), 'verified', 'the previous secret still verifies');
-    assert.equal(reason(() => verify([s2, undefined, ''], signed(s2, body), body)), 'verified');
-    assert.equal(reason(() => verify([secret(), secret()], both, body)), 'no_matching_signature');
+    test('rotation: either secret verifies a push signed by both; an unset previous is skipped', async () => {
+      const both = signed([s2, s1], body);
+      assert.equal(await reason(() => verify([s2], both, body)), 'verified');
+      assert.equal(await reason(() => verify([s1], both, body)), 'verified');
+      assert.equal(await reason(() => verify([s2, s1], signed(s1, body), body)), 'verified', 'the previous secret still verifies');
+      assert.equal(await reason(() => verify([s2, undefined, ''], signed(s2, body), body)), 'verified');
+      assert.equal(await reason(() => verify([secret(), secret()], both, body)), 'no_matching_signature');
+    });
   });
+}
+
+test('signAsync makes the signature sign makes', async () => {
+  const s = secret();
+  const ts = Math.floor(Date.now() / 1000);
+  for (const body of ['', '{"messages":[]}', 'ü€😀']) assert.equal(await signAsync(s, 'msg_x', ts, body), sign(s, 'msg_x', ts, body));
 });
 
 describe('handlePush through createPushHandler (fetch)', () => {

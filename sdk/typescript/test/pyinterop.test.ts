@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { deadLetter, sign, verify, type ReceivedMessage } from '../src/index.js';
+import { deadLetter, sign, verify, type ReceivedMessage } from '../src/node.js';
 import { qname, startServer, type Server } from './server.js';
 
 const run = promisify(execFile);

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { SpanKind, SpanStatusCode, trace, type SpanContext } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-node';
-import { QueuesClient, TRACER_NAME, createNodePushHandler, deadLetter } from '../src/index.js';
+import { QueuesClient, TRACER_NAME, createNodePushHandler, deadLetter } from '../src/node.js';
 import { qname, startServer, until, type Server } from './server.js';
 
 let srv: Server;
