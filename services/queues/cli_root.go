@@ -41,7 +41,7 @@ var operatorCommands = []operatorCommand{
 
 // clientCommands are the client commands, in the order of the help.
 func (c *cli) clientCommands() []*cobra.Command {
-	return []*cobra.Command{c.queueCmd(), c.sendCmd(), c.messageCmd(), c.moveCmd(), c.receiveCmd(), c.browseCmd(), c.tailCmd(), c.subCmd(), c.projectCmd(), c.topicCmd(), c.versionCmd()}
+	return []*cobra.Command{c.queueCmd(), c.sendCmd(), c.messageCmd(), c.moveCmd(), c.receiveCmd(), c.browseCmd(), c.tailCmd(), c.subCmd(), c.projectCmd(), c.topicCmd(), c.listenCmd(), c.versionCmd()}
 }
 
 // operatorError is an operator command's failure: printed as "queues serve: …", exit 1.
