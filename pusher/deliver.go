@@ -24,32 +24,6 @@ import (
 	"github.com/queueshq/queues/pkg/webhook"
 )
 
-// pushMessage is one message of the request body.
-type pushMessage struct {
-	MessageID          string            `json:"messageId"`
-	Body               string            `json:"body"`
-	Attributes         map[string]string `json:"attributes"`
-	ReceiveCount       int               `json:"receiveCount"`
-	SentAt             string            `json:"sentAt"`
-	GroupID            string            `json:"groupId,omitempty"`
-	SequenceNumber     string            `json:"sequenceNumber,omitempty"`
-	ReceiptHandle      string            `json:"receiptHandle,omitempty"`      // absent on at-most-once queues
-	VisibilityDeadline string            `json:"visibilityDeadline,omitempty"` // likewise
-	Traceparent        string            `json:"traceparent,omitempty"`
-	ReplayOf           *replayOf         `json:"replayOf,omitempty"`
-}
-
-type pushQueue struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-type pushBody struct {
-	Subscription string        `json:"subscription"`
-	Queue        pushQueue     `json:"queue"`
-	Messages     []pushMessage `json:"messages"`
-}
-
 func formatTime(t time.Time) string { return clock.Wire(t) }
 
 // deliver pushes one batch: build the signed request, send it, and turn the answer into a
@@ -87,7 +61,7 @@ func (w *worker) deliver(sl *slot, q queueInfo, batch []engine.Received, receive
 		w.giveBack(q, batch)
 		return flowNone, nil
 	}
-	endPushSpan(span, res.status, res.v.errClass)
+	endPushSpan(span, res.status, res.v.ErrClass)
 	w.settle(q, batch, res.v, receivedAt)
 	return w.verdict(sub, req, res, now)
 }
@@ -111,7 +85,7 @@ func earliestDeadline(batch []engine.Received) time.Time {
 
 // pushRequest is a built push: the body, its bytes and the attempt's id.
 type pushRequest struct {
-	body      pushBody
+	body      webhook.Body
 	data      []byte
 	attemptID string
 	inBatch   map[string]bool // message ids, for classify
@@ -123,7 +97,7 @@ type pushRequest struct {
 // build makes the request body of a batch (receipt handles signed, traceparent split out).
 func (w *worker) build(sub meta.Subscription, q queueInfo, batch []engine.Received) (*pushRequest, error) {
 	r := &pushRequest{
-		body:      pushBody{Subscription: sub.ID.Slug(ids.SubscriptionPrefix), Queue: pushQueue{ID: w.qid.String(), Name: q.name}, Messages: make([]pushMessage, len(batch))},
+		body:      webhook.Body{Subscription: sub.ID.Slug(ids.SubscriptionPrefix), Queue: webhook.Queue{ID: w.qid.String(), Name: q.name}, Messages: make([]webhook.Message, len(batch))},
 		attemptID: ids.New().String(), inBatch: make(map[string]bool, len(batch)), msgIDs: make([]string, len(batch)),
 	}
 	for i, m := range batch {
@@ -131,7 +105,7 @@ func (w *worker) build(sub meta.Subscription, q queueInfo, batch []engine.Receiv
 		if attrs == nil {
 			attrs = map[string]string{}
 		}
-		pm := pushMessage{
+		pm := webhook.Message{
 			MessageID: m.MessageID.String(), Body: m.Body, Attributes: attrs, ReceiveCount: m.ReceiveCount,
 			SentAt: formatTime(m.SentAt), GroupID: m.GroupID, Traceparent: tp, ReplayOf: pushReplayOf(rp),
 		}
@@ -169,11 +143,7 @@ func (w *worker) send(ctx context.Context, sub meta.Subscription, r *pushRequest
 	p := w.p
 	req := r.req.WithContext(ctx)
 	ts := time.Now().Unix()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "queues-pusher/1")
-	req.Header.Set(webhook.HeaderID, r.attemptID)
-	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(webhook.HeaderSignature, webhook.SignAll(sub.Secrets(now), r.attemptID, ts, r.data))
+	webhook.SetHeaders(req.Header, "queues-pusher/1", sub.Secrets(now), r.attemptID, ts, r.data)
 	setTraceparent(req, ctx, r.body.Messages)
 	p.m.messages.WithLabelValues(mPushed).Add(float64(len(r.msgIDs)))
 	p.meter(sub.ProjectID, r.batch)
@@ -200,7 +170,7 @@ func (w *worker) send(ctx context.Context, sub meta.Subscription, r *pushRequest
 			return res, false
 		}
 		class := errClass(err)
-		res.v = verdict{kind: failed, errClass: class, detail: errDetail(err, class), slowDown: class == ErrTimeout}
+		res.v = verdict{Kind: failed, ErrClass: class, Detail: errDetail(err, class), SlowDown: class == ErrTimeout}
 	}
 	p.m.latency.Observe(res.latency.Seconds())
 	return res, true
@@ -209,9 +179,9 @@ func (w *worker) send(ctx context.Context, sub meta.Subscription, r *pushRequest
 // verdict turns a settled push into the flow-control signal and the attempt, which it logs.
 func (w *worker) verdict(sub meta.Subscription, r *pushRequest, res sendResult, now time.Time) (flowResult, *meta.Attempt) {
 	p, v := w.p, res.v
-	a := meta.Attempt{At: now.UTC(), AttemptID: r.attemptID, MessageIDs: r.msgIDs, StatusCode: res.status, LatencyMs: res.latency.Milliseconds(), Error: v.errClass, Detail: v.detail}
+	a := meta.Attempt{At: now.UTC(), AttemptID: r.attemptID, MessageIDs: r.msgIDs, StatusCode: res.status, LatencyMs: res.latency.Milliseconds(), Error: v.ErrClass, Detail: v.Detail}
 	flow := flowSuccess
-	switch v.kind {
+	switch v.Kind {
 	case ackAll:
 		a.Outcome = meta.AttemptAcknowledged
 	case deferAll:
@@ -222,12 +192,12 @@ func (w *worker) verdict(sub meta.Subscription, r *pushRequest, res sendResult, 
 		a.Outcome, flow = meta.AttemptThrottled, flowThrottle
 	default:
 		a.Outcome, flow = meta.AttemptFailed, flowFailure
-		if v.slowDown {
+		if v.SlowDown {
 			flow = flowThrottle
 		}
 	}
-	if v.errClass != "" {
-		p.m.errors.WithLabelValues(v.errClass).Inc()
+	if v.ErrClass != "" {
+		p.m.errors.WithLabelValues(v.ErrClass).Inc()
 	}
 	p.m.batches.WithLabelValues(a.Outcome).Inc()
 	lctx, lcancel := context.WithTimeout(p.ioCtx, 5*time.Second)
@@ -235,9 +205,9 @@ func (w *worker) verdict(sub meta.Subscription, r *pushRequest, res sendResult, 
 	if err := p.cfg.Attempts.Record(lctx, sub.ID, a); err != nil && lctx.Err() == nil {
 		p.log.Warn("recording a push attempt failed", "queue", w.qid.String(), "err", err)
 	}
-	if v.errClass != "" {
+	if v.ErrClass != "" {
 		p.log.Info("push attempt failed", "queue", w.qid.String(), "host", hostOf(sub.Endpoint), "attempt_id", r.attemptID,
-			"status", res.status, "error", v.errClass, "detail", v.detail, "messages", len(r.msgIDs))
+			"status", res.status, "error", v.ErrClass, "detail", v.Detail, "messages", len(r.msgIDs))
 	}
 	return flow, &a
 }
@@ -284,16 +254,10 @@ func errDetail(err error, class string) string {
 	return truncate(err.Error(), 200)
 }
 
-// replayOf is a replayed message's origin (SPEC §14): the topic's id and the log entry's
-// sequence, kept under the reserved engine.ReplayOfAttribute.
-type replayOf struct {
-	Topic    string `json:"topic"`
-	Sequence uint64 `json:"sequence"`
-}
-
-func pushReplayOf(r *engine.ReplayOf) *replayOf {
+// pushReplayOf is a replayed message's origin as a push carries it.
+func pushReplayOf(r *engine.ReplayOf) *webhook.ReplayOf {
 	if r == nil {
 		return nil
 	}
-	return &replayOf{Topic: r.Topic.String(), Sequence: r.Sequence}
+	return &webhook.ReplayOf{Topic: r.Topic.String(), Sequence: r.Sequence}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/telemetry"
+	"github.com/queueshq/queues/pkg/webhook"
 )
 
 // Tracing of push attempts (docs/tracing.md). A push request carries the traceparent of its
@@ -22,7 +23,7 @@ var noopSpan = noop.Span{}
 
 // startPushSpan starts the attempt's client span; with telemetry off it returns ctx and a
 // no-op span without allocating.
-func startPushSpan(ctx context.Context, sub, queue ids.ID, msgs []pushMessage) (context.Context, trace.Span) {
+func startPushSpan(ctx context.Context, sub, queue ids.ID, msgs []webhook.Message) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
 		return ctx, noopSpan
 	}
@@ -54,7 +55,7 @@ func startPushSpan(ctx context.Context, sub, queue ids.ID, msgs []pushMessage) (
 
 // setTraceparent puts the attempt's traceparent on the request: the span's when it is
 // traced, else the first message's as it was stored.
-func setTraceparent(req *http.Request, ctx context.Context, msgs []pushMessage) {
+func setTraceparent(req *http.Request, ctx context.Context, msgs []webhook.Message) {
 	tp := telemetry.Traceparent(ctx)
 	for i := 0; tp == "" && i < len(msgs); i++ {
 		tp = msgs[i].Traceparent

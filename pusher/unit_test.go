@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/queueshq/queues/pkg/webhook"
 )
 
 func TestBackoffSchedule(t *testing.T) {
@@ -48,7 +50,7 @@ func TestClassify(t *testing.T) {
 		h        http.Header
 		body     string
 		overflow bool
-		kind     verdictKind
+		kind     webhook.VerdictKind
 		errClass string
 		slow     bool
 	}{
@@ -85,18 +87,18 @@ func TestClassify(t *testing.T) {
 		{"502 Retry-After", 502, ra("7"), "", false, failed, ErrHTTPStatus, false},
 	} {
 		v := classify(c.status, c.h, []byte(c.body), c.overflow, batch, now)
-		if v.kind != c.kind || v.errClass != c.errClass || v.slowDown != c.slow {
-			t.Errorf("%s: kind %d class %q slow %v (%s), want kind %d class %q slow %v", c.name, v.kind, v.errClass, v.slowDown, v.detail, c.kind, c.errClass, c.slow)
+		if v.Kind != c.kind || v.ErrClass != c.errClass || v.SlowDown != c.slow {
+			t.Errorf("%s: kind %d class %q slow %v (%s), want kind %d class %q slow %v", c.name, v.Kind, v.ErrClass, v.SlowDown, v.Detail, c.kind, c.errClass, c.slow)
 		}
 	}
-	if v := classify(429, ra("7"), nil, false, batch, now); v.retryAfter != 7*time.Second {
-		t.Errorf("Retry-After 7: %s", v.retryAfter)
+	if v := classify(429, ra("7"), nil, false, batch, now); v.RetryAfter != 7*time.Second {
+		t.Errorf("Retry-After 7: %s", v.RetryAfter)
 	}
-	if v := classify(503, ra(now.Add(90*time.Second).Format(http.TimeFormat)), nil, false, batch, now); v.retryAfter != 90*time.Second {
-		t.Errorf("Retry-After date: %s", v.retryAfter)
+	if v := classify(503, ra(now.Add(90*time.Second).Format(http.TimeFormat)), nil, false, batch, now); v.RetryAfter != 90*time.Second {
+		t.Errorf("Retry-After date: %s", v.RetryAfter)
 	}
-	if v := classify(429, ra("99999999"), nil, false, batch, now); v.retryAfter != 12*time.Hour {
-		t.Errorf("huge Retry-After: %s", v.retryAfter)
+	if v := classify(429, ra("99999999"), nil, false, batch, now); v.RetryAfter != 12*time.Hour {
+		t.Errorf("huge Retry-After: %s", v.RetryAfter)
 	}
 }
 

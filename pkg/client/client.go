@@ -66,7 +66,9 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 // WithRetry sets the retry policy; zero fields take DefaultRetryPolicy's values.
 func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
 
-// WithUserAgent sets the User-Agent header.
+// WithUserAgent sets the User-Agent header, in place of UserAgent() ("queues-go/<version>"). An
+// application that names itself keeps the SDK's token after its own, as the CLI does:
+// WithUserAgent("my-app/1.2 " + client.UserAgent()).
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
 // defaultHTTPClient is shared by the clients made without WithHTTPClient. Its transport keeps
@@ -88,7 +90,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("queues: bad URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, hc: defaultHTTPClient, retry: DefaultRetryPolicy, userAgent: "queues-go"}
+	c := &Client{base: u, hc: defaultHTTPClient, retry: DefaultRetryPolicy, userAgent: UserAgent()}
 	for _, o := range opts {
 		o(c)
 	}

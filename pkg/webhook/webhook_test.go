@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -187,5 +188,21 @@ func TestEmptyKeyNeverSigns(t *testing.T) {
 	}
 	if got := SignAll([]string{"whsec_"}, "a", 1, nil); got != "" {
 		t.Fatalf("SignAll with an empty key signed: %q", got)
+	}
+}
+
+// TestUnsetSecretNeverVerifies: a receiver whose secret variable is unset passes "" (or no
+// secret at all); a push signed with the empty key — which anybody can compute — must not
+// verify, nor one signed with any other key.
+func TestUnsetSecretNeverVerifies(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	body := []byte(`{"messages":[]}`)
+	forged := "v1," + base64.StdEncoding.EncodeToString(mac(nil, "a-1", ts, body))
+	for _, secrets := range [][]string{nil, {}, {""}, {"", ""}} {
+		if err := Verify(secrets, "a-1", ts, forged, body, now, 0); !errors.Is(err, ErrNoMatchingSecret) {
+			t.Fatalf("Verify(%q) of an empty-key signature: %v, want ErrNoMatchingSecret", secrets, err)
+		}
 	}
 }

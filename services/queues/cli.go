@@ -128,13 +128,17 @@ func (c *cli) clientFlags(cmd *cobra.Command) {
 func (c *cli) connect() error {
 	base := cmpOr(c.url, c.io.getenv(client.EnvURL), client.DefaultURL)
 	token := cmpOr(c.token, c.io.getenv(client.EnvToken))
-	cl, err := client.New(base, client.WithToken(token), client.WithUserAgent("queues-cli"))
+	cl, err := client.New(base, client.WithToken(token), client.WithUserAgent(cliUserAgent()))
 	if err != nil {
 		return usagef("%v", err)
 	}
 	c.client = cl
 	return nil
 }
+
+// cliUserAgent is the CLI's User-Agent: its own product and the Go SDK's, which it is built
+// on ("queues-cli/<version> queues-go/<version>"; one module, so one version).
+func cliUserAgent() string { return "queues-cli/" + client.Version() + " " + client.UserAgent() }
 
 func cmpOr(vals ...string) string {
 	for _, v := range vals {

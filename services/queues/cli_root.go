@@ -4,8 +4,8 @@ package main
 //   - operator commands (serve, api, pusher, migrate, admin, dev, health, bench) run the
 //     service; each parses its own Go flag set (-listen, -redis-addr, …), documented by
 //     `queues <command> -h`, so cobra hands them their arguments untouched;
-//   - client commands (queue, send, message, move, receive, tail, sub, project) talk to a running service
-//     through the Go SDK; their flags are cobra's (cli.go says how to add one).
+//   - client commands (queue, send, message, move, receive, tail, sub, project, topic; version
+//     needs no service) talk to a running service through the Go SDK; their flags are cobra's (cli.go says how to add one).
 // `queues completion bash|zsh|fish|powershell` prints a shell completion script (cobra's),
 // which completes commands, flags and, for the client commands, queue names.
 
@@ -41,7 +41,7 @@ var operatorCommands = []operatorCommand{
 
 // clientCommands are the client commands, in the order of the help.
 func (c *cli) clientCommands() []*cobra.Command {
-	return []*cobra.Command{c.queueCmd(), c.sendCmd(), c.messageCmd(), c.moveCmd(), c.receiveCmd(), c.browseCmd(), c.tailCmd(), c.subCmd(), c.projectCmd(), c.topicCmd()}
+	return []*cobra.Command{c.queueCmd(), c.sendCmd(), c.messageCmd(), c.moveCmd(), c.receiveCmd(), c.browseCmd(), c.tailCmd(), c.subCmd(), c.projectCmd(), c.topicCmd(), c.listenCmd(), c.versionCmd()}
 }
 
 // operatorError is an operator command's failure: printed as "queues serve: …", exit 1.

@@ -1,4 +1,4 @@
-package pusher
+package webhook
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 
 // FuzzPushResults: whatever an endpoint answers, the results parser never panics, and what it
 // accepts only settles messages of the batch, each once, with a known outcome, a bounded
-// retry delay and a short valid reason. classify turns the same answer into a verdict without
+// retry delay and a short valid reason. Classify turns the same answer into a verdict without
 // panicking, and never reads a body over the cap as an ack.
 func FuzzPushResults(f *testing.F) {
 	for _, s := range []string{
@@ -26,17 +26,17 @@ func FuzzPushResults(f *testing.F) {
 	batch := map[string]bool{"m1": true, "m2": true}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte, status uint16, contentType string, overflow bool) {
-		if out, err := parseResults(body, batch); err == nil {
+		if out, err := ParseResults(body, batch); err == nil {
 			for id, r := range out {
 				if !batch[id] || r.MessageID != id {
 					t.Fatalf("settles %q, not of the batch", id)
 				}
 				switch r.Outcome {
-				case OutcomeAck, OutcomeRetry, OutcomeDeadLetter, OutcomeDefer:
+				case OutcomeAck, OutcomeRetry, OutcomeDeadLetter, OutcomeDefer, OutcomeCancel:
 				default:
 					t.Fatalf("outcome %q", r.Outcome)
 				}
-				if r.RetryAfterSeconds != nil && (*r.RetryAfterSeconds < 0 || *r.RetryAfterSeconds > int64(maxRetryAfter/time.Second)) {
+				if r.RetryAfterSeconds != nil && (*r.RetryAfterSeconds < 0 || *r.RetryAfterSeconds > int64(MaxRetryAfter/time.Second)) {
 					t.Fatalf("retryAfterSeconds %d", *r.RetryAfterSeconds)
 				}
 				if !utf8.ValidString(r.Reason) || utf8.RuneCountInString(r.Reason) > 256 {
@@ -49,15 +49,15 @@ func FuzzPushResults(f *testing.F) {
 			h.Set("Content-Type", contentType)
 		}
 		h.Set("Retry-After", string(body[:min(len(body), 16)]))
-		v := classify(int(status), h, body, overflow, batch, now)
-		settled := v.kind == ackAll || v.kind == deferAll || v.kind == perMessage
+		v := Classify(int(status), h, body, overflow, batch, now)
+		settled := v.Kind == AckAll || v.Kind == DeferAll || v.Kind == PerMessage
 		if settled && (status < 200 || status > 299) {
-			t.Fatalf("status %d settled as %v", status, v.kind)
+			t.Fatalf("status %d settled as %v", status, v.Kind)
 		}
 		if settled && overflow && isJSON(contentType) {
-			t.Fatalf("a JSON answer over the cap settled as %v", v.kind)
+			t.Fatalf("a JSON answer over the cap settled as %v", v.Kind)
 		}
-		if d, ok := parseRetryAfter(string(body[:min(len(body), 40)]), now); ok && (d < 0 || d > maxRetryAfter) {
+		if d, ok := ParseRetryAfter(string(body[:min(len(body), 40)]), now); ok && (d < 0 || d > MaxRetryAfter) {
 			t.Fatalf("Retry-After %q parsed to %v", body[:min(len(body), 40)], d)
 		}
 	})
