@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 )
 
 // policyOf is the queue's Policy attribute, and whether GetQueueAttributes listed it.
@@ -32,16 +30,6 @@ func (e *env) policyOf(t *testing.T, queueURL *string) (map[string]any, bool) {
 		t.Fatalf("Policy %q: %v", raw, err)
 	}
 	return doc, true
-}
-
-// wantError checks an SDK error's code and AWS's text.
-func wantError(t *testing.T, err error, code, message string) {
-	t.Helper()
-	wantCode(t, err, code)
-	var ae smithy.APIError
-	if errors.As(err, &ae); ae.ErrorMessage() != message {
-		t.Fatalf("message %q, want %q", ae.ErrorMessage(), message)
-	}
 }
 
 // TestPermissions: AddPermission writes a statement (Sid = label, the accounts' root
