@@ -217,8 +217,12 @@ func (q Queue) MaxMessageBytesOrDefault() int {
 	if q.MaxMessageBytes > 0 {
 		return q.MaxMessageBytes
 	}
-	if n, err := strconv.Atoi(q.SQSAttributes["MaximumMessageSize"]); err == nil && n >= engine.MinMaxMessageBytes && n <= engine.MaxMessageBytes {
-		return n
+	// Looked up before parsing: every send reads this, and Atoi of a missing value allocates
+	// its error.
+	if v, ok := q.SQSAttributes["MaximumMessageSize"]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= engine.MinMaxMessageBytes && n <= engine.MaxMessageBytes {
+			return n
+		}
 	}
 	return engine.DefaultMaxMessageBytes
 }
