@@ -28,7 +28,7 @@ from . import tracing
 from ._aio_calls import AsyncCalls
 from ._http import RetryPolicy
 from .client import DEFAULT_URL, ENV_TOKEN, ENV_URL, MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, USER_AGENT, Client, _q, filter_body
-from .consumer import ConsumerError, Retry, RetryAfter, outcome_of, seconds_up
+from .consumer import ConsumerError, Retry, RetryAfter, outcome_of, seconds_up, shutdown_all
 from .errors import QueuesError
 from .models import Message
 from .webhooks import DEFAULT_TOLERANCE_SECONDS, Answer, HeadersLike, PushBatch, group_lanes, json_answer, push_result, verified_batch
@@ -261,15 +261,9 @@ class AsyncConsumer:
             raise QueuesError("internal", "stopping")
 
     def _cut_polls(self) -> None:
-        import socket
         with self._polls_mu:
             conns = list(self._polls.values())
-        for c in conns:
-            if c.sock is not None:
-                try:
-                    c.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        shutdown_all(conns)
 
     async def _take(self) -> int:
         """Room for up to a batch: waits for the first message's room, then, while received
