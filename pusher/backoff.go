@@ -3,7 +3,7 @@ package pusher
 import (
 	"time"
 
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 // Backoff is how long a message waits after a failed push on its attempt-th delivery

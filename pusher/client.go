@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/pkg/endpoint"
 )
 
 // ClientOptions configure the outbound HTTP client.
@@ -22,7 +22,7 @@ type ClientOptions struct {
 }
 
 // NewHTTPClient returns the client pushes go through: connections are reused and speak HTTP/2
-// where the endpoint offers it; every dialled address passes webhook.CheckAddr (unless AllowPrivate);
+// where the endpoint offers it; every dialled address passes endpoint.CheckAddr (unless AllowPrivate);
 // no proxy from the environment: HTTPS_PROXY and the like are ignored, because through a proxy
 // the dialled address is the proxy's and the check would never see the endpoint's (egress
 // filtering belongs in the dialer here, or in the network); redirects are not followed (a
@@ -49,11 +49,11 @@ func NewHTTPClient(o ClientOptions) *http.Client {
 }
 
 // newDialer is the pushes' dialer: every address it connects to, after resolution, passes
-// webhook.DialControl unless private endpoints are allowed.
+// endpoint.DialControl unless private endpoints are allowed.
 func newDialer(o ClientOptions) *net.Dialer {
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}
 	if !o.AllowPrivate {
-		d.Control = webhook.DialControl
+		d.Control = endpoint.DialControl
 	}
 	return d
 }

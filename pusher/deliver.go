@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/endpoint"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 func formatTime(t time.Time) string { return clock.Wire(t) }
@@ -230,7 +231,7 @@ func errClass(err error) string {
 	var rhe tls.RecordHeaderError
 	var ae tls.AlertError
 	switch {
-	case errors.Is(err, webhook.ErrBlockedAddress):
+	case errors.Is(err, endpoint.ErrBlockedAddress):
 		return ErrBlocked
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return ErrTimeout

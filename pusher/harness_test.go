@@ -28,8 +28,8 @@ import (
 	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/testenv"
-	"github.com/queueshq/queues/pkg/webhook"
 	"github.com/queueshq/queues/pusher"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 var redisAddr string

@@ -16,8 +16,8 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pkg/webhook"
 	"github.com/queueshq/queues/pusher"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 // TestPushShapeAndSignature: a TLS (HTTP/2) endpoint trusted through RootCAs gets the SPEC §6

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/engine"
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 // The reading of a receiver's answer is package webhook's (shared with `queues listen`);

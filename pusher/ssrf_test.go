@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/pkg/endpoint"
 )
 
 // testDNS is a DNS server on loopback UDP answering every A query from a script: the i-th A
@@ -115,7 +115,7 @@ func TestRebindingCheckedOnEveryConnection(t *testing.T) {
 	if _, err := d.DialContext(ctx, "tcp4", "rebind.test:443"); !errors.Is(err, errStopped) {
 		t.Fatalf("first (public) answer: %v; want allowed", err)
 	}
-	if _, err := d.DialContext(ctx, "tcp4", "rebind.test:443"); !errors.Is(err, webhook.ErrBlockedAddress) {
+	if _, err := d.DialContext(ctx, "tcp4", "rebind.test:443"); !errors.Is(err, endpoint.ErrBlockedAddress) {
 		t.Fatalf("rebound to 127.0.0.1: %v; want ErrBlockedAddress", err)
 	}
 	_, _ = d.DialContext(ctx, "tcp4", "rebind.test:443")
@@ -136,10 +136,10 @@ func TestNumericHostFormsCheckedAtConnect(t *testing.T) {
 	for _, host := range []string{"0x7f.1", "0177.0.0.1", "127.1", "2130706433", "localhost.rebind.test"} {
 		_, err := d.DialContext(t.Context(), "tcp4", net.JoinHostPort(host, "443"))
 		var dnsErr *net.DNSError
-		if !errors.Is(err, webhook.ErrBlockedAddress) && !(errors.As(err, &dnsErr) && dnsErr.IsNotFound) {
+		if !errors.Is(err, endpoint.ErrBlockedAddress) && !(errors.As(err, &dnsErr) && dnsErr.IsNotFound) {
 			t.Errorf("%s: %v; want ErrBlockedAddress or no such host", host, err)
 		}
-		if err := webhook.ValidateEndpoint("https://"+host+"/hook", false); err == nil && !strings.HasSuffix(host, ".test") {
+		if err := endpoint.Validate("https://"+host+"/hook", false); err == nil && !strings.HasSuffix(host, ".test") {
 			t.Errorf("ValidateEndpoint accepts https://%s/", host)
 		}
 	}
@@ -155,7 +155,7 @@ func TestClientRefusesNameResolvingPrivate(t *testing.T) {
 	hc := NewHTTPClient(ClientOptions{Resolver: res})
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	_, err := hc.Post("http://hooks.example-public.test:"+port+"/", "application/json", strings.NewReader("{}"))
-	if !errors.Is(err, webhook.ErrBlockedAddress) || hits.Load() != 0 {
+	if !errors.Is(err, endpoint.ErrBlockedAddress) || hits.Load() != 0 {
 		t.Fatalf("err %v, endpoint hits %d; want ErrBlockedAddress and none", err, hits.Load())
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/telemetry"
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 // Tracing of push attempts (docs/tracing.md). A push request carries the traceparent of its

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 func TestBackoffSchedule(t *testing.T) {

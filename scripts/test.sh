@@ -69,12 +69,15 @@ echo "== go vet"
 go vet ./...
 # The query-protocol SDK tests are a module of their own (tests/sqs runs them on both backends).
 (cd tests/sqslegacy && go vet ./...)
+# The Go SDK is a module of its own (sdk/go): scripts/sdk-go-check.sh vets and tests it.
 
 echo "== staticcheck"
 "$GOBIN_DIR/staticcheck" ./...
+(cd sdk/go && "$GOBIN_DIR/staticcheck" ./...)
 
 echo "== golangci-lint (.golangci.yml)"
 "$GOBIN_DIR/golangci-lint" run ./...
+(cd sdk/go && "$GOBIN_DIR/golangci-lint" run ./...)
 
 echo "== repository checks (tests/repo: doc links resolve inside the repository; file and function sizes)"
 go test -count=1 ./tests/repo/
@@ -87,6 +90,9 @@ echo "== go test"
 # about 3.5 minutes, as root for the power-cut tests); make faults runs it in full, make soak the soak.
 # ./... includes the attack suite tests/attacks (X1–X43 of the security plan, ~30 s).
 go test -count=1 -timeout 12m ./...
+
+echo "== Go SDK (sdk/go: its own module, go <= 1.23, no service dependency; required from a clean project)"
+bash scripts/sdk-go-check.sh
 
 echo "== TypeScript SDK (sdk/typescript: npm ci, then node --test against a real queues serve)"
 (cd sdk/typescript && npm ci --no-audit --no-fund && npm test)
@@ -116,7 +122,7 @@ go test -run '^$' -fuzz '^FuzzSendRequest$' -fuzztime 100000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzPublishRequest$' -fuzztime 50000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzDiff$' -fuzztime 20000x ./pkg/engine/internal/mergepatch/
 go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 50000x ./pkg/bench/
-go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./pkg/jsonscan/
+(cd sdk/go && go test -run '^$' -fuzz '^FuzzValue$' -fuzztime 50000x ./jsonscan/)
 go test -run '^$' -fuzz '^FuzzQueryToJSON$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzParseAuthorization$' -fuzztime 20000x ./pkg/sqs/
 go test -run '^$' -fuzz '^FuzzServe$' -fuzztime 20000x ./pkg/sqs/

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/queueshq/queues/pkg/apierr"
-	"github.com/queueshq/queues/pkg/jsonscan"
+	"github.com/queueshq/queues/sdk/go/jsonscan"
 )
 
 // jsonSpace is JSON's whitespace (narrower than unicode.IsSpace).

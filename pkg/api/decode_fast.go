@@ -3,7 +3,7 @@ package api
 import (
 	"encoding/json"
 
-	"github.com/queueshq/queues/pkg/jsonscan"
+	"github.com/queueshq/queues/sdk/go/jsonscan"
 )
 
 // Fast paths of parseObject and object.array for the hot routes: one validating pass

@@ -14,12 +14,12 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/auth"
+	"github.com/queueshq/queues/pkg/endpoint"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
-	"github.com/queueshq/queues/pkg/webhook"
 )
 
 // FuzzReceiptRequest drives the receipt routes' decoder (single and batch forms of ack,
@@ -131,4 +131,4 @@ func FuzzSubscriptionRequest(f *testing.F) {
 	})
 }
 
-var pusherValidate = webhook.ValidateEndpoint
+var pusherValidate = endpoint.Validate

@@ -13,9 +13,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/endpoint"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 // Push subscription settings (SPEC §6).
@@ -71,7 +72,7 @@ func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
 		if err != nil {
 			return err
 		}
-		if verr := webhook.ValidateEndpoint(ep, s.cfg.PushAllowPrivate); verr != nil {
+		if verr := endpoint.Validate(ep, s.cfg.PushAllowPrivate); verr != nil {
 			return apierr.Invalid("endpoint", "%s", verr.Error())
 		}
 		sub.Endpoint = ep

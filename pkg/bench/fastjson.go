@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/queueshq/queues/pkg/jsonscan"
+	"github.com/queueshq/queues/sdk/go/jsonscan"
 )
 
 // A hand-rolled reader for the three answers the generator reads on its hot path (send,

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	qclient "github.com/queueshq/queues/pkg/client"
+	qclient "github.com/queueshq/queues/sdk/go/client"
 )
 
 // pushBody is the part of a push the receiver reads.

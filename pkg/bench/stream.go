@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	qclient "github.com/queueshq/queues/pkg/client"
+	qclient "github.com/queueshq/queues/sdk/go/client"
 )
 
 // The consumers of -stream: one receive stream each (GET /v1/queues/{queue}/stream,

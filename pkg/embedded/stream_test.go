@@ -3,11 +3,11 @@ package embedded_test
 import (
 	"testing"
 
-	qclient "github.com/queueshq/queues/pkg/client"
 	"github.com/queueshq/queues/pkg/stacktest"
+	qclient "github.com/queueshq/queues/sdk/go/client"
 )
 
-// The receive stream's semantics on the embedded engine (the Redis engine's: pkg/client).
+// The receive stream's semantics on the embedded engine (the Redis engine's: sdk/go/client).
 func TestStreamSemantics(t *testing.T) {
 	n, srv := openNode(t, t.TempDir())
 	c, err := qclient.New(srv.URL, qclient.WithToken(n.Token))

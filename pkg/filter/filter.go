@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/queueshq/queues/pkg/apierr"
-	"github.com/queueshq/queues/pkg/jsonscan"
+	"github.com/queueshq/queues/sdk/go/jsonscan"
 )
 
 // Limits of a filter. A message has at most 10 attributes, so a filter naming more can never

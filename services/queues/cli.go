@@ -1,7 +1,7 @@
 package main
 
 // The client commands of the queues binary (queue, send, message, move, receive, tail, sub,
-// project, topic): a command line over the Go SDK (pkg/client), built on cobra. They find the service with --url
+// project, topic): a command line over the Go SDK (sdk/go/client), built on cobra. They find the service with --url
 // or QUEUES_URL (default http://127.0.0.1:8080) and present --token or QUEUES_TOKEN.
 //
 // Adding a client command or a flag:
@@ -27,7 +27,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // Exit codes of the client commands.

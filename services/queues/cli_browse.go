@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // filterFlag is the repeatable --filter NAME=VALUE of receive, tail and browse (SPEC §12):

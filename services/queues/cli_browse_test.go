@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // TestCLIFilter: --filter NAME=VALUE on browse and receive; a name given twice lists values

@@ -21,10 +21,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/queueshq/queues/pkg/client"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 type listenFlags struct {

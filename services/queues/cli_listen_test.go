@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 // localEndpoint is a push endpoint on localhost that verifies every request with package

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // sendFlags are the flags of send.

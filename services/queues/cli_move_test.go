@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // deadLetter fills dlq through src: n messages dead-lettered by the consumer, the first bad

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // projectCmd is `queues project` (the token's own project, its limits and usage) and

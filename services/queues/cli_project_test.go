@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // TestCLIProject: `queues project` shows the token's project with its limits and usage;

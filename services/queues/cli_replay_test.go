@@ -5,7 +5,7 @@ import (
 
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 const fakeReplay = `{"id":"r1","topicId":"t1","topic":"prices","queueId":"q1","queue":"rebuild","from":3,"to":9,

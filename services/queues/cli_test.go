@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
 	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // cliEnv is a project on the shared test server (an API replica on Redis and DynamoDB Local,

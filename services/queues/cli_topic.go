@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // topicCmd groups the topic commands (SPEC §14, docs/topics.md): manage topics, publish,

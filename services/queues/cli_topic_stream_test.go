@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // TestCLITopicStream: `topic stream` prints one JSON line per message from --from on, only

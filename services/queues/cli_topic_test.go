@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // topicFake answers the topic routes with the documented shapes (docs/topics.md), one canned

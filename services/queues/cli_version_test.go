@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // TestCLIVersion: `queues version` prints the SDK's version (text and JSON), needs no

@@ -46,7 +46,7 @@ func mid(s string) string {
 func TestZZConstantTimeComparisons(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	files := []string{"pkg/receipt/receipt.go", "pkg/auth/auth.go", "pkg/webhook/webhook.go"} // webhook: the one HMAC of pushes (pusher and SDK)
+	files := []string{"pkg/receipt/receipt.go", "pkg/auth/auth.go", "sdk/go/webhook/webhook.go"} // webhook: the one HMAC of pushes (pusher and SDK)
 	for _, f := range files {
 		src, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {

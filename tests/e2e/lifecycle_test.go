@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	queues "github.com/queueshq/queues/pkg/client"
+	queues "github.com/queueshq/queues/sdk/go/client"
 )
 
 // TestDeleteMessageByID: DELETE …/messages/{messageId} removes a visible or a delayed message

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	queues "github.com/queueshq/queues/pkg/client"
+	queues "github.com/queueshq/queues/sdk/go/client"
 )
 
 // TestTopicStream: the topic stream (GET /v1/topics/{topic}/stream) delivers the log from a

@@ -1,4 +1,4 @@
-"""The Python SDK with the Go one (through the queues CLI, which is built on pkg/client): a
+"""The Python SDK with the Go one (through the queues CLI, which is built on sdk/go/client): a
 message sent by Python is received and settled by Go's consumer, one sent by Go is received
 and settled by Python's, and a push signed by the Go pusher is verified by Python (in
 test_webhooks.PushTest)."""

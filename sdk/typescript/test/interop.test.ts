@@ -1,4 +1,4 @@
-// The TypeScript SDK and the Go SDK (pkg/client) on one server: messages sent by either are
+// The TypeScript SDK and the Go SDK (sdk/go/client) on one server: messages sent by either are
 // received and settled by the other, and signatures made by one verify with the other. (A
 // push signed by the server and verified by this SDK is in push.test.ts.) The Go side is
 // test/gointerop, built by scripts/build-server.mjs.

@@ -1,5 +1,5 @@
 // Command gointerop is the Go side of the TypeScript SDK's interoperability test: the node
-// tests run it to send, consume and verify with the Go SDK (pkg/client) against the same
+// tests run it to send, consume and verify with the Go SDK (sdk/go/client) against the same
 // server. It reads QUEUES_URL and QUEUES_TOKEN and prints JSON on stdout.
 //
 //	gointerop send QUEUE BODY...          send each body; prints the message ids
@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 func main() {

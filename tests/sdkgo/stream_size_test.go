@@ -1,10 +1,10 @@
-package client_test
+package sdkgo
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // TestStreamLargeFrames: a receive stream hands out a batch of 1 MiB messages whose bodies

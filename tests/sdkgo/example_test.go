@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 // The examples run against the real service TestMain starts (an API replica on Redis and
 // DynamoDB Local), found through QUEUES_URL and QUEUES_TOKEN like any program using FromEnv.
@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // Send a message, receive it and acknowledge it.
@@ -49,7 +49,7 @@ func Example() {
 
 // A consumer: the handler's result settles each message (nil acknowledges, an error
 // retries); it stops when the context ends.
-func ExampleClient_Consume() {
+func Example_consume() {
 	c, _ := client.FromEnv()
 	ctx, stop := context.WithCancel(context.Background())
 	if _, err := c.CreateQueue(ctx, client.CreateQueueInput{Name: "example-jobs"}); err != nil && !client.IsConflict(err) {
@@ -84,7 +84,7 @@ func ExampleClient_Consume() {
 }
 
 // Settle with the vocabulary of SPEC §7: Ack, Retry, RetryAfter and DeadLetter.
-func ExampleRetryAfter() {
+func Example_retryAfter() {
 	handler := func(ctx context.Context, m *client.Message) error {
 		switch {
 		case m.Body == "":
@@ -103,7 +103,7 @@ func ExampleRetryAfter() {
 
 // A push endpoint: it verifies the signature, runs the handler per message and answers each
 // message's outcome. Here the example signs a push itself, as the pusher would.
-func ExampleNewPushReceiver() {
+func Example_pushReceiver() {
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // from CreateSubscription or RotateSecret
 	receiver := client.NewPushReceiver(func(ctx context.Context, m *client.Message) error {
 		if m.Body == "bad" {
@@ -133,7 +133,7 @@ func ExampleNewPushReceiver() {
 }
 
 // Errors carry the API's code, message, field and status.
-func ExampleError() {
+func Example_error() {
 	c, _ := client.FromEnv()
 	_, err := c.CreateQueue(context.Background(), client.CreateQueueInput{Name: "no spaces allowed"})
 	var e *client.Error
@@ -143,7 +143,7 @@ func ExampleError() {
 	// Output: 400 invalid_argument name
 }
 
-func ExampleIsNotFound() {
+func Example_isNotFound() {
 	c, _ := client.FromEnv()
 	_, err := c.GetQueue(context.Background(), "no-such-queue")
 	fmt.Println(client.IsNotFound(err), errors.Is(err, client.ErrNotFound))

@@ -1,4 +1,6 @@
-package webhook
+// Package endpoint decides which push endpoints and addresses the pusher may reach: the URL
+// check the API runs when a subscription is written and the dial-time address check.
+package endpoint
 
 import (
 	"errors"
@@ -57,11 +59,11 @@ func DialControl(network, address string, c syscall.RawConn) error {
 	return nil
 }
 
-// ValidateEndpoint checks an endpoint URL when a subscription is created or changed: https
+// Validate checks an endpoint URL when a subscription is created or changed: https
 // (http too when allowPrivate), a host, no user info or fragment, and — unless allowPrivate —
 // no literal address or well-known local name that CheckAddr would refuse. The check that
 // counts is the dialer's, at connect time; this one gives the user an early, precise answer.
-func ValidateEndpoint(raw string, allowPrivate bool) error {
+func Validate(raw string, allowPrivate bool) error {
 	if len(raw) > 2048 {
 		return errors.New("must be at most 2048 characters")
 	}

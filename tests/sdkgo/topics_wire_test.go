@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // exchange is one request the fake topic server expects and the answer it gives.

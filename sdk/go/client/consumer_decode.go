@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/queueshq/queues/pkg/jsonscan"
+	"github.com/queueshq/queues/sdk/go/jsonscan"
 )
 
 // A one-pass reader of the receive answer, the consumer's hot path: encoding/json's

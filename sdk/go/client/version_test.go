@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime/debug"
@@ -24,6 +25,8 @@ func TestVersionFrom(t *testing.T) {
 			Deps: []*debug.Module{{Path: "golang.org/x/net", Version: "v0.1.0"}, {Path: modulePath, Version: "v1.3.2"}}, Settings: vcs}, "v1.3.2"},
 		{"an application with a replaced SDK", debug.BuildInfo{Main: debug.Module{Path: "example.com/app"},
 			Deps: []*debug.Module{{Path: modulePath, Version: "v1.3.2", Replace: &debug.Module{Path: "../queues"}}}, Settings: vcs}, "dev"},
+		{"the queues binary built from its checkout", debug.BuildInfo{Main: debug.Module{Path: repoModule, Version: "(devel)"},
+			Deps: []*debug.Module{{Path: modulePath, Version: "v0.0.0-00010101000000-000000000000", Replace: &debug.Module{Path: "./sdk/go"}}}, Settings: vcs}, "dev+0123456789ab"},
 	} {
 		if got := versionFrom(&tc.bi); got != tc.want {
 			t.Errorf("%s: versionFrom = %q, want %q", tc.name, got, tc.want)
@@ -52,7 +55,7 @@ func TestUserAgentSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.ListQueues(t.Context(), ListQueuesInput{}); err != nil {
+		if _, err := c.ListQueues(context.Background(), ListQueuesInput{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := <-uas; got != tc.want {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package client_test
+package sdkgo
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/bench"
-	"github.com/queueshq/queues/pkg/client"
 	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // Side by side: `queues bench`'s consume phase (pkg/bench, 16 raw receive-then-ack workers,
@@ -30,7 +30,7 @@ import (
 // each side costs the process per message (service included: it runs in this process). It is a
 // measurement, not a test of the code, so it runs only when asked:
 //
-//	QUEUES_SIDE_BY_SIDE=5 go test ./pkg/client -run TestConsumerSideBySide -v -count=1
+//	QUEUES_SIDE_BY_SIDE=5 go test ./tests/sdkgo -run TestConsumerSideBySide -v -count=1
 //
 // (QUEUES_SIDE_BY_SIDE_COUNT sets the messages per phase, default 10,000.)
 func TestConsumerSideBySide(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queueshq/queues/pkg/webhook"
+	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
 // Standard Webhooks headers of a push (SPEC §6).
@@ -185,12 +185,14 @@ func (p *PushReceiver) run(ctx context.Context, b *PushBatch) []PushResult {
 	var wg sync.WaitGroup
 	for _, lane := range lanes {
 		sem <- struct{}{}
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			defer func() { <-sem }()
 			for _, i := range lane {
 				results[i] = p.one(ctx, b.Queue.Name, &b.Messages[i])
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	return results

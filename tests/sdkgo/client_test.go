@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/client"
 	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // deadDynamo is a DynamoDB client for a port nothing listens on.

@@ -4,10 +4,15 @@ import "runtime/debug"
 
 // modulePath is this SDK's module, looked up in the build information of the program that
 // links it.
-const modulePath = "github.com/queueshq/queues"
+const modulePath = "github.com/queueshq/queues/sdk/go"
+
+// repoModule is the module of the repository the SDK lives in (the service and its CLI): a
+// program built from that checkout carries the SDK as a replaced dependency, and the checkout's
+// VCS stamp describes the SDK too.
+const repoModule = "github.com/queueshq/queues"
 
 // version, when set at link time (go build -ldflags "-X
-// github.com/queueshq/queues/pkg/client.version=v1.4.0"), is the version Version reports.
+// github.com/queueshq/queues/sdk/go/client.version=v1.4.0"), is the version Version reports.
 var version string
 
 // Version is this SDK's version, sent in every request's User-Agent as queues-go/<version>
@@ -45,7 +50,7 @@ func versionFrom(bi *debug.BuildInfo) string {
 	if mod != nil && mod.Version != "" && mod.Version != "(devel)" {
 		return mod.Version
 	}
-	if bi.Main.Path != modulePath {
+	if bi.Main.Path != modulePath && bi.Main.Path != repoModule {
 		return "dev" // the VCS settings describe the program's checkout, not this module's
 	}
 	var rev string

@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // observer is a transport that tells on each request (path and body) before sending it.

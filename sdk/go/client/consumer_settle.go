@@ -31,10 +31,12 @@ func (co *consumer) acker() {
 		b := batch
 		batch = make([]string, 0, co.o.AckBatchSize)
 		slots <- struct{}{}
-		flushing.Go(func() {
+		flushing.Add(1)
+		go func() {
+			defer flushing.Done()
 			defer func() { <-slots }()
 			co.sendAcks(b)
-		})
+		}()
 	}
 	for {
 		select {

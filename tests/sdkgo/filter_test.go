@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // sendKinds sends one message per body with attribute kind = kinds[i].

@@ -21,7 +21,7 @@ import (
 //     message's Traceparent (its producer's context), linked to nothing else.
 
 // tracerName is the instrumentation scope of the client's spans.
-const tracerName = "github.com/queueshq/queues/pkg/client"
+const tracerName = "github.com/queueshq/queues/sdk/go/client"
 
 // injectTraceparent sets the traceparent header from ctx's span, when it has one.
 func injectTraceparent(ctx context.Context, h http.Header) {

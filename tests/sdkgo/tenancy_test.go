@@ -1,10 +1,10 @@
-package client_test
+package sdkgo
 
 import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // tenancyRoutes: limits and usage through the SDK, and a quota refusal as IsQuotaExceeded.

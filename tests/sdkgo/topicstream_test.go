@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // cutProxy forwards TCP connections to addr until cut closes every one of them (the

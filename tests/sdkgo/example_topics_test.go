@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"log"
 	"slices"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // Publish once to a topic; each bound queue receives the messages its filter selects, with
 // the published message id. The log keeps what was published, to be read from a sequence.
-func ExampleClient_Publish() {
+func Example_publish() {
 	ctx := context.Background()
 	c, err := client.FromEnv()
 	if err != nil {

@@ -1,4 +1,4 @@
-package client_test
+package sdkgo
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // topicRoutes exercises every topic and source route through the SDK against the real

@@ -31,7 +31,7 @@ func TestUnquoteRuns(t *testing.T) {
 func BenchmarkUnquote256KiB(b *testing.B) {
 	body := []byte(strings.Repeat("a", 256*1024))
 	b.SetBytes(int64(len(body)))
-	for b.Loop() {
+	for range b.N {
 		if _, msg := Unquote(body); msg != "" {
 			b.Fatal(msg)
 		}

@@ -325,7 +325,11 @@ func (co *consumer) run(ctx context.Context) error {
 	beatDone := make(chan struct{})
 	go co.heartbeats(beatDone)
 	for range co.o.Concurrency {
-		co.handlers.Go(co.handle)
+		co.handlers.Add(1)
+		go func() {
+			defer co.handlers.Done()
+			co.handle()
+		}()
 	}
 	co.receiveLoop(pctx, stopPolling)
 
@@ -361,7 +365,11 @@ func (co *consumer) run(ctx context.Context) error {
 func (co *consumer) pollers(ctx context.Context, stop context.CancelFunc) {
 	var pollers sync.WaitGroup
 	for range co.o.Pollers {
-		pollers.Go(func() { co.poll(ctx, stop) })
+		pollers.Add(1)
+		go func() {
+			defer pollers.Done()
+			co.poll(ctx, stop)
+		}()
 	}
 	pollers.Wait()
 }

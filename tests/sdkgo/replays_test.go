@@ -1,10 +1,10 @@
-package client_test
+package sdkgo
 
 import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/client"
+	"github.com/queueshq/queues/sdk/go/client"
 )
 
 // replayRoutes replays a topic's log into a queue through the SDK: a dry run, a replay
