@@ -113,6 +113,10 @@ if ! python3 -c 'import mypy' 2>/dev/null && ! /usr/bin/python3 -c 'import mypy'
   echo "== installing python3-mypy (tests/test_typing.py: what a type checker sees of the package)"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-mypy) >/dev/null
 fi
+if ! /usr/bin/python3 -c 'import flask, fastapi, uvicorn' 2>/dev/null; then
+  echo "== installing python3-flask, python3-fastapi, python3-uvicorn (tests/test_snippets.py runs docs/receiving-pushes.md's receivers)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-flask python3-fastapi python3-uvicorn) >/dev/null
+fi
 (cd sdk/python && QUEUES_REQUIRE_WHEEL=1 python3 -m unittest discover -v)
 
 echo "== fuzz (short runs; the seed corpora in testdata/fuzz run in every go test)"
