@@ -8,8 +8,13 @@
 // takes a context. Calls answered 429 rate_limited or 503 unavailable are retried with
 // exponential backoff and jitter, waiting at least the answer's Retry-After (up to
 // RetryPolicy.MaxRetryAfter). An error answer is an *Error carrying the API's code, message,
-// details.field and HTTP status; match it with errors.As, errors.Is against ErrNotFound,
-// ErrStale and the other sentinels, or helpers such as IsNotFound and IsStale.
+// details.field and HTTP status, inside the typed error of its family (NotFoundError,
+// ConflictError, StaleReceiptError, RateLimitedError, QuotaExceededError, …); match it with
+// errors.As (on an *Error or a typed error), errors.Is against ErrNotFound, ErrStale and the
+// other sentinels, or helpers such as IsNotFound and IsStale.
+//
+// Every paginated list has an iterator (AllProjects, AllQueues, AllGroups, BrowseAll, …) that
+// follows the pages' cursors; breaking out of its loop fetches no further page.
 //
 // # Consumer
 //

@@ -48,11 +48,15 @@ var codeStatus = map[Code]int{
 	CodePurgeTooSoon: 429, CodeQuotaExceeded: 403, CodeRateLimited: 429, CodeUnavailable: 503, CodeInternal: 500,
 }
 
-// Error is an error answer of the API: {"error": {"code", "message", "details"}}. Use
-// errors.As to get at it, or the Is… helpers:
+// Error is an error answer of the API: {"error": {"code", "message", "details"}}. A call
+// returns it inside the typed error of its code's family (NotFoundError, ConflictError,
+// RateLimitedError, …; see errortypes.go), which unwraps to it. Use errors.As to get at either,
+// or the Is… helpers:
 //
 //	var e *client.Error
 //	if errors.As(err, &e) && e.Field != "" { … }
+//	var nf *client.NotFoundError
+//	if errors.As(err, &nf) { … }
 //	if client.IsNotFound(err) { … }
 //
 // errors.Is(err, client.ErrNotFound) (and the other Err… values) matches by code.
@@ -201,9 +205,10 @@ func (b errorBody) toError(status int) *Error {
 	return e
 }
 
-// decodeError turns an error answer into an *Error. An answer without the API's error body
-// (a proxy's page, say) still becomes one, with a code from its status.
-func decodeError(resp *http.Response, raw []byte, retryAfter time.Duration) *Error {
+// decodeError turns an error answer into the typed error of its code (an *Error when the code
+// has no family). An answer without the API's error body (a proxy's page, say) still becomes
+// one, with a code from its status.
+func decodeError(resp *http.Response, raw []byte, retryAfter time.Duration) error {
 	var body struct {
 		Error *errorBody `json:"error"`
 	}
@@ -218,7 +223,7 @@ func decodeError(resp *http.Response, raw []byte, retryAfter time.Duration) *Err
 	}
 	e.RetryAfter = retryAfter
 	e.RequestID = resp.Header.Get("X-Request-Id")
-	return e
+	return e.typed()
 }
 
 func codeForStatus(status int) Code {

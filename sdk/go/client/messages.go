@@ -292,7 +292,7 @@ func (c *Client) batch(ctx context.Context, path string, body any, n int) (Batch
 	out := make(BatchErrors, n)
 	for _, res := range r.Results {
 		if res.Error != nil && res.Index >= 0 && res.Index < n {
-			out[res.Index] = res.Error.toError(0)
+			out[res.Index] = res.Error.toError(0).typed()
 		}
 	}
 	return out, nil

@@ -141,7 +141,7 @@ func (s *Stream) read() {
 				Error *errorBody `json:"error"`
 			}
 			if json.Unmarshal(data, &e) == nil && e.Error != nil {
-				err = e.Error.toError(0)
+				err = e.Error.toError(0).typed()
 			} else {
 				err = fmt.Errorf("queues: an unexpected stream frame: %.60q", data)
 			}
@@ -244,12 +244,12 @@ func (s *Stream) callRaw(ctx context.Context, op string, body []byte, n int) (Ba
 	select {
 	case a := <-ch:
 		if a.Error != nil {
-			return nil, a.Error.toError(0)
+			return nil, a.Error.toError(0).typed()
 		}
 		out := make(BatchErrors, n)
 		for _, r := range a.Results {
 			if r.Error != nil && r.Index >= 0 && r.Index < n {
-				out[r.Index] = r.Error.toError(0)
+				out[r.Index] = r.Error.toError(0).typed()
 			}
 		}
 		return out, nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -151,15 +149,7 @@ func (c *Client) RotateSecret(ctx context.Context, queue string) (*Subscription,
 }
 
 // ListAttempts returns the subscription's recent push attempts (scope queues:read); limit 0
-// is the server's default.
+// is the server's default. ListAttemptsPage reads the pages after it; AllAttempts iterates.
 func (c *Client) ListAttempts(ctx context.Context, queue string, limit int) (*AttemptPage, error) {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var p AttemptPage
-	if err := c.Do(ctx, http.MethodGet, subPath(queue)+"/attempts", q, nil, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return c.ListAttemptsPage(ctx, queue, Page{Limit: limit})
 }

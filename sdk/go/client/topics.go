@@ -244,26 +244,8 @@ func (p *Position) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// pages iterates over the items of a cursor-paged list; next reads the page after cursor.
+// pages iterates over the items of a cursor-paged list from its first page; next reads the
+// page after cursor.
 func pages[T any](next func(cursor string) ([]T, *string, error)) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		cursor := ""
-		for {
-			items, nc, err := next(cursor)
-			if err != nil {
-				var zero T
-				yield(zero, err)
-				return
-			}
-			for _, it := range items {
-				if !yield(it, nil) {
-					return
-				}
-			}
-			if nc == nil || *nc == "" {
-				return
-			}
-			cursor = *nc
-		}
-	}
+	return pagesFrom("", next)
 }

@@ -138,7 +138,7 @@ func (s *TopicStreamConn) read() {
 		}
 		switch {
 		case f.Error != nil:
-			err = f.Error.toError(0)
+			err = f.Error.toError(0).typed()
 			return
 		case f.Gap != nil:
 			s.frames <- []TopicEvent{{Gap: f.Gap}}
