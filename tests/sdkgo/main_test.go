@@ -136,7 +136,7 @@ func (tn *tenant) counts(t testing.TB, queue string) client.QueueCounts {
 }
 
 // mustCode fails unless err is an *Error with the code and HTTP status (and field, if not
-// empty).
+// empty), and errors.As finds the code's typed error in it.
 func mustCode(t testing.TB, err error, code client.Code, status int, field string) *client.Error {
 	t.Helper()
 	var e *client.Error
@@ -151,6 +151,9 @@ func mustCode(t testing.TB, err error, code client.Code, status int, field strin
 	}
 	if e.Message == "" {
 		t.Fatalf("error without a message: %#v", e)
+	}
+	if got := typedKind(err); got != typedKinds[code] {
+		t.Fatalf("%s: errors.As finds %q, want %q: %v", code, got, typedKinds[code], err)
 	}
 	return e
 }
