@@ -6,12 +6,14 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/queueshq/queues/pkg/apitest"
 	"github.com/queueshq/queues/sdk/go/client"
 )
@@ -285,4 +287,61 @@ func TestIteratorStopsEarly(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]), "context canceled") {
 		t.Fatalf("iterating with a cancelled context: %v", errs)
 	}
+}
+
+// iterators is the Go iterator of each operation of openapi.yaml whose answer pages with
+// nextCursor.
+var iterators = map[string]string{
+	"listProjects": "AllProjects", "listQueues": "AllQueues", "browseMessages": "BrowseAll",
+	"listGroups": "AllGroups", "listConsumers": "AllConsumers", "listMoveTasks": "AllMoveTasks",
+	"listSubscriptionAttempts": "AllAttempts", "listTopics": "AllTopics", "readTopicLog": "LogEntries",
+	"getTopicState": "AllState", "listReplays": "AllReplays", "listTopicBindings": "AllBindings",
+	"listSources": "AllSources",
+}
+
+// Every GET of openapi.yaml answering a nextCursor has an iterator in the SDK (a new list
+// route without one fails here).
+func TestEveryListHasAnIterator(t *testing.T) {
+	doc := apitest.LoadSpec(t)
+	ct := reflect.TypeFor[*client.Client]()
+	found := 0
+	for _, path := range doc.Paths.InMatchingOrder() {
+		op := doc.Paths.Value(path).Get
+		if op == nil || !pagesWithCursor(op) {
+			continue
+		}
+		found++
+		name, ok := iterators[op.OperationID]
+		if !ok {
+			t.Errorf("GET %s (%s) answers a nextCursor and has no iterator in the Go SDK", path, op.OperationID)
+			continue
+		}
+		m, ok := ct.MethodByName(name)
+		if !ok || m.Type.NumOut() != 1 || !strings.HasPrefix(m.Type.Out(0).String(), "iter.Seq2[") {
+			t.Errorf("%s: (*client.Client).%s is not an iterator", op.OperationID, name)
+		}
+	}
+	if found != len(iterators) {
+		t.Errorf("%d paginated GETs in openapi.yaml, %d iterators listed", found, len(iterators))
+	}
+}
+
+// pagesWithCursor: the operation's 200 answer (or one of its alternatives) has nextCursor.
+func pagesWithCursor(op *openapi3.Operation) bool {
+	r := op.Responses.Value("200")
+	if r == nil || r.Value == nil || r.Value.Content["application/json"] == nil {
+		return false
+	}
+	s := r.Value.Content["application/json"].Schema
+	schemas := openapi3.SchemaRefs{s}
+	if s != nil && s.Value != nil {
+		schemas = append(schemas, s.Value.OneOf...)
+		schemas = append(schemas, s.Value.AnyOf...)
+	}
+	for _, s := range schemas {
+		if s != nil && s.Value != nil && s.Value.Properties["nextCursor"] != nil {
+			return true
+		}
+	}
+	return false
 }
