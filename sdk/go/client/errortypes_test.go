@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -120,7 +121,7 @@ func TestTypedErrors(t *testing.T) {
 		{401, "-", "AuthError"},
 	} {
 		t.Run(fmt.Sprintf("%d_%s", tc.status, tc.code), func(t *testing.T) {
-			err := c.Do(t.Context(), http.MethodGet, fmt.Sprintf("/%d/%s", tc.status, tc.code), nil, nil, nil)
+			err := c.Do(context.Background(), http.MethodGet, fmt.Sprintf("/%d/%s", tc.status, tc.code), nil, nil, nil)
 			if got := kind(err); got != tc.want {
 				t.Fatalf("%T %v: errors.As finds %q, want %q", err, err, got, tc.want)
 			}
@@ -141,7 +142,7 @@ func TestTypedErrors(t *testing.T) {
 // A typed error reads as its *Error does, and a parent type finds its child's error.
 func TestTypedErrorFields(t *testing.T) {
 	c := fakeErrors(t)
-	err := c.Do(t.Context(), http.MethodGet, "/403/quota_exceeded", nil, nil, nil)
+	err := c.Do(context.Background(), http.MethodGet, "/403/quota_exceeded", nil, nil, nil)
 	var q *client.QuotaExceededError
 	if !errors.As(err, &q) || q.Limit() != "maxQueues" || q.Field != "f" || q.Code != client.CodeQuotaExceeded ||
 		!client.IsQuotaExceeded(err) || client.QuotaLimit(err) != "maxQueues" || !errors.Is(err, client.ErrQuotaExceeded) {
@@ -154,11 +155,11 @@ func TestTypedErrorFields(t *testing.T) {
 	if errors.As(err, &auth) {
 		t.Fatal("a quota_exceeded 403 is no AuthError")
 	}
-	err = c.Do(t.Context(), http.MethodGet, "/403/permission_denied", nil, nil, nil)
+	err = c.Do(context.Background(), http.MethodGet, "/403/permission_denied", nil, nil, nil)
 	if !errors.As(err, &auth) || auth.Code != client.CodePermissionDenied || !client.IsAuth(err) {
 		t.Fatalf("a ForbiddenError is an AuthError: %v", err)
 	}
-	err = c.Do(t.Context(), http.MethodGet, "/404/not_found", nil, nil, nil)
+	err = c.Do(context.Background(), http.MethodGet, "/404/not_found", nil, nil, nil)
 	var nf *client.NotFoundError
 	if !errors.As(fmt.Errorf("wrapped: %w", err), &nf) || !client.IsNotFound(err) || !errors.Is(err, client.ErrNotFound) ||
 		errors.Is(err, client.ErrStale) {
