@@ -14,8 +14,9 @@ package client
 // Message, Field, Details, RetryAfter, RequestID) read directly, and unwraps to it, so
 // errors.As(err, &e) with e an *Error, errors.Is(err, client.ErrNotFound) and the Is…
 // helpers work on every error as before. errors.As also finds the typed error of a bare
-// *Error (FailedMessage.Err, say), and a ForbiddenError is an AuthError, an
-// InvalidReceiptError a ValidationError, as the other SDKs' subclasses are.
+// *Error (FailedMessage.Err, say, or a test double's &client.Error{Code: client.CodeNotFound}),
+// and a ForbiddenError is an AuthError, an InvalidReceiptError a ValidationError, as the other
+// SDKs' subclasses are.
 
 // apiError names the embedded *Error of the typed errors: embedded as Error, its field would
 // hide the Error method, and the typed errors would not be errors.
