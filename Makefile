@@ -1,6 +1,6 @@
 # The two commands of the README (run, test), and a few more. `make help` lists them: each
 # target's help is the `##` comment on its line.
-.PHONY: help run test build faults soak fuzz-long move100k neighbours
+.PHONY: help run test lint unit race build faults soak fuzz-long move100k neighbours
 
 help: ## list the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -10,6 +10,15 @@ run: ## everything in one process on the embedded store (go run ./services/queue
 
 test: ## every check CI runs (bash scripts/test.sh; installs what it needs)
 	bash scripts/test.sh
+
+lint: ## the static checks of make test: gofmt, vet, staticcheck, golangci-lint, tests/repo, OpenAPI lint (bash scripts/lint.sh)
+	bash scripts/lint.sh
+
+unit: ## the tests that need no service (no Redis, DynamoDB, browser or root), about a minute (bash scripts/unit.sh)
+	bash scripts/unit.sh
+
+race: ## the race detector over the concurrency-sensitive packages (bash scripts/race.sh; starts its own redis-server)
+	bash scripts/race.sh
 
 build: ## the binary, at bin/queues
 	go build -o bin/queues ./services/queues

@@ -49,41 +49,7 @@ fi
 if ! python3 -c 'import boto3' >/dev/null 2>&1; then export QUEUES_PYTHON=/usr/bin/python3; fi
 export QUEUES_REQUIRE_BOTO3=1
 
-GOBIN_DIR="$QUEUES_CACHE_DIR/bin"
-mkdir -p "$GOBIN_DIR"
-if [ ! -x "$GOBIN_DIR/staticcheck" ]; then
-  echo "== installing staticcheck"
-  GOBIN="$GOBIN_DIR" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-fi
-GOLANGCI_VERSION=v2.15.0
-if ! "$GOBIN_DIR/golangci-lint" version 2>/dev/null | grep -q "${GOLANGCI_VERSION#v}"; then
-  echo "== installing golangci-lint $GOLANGCI_VERSION"
-  GOBIN="$GOBIN_DIR" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_VERSION"
-fi
-
-echo "== gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go'))
-if [ -n "$unformatted" ]; then echo "not gofmt-formatted:"; echo "$unformatted"; exit 1; fi
-
-echo "== go vet"
-go vet ./...
-# The query-protocol SDK tests are a module of their own (tests/sqs runs them on both backends).
-(cd tests/sqslegacy && go vet ./...)
-# The Go SDK is a module of its own (sdk/go): scripts/sdk-go-check.sh vets and tests it.
-
-echo "== staticcheck"
-"$GOBIN_DIR/staticcheck" ./...
-(cd sdk/go && "$GOBIN_DIR/staticcheck" ./...)
-
-echo "== golangci-lint (.golangci.yml)"
-"$GOBIN_DIR/golangci-lint" run ./...
-(cd sdk/go && "$GOBIN_DIR/golangci-lint" run ./...)
-
-echo "== repository checks (tests/repo: doc links resolve inside the repository; file and function sizes)"
-go test -count=1 ./tests/repo/
-
-echo "== openapi lint"
-bash scripts/lint-openapi.sh
+bash scripts/lint.sh
 
 echo "== go test"
 # ./... includes the fault suite tests/faults in its short form (one round of each fault,
@@ -101,7 +67,7 @@ bash scripts/sqs-cli.sh
 bash scripts/sqs-js.sh
 
 echo "== go test -race (concurrency-sensitive packages)"
-go test -count=1 -race -timeout 10m ./pkg/metacache/ ./pkg/api/ ./pkg/ratelimit/ ./pusher/ ./pkg/engine/embeddedengine/ ./pkg/bench/ ./pkg/fanout/
+bash scripts/race.sh
 
 echo "== python sdk (sdk/python: unittest against a queues serve it builds and starts;"
 echo "   tests/test_package.py builds the wheel offline, installs it in a fresh venv, imports it)"
@@ -138,7 +104,6 @@ go test -run '^$' -fuzz '^FuzzPushResults$' -fuzztime 20000x ./pusher/
 go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 50000x ./pkg/auth/
 go test -run '^$' -fuzz '^FuzzParseDefaults$' -fuzztime 20000x ./pkg/tenancy/
 go test -run '^$' -fuzz '^FuzzLimitsPatch$' -fuzztime 20000x ./pkg/api/
-go test -count=1 -race -timeout 5m ./pkg/tenancy/
 go test -run '^$' -fuzz '^FuzzValidTraceparent$' -fuzztime 20000x ./pkg/telemetry/
 go test -run '^$' -fuzz '^FuzzClientIP$' -fuzztime 20000x ./pkg/api/
 go test -run '^$' -fuzz '^FuzzParseWake$' -fuzztime 20000x ./pkg/rediskeys/
