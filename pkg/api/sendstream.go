@@ -138,6 +138,9 @@ func (ss *sendStream) run(ctx context.Context, cancel context.CancelFunc) {
 // producer may send what is unconfirmed again on a new stream (none of it was stored).
 func (ss *sendStream) drain(ctx context.Context) {
 	ss.stopTaking()
+	if ss.s.streamDraining != nil {
+		ss.s.streamDraining() // a test opens the frames under way only now
+	}
 	ss.taken.Wait()
 	ss.close(websocket.StatusGoingAway, "the server is shutting down; reconnect")
 }

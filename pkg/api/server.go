@@ -150,6 +150,9 @@ type Server struct {
 	// called after each check a stream passed.
 	streamTicks   func() <-chan time.Time
 	streamChecked func()
+	// streamDraining, when set (tests), is called once a draining send stream took its last
+	// frame.
+	streamDraining func()
 }
 
 // New builds the API's handler.
