@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -236,4 +239,67 @@ func (n noUpgrade) RoundTrip(r *http.Request) (*http.Response, error) {
 			Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
 	}
 	return n.next.RoundTrip(r)
+}
+
+// TestProducerWindowLatency measures, for several Windows, a Producer's send rate and the
+// end-to-end delivery latency (Send to a Consume handler) of messages produced as fast as 32
+// goroutines can while a consumer takes them — the figures behind DefaultProducerWindow
+// (docs/streaming.md). It runs only with QUEUES_MEASURE=1 (it takes a while and its figures
+// depend on the machine): go test ./tests/sdkgo -run TestProducerWindowLatency -v.
+func TestProducerWindowLatency(t *testing.T) {
+	if os.Getenv("QUEUES_MEASURE") != "1" {
+		t.Skip("set QUEUES_MEASURE=1 to measure")
+	}
+	const n = 30_000
+	for _, window := range []int{1, 4, 16, 64} {
+		tn := newTenant(t)
+		q := fmt.Sprint("window", window)
+		tn.queue(t, client.CreateQueueInput{Name: q})
+		var mu sync.Mutex
+		lat := make([]time.Duration, 0, n)
+		all := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- tn.c.Consume(ctx, q, func(_ context.Context, m *client.Message) error {
+				sent, _ := strconv.ParseInt(m.Body, 10, 64)
+				mu.Lock()
+				lat = append(lat, time.Since(time.Unix(0, sent)))
+				if len(lat) == n {
+					close(all)
+				}
+				mu.Unlock()
+				return nil
+			}, client.ConsumeOptions{Concurrency: 32})
+		}()
+		p := tn.c.NewProducer(q, client.ProducerOptions{Window: window})
+		start := time.Now()
+		var wg sync.WaitGroup
+		for s := range 32 {
+			wg.Go(func() {
+				var last *client.SendFuture
+				for i := s; i < n; i += 32 {
+					last = p.Send(ctx, client.SendMessage{Body: strconv.FormatInt(time.Now().UnixNano(), 10)})
+					if i%(32*64) == s { // each sender keeps at most ~64 of its own unresolved
+						_, _ = last.Result()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := p.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		produced := time.Since(start)
+		select {
+		case <-all:
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("window %d: delivered %d of %d", window, len(lat), n)
+		}
+		cancel()
+		<-done
+		slices.Sort(lat)
+		t.Logf("window %2d: produce %6.0f msg/s; delivery p50 %v p99 %v max %v", window, n/produced.Seconds(),
+			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	}
 }
