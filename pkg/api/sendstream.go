@@ -27,7 +27,8 @@ import (
 // bytes, its maxStoredBytes), so validation, limits, metering, fifo and delivery options are
 // the HTTP send's; a confirmation is written only once the engine stored the frame's messages.
 //
-// Closing: the service confirms every frame it has read before the connection ends. When it
+// Closing: the service confirms every frame it has read before the connection ends (but for a
+// stream its guard ends: a dead token, idle). When it
 // drains (a deploy) it stops taking frames, confirms those it took and closes with 1001 going
 // away: a frame unconfirmed then was not stored, and may be sent again on a new stream. A frame
 // unconfirmed when the connection broke otherwise may or may not have been stored.
@@ -123,9 +124,12 @@ func (ss *sendStream) run(ctx context.Context, cancel context.CancelFunc) {
 		case <-ctx.Done():
 		}
 	})
-	ss.read(ctx)
+	bad := ss.read(ctx)
 	ss.stopTaking()
 	ss.taken.Wait() // the confirmations of frames taken go out before the connection closes
+	if bad != nil {
+		ss.fail(ctx, bad)
+	}
 	close(ss.work)
 	stores.Wait()
 	cancel()
@@ -152,19 +156,19 @@ func (ss *sendStream) stopTaking() {
 }
 
 // read takes the producer's frames until the connection ends. A frame whose seq cannot be
-// read ends the stream with an error frame (no confirmation could name it); any other fault
-// of a frame is answered to its seq.
-func (ss *sendStream) read(ctx context.Context) {
+// read ends the stream (no confirmation could name it): read returns its error, for run to
+// write once the frames taken before it are confirmed. Any other fault of a frame is answered
+// to its seq.
+func (ss *sendStream) read(ctx context.Context) *apierr.Error {
 	for {
 		typ, data, err := ss.conn.Read(ctx)
 		if err != nil {
-			return
+			return nil
 		}
 		ss.touch()
 		f, aerr := parseSendFrame(typ, data)
 		if aerr != nil {
-			ss.fail(ctx, aerr)
-			return
+			return aerr
 		}
 		if !ss.take() {
 			continue // draining: not stored, never confirmed
@@ -173,7 +177,7 @@ func (ss *sendStream) read(ctx context.Context) {
 		case ss.work <- f:
 		case <-ctx.Done():
 			ss.done1()
-			return
+			return nil
 		}
 	}
 }
@@ -235,9 +239,11 @@ func (ss *sendStream) storeFrame(ctx context.Context, f sendFrame) {
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)
 	out, err := ss.sendFrame(sctx, f)
 	cancel()
-	if code := asAPI(err).Code; err != nil && (code == apierr.Internal || code == apierr.Unavailable) {
-		// The frame's error names no cause (bodyOf): the log has it.
-		s.cfg.Logger.Warn("send stream frame failed", "queue", q.ID.String(), "seq", f.seq, "err", err)
+	if err != nil {
+		if code := asAPI(err).Code; code == apierr.Internal || code == apierr.Unavailable {
+			// The frame's error names no cause (bodyOf): the log has it.
+			s.cfg.Logger.Warn("send stream frame failed", "queue", q.ID.String(), "seq", f.seq, "err", err)
+		}
 	}
 	b := appendSendConfirmation(make([]byte, 0, 64+96*len(out.sent)), f.seq, out, err)
 	_ = ss.write(ctx, b)

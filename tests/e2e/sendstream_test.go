@@ -157,12 +157,17 @@ func TestSendStream(t *testing.T) {
 		}
 	}
 
-	// A frame without a readable seq: an error frame naming it, then the close.
+	// A frame without a readable seq: the frames taken before it confirmed, then an error
+	// frame naming the field, then the close.
 	for _, bad := range []struct {
 		frame, field string
 	}{{`{"messages":[{"body":"x"}]}`, "seq"}, {`{"seq":"7","messages":[]}`, "seq"}, {`{"seq":1,"extra":true}`, "extra"}, {`not json`, ""}} {
 		s := tn.a.openSendStream(t, "work")
+		s.write(map[string]any{"seq": 1, "messages": msgs("before the bad frame")})
 		s.write(bad.frame)
+		if f := s.read(); f["seq"] != 1.0 || f["error"] != nil {
+			t.Fatalf("the frame before %s: %v, want its confirmation first", bad.frame, f)
+		}
 		frameError(t, s.read(), "invalid_argument", bad.field)
 		if _, _, err := s.conn.Read(s.ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
 			t.Fatalf("after %s: %v, want a policy violation close", bad.frame, err)
