@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -670,6 +671,10 @@ type sendConfirmation struct {
 }
 
 func (c *sendConfirmation) decode(data []byte) bool {
+	if c.decodeFast(data) {
+		return true
+	}
+	*c = sendConfirmation{}
 	var w struct {
 		Seq               *uint64       `json:"seq"`
 		Error             *errorBody    `json:"error"`
@@ -689,4 +694,78 @@ func (c *sendConfirmation) decode(data []byte) bool {
 		c.result.Failed = append(c.result.Failed, FailedMessage{Index: f.Index, Err: f.Error.toError(0)})
 	}
 	return true
+}
+
+// decodeFast reads the common confirmation, every message stored ({"seq", "failed": [],
+// "messages": […]}), without reflection (consumer_decode.go's reader); false for anything
+// else, which decode then reads with encoding/json.
+func (c *sendConfirmation) decodeFast(b []byte) bool {
+	seen := 0
+	ok := members(b, func(k []byte, b []byte, i int) (int, bool) {
+		switch {
+		case bytes.Equal(k, []byte("seq")) && seen&1 == 0:
+			seen |= 1
+			end, ok := skip(b, i)
+			if !ok {
+				return 0, false
+			}
+			n, err := strconv.ParseUint(string(b[i:end]), 10, 64)
+			c.seq = &n
+			return end, err == nil
+		case bytes.Equal(k, []byte("failed")) && seen&2 == 0:
+			seen |= 2
+			return items(b, i, func([]byte, int) (int, bool) { return 0, false }) // only an empty one
+		case bytes.Equal(k, []byte("messages")) && seen&4 == 0:
+			seen |= 4
+			c.result.Messages = make([]SentMessage, 0, MaxSendBatch)
+			return items(b, i, func(b []byte, i int) (int, bool) {
+				c.result.Messages = append(c.result.Messages, SentMessage{})
+				return decodeSent(b, i, &c.result.Messages[len(c.result.Messages)-1])
+			})
+		}
+		return 0, false
+	})
+	return ok && seen == 7
+}
+
+// decodeSent reads one stored message of a send's answer.
+func decodeSent(b []byte, i int, m *SentMessage) (int, bool) {
+	seen := 0
+	return object(b, i, func(k []byte, b []byte, i int) (int, bool) {
+		var bit, end int
+		var ok bool
+		switch {
+		case bytes.Equal(k, []byte("messageId")):
+			bit = 1
+			m.MessageID, end, ok = strAt(b, i)
+		case bytes.Equal(k, []byte("sequenceNumber")):
+			bit = 2
+			m.SequenceNumber, end, ok = strAt(b, i)
+		default:
+			if end, ok = skip(b, i); !ok {
+				return 0, false
+			}
+			v := string(b[i:end])
+			switch {
+			case bytes.Equal(k, []byte("index")):
+				bit = 4
+				var n int64
+				n, ok = integer(b[i:end])
+				m.Index = int(n)
+			case bytes.Equal(k, []byte("duplicate")):
+				bit = 8
+				m.Duplicate, ok = v == "true", v == "true" || v == "false"
+			case bytes.Equal(k, []byte("merged")):
+				bit = 16
+				m.Merged, ok = v == "true", v == "true" || v == "false"
+			default:
+				return end, true
+			}
+		}
+		if seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		return end, ok
+	})
 }

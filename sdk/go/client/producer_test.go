@@ -166,3 +166,41 @@ func TestProducerCloseGivesUp(t *testing.T) {
 		t.Fatal("the unconfirmed send resolved without an error")
 	}
 }
+
+// The confirmation reader without reflection reads what encoding/json reads, and leaves
+// anything else (failures, errors, the stream's error) to it.
+func TestSendConfirmationDecode(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		fast bool
+	}{
+		{`{"seq":3,"failed":[],"messages":[{"index":0,"messageId":"a","duplicate":false,"merged":true},{"index":1,"messageId":"b","duplicate":true,"merged":false,"sequenceNumber":"7"}]}`, true},
+		{`{"seq":0,"failed":[],"messages":[]}`, true},
+		{`{"seq":4,"failed":[{"index":0,"error":{"code":"invalid_argument","message":"m","details":{"field":"messages[0].body"}}}],"messages":[]}`, false},
+		{`{"seq":5,"error":{"code":"rate_limited","message":"slow"},"retryAfterSeconds":2}`, false},
+		{`{"error":{"code":"idle","message":"bye"}}`, false},
+		{`{"seq":6,"seq":7,"failed":[],"messages":[]}`, false},
+	} {
+		var fast sendConfirmation
+		if got := fast.decodeFast([]byte(c.in)); got != c.fast {
+			t.Fatalf("%s: fast %v, want %v", c.in, got, c.fast)
+		}
+		var full sendConfirmation
+		if !full.decode([]byte(c.in)) {
+			t.Fatalf("%s: not decoded", c.in)
+		}
+		if !c.fast {
+			continue
+		}
+		var w struct {
+			Seq      uint64        `json:"seq"`
+			Messages []SentMessage `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(c.in), &w); err != nil {
+			t.Fatal(err)
+		}
+		if *fast.seq != w.Seq || fmt.Sprint(fast.result.Messages) != fmt.Sprint(w.Messages) {
+			t.Fatalf("%s: fast %d %v, encoding/json %d %v", c.in, *fast.seq, fast.result.Messages, w.Seq, w.Messages)
+		}
+	}
+}
