@@ -291,3 +291,32 @@ func TestSendStreamLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestSendStreamMeteredAndTraced: a frame's stored messages are metered as a send's
+// (messagesSent, bytesIn, one request per frame; a refused message nothing), and a frame's
+// traceparent is stored with its messages that carry none, as a send request's header is.
+func TestSendStreamMeteredAndTraced(t *testing.T) {
+	tn := newTenant(t)
+	tn.queue(t, "q", nil)
+	const frameTP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	const ownTP = "00-11111111111111111111111111111111-2222222222222222-01"
+	s := tn.a.openSendStream(t, "q")
+	s.write(map[string]any{"seq": 1, "traceparent": frameTP, "messages": []map[string]any{
+		{"body": "hello"}, {"body": "world!", "traceparent": ownTP}, {"body": "bad", "delaySeconds": -1},
+	}})
+	if f := s.read(); len(f["messages"].([]any)) != 2 {
+		t.Fatalf("confirmation %v", f)
+	}
+	got := tn.a.receive(t, "q", map[string]any{"maxMessages": 10})
+	tps := map[string]string{}
+	for _, m := range got {
+		tps[m["body"].(string)], _ = m["traceparent"].(string)
+	}
+	if tps["hello"] != frameTP || tps["world!"] != ownTP || len(tps) != 2 {
+		t.Fatalf("traceparents %v", tps)
+	}
+	hour := waitUsage(t, tn.a, func(h map[string]any) bool { return num(t, h, "messagesSent") == 2 })
+	if num(t, hour, "bytesIn") != 11 {
+		t.Fatalf("usage hour: %v", hour)
+	}
+}
