@@ -251,9 +251,9 @@ func TestProducerWindowLatency(t *testing.T) {
 		t.Skip("set QUEUES_MEASURE=1 to measure")
 	}
 	const n = 30_000
-	for _, window := range []int{1, 4, 16, 64} {
+	for _, window := range []int{1, 4, 16, 64, -4} { // -4: window 4 over HTTP (DisableStream)
 		tn := newTenant(t)
-		q := fmt.Sprint("window", window)
+		q := fmt.Sprint("window", max(window, -window), "-http-", window < 0)
 		tn.queue(t, client.CreateQueueInput{Name: q})
 		var mu sync.Mutex
 		lat := make([]time.Duration, 0, n)
@@ -272,7 +272,7 @@ func TestProducerWindowLatency(t *testing.T) {
 				return nil
 			}, client.ConsumeOptions{Concurrency: 32})
 		}()
-		p := tn.c.NewProducer(q, client.ProducerOptions{Window: window})
+		p := tn.c.NewProducer(q, client.ProducerOptions{Window: max(window, -window), DisableStream: window < 0})
 		start := time.Now()
 		var wg sync.WaitGroup
 		for s := range 32 {
@@ -299,7 +299,7 @@ func TestProducerWindowLatency(t *testing.T) {
 		cancel()
 		<-done
 		slices.Sort(lat)
-		t.Logf("window %2d: produce %6.0f msg/s; delivery p50 %v p99 %v max %v", window, n/produced.Seconds(),
+		t.Logf("window %2d (negative: HTTP): produce %6.0f msg/s; delivery p50 %v p99 %v max %v", window, n/produced.Seconds(),
 			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	}
 }
