@@ -1,7 +1,9 @@
 package enginetest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +15,7 @@ import (
 // the consumer that received its first batch, for as long as the group stays active within
 // the affinity; a consumer holds at most its cap of groups; an endGroup message ends the
 // binding once settled. "sequenced" (the default) binds nothing.
-func groupPolicyTests() []struct {
+func groupPolicyTests(h Harness) []struct {
 	name string
 	fn   func(t *testing.T, s *suite)
 } {
@@ -28,6 +30,7 @@ func groupPolicyTests() []struct {
 		{"GroupExclusiveIdleBindingEnds", testGroupExclusiveIdle},
 		{"GroupExclusiveEndGroup", testGroupExclusiveEndGroup},
 		{"GroupSequencedUnchanged", testGroupSequencedUnchanged},
+		{"GroupExclusiveCapAcrossPartitions", func(t *testing.T, _ *suite) { testGroupExclusiveCapPartitions(t, h) }},
 	}
 }
 
@@ -184,4 +187,57 @@ func testGroupSequencedUnchanged(t *testing.T, s *suite) {
 	s.wantBound(q, map[string]string{"g1": ""})
 	s.ackAll(q, s.getAs(q, "c2", 1, "a2"))
 	s.ackAll(q, s.wantBodies(q, 10, time.Minute, "a3"))
+}
+
+// testGroupExclusiveCapPartitions: on a queue grown to several partitions, a consumer's cap
+// counts its groups in every partition, not per partition.
+func testGroupExclusiveCapPartitions(t *testing.T, h Harness) {
+	if h.NewWithPartitionRate == nil {
+		t.Skip("the engine has no partitions")
+	}
+	e, clk := h.NewWithPartitionRate(t, 5)
+	s := &suite{t: t, e: e, clk: clk, ctx: context.Background()}
+	q := s.queue(exclusive, func(q *engine.Queue) { q.MaxGroupsPerConsumer = 3 })
+	// New groups every second while the send rate grows the queue: they spread over the
+	// partitions.
+	for sec := range 8 {
+		for half := range 2 {
+			var msgs []engine.Message
+			for i := range engine.MaxBatch {
+				msgs = append(msgs, engine.Message{Body: "m", GroupID: fmt.Sprintf("g-%d-%d-%d", sec, half, i)})
+			}
+			s.sendMsgs(q, msgs...)
+		}
+		clk.Advance(time.Second)
+	}
+	if st := s.stats(q); st.Partitions < 2 {
+		t.Fatalf("partitions = %d, want growth", st.Partitions)
+	}
+	drain := func(id string) (map[string]bool, map[int]bool) {
+		groups, parts := map[string]bool{}, map[int]bool{}
+		for range 20 {
+			got := s.receiveAs(q, id, 0, engine.MaxBatch, time.Minute).Messages
+			if len(got) == 0 {
+				break
+			}
+			for _, m := range got {
+				groups[m.GroupID], parts[m.Partition] = true, true
+			}
+			s.ackAll(q, got)
+		}
+		return groups, parts
+	}
+	g1, _ := drain("w1")
+	if len(g1) != 3 {
+		t.Fatalf("w1 (cap 3) received from %d groups: %v", len(g1), g1)
+	}
+	g2, _ := drain("w2")
+	if len(g2) != 3 {
+		t.Fatalf("w2 (cap 3) received from %d groups: %v", len(g2), g2)
+	}
+	for g := range g2 {
+		if g1[g] {
+			t.Fatalf("group %s went to both consumers", g)
+		}
+	}
 }
