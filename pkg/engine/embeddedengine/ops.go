@@ -271,6 +271,9 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 			qi.remove(m)
 			w.delMsg(qi, m)
 		case maxrc > 0 && m.receiveCount() >= maxrc: // cancelled deliveries do not count
+			if m.endGroup {
+				qi.settleBinding(m, now) // redriven is settled: the group's binding ends
+			}
 			e.moveOut(&w, qi, m, dlq, engine.RedriveReason, now)
 		default:
 			qi.markTaking(m)

@@ -29,6 +29,7 @@ func groupPolicyTests(h Harness) []struct {
 		{"GroupExclusiveCap", testGroupExclusiveCap},
 		{"GroupExclusiveIdleBindingEnds", testGroupExclusiveIdle},
 		{"GroupExclusiveEndGroup", testGroupExclusiveEndGroup},
+		{"GroupExclusiveEndGroupRedriven", testGroupExclusiveEndGroupRedriven},
 		{"GroupSequencedUnchanged", testGroupSequencedUnchanged},
 		{"GroupExclusiveCapAcrossPartitions", func(t *testing.T, _ *suite) { testGroupExclusiveCapPartitions(t, h) }},
 	}
@@ -177,6 +178,22 @@ func testGroupExclusiveEndGroup(t *testing.T, s *suite) {
 	}
 	s.wantBound(q, map[string]string{"g1": ""})
 	s.getAs(q, "c3", 10, "a4")
+}
+
+// testGroupExclusiveEndGroupRedriven: an endGroup message moved to the dead-letter queue by a
+// receive (maxReceiveCount) is settled too: the binding ends.
+func testGroupExclusiveEndGroupRedriven(t *testing.T, s *suite) {
+	dlq := s.queue(fifo)
+	q := s.queue(exclusive, withRedrive(dlq, 1))
+	s.sendMsgs(q, engine.Message{Body: "a1", GroupID: "g1", EndGroup: true})
+	if _, err := s.e.Receive(s.ctx, q, engine.ReceiveRequest{Max: 1, Visibility: 5 * time.Second,
+		Consumer: &engine.ConsumerOf{ID: "c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.clk.Advance(6 * time.Second) // lapsed: received once, it is redriven by c1's next receive
+	s.getAs(q, "c1", 10)
+	s.sendG(q, "g1", "a2")
+	s.getAs(q, "c2", 10, "a2")
 }
 
 func testGroupSequencedUnchanged(t *testing.T, s *suite) {

@@ -133,7 +133,7 @@ for c, cand in ipairs(cands) do
       if at > now then break end -- in flight (retried after d) or delayed: the group waits
       if flt and not fmatch(flt, fn, payload, 1) then break end -- the group waits for another receive
       if maxrc > 0 and a - cn - pbase(payload) >= maxrc then -- cancelled deliveries do not count
-        dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload, a)}; skip[w.id] = true
+        dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload, a), pend(payload) and g}; skip[w.id] = true
         moved = moved + psize(payload)
       else
         take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa, cn), payload, old}
@@ -180,6 +180,10 @@ for _, d in ipairs(dead) do
   redis.call('HSET', KEYS[10], d[1].id, d[2])
   fdel(K, G, d[1].id, prefix(d[1]))
   outd[#outd + 1] = d[1].id; outd[#outd + 1] = d[2]
+  if d[3] then -- an endGroup message redriven: settled, its group's binding ends
+    local owner = bparse(redis.call('HGET', KEYS[11], d[3]))
+    if owner then redis.call('HDEL', KEYS[11], d[3]); redis.call('ZREM', KEYS[12], owner .. '\0' .. d[3]) end
+  end
 end
 local outt = {}
 for _, t in ipairs(take) do
