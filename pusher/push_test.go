@@ -651,3 +651,25 @@ func TestCancelOutcome(t *testing.T) {
 		t.Fatalf("at the end: %+v", st)
 	}
 }
+
+// TestExclusiveFIFOThroughPush: on a fifo queue whose groupPolicy is exclusive, the pusher
+// receives as one consumer per lease ("push-lease-<token>"), so it pushes at all (an
+// exclusive queue's receive must name a consumer) and the group it pushed is bound to it.
+func TestExclusiveFIFOThroughPush(t *testing.T) {
+	e := newEnv(t)
+	ep := newEndpoint(t, false, status(202)) // deferred: the group stays in flight, listed
+	q := e.queue("fifo", func(q *meta.Queue) { q.GroupPolicy = string(engine.GroupExclusive) })
+	e.subscribe(q, ep.URL, nil)
+	e.pusher(nil)
+	e.sendMsgs(q, []engine.Message{{Body: "a", GroupID: "A"}})
+	if b := ep.next(t); len(b.body.Messages) != 1 || b.body.Messages[0].Body != "a" {
+		t.Fatalf("pushed %s", b.raw)
+	}
+	page, err := e.eng.Groups(t.Context(), e.engineQueue(q), 10, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Groups) != 1 || !strings.HasPrefix(page.Groups[0].ConsumerID, "push-lease-") {
+		t.Fatalf("groups %+v, want A bound to the pusher's lease", page.Groups)
+	}
+}

@@ -6,6 +6,7 @@ package pusher
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,7 +211,7 @@ func (w *worker) collect(sub meta.Subscription, q queueInfo, watch, changed, los
 			return batch, receivedAt // full by bytes
 		}
 		before := clk.Now()
-		res, err := w.p.cfg.Engine.Receive(w.ctx, q.eq, engine.ReceiveRequest{Max: want, Visibility: vis})
+		res, err := w.p.cfg.Engine.Receive(w.ctx, q.eq, engine.ReceiveRequest{Max: want, Visibility: vis, BindTo: w.consumerID()})
 		if err != nil {
 			if w.ctx.Err() != nil || len(batch) > 0 {
 				return batch, receivedAt
@@ -339,3 +340,8 @@ func (w *worker) giveBack(q queueInfo, batch []engine.Received) {
 		w.p.cfg.OnGiveBack(w.qid, len(batch))
 	}
 }
+
+// consumerID is the consumer the worker's receives bind an exclusive fifo queue's groups to
+// (engine/grouppolicy.go): one per lease, so a group stays with this pusher while it holds the
+// subscription and passes to the next holder once its bindings lapse.
+func (w *worker) consumerID() string { return "push-lease-" + strconv.FormatInt(w.token, 10) }

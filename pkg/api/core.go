@@ -210,6 +210,9 @@ func (s *Server) Send(ctx context.Context, q meta.Queue, msgs []engine.Message) 
 // Receive claims messages under the queue's receive rate limit, waiting up to wait for some
 // (a long poll; ctx bounds it).
 func (s *Server) Receive(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, wait time.Duration) ([]engine.Received, error) {
+	if err := needConsumer(q, req); err != nil { // grouppolicy.go
+		return nil, err
+	}
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)
 	err := s.limit(lctx, q, "receive")
 	cancel()

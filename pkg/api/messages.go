@@ -75,7 +75,7 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, r sendRule
 	var m engine.Message
 	fifo := r.fifo
 	o, err := parseObjectIn(raw, validated, prefix, false, "body", "attributes", "delaySeconds", "groupId", "dedupId", "traceparent",
-		"key", "merge", "deliverAt", "barrier", "priority")
+		"key", "merge", "deliverAt", "barrier", "priority", "endGroup")
 	if err != nil {
 		return m, err
 	}
@@ -130,6 +130,9 @@ func parseMessage(raw json.RawMessage, validated bool, prefix string, r sendRule
 		m.Barrier = true
 	}
 	if err := parsePriority(o, &m, fifo); err != nil {
+		return m, err
+	}
+	if err := parseEndGroup(o, &m, fifo); err != nil { // grouppolicy.go
 		return m, err
 	}
 	return m, nil
@@ -593,6 +596,8 @@ type groupJSON struct {
 	GroupID  string `json:"groupId"`
 	Messages int64  `json:"messages"`
 	InFlight bool   `json:"inFlight"`
+	// ConsumerID is the consumer an exclusive queue's group is bound to (null: none).
+	ConsumerID *string `json:"consumerId"`
 }
 
 func (s *Server) fifoQueue(c echo.Context) (engine.Queue, context.Context, context.CancelFunc, error) {
@@ -623,7 +628,7 @@ func (s *Server) listGroups(c echo.Context) error {
 	}
 	out := make([]groupJSON, len(res.Groups))
 	for i, g := range res.Groups {
-		out[i] = groupJSON{GroupID: g.GroupID, Messages: g.Messages, InFlight: g.InFlight}
+		out[i] = groupJSON{GroupID: g.GroupID, Messages: g.Messages, InFlight: g.InFlight, ConsumerID: boundOut(g.ConsumerID)}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"groups": out, "nextCursor": cursorOut(res.NextCursor)})
 }

@@ -58,9 +58,13 @@ type queueJSON struct {
 	Fairness                 string       `json:"fairness"`
 	MaxCancels               int          `json:"maxCancels"`
 	MaxMessageBytes          int          `json:"maxMessageBytes"`
-	Delivery                 string       `json:"delivery"`
-	Partitions               int          `json:"partitions"`
-	Counts                   countsJSON   `json:"counts"`
+	// The group policy settings, on fifo queues only (grouppolicy.go).
+	GroupPolicy          *string    `json:"groupPolicy,omitempty"`
+	GroupAffinitySeconds *int       `json:"groupAffinitySeconds,omitempty"`
+	MaxGroupsPerConsumer *int       `json:"maxGroupsPerConsumer,omitempty"`
+	Delivery             string     `json:"delivery"`
+	Partitions           int        `json:"partitions"`
+	Counts               countsJSON `json:"counts"`
 }
 
 func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
@@ -73,6 +77,7 @@ func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
 		MaxCancels: q.MaxCancelsOrDefault(), MaxMessageBytes: q.MaxMessageBytesOrDefault(),
 		Counts: countsJSON{Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed, Truncated: st.Truncated},
 	}
+	groupPolicyOut(q, &out) // grouppolicy.go
 	if q.Redrive != nil {
 		out.Redrive = &redriveJSON{DeadLetterQueue: q.Redrive.DeadLetterQueue.String(), MaxReceiveCount: q.Redrive.MaxReceiveCount}
 	}
@@ -180,6 +185,9 @@ func (s *Server) applySettings(ctx context.Context, o *object, q *meta.Queue) er
 	if err := applyFairness(o, q); err != nil {
 		return err
 	}
+	if err := applyGroupPolicy(o, q); err != nil { // grouppolicy.go
+		return err
+	}
 	if v, ok, err := o.integer("maxCancels", 0, engine.MaxCancelsHi); err != nil {
 		return err
 	} else if ok {
@@ -236,7 +244,8 @@ func (s *Server) setRedrive(ctx context.Context, q *meta.Queue, dlqID ids.ID, re
 	return nil
 }
 
-var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup", "fairness", "maxCancels", "maxMessageBytes"}
+var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup", "fairness", "maxCancels", "maxMessageBytes",
+	"groupPolicy", "groupAffinitySeconds", "maxGroupsPerConsumer"}
 
 func (s *Server) createQueue(c echo.Context) error {
 	data, err := readBody(c)

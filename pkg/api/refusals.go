@@ -20,6 +20,7 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrBadCursor:             apierr.Invalid("cursor", "malformed cursor"),
 	engine.ErrBadConsumerCursor:     apierr.Invalid("cursor", "is not a cursor of this list"),
 	engine.ErrNoGroups:              apierr.Invalid("", "groups exist only on fifo queues"),
+	engine.ErrConsumerRequired:      errConsumerRequired,
 	engine.ErrBadGroupID:            apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)"),
 	engine.ErrBadQueueType:          apierr.Invalid("type", "must be \"standard\" or \"fifo\""),
 	engine.ErrBadVisibility:         apierr.Invalid("visibilityTimeoutSeconds", "must be between 0 and %d", int(engine.MaxVisibility.Seconds())),

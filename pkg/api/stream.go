@@ -53,6 +53,9 @@ type stream struct {
 	max  int // messages per receive
 	// filter selects the messages every receive of the stream takes (nil: all).
 	filter *filter.Filter
+	// consumer is the consumerId the stream's receives name (nil: none; an exclusive
+	// queue's stream needs one).
+	consumer *engine.ConsumerOf
 
 	settlers chan struct{}  // one token per settlement frame running
 	settling sync.WaitGroup // settlement frames running
@@ -88,6 +91,10 @@ func (s *Server) receiveStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	consumer, err := streamConsumer(c, q) // grouppolicy.go
+	if err != nil {
+		return err
+	}
 	p := principal(c)
 	release, err := s.acquireStream(q.ProjectID) // streamguard.go: the caps
 	if err != nil {
@@ -107,7 +114,7 @@ func (s *Server) receiveStream(c echo.Context) error {
 		return nil // Accept answered the failed handshake itself
 	}
 	conn.SetReadLimit(MaxRequestBytes)
-	st := &stream{s: s, conn: conn, q: q, src: source(c), vis: vis, max: maxN, filter: flt, settlers: make(chan struct{}, streamSettlers)}
+	st := &stream{s: s, conn: conn, q: q, src: source(c), vis: vis, max: maxN, filter: flt, consumer: consumer, settlers: make(chan struct{}, streamSettlers)}
 	st.cond = sync.NewCond(&st.mu)
 	st.g = streamGuard{p: p, verified: now, active: now}
 	// The request's context ends when the handler returns; the stream's ends with the
@@ -327,7 +334,7 @@ func (st *stream) receive(ctx context.Context, n int) ([]engine.Received, error)
 	if err != nil {
 		return nil, err
 	}
-	return s.Receive(ctx, st.q, engine.ReceiveRequest{Max: n, Visibility: st.vis, Filter: st.filter}, time.Duration(maxReceiveWait)*time.Second)
+	return s.Receive(ctx, st.q, engine.ReceiveRequest{Max: n, Visibility: st.vis, Filter: st.filter, Consumer: st.consumer}, time.Duration(maxReceiveWait)*time.Second)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

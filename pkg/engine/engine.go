@@ -90,6 +90,14 @@ type Queue struct {
 	MaxMessageBytes int
 	// Redrive is nil when the queue has no redrive policy.
 	Redrive *Redrive
+	// GroupPolicy is a fifo queue's group policy (grouppolicy.go): "" and GroupSequenced
+	// hand a group to any receive, GroupExclusive binds it to a consumer.
+	GroupPolicy GroupPolicy
+	// GroupAffinity is how long an exclusive binding lasts without activity (0: the
+	// default, Affinity).
+	GroupAffinity time.Duration
+	// MaxGroupsPerConsumer caps the bindings of one consumer (0: the default, GroupCap).
+	MaxGroupsPerConsumer int
 }
 
 // MessageLimit is the most bytes (PayloadBytes) a message of q may hold: its MaxMessageBytes,
@@ -131,6 +139,10 @@ type Message struct {
 	// messages of the highest priority first, oldest first within one. Ignored on fifo
 	// queues (the API refuses it). A dead-lettered or moved message arrives at priority 0.
 	Priority int
+	// EndGroup marks the last message of a piece of a fifo group's work: on an exclusive
+	// queue its settlement (ack or dead-letter) ends the group's binding (grouppolicy.go).
+	// Stored with the message; ignored on standard queues (the API refuses it).
+	EndGroup bool
 }
 
 // MergeMode is how a keyed send changes the waiting message of its key.
@@ -184,6 +196,10 @@ type ReceiveRequest struct {
 	// message that does not match) and takes the matching ones. A message that does not match
 	// is left as it was: not claimed, not dead-lettered, its receiveCount unchanged.
 	Filter *filter.Filter
+	// BindTo is the consumer an exclusive fifo queue binds groups to (grouppolicy.go). The
+	// engines set it from Consumer; a receive of an exclusive queue with neither is
+	// ErrConsumerRequired.
+	BindTo string
 }
 
 // DeadLetterInfo describes how a message came to a dead-letter queue.
@@ -316,6 +332,8 @@ type Group struct {
 	GroupID  string
 	Messages int64 // visible, in flight and delayed together
 	InFlight bool  // whether a batch of the group is in flight
+	// ConsumerID is the consumer the group is bound to on an exclusive queue ("": none).
+	ConsumerID string
 }
 
 // GroupPage is one page of groups.

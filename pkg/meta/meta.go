@@ -70,6 +70,15 @@ type Queue struct {
 	// §3, 1,024 to engine.MaxMessageBytes); 0 (queues stored before the setting existed)
 	// reads as MaxMessageBytesOrDefault says.
 	MaxMessageBytes int
+	// GroupPolicy is a fifo queue's group policy (engine.GroupPolicy): "sequenced" (also "",
+	// queues stored before the setting existed) or "exclusive".
+	GroupPolicy string
+	// GroupAffinitySeconds is how long an exclusive binding lasts without activity; 0 reads
+	// as the default (engine.DefaultGroupAffinity).
+	GroupAffinitySeconds int
+	// MaxGroupsPerConsumer caps one consumer's bindings; 0 reads as the default
+	// (engine.DefaultMaxGroupsPerConsumer).
+	MaxGroupsPerConsumer int
 	// Tags are the queue's cost-allocation tags (SQS TagQueue), nil when none.
 	Tags map[string]string
 	// SQSAttributes keeps the SQS queue attributes that have no /v1 setting (such as
@@ -203,6 +212,11 @@ func (q Queue) Engine(dlq *Queue) engine.Queue {
 		MaxCancels:        q.MaxCancelsOrDefault(),
 		MaxMessageBytes:   q.MaxMessageBytesOrDefault(),
 	}
+	if q.Type == string(engine.FIFO) {
+		eq.GroupPolicy = engine.GroupPolicy(q.GroupPolicyOrDefault())
+		eq.GroupAffinity = q.GroupAffinityOrDefault()
+		eq.MaxGroupsPerConsumer = q.MaxGroupsPerConsumerOrDefault()
+	}
 	if q.Redrive != nil && dlq != nil {
 		d := dlq.Engine(nil)
 		eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
@@ -233,4 +247,29 @@ func (q Queue) MaxCancelsOrDefault() int {
 		return engine.DefaultMaxCancels
 	}
 	return *q.MaxCancels
+}
+
+// GroupPolicyOrDefault is a fifo queue's group policy, "sequenced" when unset.
+func (q Queue) GroupPolicyOrDefault() string {
+	if q.GroupPolicy == "" {
+		return string(engine.GroupSequenced)
+	}
+	return q.GroupPolicy
+}
+
+// GroupAffinityOrDefault is the queue's groupAffinitySeconds as a duration, the default when
+// unset.
+func (q Queue) GroupAffinityOrDefault() time.Duration {
+	if q.GroupAffinitySeconds <= 0 {
+		return engine.DefaultGroupAffinity
+	}
+	return time.Duration(q.GroupAffinitySeconds) * time.Second
+}
+
+// MaxGroupsPerConsumerOrDefault is the queue's maxGroupsPerConsumer, the default when unset.
+func (q Queue) MaxGroupsPerConsumerOrDefault() int {
+	if q.MaxGroupsPerConsumer <= 0 {
+		return engine.DefaultMaxGroupsPerConsumer
+	}
+	return q.MaxGroupsPerConsumer
 }

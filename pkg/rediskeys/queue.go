@@ -109,6 +109,12 @@ import (
 //	                          lower one, so a group's order is its sequence order)
 //	{q:<id>:<p>}:dd     ZSET  dedup reservation outcomes: "S"+id stored, "A"+id fenced (aborted),
 //	                          score = time (ms), trimmed after the dedup window
+//	{q:<id>:<p>}:gb     HASH  exclusive group policy (engine/grouppolicy.go): group id ->
+//	                          "<consumerId>|<last active ms>", the group's binding to a consumer
+//	{q:<id>:<p>}:gx     ZSET  the same bindings as "<consumerId>\x00<group id>" -> last active (ms):
+//	                          a consumer's bindings are one lexicographic range (its count
+//	                          against maxGroupsPerConsumer), idle ones a score range (pruned by
+//	                          receives). A group lives in one partition, so its binding does.
 //
 // and, per queue:
 //
@@ -151,6 +157,7 @@ type Partition struct {
 	GM, GI, GS, GL   string // fifo
 	GT               string
 	DD               string // fifo dedup reservation outcomes
+	GB, GX           string // exclusive group bindings
 	B                string // stored bytes
 	W                string // the write WAIT follows
 	BF               string // barrier fence
@@ -168,6 +175,7 @@ func PartitionOf(q ids.ID, p int) Partition {
 		GM: tag + ":gm", GI: tag + ":gi", GS: tag + ":gs", GL: tag + ":gl",
 		GT: tag + ":gt",
 		DD: tag + ":dd",
+		GB: tag + ":gb", GX: tag + ":gx",
 		B:  tag + ":b",
 		W:  tag + ":w",
 		BF: tag + ":bf",

@@ -34,6 +34,7 @@ type listenFlags struct {
 	concurrency int
 	timeout     time.Duration
 	grace       time.Duration
+	consumer    string
 }
 
 func (c *cli) listenCmd() *cobra.Command {
@@ -57,6 +58,7 @@ once).`,
 	fl.IntVar(&f.batch, "batch", 10, "messages per POST, 1-10")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "POSTs in flight at once, 1-100")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long a POST may take before it counts as failed")
+	fl.StringVar(&f.consumer, "consumer-id", "", "receive as this consumer id (required on an exclusive fifo queue)")
 	fl.DurationVar(&f.grace, "shutdown-timeout", 5*time.Second, "after Ctrl-C, how long POSTs in flight may take before their messages are released")
 	return cmd
 }
@@ -117,7 +119,7 @@ func (c *cli) listen(ctx context.Context, queue string, f *listenFlags) error {
 	if generated {
 		fmt.Fprintf(c.io.stderr, "signing with a development secret (pass --secret to use your subscription's):\n%s\n", secret)
 	}
-	s, err := c.client.Stream(context.WithoutCancel(ctx), queue, client.StreamOptions{MaxMessages: f.batch})
+	s, err := c.client.Stream(context.WithoutCancel(ctx), queue, client.StreamOptions{MaxMessages: f.batch, ConsumerID: f.consumer})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,9 @@ type sendFlags struct {
 	barrier bool
 	// priority is every message's priority, 0 to 9 (standard queues).
 	priority int
+	// endGroup marks every message sent endGroup (fifo, exclusive queues: its settlement
+	// ends the group's binding).
+	endGroup bool
 }
 
 func (c *cli) sendCmd() *cobra.Command {
@@ -53,6 +56,7 @@ lines are skipped). Prints each message's id (--json: each result as a JSON line
 	fl.StringVar(&f.merge, "merge", "", "with --key: replace (default) or patch (RFC 7396 JSON Merge Patch of JSON object bodies)")
 	fl.StringVar(&f.at, "deliver-at", "", "RFC 3339 time at which the messages become visible (standard; instead of --delay)")
 	fl.IntVar(&f.priority, "priority", 0, "priority of each message, 0 (default) to 9 (standard queues): higher ones are received first")
+	fl.BoolVar(&f.endGroup, "end-group", false, "fifo: mark each message endGroup (on an exclusive queue its ack ends the group's binding to its consumer)")
 	fl.BoolVar(&f.barrier, "barrier", false, "send barrier messages (standard queues): each waits until everything sent before it has left the queue, and holds back what follows until it has left")
 	return cmd
 }
@@ -124,7 +128,7 @@ func (c *cli) send(ctx context.Context, pos []string, f *sendFlags) error {
 			if !ok {
 				break
 			}
-			m := client.SendMessage{Body: b, Attributes: attributes, GroupID: f.group, Barrier: f.barrier, Priority: f.priority}
+			m := client.SendMessage{Body: b, Attributes: attributes, GroupID: f.group, Barrier: f.barrier, Priority: f.priority, EndGroup: f.endGroup}
 			if f.delay.set {
 				m.DelaySeconds = f.delay.v
 			}
@@ -217,8 +221,9 @@ func (c *cli) receiveCmd() *cobra.Command {
 	fl.Var(&f.wait, "wait", "long-polling wait, 0-20 s (default the queue's receive wait)")
 	fl.Var(&f.visibility, "visibility-timeout", "visibility timeout of the receive (default the queue's)")
 	fl.BoolVar(&f.noAck, "no-ack", false, "leave the messages in flight (they come back at their deadline)")
-	fl.StringVar(&f.consumer, "consumer", "", "receive as this consumer id (listed by queue consumers)")
-	fl.IntVar(&f.maxBacklog, "max-backlog", 0, "with --consumer: hold at most this many unsettled messages (1-10000)")
+	fl.StringVar(&f.consumer, "consumer-id", "", "receive as this consumer id (listed by queue consumers; required on an exclusive fifo queue)")
+	fl.StringVar(&f.consumer, "consumer", "", "the same as --consumer-id")
+	fl.IntVar(&f.maxBacklog, "max-backlog", 0, "with --consumer-id: hold at most this many unsettled messages (1-10000)")
 	fl.StringArrayVar((*[]string)(&f.filter), "filter", nil, filterUsage)
 	return cmd
 }
@@ -228,7 +233,7 @@ func (c *cli) receive(ctx context.Context, queue string, f *receiveFlags) error 
 		return usagef("-n must be at least 1")
 	}
 	if f.maxBacklog != 0 && f.consumer == "" {
-		return usagef("--max-backlog needs --consumer")
+		return usagef("--max-backlog needs --consumer-id")
 	}
 	flt, err := f.filter.filter()
 	if err != nil {
@@ -273,6 +278,7 @@ type tailFlags struct {
 	noAck      bool
 	visibility secondsValue
 	filter     filterFlag
+	consumer   string
 }
 
 func (c *cli) tailCmd() *cobra.Command {
@@ -292,6 +298,7 @@ at their visibility deadline (and are printed again).`,
 	fl.BoolVar(&f.noAck, "no-ack", false, "do not acknowledge")
 	fl.Var(&f.visibility, "visibility-timeout", "visibility timeout of the receives (default the queue's)")
 	fl.StringArrayVar((*[]string)(&f.filter), "filter", nil, filterUsage)
+	fl.StringVar(&f.consumer, "consumer-id", "", "receive as this consumer id (required on an exclusive fifo queue)")
 	return cmd
 }
 
@@ -312,6 +319,7 @@ func (c *cli) tail(ctx context.Context, queue string, f *tailFlags) error {
 		}
 	}}
 	opts.Filter = flt
+	opts.ConsumerID = f.consumer
 	if f.visibility.set {
 		opts.VisibilityTimeout = time.Duration(f.visibility.v) * time.Second
 	}

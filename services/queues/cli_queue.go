@@ -29,6 +29,9 @@ type queueSettings struct {
 	fairness                                  string
 	maxCancels                                intValue
 	maxMessageBytes                           intValue
+	groupPolicy                               string
+	groupAffinity                             secondsValue
+	maxGroups                                 intValue
 }
 
 func (s *queueSettings) register(cmd *cobra.Command) {
@@ -43,6 +46,10 @@ func (s *queueSettings) register(cmd *cobra.Command) {
 	f.StringVar(&s.fairness, "fairness", "", "between waiting receives: fast (default), roundRobin or proportional")
 	f.Var(&s.maxCancels, "max-cancels", "cancels a message may take; the one beyond goes to --dlq (0-1000; default 10)")
 	f.Var(&s.maxMessageBytes, "max-message-bytes", "the largest message, body and attributes together, in bytes (1024-1048576; default 262144)")
+	f.StringVar(&s.groupPolicy, "group-policy", "", "fifo: sequenced (default) or exclusive (a group binds to the consumer that receives it; receives need --consumer-id)")
+	f.Var(&s.groupAffinity, "group-affinity", "fifo, exclusive: how long a group's binding lasts without activity (1s-24h; default 60s)")
+	f.Var(&s.maxGroups, "max-groups-per-consumer", "fifo, exclusive: the most groups one consumer holds bound (1-10000; default 100)")
+	_ = cmd.RegisterFlagCompletionFunc("group-policy", cobra.FixedCompletions([]cobra.Completion{"sequenced", "exclusive"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("fairness", cobra.FixedCompletions([]cobra.Completion{"fast", "roundRobin", "proportional"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -92,6 +99,8 @@ func (c *cli) queueCreateCmd() *cobra.Command {
 				Redrive: redrive, ContentBasedDedup: s.contentBasedDedup, Fairness: client.Fairness(s.fairness),
 				Delivery: client.Delivery(delivery), MaxCancels: s.maxCancels.ptr(),
 				MaxMessageBytes: s.maxMessageBytes.ptr(),
+				GroupPolicy:     client.GroupPolicy(s.groupPolicy), GroupAffinitySeconds: s.groupAffinity.ptr(),
+				MaxGroupsPerConsumer: s.maxGroups.ptr(),
 			})
 			if err != nil {
 				return err
@@ -166,6 +175,7 @@ func printQueue(w io.Writer, q *client.Queue) {
 		{"fairness", string(q.Fairness)},
 		{"max cancels", fmt.Sprint(q.MaxCancels)},
 		{"max message bytes", fmt.Sprint(q.MaxMessageBytes)},
+		{"group policy", groupPolicyOf(q)},
 		{"delivery", string(q.Delivery)},
 		{"partitions", fmt.Sprint(q.Partitions)},
 		{"messages", fmt.Sprintf("%d visible, %d in flight, %d delayed%s; oldest %ds", q.Counts.Visible, q.Counts.InFlight, q.Counts.Delayed, more, q.Counts.OldestMessageAgeSeconds)},
@@ -218,6 +228,8 @@ func (c *cli) queueUpdateCmd() *cobra.Command {
 				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
 				Redrive: redrive, RemoveRedrive: noRedrive, Fairness: client.Fairness(s.fairness),
 				MaxCancels: s.maxCancels.ptr(), MaxMessageBytes: s.maxMessageBytes.ptr(),
+				GroupPolicy: client.GroupPolicy(s.groupPolicy), GroupAffinitySeconds: s.groupAffinity.ptr(),
+				MaxGroupsPerConsumer: s.maxGroups.ptr(),
 			}
 			if cmd.Flags().Changed("content-based-dedup") {
 				in.ContentBasedDedup = client.Bool(s.contentBasedDedup)
@@ -297,4 +309,15 @@ func printConsumers(w io.Writer, cs []client.Consumer) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", x.ConsumerID, x.InFlight, bound, x.LastSeenAt.Format("2006-01-02T15:04:05.000Z07:00"))
 	}
 	tw.Flush()
+}
+
+// groupPolicyOf describes a fifo queue's group policy for queue get ("-" on standard queues).
+func groupPolicyOf(q *client.Queue) string {
+	switch q.GroupPolicy {
+	case "":
+		return "-"
+	case client.GroupExclusive:
+		return fmt.Sprintf("exclusive (affinity %ds, at most %d groups per consumer)", q.GroupAffinitySeconds, q.MaxGroupsPerConsumer)
+	}
+	return string(q.GroupPolicy)
 }

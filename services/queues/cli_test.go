@@ -378,6 +378,22 @@ func TestCLIConventions(t *testing.T) {
 	}
 }
 
+// TestCLIGroupPolicy: queue create --group-policy exclusive (with its affinity and cap) shows
+// in queue get; receive needs --consumer-id there; send --end-group ends the binding once the
+// message is acknowledged, so another consumer takes the group's next message.
+func TestCLIGroupPolicy(t *testing.T) {
+	e := newCLIEnv(t)
+	e.run(t, "", "queue", "create", "carts", "--type", "fifo", "--group-policy", "exclusive", "--group-affinity", "2m",
+		"--max-groups-per-consumer", "3").ok(t)
+	e.run(t, "", "queue", "get", "carts").ok(t).has(t, "group policy:", "exclusive (affinity 120s, at most 3 groups per consumer)")
+	e.run(t, "", "send", "carts", "checkout", "--group", "cart-1", "--end-group").ok(t)
+	e.run(t, "", "send", "carts", "next", "--group", "cart-1").ok(t)
+	e.run(t, "", "receive", "carts", "--wait", "0").fails(t, exitError, "invalid_argument", "field consumerId")
+	e.run(t, "", "receive", "carts", "--wait", "0", "--consumer-id", "w1").ok(t).has(t, "checkout")
+	e.run(t, "", "receive", "carts", "--wait", "0", "--consumer-id", "w2").ok(t).has(t, "next")
+	e.run(t, "", "queue", "create", "plain", "--group-policy", "exclusive").fails(t, exitError, "invalid_argument", "field groupPolicy")
+}
+
 // TestCLIConsumers: receive --consumer --max-backlog holds at most the bound, queue
 // consumers lists the consumer, and --fairness sets the queue's setting.
 func TestCLIConsumers(t *testing.T) {

@@ -243,6 +243,11 @@ function renderQueueHeader(q) {
     ['Retention', q.retentionSeconds + ' s'], ['Delay', q.delaySeconds + ' s'], ['Receive wait', q.receiveWaitSeconds + ' s'],
     ['Redrive', q.redrive ? `${queueName(q.redrive.deadLetterQueue)} after ${q.redrive.maxReceiveCount} receives` : 'none'],
     ['Max message size', q.maxMessageBytes + ' bytes'], ['Created', shortTime(q.createdAt)]];
+  // Fifo queues: the group policy (docs/fifo.md "Group policies").
+  if (q.groupPolicy) {
+    settings.splice(settings.length - 1, 0, ['Group policy', q.groupPolicy === 'exclusive'
+      ? `exclusive (affinity ${q.groupAffinitySeconds} s, at most ${q.maxGroupsPerConsumer} groups per consumer)` : q.groupPolicy]);
+  }
   // The edit field follows the queue unless the user is typing in it.
   const maxBytes = $('settings-maxbytes');
   if (document.activeElement !== maxBytes && maxBytes.dataset.shown !== String(q.maxMessageBytes)) {

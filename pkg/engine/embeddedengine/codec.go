@@ -17,7 +17,8 @@ import (
 //	        absent in records written before: computed from the payload at start-up],
 //	        [string conflation key: only while the message waits in the key index],
 //	        [uvarint priority], [uvarint cancels × 2 + 1 when this attempt is cancelled],
-//	        [uvarint attempt base: absent while 0, see msg.base]
+//	        [uvarint attempt base: absent while 0, see msg.base], [uvarint flags: bit 0
+//	        the message ends its group's binding (msg.endGroup); absent while 0]
 //	payload (bucket "pq" ‖ queue id, one per queue, key message id; payloads.go says why
 //	        and how bucket "p" of the earlier layout, keyed queue id ‖ message id, migrates):
 //	        byte flags (bit 0: dead-letter info), string body,
@@ -65,21 +66,25 @@ func encodeState(m *msg, ckey string) []byte {
 	// The key and the priority are optional tails (records before them end earlier); a
 	// priority needs the key's place, empty when the message has none.
 	// The cancels need the priority's place in turn, and the attempt base the cancels'.
-	if ckey != "" || m.prio > 0 || m.cancels > 0 || m.base > 0 {
+	tail := m.endGroup // the flags, the last optional tail
+	if ckey != "" || m.prio > 0 || m.cancels > 0 || m.base > 0 || tail {
 		b = wire.AppendString(b, ckey)
 	}
-	if m.prio > 0 || m.cancels > 0 || m.base > 0 {
+	if m.prio > 0 || m.cancels > 0 || m.base > 0 || tail {
 		b = binary.AppendUvarint(b, uint64(m.prio))
 	}
-	if m.cancels > 0 || m.base > 0 {
+	if m.cancels > 0 || m.base > 0 || tail {
 		c := uint64(m.cancels) * 2
 		if m.cut {
 			c++
 		}
 		b = binary.AppendUvarint(b, c)
 	}
-	if m.base > 0 {
+	if m.base > 0 || tail {
 		b = binary.AppendUvarint(b, uint64(m.base))
+	}
+	if tail {
+		b = binary.AppendUvarint(b, 1)
 	}
 	return b
 }
@@ -123,6 +128,13 @@ func decodeState(b []byte, m *msg) (group, ckey string, err error) {
 				return "", "", errBadRecord
 			}
 			m.base = uint32(base)
+		}
+		if r.OK() && !r.Done() {
+			fl := r.Uvarint()
+			if fl&^1 != 0 {
+				return "", "", errBadRecord
+			}
+			m.endGroup = fl&1 != 0
 		}
 	}
 	if !r.Done() || a > uint64(^uint32(0)) || uint64(m.cancels) > a {

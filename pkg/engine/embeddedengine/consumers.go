@@ -92,7 +92,7 @@ func (e *Engine) receiveAsConsumer(ctx context.Context, q engine.Queue, req engi
 		return engine.ReceiveResult{BacklogFull: true}, nil
 	}
 	inner := req
-	inner.Consumer, inner.Max = nil, room
+	inner.Consumer, inner.Max, inner.BindTo = nil, room, c.ID
 	res, err := e.Receive(ctx, q, inner)
 	tag := engine.TagOf(c.ID)
 	e.mu.Lock()

@@ -15,8 +15,9 @@ import (
 
 // takeFiltered offers consider the visible messages of qi that f selects, in delivery order,
 // until want are taken, filter.MaxCandidates were examined or filter.MaxScanBytes read; expired candidates are offered
-// too (consider drops them). A message f does not select is not touched. Call under e.mu.
-func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, taken *[]*msg, consider func(*msg)) error {
+// too (consider drops them). A message f does not select is not touched. On an exclusive
+// queue (bd not nil) only the groups the receive may take are offered. Call under e.mu.
+func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, bd *binder, want int, now int64, taken *[]*msg, consider func(*msg)) error {
 	return e.db.View(func(tx *bolt.Tx) error {
 		pb := payloadsIn(tx)
 		read := 0 // bytes of stored messages looked at
@@ -46,6 +47,10 @@ func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, 
 		// Fifo: each available group's messages from its head while they match; the first
 		// that does not ends the group's batch, so no group's order is broken.
 		for _, g := range inOrder(len(qi.ready.a), budget, qi.ready.less, func(i int) *group { return qi.ready.a[i] }) {
+			if bd != nil && !bd.may(g) {
+				continue
+			}
+			before := len(*taken)
 			for m := g.head; m != nil && len(*taken) < want && budget > 0 && !spent() && m.st == stVisible; {
 				budget--
 				next := m.gnext
@@ -54,6 +59,9 @@ func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, 
 				}
 				consider(m)
 				m = next
+			}
+			if bd != nil && len(*taken) > before {
+				bd.took(g)
 			}
 			if budget <= 0 || spent() || len(*taken) >= want {
 				break

@@ -61,7 +61,8 @@ func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor s
 	names = names[:min(limit, len(names))]
 	for _, id := range names {
 		g := qi.groups[id]
-		page.Groups = append(page.Groups, engine.Group{GroupID: id, Messages: g.count, InFlight: g.inflight > 0})
+		page.Groups = append(page.Groups, engine.Group{GroupID: id, Messages: g.count, InFlight: g.inflight > 0,
+			ConsumerID: qi.boundTo(q, id, now)})
 	}
 	if more {
 		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("g|" + names[len(names)-1]))

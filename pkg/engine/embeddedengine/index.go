@@ -36,13 +36,15 @@ type msg struct {
 	base    uint32
 	size    uint32 // stored bytes (engine.PayloadBytes); sizeUnknown only while loading
 	st      uint8
-	barrier bool  // a barrier message (standard queues, barrier.go)
-	prio    uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
-	hidx    int32 // index in the heap of its state
-	xidx    int32 // index in the expiry heap
-	g       *group
-	gprev   *msg // neighbours in the group, in seq order (fifo only)
-	gnext   *msg
+	barrier bool // a barrier message (standard queues, barrier.go)
+	// endGroup ends its group's binding when settled (fifo, engine.Message.EndGroup).
+	endGroup bool
+	prio     uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
+	hidx     int32 // index in the heap of its state
+	xidx     int32 // index in the expiry heap
+	g        *group
+	gprev    *msg // neighbours in the group, in seq order (fifo only)
+	gnext    *msg
 }
 
 // sizeUnknown marks a message loaded from a record written before records carried their size.
@@ -304,6 +306,8 @@ type queue struct {
 	before  int
 	held    int
 	lastNow int64
+	// binds are the exclusive group policy's bindings (groupbind.go); nil until used.
+	binds *bindState
 }
 
 func newQueue(id ids.ID, fifo bool, pb *int64) *queue {

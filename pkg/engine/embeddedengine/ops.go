@@ -134,7 +134,7 @@ func store(w *writes, qi *queue, q engine.Queue, m engine.Message, n newMsg) *ms
 		delay = *m.Delay
 	}
 	mm := &msg{id: n.id, seq: qi.nextSeq, sentAt: n.now, expiresAt: n.now + n.ret, at: n.now + max(delay, 0).Milliseconds(), size: n.size,
-		barrier: m.Barrier && !fifo}
+		barrier: m.Barrier && !fifo, endGroup: m.EndGroup && fifo}
 	if !fifo {
 		mm.prio = uint8(min(max(m.Priority, 0), engine.MaxPriority))
 	}
@@ -245,6 +245,9 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	if req.Consumer != nil {
 		return e.receiveAsConsumer(ctx, q, req) // consumers.go
 	}
+	if q.Exclusive() && req.BindTo == "" {
+		return engine.ReceiveResult{}, engine.ErrConsumerRequired
+	}
 	if err := e.check(); err != nil {
 		return engine.ReceiveResult{}, err
 	}
@@ -257,6 +260,10 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	e.mu.Lock()
 	qi := e.queueOf(q.ID, q.Type)
 	qi.advance(now)
+	var bd *binder // an exclusive receive's bindings
+	if q.Exclusive() && qi.fifo {
+		bd = qi.binderFor(q, req.BindTo, now)
+	}
 	// consider handles one visible candidate; it reports whether m was taken.
 	consider := func(m *msg) {
 		switch {
@@ -264,6 +271,9 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 			qi.remove(m)
 			w.delMsg(qi, m)
 		case maxrc > 0 && m.receiveCount() >= maxrc: // cancelled deliveries do not count
+			if m.endGroup {
+				qi.settleBinding(m, now) // redriven is settled: the group's binding ends
+			}
 			e.moveOut(&w, qi, m, dlq, engine.RedriveReason, now)
 		default:
 			qi.markTaking(m)
@@ -272,26 +282,13 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	}
 	var ferr error
 	if !req.Filter.Empty() {
-		ferr = e.takeFiltered(qi, req.Filter, want, now, &taken, consider) // filter.go
+		ferr = e.takeFiltered(qi, req.Filter, bd, want, now, &taken, consider) // filter.go
 	} else if !qi.fifo {
 		for len(taken) < want && qi.visible.len() > 0 {
 			consider(qi.visible.top())
 		}
 	} else {
-		for len(taken) < want && len(qi.ready.a) > 0 {
-			g := qi.ready.a[0]
-			progressed := false
-			for m := g.head; m != nil && len(taken) < want && m.st == stVisible; {
-				next := m.gnext
-				consider(m)
-				progressed = true
-				m = next
-			}
-			qi.refresh(g) // its head is no longer visible, or it has a message in flight
-			if !progressed {
-				qi.ready.remove(g) // cannot happen while the index is consistent; never spin
-			}
-		}
+		qi.takeGroups(bd, want, &taken, consider) // groupbind.go
 	}
 	out := make([]snap, len(taken))
 	for i, m := range taken {
@@ -300,6 +297,9 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	var nextAt int64
 	if len(taken) == 0 {
 		nextAt = qi.nextAt()
+		if bd != nil && bd.relook > 0 && (nextAt == 0 || bd.relook < nextAt) {
+			nextAt = bd.relook // a binding passed over lapses
+		}
 	}
 	done := e.commit(&w)
 	e.mu.Unlock()
@@ -439,6 +439,7 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 		if m == nil {
 			return apierr.ErrStale
 		}
+		qi.settleBinding(m, now) // groupbind.go
 		qi.remove(m)
 		w.delMsg(qi, m)
 		if qi.fifo {
@@ -488,6 +489,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 		if reason == "" {
 			reason = engine.DefaultDLQReason
 		}
+		qi.settleBinding(m, now) // groupbind.go
 		e.moveOut(w, qi, m, dlq, reason, now)
 		if qi.fifo {
 			w.wake(qi.id)

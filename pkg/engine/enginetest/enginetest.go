@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 	tests = append(tests, filterTests(h)...)
 	tests = append(tests, attemptTests()...)
 	tests = append(tests, topicTests()...)
+	tests = append(tests, groupPolicyTests(h)...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -55,7 +55,7 @@ func (e *Engine) receiveAsConsumer(ctx context.Context, q engine.Queue, req engi
 		return engine.ReceiveResult{BacklogFull: true}, nil
 	}
 	inner := req
-	inner.Consumer, inner.Max = nil, granted
+	inner.Consumer, inner.Max, inner.BindTo = nil, granted, c.ID
 	res, rerr := e.Receive(ctx, q, inner)
 	placeholders := granted
 	if c.MaxBacklog <= 0 {

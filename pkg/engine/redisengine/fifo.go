@@ -144,7 +144,7 @@ func (e *Engine) sendFIFO(ctx context.Context, q engine.Queue, msgs []engine.Mes
 		}
 		items[i] = &fitem{
 			idx: i, id: ids.New(), dedup: dedupIDOf(q, m), visible: visible, expires: expires, sent: now, mode: "n",
-			pl: payload{Body: m.Body, Attributes: m.Attributes, GroupID: m.GroupID},
+			pl: payload{Body: m.Body, Attributes: m.Attributes, GroupID: m.GroupID, EndGroup: m.EndGroup},
 		}
 	}
 	return e.storeFIFO(ctx, q, items, now)

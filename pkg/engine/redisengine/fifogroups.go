@@ -67,6 +67,9 @@ func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor s
 		page.Groups = page.Groups[:limit]
 		page.NextCursor = encodeGroupCursor(parts[limit-1], page.Groups[limit-1].GroupID)
 	}
+	if err := e.withBindings(ctx, q, page.Groups, parts, now); err != nil { // groupbind.go
+		return engine.GroupPage{}, err
+	}
 	return page, nil
 }
 

@@ -19,6 +19,7 @@ type partKeys struct {
 	gm, gi, gs, gl   string // fifo
 	gt               string
 	dd               string // fifo dedup reservation outcomes
+	gb, gx           string // exclusive group bindings
 	b                string // stored bytes
 	w                string // the write WAIT follows (replicas.go)
 	bf               string // barrier fence (barrier.go)
@@ -30,7 +31,7 @@ func keysOf(q ids.ID, p int) partKeys {
 		tag: k.Tag, l: k.L, lh: k.LH,
 		r: k.R, f: k.F, m: k.M, s: k.S, x: k.X, o: k.O,
 		mo: k.MO, mt: k.MT, k: k.K, ki: k.KI,
-		gm: k.GM, gi: k.GI, gs: k.GS, gl: k.GL, gt: k.GT, dd: k.DD,
+		gm: k.GM, gi: k.GI, gs: k.GS, gl: k.GL, gt: k.GT, dd: k.DD, gb: k.GB, gx: k.GX,
 		b: k.B, w: k.W, bf: k.BF,
 	}
 }
@@ -50,8 +51,11 @@ func (k partKeys) purged() []string {
 
 // all are every long-lived key of the partition.
 func (k partKeys) all() []string {
-	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.o, k.mo, k.mt, k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.k, k.ki, k.bf}
+	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.o, k.mo, k.mt, k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.gb, k.gx, k.k, k.ki, k.bf}
 }
+
+// binds are the keys of a fifo partition's group bindings.
+func (k partKeys) binds() []string { return []string{k.gb, k.gx} }
 
 // fifo are the first keys of the fifo scripts: messages, then gm, gi, gs, gl.
 func (k partKeys) fifo() []string { return []string{k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl} }

@@ -16,7 +16,8 @@ import (
 //
 //	byte    version (1)
 //	byte    flags (bit 0: dead-letter info follows the sequence number; bit 1: an attempt
-//	        base ends the payload)
+//	        base ends the payload; bit 2: the message ends its fifo group's binding when
+//	        settled, engine.Message.EndGroup)
 //	uvarint len, body
 //	uvarint attribute count, then per attribute (sorted by name): uvarint len, name,
 //	        uvarint len, value
@@ -38,12 +39,14 @@ type payload struct {
 	Sequence   uint64
 	DeadLetter *engine.DeadLetterInfo
 	Base       uint32 // the attempt base; 0: none (the message never left a queue)
+	EndGroup   bool   // engine.Message.EndGroup (flag bit 2; prelude.lua: pend)
 }
 
 const (
 	payloadVersion  = 1
 	flagDeadLetter  = 1
 	flagBase        = 2
+	flagEndGroup    = 4
 	maxPayloadBytes = 4 * engine.MaxMessageBytes // sanity bound when decoding
 )
 
@@ -61,6 +64,9 @@ func (p *payload) encode() []byte {
 	}
 	if p.Base > 0 {
 		flags |= flagBase
+	}
+	if p.EndGroup {
+		flags |= flagEndGroup
 	}
 	b = append(b, payloadVersion, flags)
 	b = wire.AppendString(b, p.Body)
@@ -92,10 +98,10 @@ func decodePayload(s string) (*payload, error) {
 	}
 	r := wire.NewReader(s)
 	ver, flags := r.Byte(), r.Byte()
-	if !r.OK() || ver != payloadVersion || flags&^(flagDeadLetter|flagBase) != 0 {
+	if !r.OK() || ver != payloadVersion || flags&^(flagDeadLetter|flagBase|flagEndGroup) != 0 {
 		return nil, errBadPayload
 	}
-	p := &payload{Body: r.String()}
+	p := &payload{Body: r.String(), EndGroup: flags&flagEndGroup != 0}
 	p.Attributes = r.Attributes()
 	p.GroupID = r.String()
 	p.Sequence = r.Uvarint()

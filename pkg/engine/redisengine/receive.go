@@ -28,6 +28,9 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	if req.Consumer != nil {
 		return e.receiveAsConsumer(ctx, q, req) // consumers.go
 	}
+	if q.Exclusive() && req.BindTo == "" {
+		return engine.ReceiveResult{}, engine.ErrConsumerRequired
+	}
 	res, err := e.receive(ctx, q, req)
 	if err != nil || q.Type != engine.Standard || len(res.Messages) >= min(max(req.Max, 1), engine.MaxBatch) ||
 		!e.barrierPending(q.ID) {
@@ -206,6 +209,10 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
 		maxrc = max(q.Redrive.MaxReceiveCount, 1)
 	}
+	elsewhere, err := e.bindElsewhere(ctx, q, req.BindTo, claims) // groupbind.go
+	if err != nil {
+		return engine.ReceiveResult{}, scanned{}, err
+	}
 	calls := make([]scriptCall, len(claims))
 	for i, c := range claims {
 		k := keysOf(q.ID, c.p)
@@ -214,8 +221,12 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 			if c.scan > 0 {
 				groups, budget = c.scan, c.scan
 			}
-			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o)...),
-				[]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes}}
+			if q.Exclusive() {
+				groups = max(groups, exclusiveScan)
+			}
+			args := append([]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes},
+				bindArgs(q, req.BindTo, elsewhere[i])...)
+			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx)...), args}
 			continue
 		}
 		scan := 3 * c.n

@@ -108,7 +108,7 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fAckScript, e.withBytes(q, k, k.fifo()...), args}
+				return scriptCall{fAckScript, e.withBytes(q, k, append(k.fifo(), k.binds()...)...), args}
 			}
 			return scriptCall{ackScript, e.withBytes(q, k, k.messages()...), args}
 		},
@@ -259,7 +259,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.o)...), args}
+				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx)...), args}
 			}
 			return scriptCall{deadLetterScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
 		},

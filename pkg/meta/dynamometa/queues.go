@@ -34,8 +34,11 @@ type queueItem struct {
 	ContentBasedDedup bool              `dynamodbav:"contentBasedDedup"`
 	Fairness          string            `dynamodbav:"fairness,omitempty"`
 	Delivery          string            `dynamodbav:"delivery,omitempty"`
-	MaxCancels        *int              `dynamodbav:"maxCancels"`                // NULL or absent: the default
-	MaxMessageBytes   int               `dynamodbav:"maxMessageBytes,omitempty"` // absent: the default
+	MaxCancels        *int              `dynamodbav:"maxCancels"`                     // NULL or absent: the default
+	MaxMessageBytes   int               `dynamodbav:"maxMessageBytes,omitempty"`      // absent: the default
+	GroupPolicy       string            `dynamodbav:"groupPolicy,omitempty"`          // absent: sequenced
+	GroupAffinity     int               `dynamodbav:"groupAffinitySeconds,omitempty"` // absent: the default
+	MaxGroups         int               `dynamodbav:"maxGroupsPerConsumer,omitempty"` // absent: the default
 	Tags              map[string]string `dynamodbav:"tags,omitempty"`
 	SQSAttributes     map[string]string `dynamodbav:"sqsAttributes,omitempty"`
 	Version           int64             `dynamodbav:"version"`
@@ -59,6 +62,7 @@ func toQueueItem(q meta.Queue) queueItem {
 		Delay: q.DelaySeconds, ReceiveWait: q.ReceiveWaitSeconds,
 		ContentBasedDedup: q.ContentBasedDedup, Delivery: q.Delivery, Version: q.Version, Fairness: q.Fairness,
 		MaxCancels: q.MaxCancels, MaxMessageBytes: q.MaxMessageBytes, Tags: q.Tags, SQSAttributes: q.SQSAttributes,
+		GroupPolicy: q.GroupPolicy, GroupAffinity: q.GroupAffinitySeconds, MaxGroups: q.MaxGroupsPerConsumer,
 	}
 	if q.Redrive != nil {
 		it.DeadLetterQueue = q.Redrive.DeadLetterQueue.String()
@@ -80,6 +84,7 @@ func (it queueItem) queue() (meta.Queue, error) {
 		DelaySeconds: it.Delay, ReceiveWaitSeconds: it.ReceiveWait,
 		ContentBasedDedup: it.ContentBasedDedup, Delivery: it.Delivery, Version: it.Version, Fairness: it.Fairness,
 		MaxCancels: it.MaxCancels, MaxMessageBytes: it.MaxMessageBytes, Tags: nonEmpty(it.Tags), SQSAttributes: nonEmpty(it.SQSAttributes),
+		GroupPolicy: it.GroupPolicy, GroupAffinitySeconds: it.GroupAffinity, MaxGroupsPerConsumer: it.MaxGroups,
 	}
 	if it.DeadLetterQueue != "" {
 		dlq, err := ids.ParseUUID(it.DeadLetterQueue)
@@ -298,6 +303,7 @@ func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, erro
 		next.Fairness = q.Fairness
 		next.MaxCancels = q.MaxCancels
 		next.MaxMessageBytes = q.MaxMessageBytes
+		next.GroupPolicy, next.GroupAffinitySeconds, next.MaxGroupsPerConsumer = q.GroupPolicy, q.GroupAffinitySeconds, q.MaxGroupsPerConsumer
 		next.Tags, next.SQSAttributes = nonEmpty(q.Tags), nonEmpty(q.SQSAttributes)
 		next.Redrive = nil
 		if q.Redrive != nil {

@@ -173,6 +173,10 @@ func diffQueue(got, want meta.Queue) error {
 		return fmt.Errorf("maxCancels %v, want %v", got.MaxCancels, want.MaxCancels)
 	case got.MaxMessageBytes != want.MaxMessageBytes:
 		return fmt.Errorf("maxMessageBytes %d, want %d", got.MaxMessageBytes, want.MaxMessageBytes)
+	case got.GroupPolicy != want.GroupPolicy, got.GroupAffinitySeconds != want.GroupAffinitySeconds,
+		got.MaxGroupsPerConsumer != want.MaxGroupsPerConsumer:
+		return fmt.Errorf("group policy %q/%d/%d, want %q/%d/%d", got.GroupPolicy, got.GroupAffinitySeconds,
+			got.MaxGroupsPerConsumer, want.GroupPolicy, want.GroupAffinitySeconds, want.MaxGroupsPerConsumer)
 	case (got.Redrive == nil) != (want.Redrive == nil):
 		return errors.New("redrive presence differs")
 	case got.Redrive != nil && *got.Redrive != *want.Redrive:
@@ -462,6 +466,7 @@ func testQueueCreateGet(t *testing.T, s meta.Store) {
 		ContentBasedDedup: true,
 		MaxCancels:        new(int), // 0 kept apart from unset
 		MaxMessageBytes:   1 << 20,
+		GroupPolicy:       "exclusive", GroupAffinitySeconds: 90, MaxGroupsPerConsumer: 7,
 		// The store keeps what it is given; the API decides which combinations are valid.
 		Delivery: meta.DeliveryAtMostOnce,
 		Version:  42, // ignored: a new queue has Version 1
@@ -775,6 +780,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	upd.ContentBasedDedup = true
 	upd.MaxCancels = &[]int{7}[0]
 	upd.MaxMessageBytes = 4096
+	upd.GroupPolicy, upd.GroupAffinitySeconds, upd.MaxGroupsPerConsumer = "sequenced", 30, 3
 	upd.UpdatedAt = base.Add(time.Minute)
 	// Fields that never change: the store keeps the stored ones.
 	upd.Name = "renamed"
@@ -789,6 +795,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	want.ContentBasedDedup = true
 	want.MaxCancels = &[]int{7}[0]
 	want.MaxMessageBytes = 4096
+	want.GroupPolicy, want.GroupAffinitySeconds, want.MaxGroupsPerConsumer = "sequenced", 30, 3
 	want.UpdatedAt = base.Add(time.Minute)
 	want.Version = 2
 	sameQueue(t, "UpdateQueue's answer", got, want)

@@ -146,6 +146,9 @@ type ConsumeOptions struct {
 	// Filter, when set, receives only the messages it selects (SPEC §12); the others stay
 	// for other consumers.
 	Filter *Filter
+	// ConsumerID names this consumer on every receive (SPEC §12): required on an exclusive
+	// fifo queue, whose groups bind to it (docs/fifo.md "Group policies").
+	ConsumerID string
 	// VisibilityTimeout is each receive's visibility timeout, rounded up to seconds. Default:
 	// the queue's (read once with GetQueue), or 30 s when the token may not read the queue.
 	// While a message is held past half of it, the consumer extends the message's visibility
@@ -381,7 +384,7 @@ func (co *consumer) poll(ctx context.Context, stop context.CancelFunc) {
 	// The receive bodies, one per batch size, written once.
 	var bodies [MaxReceiveBatch + 1][]byte
 	for n := 1; n <= MaxReceiveBatch; n++ {
-		bodies[n] = fmt.Appendf(nil, `{"maxMessages":%d,"visibilityTimeoutSeconds":%d,"waitSeconds":%d%s}`, n, int(co.vt/time.Second), co.o.WaitSeconds, co.filterField())
+		bodies[n] = fmt.Appendf(nil, `{"maxMessages":%d,"visibilityTimeoutSeconds":%d,"waitSeconds":%d%s}`, n, int(co.vt/time.Second), co.o.WaitSeconds, co.filterField()+co.consumerField())
 	}
 	for {
 		n := co.take(ctx)

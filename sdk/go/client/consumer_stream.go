@@ -17,7 +17,7 @@ func (co *consumer) receiveLoop(ctx context.Context, stop context.CancelFunc) {
 	}
 	failures := 0
 	for ctx.Err() == nil {
-		s, err := co.c.Stream(ctx, co.queue, StreamOptions{VisibilityTimeoutSeconds: Int(int(co.vt / time.Second)), Filter: co.o.Filter})
+		s, err := co.c.Stream(ctx, co.queue, StreamOptions{VisibilityTimeoutSeconds: Int(int(co.vt / time.Second)), Filter: co.o.Filter, ConsumerID: co.o.ConsumerID})
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -60,3 +60,12 @@ func (co *consumer) filterField() string {
 	}
 	return `,"filter":` + string(raw)
 }
+
+// consumerField is the receive body's consumerId member (`,"consumerId":"…"`), "" without one.
+func (co *consumer) consumerField() string {
+	if co.o.ConsumerID == "" {
+		return ""
+	}
+	raw, _ := json.Marshal(co.o.ConsumerID) // a string always marshals
+	return `,"consumerId":` + string(raw)
+}

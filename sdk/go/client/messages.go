@@ -41,6 +41,9 @@ type SendMessage struct {
 	// Priority is 0 (default) to 9 (standard queues): receives and pushes take the highest
 	// priority first, the oldest first within one.
 	Priority int `json:"priority,omitempty"`
+	// EndGroup (fifo queues): on an exclusive queue, settling this message (ack or
+	// dead-letter) ends its group's binding to its consumer.
+	EndGroup bool `json:"endGroup,omitempty"`
 	// Traceparent is the message's W3C trace context; empty, the send's context (ctx's span,
 	// when the program uses OpenTelemetry) is stored with it.
 	Traceparent string `json:"traceparent,omitempty"`

@@ -174,10 +174,15 @@ type Queue struct {
 	MaxCancels               int       `json:"maxCancels"`
 	// MaxMessageBytes is the most a message's body and attributes may hold together (1,024
 	// to 1,048,576; 262,144 by default).
-	MaxMessageBytes int         `json:"maxMessageBytes"`
-	Delivery        Delivery    `json:"delivery"`
-	Partitions      int         `json:"partitions"`
-	Counts          QueueCounts `json:"counts"`
+	MaxMessageBytes int `json:"maxMessageBytes"`
+	// GroupPolicy, GroupAffinitySeconds and MaxGroupsPerConsumer are a fifo queue's group
+	// policy settings (zero on standard queues; docs/fifo.md "Group policies").
+	GroupPolicy          GroupPolicy `json:"groupPolicy,omitempty"`
+	GroupAffinitySeconds int         `json:"groupAffinitySeconds,omitempty"`
+	MaxGroupsPerConsumer int         `json:"maxGroupsPerConsumer,omitempty"`
+	Delivery             Delivery    `json:"delivery"`
+	Partitions           int         `json:"partitions"`
+	Counts               QueueCounts `json:"counts"`
 }
 
 // CreateQueueInput describes a new queue; nil settings take the service's defaults.
@@ -195,6 +200,12 @@ type CreateQueueInput struct {
 	// MaxMessageBytes is the largest message the queue takes, body and attributes together
 	// (1,024 to 1,048,576; nil: 262,144).
 	MaxMessageBytes *int `json:"maxMessageBytes,omitempty"`
+	// GroupPolicy (fifo queues): "" takes the default, GroupSequenced.
+	GroupPolicy GroupPolicy `json:"groupPolicy,omitempty"`
+	// GroupAffinitySeconds (fifo, 1–86,400; nil: 60) and MaxGroupsPerConsumer (fifo,
+	// 1–10,000; nil: 100) tune GroupExclusive.
+	GroupAffinitySeconds *int `json:"groupAffinitySeconds,omitempty"`
+	MaxGroupsPerConsumer *int `json:"maxGroupsPerConsumer,omitempty"`
 	// Delivery is fixed at creation; "" takes the default, DeliveryAtLeastOnce.
 	Delivery Delivery `json:"delivery,omitempty"`
 }
@@ -207,6 +218,18 @@ const (
 	FairnessFast         Fairness = "fast"         // whichever receive asks first (the default)
 	FairnessRoundRobin   Fairness = "roundRobin"   // consumers with room in their backlog take turns
 	FairnessProportional Fairness = "proportional" // the lowest share of its backlog in use first
+)
+
+// GroupPolicy is a fifo queue's group policy (docs/fifo.md "Group policies").
+type GroupPolicy string
+
+// Group policies.
+const (
+	// GroupSequenced hands a group's next batch to any receive (the default).
+	GroupSequenced GroupPolicy = "sequenced"
+	// GroupExclusive binds a group to the consumer (ConsumerID) that received its first
+	// batch; every receive of the queue must name a ConsumerID.
+	GroupExclusive GroupPolicy = "exclusive"
 )
 
 // Delivery is a queue's delivery mode (SPEC §12).
@@ -232,6 +255,9 @@ type UpdateQueueInput struct {
 	Fairness                 Fairness // "" leaves it unchanged
 	MaxCancels               *int
 	MaxMessageBytes          *int
+	GroupPolicy              GroupPolicy // "" leaves it unchanged
+	GroupAffinitySeconds     *int
+	MaxGroupsPerConsumer     *int
 }
 
 // MarshalJSON writes the PATCH body: only the fields being changed.
@@ -248,6 +274,11 @@ func (u UpdateQueueInput) MarshalJSON() ([]byte, error) {
 	put("receiveWaitSeconds", u.ReceiveWaitSeconds)
 	put("maxCancels", u.MaxCancels)
 	put("maxMessageBytes", u.MaxMessageBytes)
+	put("groupAffinitySeconds", u.GroupAffinitySeconds)
+	put("maxGroupsPerConsumer", u.MaxGroupsPerConsumer)
+	if u.GroupPolicy != "" {
+		m["groupPolicy"] = u.GroupPolicy
+	}
 	switch {
 	case u.RemoveRedrive:
 		m["redrive"] = nil
@@ -362,6 +393,8 @@ type Group struct {
 	Messages int64 `json:"messages"`
 	// InFlight: a batch of the group is in flight (the group is blocked).
 	InFlight bool `json:"inFlight"`
+	// ConsumerID is the consumer the group is bound to on an exclusive queue ("": none).
+	ConsumerID string `json:"consumerId"`
 }
 
 // GroupPage is one page of groups.

@@ -28,6 +28,9 @@ type StreamOptions struct {
 	VisibilityTimeoutSeconds *int
 	// Filter, when set, makes every delivery of the stream one the filter selects.
 	Filter *Filter
+	// ConsumerID names the consumer every receive of the stream makes (required on an
+	// exclusive fifo queue).
+	ConsumerID string
 }
 
 // Stream is a receive stream (GET /v1/queues/{queue}/stream, a WebSocket): the service
@@ -77,6 +80,9 @@ func (c *Client) Stream(ctx context.Context, queue string, o StreamOptions) (*St
 		q.Set("visibilityTimeoutSeconds", strconv.Itoa(*o.VisibilityTimeoutSeconds))
 	}
 	o.Filter.addQuery(q)
+	if o.ConsumerID != "" {
+		q.Set("consumerId", o.ConsumerID)
+	}
 	u.RawQuery = q.Encode()
 	h := http.Header{}
 	if c.token != "" {

@@ -76,13 +76,16 @@ class AsyncCalls:
         credential): ``{"accessKeyId": <token slug>, "secretAccessKey": …}``."""
         return await self.run(self.sync.get_sqs_credentials, project, token)
 
-    async def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET) -> Queue:  # noqa: A002
+    async def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET, max_groups_per_consumer: int = UNSET) -> Queue:  # noqa: A002
         """Client.create_queue, awaited. Creates a queue; ``fairness`` is "fast" (default),
         "roundRobin" or "proportional"; ``delivery="atMostOnce"`` (standard only, fixed) makes
         every receive remove what it hands out; ``max_cancels`` (default 10) bounds how often
         a message may be cancelled; ``max_message_bytes`` (1,024–1,048,576, default 262,144)
-        is the largest message."""
-        return await self.run(self.sync.create_queue, name, type=type, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, delivery=delivery, max_cancels=max_cancels, max_message_bytes=max_message_bytes)
+        is the largest message. Fifo queues: ``group_policy`` "sequenced" (default) or
+        "exclusive" (a group binds to the consumer that receives it; every receive names a
+        ``consumer_id``), with ``group_affinity_seconds`` (default 60) and
+        ``max_groups_per_consumer`` (default 100)."""
+        return await self.run(self.sync.create_queue, name, type=type, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, delivery=delivery, max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy, group_affinity_seconds=group_affinity_seconds, max_groups_per_consumer=max_groups_per_consumer)
 
     async def list_queues(self, *, limit: int | None = None, cursor: str | None = None, prefix: str | None = None) -> Page[Queue]:  # noqa: A002
         """Client.list_queues, awaited."""
@@ -98,10 +101,10 @@ class AsyncCalls:
         or name."""
         return await self.run(self.sync.get_queue, queue)
 
-    async def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET) -> Queue:  # noqa: A002
+    async def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET, max_groups_per_consumer: int = UNSET) -> Queue:  # noqa: A002
         """Client.update_queue, awaited. Changes the settings given (``redrive=None`` removes the
         policy)."""
-        return await self.run(self.sync.update_queue, queue, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, max_cancels=max_cancels, max_message_bytes=max_message_bytes)
+        return await self.run(self.sync.update_queue, queue, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy, group_affinity_seconds=group_affinity_seconds, max_groups_per_consumer=max_groups_per_consumer)
 
     async def delete_queue(self, queue: str) -> None:  # noqa: A002
         """Client.delete_queue, awaited."""

@@ -260,17 +260,24 @@ class Client:
     def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET,
                      retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET,
                      redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET,
-                     delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET) -> Queue:
+                     delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET,
+                     group_policy: str = UNSET, group_affinity_seconds: int = UNSET,
+                     max_groups_per_consumer: int = UNSET) -> Queue:
         """Creates a queue; ``fairness`` is "fast" (default), "roundRobin" or "proportional";
         ``delivery="atMostOnce"`` (standard only, fixed) makes every receive remove what it
         hands out; ``max_cancels`` (default 10) bounds how often a message may be cancelled;
-        ``max_message_bytes`` (1,024–1,048,576, default 262,144) is the largest message."""
+        ``max_message_bytes`` (1,024–1,048,576, default 262,144) is the largest message.
+        Fifo queues: ``group_policy`` "sequenced" (default) or "exclusive" (a group binds to
+        the consumer that receives it; every receive names a ``consumer_id``), with
+        ``group_affinity_seconds`` (default 60) and ``max_groups_per_consumer`` (default 100)."""
         body = {"name": name, **_settings(type=type, visibility_timeout_seconds=visibility_timeout_seconds,
                                           retention_seconds=retention_seconds, delay_seconds=delay_seconds,
                                           receive_wait_seconds=receive_wait_seconds, redrive=redrive,
                                           content_based_dedup=content_based_dedup, fairness=fairness,
                                           delivery=delivery, max_cancels=max_cancels,
-                                          max_message_bytes=max_message_bytes)}
+                                          max_message_bytes=max_message_bytes, group_policy=group_policy,
+                                          group_affinity_seconds=group_affinity_seconds,
+                                          max_groups_per_consumer=max_groups_per_consumer)}
         return Queue.from_dict(self.call("POST", "/v1/queues", body=body))
 
     def list_queues(self, *, limit: int | None = None, cursor: str | None = None,
@@ -289,12 +296,15 @@ class Client:
     def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET,
                      delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET,
                      content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET,
-                     max_message_bytes: int = UNSET) -> Queue:
+                     max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET,
+                     max_groups_per_consumer: int = UNSET) -> Queue:
         """Changes the settings given (``redrive=None`` removes the policy)."""
         body = _settings(visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds,
                          delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds,
                          redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness,
-                         max_cancels=max_cancels, max_message_bytes=max_message_bytes)
+                         max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy,
+                         group_affinity_seconds=group_affinity_seconds,
+                         max_groups_per_consumer=max_groups_per_consumer)
         return Queue.from_dict(self.call("PATCH", _q(queue), body=body))
 
     def delete_queue(self, queue: str) -> None:

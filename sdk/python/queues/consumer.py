@@ -154,6 +154,9 @@ class Consumer:
     #: Receive only messages whose attributes match (name to a value or a list of values;
     #: SPEC §12); the others stay for other consumers.
     filter: Mapping[str, str | Sequence[str]] | None = None  # noqa: A003 (the API's name)
+    #: Names this consumer on every receive (SPEC §12); required on an exclusive fifo queue,
+    #: whose groups bind to it (docs/fifo.md "Group policies").
+    consumer_id: str | None = None
     visibility_timeout: float | None = None
     shutdown_timeout: float = 30.0
     ack_batch_size: int = MAX_RECEIPT_BATCH
@@ -311,6 +314,8 @@ class Consumer:
                 body: dict[str, Any] = {"maxMessages": n, "visibilityTimeoutSeconds": self._vt, "waitSeconds": self.wait_seconds}
                 if self.filter:
                     body["filter"] = filter_body(self.filter)
+                if self.consumer_id is not None:
+                    body["consumerId"] = self.consumer_id
                 a = self.client._t.request("POST", _q(self.queue) + "/receive", body=body,
                                            timeout=self.client._t.timeout + self.wait_seconds, hook=self._hook)[1]
                 msgs = [Message.from_dict(m) for m in a.get("messages", [])]

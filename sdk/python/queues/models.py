@@ -181,6 +181,11 @@ class Queue(Model):
     max_cancels: int = 10
     #: The largest message, body and attributes together, in bytes (1,024–1,048,576).
     max_message_bytes: int = 262144
+    #: Fifo queues: ``"sequenced"`` or ``"exclusive"`` (docs/fifo.md "Group policies"), with
+    #: the binding's affinity and each consumer's cap; None on standard queues.
+    group_policy: str | None = None
+    group_affinity_seconds: int | None = None
+    max_groups_per_consumer: int | None = None
     #: ``"atLeastOnce"`` or ``"atMostOnce"`` (fixed at creation, standard queues only).
     delivery: str = "atLeastOnce"
     partitions: int = 0
@@ -269,6 +274,8 @@ class Group(Model):
     group_id: str = ""
     messages: int = 0
     in_flight: bool = False
+    #: On an exclusive queue, the consumer the group is bound to (None: not bound).
+    consumer_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -429,6 +436,9 @@ class SendMessage:
     barrier: bool = False
     #: 0 (default) to 9 (standard queues): receives and pushes take the highest first.
     priority: int | None = None
+    #: fifo queues: on an exclusive queue, settling this message (ack or dead-letter) ends
+    #: its group's binding to its consumer.
+    end_group: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"body": self.body}
@@ -452,4 +462,6 @@ class SendMessage:
             d["barrier"] = True
         if self.priority is not None:
             d["priority"] = self.priority
+        if self.end_group:
+            d["endGroup"] = True
         return d

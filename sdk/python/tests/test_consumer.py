@@ -150,6 +150,32 @@ class ConsumerTest(unittest.TestCase):
         left = self.c.browse(name).items
         self.assertEqual([(m.body, m.receive_count) for m in left], [("b", 0)])
 
+    def test_exclusive_consumer_id(self) -> None:
+        """On an exclusive fifo queue a receive needs a consumer id; a Consumer with one takes
+        the group, which the group listing shows bound to it; end_group is sent."""
+        name = unique("exclusive")
+        q = self.c.create_queue(name, type="fifo", group_policy="exclusive", max_groups_per_consumer=4)
+        self.assertEqual((q.group_policy, q.group_affinity_seconds, q.max_groups_per_consumer), ("exclusive", 60, 4))
+        with self.assertRaises(QueuesError) as ctx:
+            self.c.receive(name, wait_seconds=0)
+        self.assertEqual(ctx.exception.status, 400)
+        self.c.send_batch(name, [SendMessage("a", group_id="g1"), SendMessage("b", group_id="g1", end_group=True)])
+        bodies: _queue.Queue = _queue.Queue()
+        bound: _queue.Queue = _queue.Queue()
+
+        def handle(m: Message) -> None:
+            if m.body == "a":
+                bound.put([g.consumer_id for g in self.c.list_groups(name).items])
+            bodies.put(m.body)
+
+        r = self.start(name, handle, wait_seconds=1, consumer_id="w1", concurrency=1)
+        got = [await_(bodies, 15, "a"), await_(bodies, 15, "b")]
+        self.assertIsNone(r.stop())
+        self.assertEqual(got, ["a", "b"])
+        self.assertEqual(await_(bound, 1, "the groups"), ["w1"])
+        q = self.c.update_queue(name, group_policy="sequenced")
+        self.assertEqual(q.group_policy, "sequenced")
+
     def test_at_most_once(self) -> None:
         """On an at-most-once queue each message is handed out once, without a handle, and no
         outcome makes a receipt call: the receive removed it."""

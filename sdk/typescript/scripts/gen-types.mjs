@@ -28,6 +28,7 @@ const OVERRIDES = {
   'SendMessageEntry.key': ['string', false],
   'SendMessageEntry.merge': ["'replace' | 'patch'", false],
   'SendMessageEntry.barrier': ['boolean', false],
+  'SendMessageEntry.endGroup': ['boolean', false],
   'SendMessageEntry.priority': ['number', false],
   'PublishMessageEntry.attributes': ['Record<string, string> | null', false],
   'PublishMessageEntry.groupId': ['string', false],

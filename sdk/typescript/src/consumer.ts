@@ -61,6 +61,11 @@ export interface ConsumeOptions {
   /** Receive only the messages this filter selects (SPEC §12); the others stay for other consumers. */
   filter?: AttributeFilter;
   /**
+   * Names this consumer on every receive (SPEC §12). Required on a fifo queue whose
+   * groupPolicy is "exclusive": its message groups bind to this consumer (docs/fifo.md).
+   */
+  consumerId?: string;
+  /**
    * How long, once stopped, the consumer waits for running handlers before it aborts their
    * signal and releases their messages (visible again at once; results ignored). Default 30 s.
    */
@@ -129,6 +134,7 @@ class Consumer {
   private readonly pollers: number;
   private readonly waitSeconds: number;
   private readonly filter: AttributeFilter | undefined;
+  private readonly consumerId: string | undefined;
   private readonly ackBatch: number;
   private readonly ackInterval: number;
   // The receive stream while one is open; granted is its credit not yet used by a batch,
@@ -152,6 +158,7 @@ class Consumer {
     this.pollers = Math.min(concurrency, Math.max(1, Math.floor(o.pollers ?? concurrency / MAX_BATCH)));
     this.waitSeconds = Math.min(20, Math.max(0, Math.floor(o.waitSeconds ?? 20)));
     this.filter = o.filter;
+    this.consumerId = o.consumerId;
     const b = Math.floor(o.ackBatchSize ?? MAX_RECEIPT_BATCH);
     this.ackBatch = b >= 1 && b <= MAX_RECEIPT_BATCH ? b : MAX_RECEIPT_BATCH;
     this.ackInterval = Math.max(1, o.ackIntervalMs ?? 50);
@@ -216,7 +223,7 @@ class Consumer {
     while (!signal.aborted) {
       let s: ReceiveStream | undefined;
       try {
-        const url = receiveStreamURL(this.client.url, this.queue, this.vt, this.filter);
+        const url = receiveStreamURL(this.client.url, this.queue, this.vt, this.filter, this.consumerId);
         s = await ReceiveStream.open(url, await this.client.streamHeaders(), (msgs) => this.batch(msgs), signal);
       } catch (e) {
         if (signal.aborted) return;
@@ -307,7 +314,7 @@ class Consumer {
       try {
         msgs = await this.client.receive(
           this.queue,
-          { maxMessages: n, visibilityTimeoutSeconds: this.vt, waitSeconds: this.waitSeconds, filter: this.filter },
+          { maxMessages: n, visibilityTimeoutSeconds: this.vt, waitSeconds: this.waitSeconds, filter: this.filter, consumerId: this.consumerId },
           { signal },
         );
       } catch (e) {

@@ -224,6 +224,9 @@ export interface Queue {
   fairness: Fairness;
   maxCancels: MaxCancels;
   maxMessageBytes: MaxMessageBytes;
+  groupPolicy?: GroupPolicy;
+  groupAffinitySeconds?: GroupAffinitySeconds;
+  maxGroupsPerConsumer?: MaxGroupsPerConsumer;
   delivery: Delivery;
   /** Raised by the service as the send rate grows. */
   partitions: number;
@@ -248,6 +251,9 @@ export interface CreateQueueRequest {
   fairness?: Fairness;
   maxCancels?: MaxCancels;
   maxMessageBytes?: MaxMessageBytes;
+  groupPolicy?: GroupPolicy;
+  groupAffinitySeconds?: GroupAffinitySeconds;
+  maxGroupsPerConsumer?: MaxGroupsPerConsumer;
   delivery?: Delivery;
 }
 
@@ -272,6 +278,9 @@ export interface UpdateQueueRequest {
   fairness?: Fairness;
   maxCancels?: MaxCancels;
   maxMessageBytes?: MaxMessageBytes;
+  groupPolicy?: GroupPolicy;
+  groupAffinitySeconds?: GroupAffinitySeconds;
+  maxGroupsPerConsumer?: MaxGroupsPerConsumer;
 }
 
 export interface PurgeResult {
@@ -330,7 +339,8 @@ export interface DeadLetterInfo {
  * `groupId`, `dedupId` and `key` 1–128 characters from `!` to `~`; `merge` only with
  * `key`; `barrier` a boolean, standard queues only (`true` on a fifo queue fails the
  * message with `invalid_argument`); `priority` an integer 0–9, standard queues only
- * (other than 0 on a fifo queue fails the message). Any other field fails the message.
+ * (other than 0 on a fifo queue fails the message); `endGroup` a boolean, fifo queues
+ * only. Any other field fails the message.
  */
 export interface SendMessageEntry {
   /** string, required: the message body, non-empty UTF-8. */
@@ -353,6 +363,8 @@ export interface SendMessageEntry {
   barrier?: boolean;
   /** integer 0–9, standard queues, optional (default 0): the message's priority (SPEC §12). A receive, and push, takes the visible messages of the highest priority first, the oldest first within one priority. Out of range or not an integer fails the message with `invalid_argument`, `details.field` `messages[i].priority`; other than 0 on a fifo queue fails it likewise. A dead-lettered or moved message arrives at priority 0. */
   priority?: number;
+  /** boolean, fifo queues only, optional (default false): on a queue whose `groupPolicy` is `exclusive`, settling this message (ack or dead-letter) ends its group's binding, so the group's next message goes to whichever consumer receives first. `true` on a standard queue fails the message with `invalid_argument`, `details.field` `messages[i].endGroup`. */
+  endGroup?: boolean;
   /** string, optional: the message's W3C traceparent (see `Traceparent`); overrides the request's `traceparent` header for this message. Not one fails the message with `invalid_argument`, `details.field` `messages[i].traceparent`. */
   traceparent?: string;
 }
@@ -568,7 +580,8 @@ export interface ReceiveRequest {
   /**
    * Names the receiving consumer (SPEC §12): its deliveries count as its holdings until
    * they are settled (ack, release, dead-letter) or their visibility lapses, and it is
-   * listed by `GET /v1/queues/{queue}/consumers`.
+   * listed by `GET /v1/queues/{queue}/consumers`. Required on a fifo queue whose
+   * `groupPolicy` is `exclusive` (400 naming `consumerId`): groups bind to it.
    */
   consumerId?: ConsumerId;
   /**
@@ -617,6 +630,31 @@ export type MaxCancels = number;
  * the binding. A change applies to sends from then on.
  */
 export type MaxMessageBytes = number;
+
+/**
+ * Fifo queues only (on a standard queue `400` naming the field; not shown there).
+ * `sequenced`: any receive takes a group's next batch once the one before is settled.
+ * `exclusive`: the first batch of a group that a consumer (`consumerId`) receives binds
+ * the group to it; while the binding lasts only that consumer receives the group's
+ * messages. A binding lasts while the group is active — a message of it received by its
+ * consumer, or acknowledged or dead-lettered — within `groupAffinitySeconds`: a
+ * consumer silent that long loses its groups to the next consumer, and an idle group's
+ * binding ends. A message sent with `endGroup: true` ends the binding once settled
+ * (acknowledged or dead-lettered). A consumer holds at most `maxGroupsPerConsumer`
+ * bound groups. Every receive (and receive stream) of an exclusive queue must name a
+ * `consumerId` (`400` naming `consumerId`); push counts as one consumer per pusher
+ * lease. docs/fifo.md "Group policies".
+ */
+export type GroupPolicy = "sequenced" | "exclusive";
+
+/** Fifo queues only. How long an exclusive binding lasts without activity. */
+export type GroupAffinitySeconds = number;
+
+/**
+ * Fifo queues only. The most groups one consumer holds bound on an exclusive queue: a
+ * consumer at the cap receives only from its own groups.
+ */
+export type MaxGroupsPerConsumer = number;
 
 /**
  * Decides between receives waiting on the queue at the same moment (long polls):
@@ -698,6 +736,11 @@ export interface Group {
   messages: number;
   /** Whether a batch of the group is in flight (the group is blocked). */
   inFlight: boolean;
+  /**
+   * On an exclusive queue (`groupPolicy`), the consumer the group is bound to; null
+   * when the group is not bound (always null on a sequenced queue).
+   */
+  consumerId?: ConsumerId | null;
 }
 
 export interface GroupList {

@@ -22,14 +22,15 @@ interface Pending {
   reject(e: QueuesError): void;
 }
 
-/** The receive stream's URL: http(s) → ws(s), with the consumer's visibility timeout and filter. */
-export function receiveStreamURL(base: string, queue: string, vt: number, filter: api.AttributeFilter | undefined): string {
+/** The receive stream's URL: http(s) → ws(s), with the consumer's visibility timeout, filter and consumerId. */
+export function receiveStreamURL(base: string, queue: string, vt: number, filter: api.AttributeFilter | undefined, consumerId?: string): string {
   const u = new URL(`${base}/v1/queues/${encodeURIComponent(queue)}/stream`);
   u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
   u.searchParams.set('visibilityTimeoutSeconds', String(vt));
   for (const [name, v] of Object.entries(filter?.attributes ?? {})) {
     for (const one of Array.isArray(v) ? v : [v]) u.searchParams.append(`attribute.${name}`, one);
   }
+  if (consumerId !== undefined) u.searchParams.set('consumerId', consumerId);
   return u.toString();
 }
 

@@ -179,6 +179,32 @@ describe(polling ? 'polling' : 'receive stream', () => {
     assert.deepEqual(left.map((m) => [m.body, m.receiveCount]), [['b', 0]]);
   });
 
+  test('consumerId: an exclusive fifo queue binds the group to the consumer that takes it', async () => {
+    const q = qname('exclusive');
+    const created = await c.createQueue({ name: q, type: 'fifo', groupPolicy: 'exclusive', maxGroupsPerConsumer: 3 });
+    assert.equal(created.groupPolicy, 'exclusive');
+    assert.equal(created.maxGroupsPerConsumer, 3);
+    await assert.rejects(c.receive(q, { waitSeconds: 0 }), (e: Error & { status?: number }) => e.status === 400);
+    await c.sendMessages(q, [
+      { body: 'a', groupId: 'g1' },
+      { body: 'b', groupId: 'g1', endGroup: true },
+    ]);
+    const ac = new AbortController();
+    const seen: string[] = [];
+    let bound: (string | null | undefined)[] = [];
+    await c.consume(
+      q,
+      async (m) => {
+        if (seen.length === 0) bound = (await c.listGroups(q)).groups.map((g) => g.consumerId);
+        seen.push(m.body);
+        if (seen.length === 2) ac.abort();
+      },
+      { waitSeconds: 1, signal: ac.signal, polling, consumerId: 'w1', concurrency: 1 },
+    );
+    assert.deepEqual(seen, ['a', 'b']);
+    assert.deepEqual(bound, ['w1']);
+  });
+
   test('errorRetryAfter keeps a failed message in flight that long', async () => {
     const q = qname('era');
     await c.createQueue({ name: q });

@@ -211,6 +211,38 @@ local function fkeys()
     {r = KEYS[1], f = KEYS[2], gm = KEYS[6], gi = KEYS[7], gs = KEYS[8], gl = KEYS[9]}
 end
 
+-- Exclusive group bindings (engine/grouppolicy.go; rediskeys): gb maps a group to
+-- "<consumerId>|<last active ms>", gx holds "<consumerId>\0<group>" -> last active ms, so a
+-- consumer's bindings are one lexicographic range and idle ones are a score range. A binding
+-- is live while last active > now - affinity; a settled message of the group refreshes it,
+-- an endGroup one (payload flag bit 2) ends it.
+local function bparse(v)
+  if not v then return nil, 0 end
+  local i = string.find(v, '|', 1, true)
+  if not i then return nil, 0 end
+  return string.sub(v, 1, i - 1), tonumber(string.sub(v, i + 1)) or 0
+end
+-- pend tells whether the payload starting at position at of v (nil: v is the payload) ends
+-- its group.
+local function pend(v, at)
+  local fl = string.byte(v, (at or 1) + 1) or 0
+  return math.floor(fl / 4) % 2 == 1
+end
+-- bsettle follows the settlement of messages of groups (g -> true when one of them ended
+-- its group): a bound group's binding is refreshed, or ended.
+local function bsettle(GB, GX, groups, now)
+  for g, ended in pairs(groups) do
+    local owner = bparse(redis.call('HGET', GB, g))
+    if owner then
+      if ended then
+        redis.call('HDEL', GB, g); redis.call('ZREM', GX, owner .. '\0' .. g)
+      else
+        redis.call('HSET', GB, g, owner .. '|' .. ms(now)); redis.call('ZADD', GX, ms(now), owner .. '\0' .. g)
+      end
+    end
+  end
+end
+
 -- Stored bytes (keys.go): every message counts its body and attribute names and values, as the
 -- size limit measures them. A script that stores or removes payload moves its partition's
 -- byte hash B (n: bytes of its messages, o: of its dead-letter outbox, v: version) in the same
