@@ -61,6 +61,8 @@ type Config struct {
 	Receipts    *receipt.Signer
 	Coordinator Coordinator
 	Attempts    meta.AttemptLog
+	// Health keeps each subscription's endpoint health (the API reads it); nil: in memory.
+	Health meta.HealthLog
 	// Changes, when set, subscribes to announcements of changed subscriptions (queue ids), so
 	// a pause or a new endpoint applies at once rather than at the next Refresh.
 	Changes func(fn func(ids.ID)) (stop func())
@@ -163,6 +165,9 @@ func New(cfg Config) (*Pusher, error) {
 	}
 	if cfg.Attempts == nil {
 		cfg.Attempts = memmeta.NewAttempts()
+	}
+	if cfg.Health == nil {
+		cfg.Health = memmeta.NewHealth()
 	}
 	if cfg.Member == "" {
 		var b [8]byte
