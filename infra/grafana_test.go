@@ -18,6 +18,7 @@ import (
 	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pusher"
 )
@@ -62,7 +63,7 @@ func registered(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	if _, err := pusher.New(pusher.Config{Engine: n.Engine, Store: n.Store, Receipts: receipt.NewSigner(ring),
-		Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Registry: r}); err != nil {
+		Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Health: memmeta.NewHealth(), Registry: r}); err != nil {
 		t.Fatal(err)
 	}
 	r.MustRegister(backlog.New(backlog.Config{Meta: n.Store, Engine: n.Engine}),

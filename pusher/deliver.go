@@ -39,7 +39,7 @@ func (w *worker) deliver(sl *slot, q queueInfo, batch []engine.Received, receive
 	}
 	now := w.p.cfg.Clock.Now()
 	timeout := time.Duration(sub.TimeoutSeconds) * time.Second
-	if sub.Paused || !w.leaseValid() || sl.lost() || tooLate(q, batch, now, timeout+w.p.cfg.SendMargin) {
+	if sub.Paused || sub.Disabled || !w.leaseValid() || sl.lost() || tooLate(q, batch, now, timeout+w.p.cfg.SendMargin) {
 		w.giveBack(q, batch)
 		return flowNone, nil
 	}
@@ -206,6 +206,7 @@ func (w *worker) verdict(sub meta.Subscription, r *pushRequest, res sendResult, 
 	if err := p.cfg.Attempts.Record(lctx, sub.ID, a); err != nil && lctx.Err() == nil {
 		p.log.Warn("recording a push attempt failed", "queue", w.qid.String(), "err", err)
 	}
+	w.recordHealth(sub, v, res.status, flow, now)
 	if v.ErrClass != "" {
 		p.log.Info("push attempt failed", "queue", w.qid.String(), "host", hostOf(sub.Endpoint), "attempt_id", r.attemptID,
 			"status", res.status, "error", v.ErrClass, "detail", v.Detail, "messages", len(r.msgIDs))

@@ -64,6 +64,7 @@ func (p *Pusher) balance(ctx context.Context, subs []meta.Subscription, fresh bo
 	}
 	if n >= share {
 		p.m.leases.Set(float64(len(p.Held())))
+		p.countHealth()
 		return
 	}
 	free := make([]meta.Subscription, 0, len(subs))
@@ -92,6 +93,7 @@ func (p *Pusher) balance(ctx context.Context, subs []meta.Subscription, fresh bo
 		}
 	}
 	p.m.leases.Set(float64(len(p.Held())))
+	p.countHealth()
 }
 
 func cmpU(a, b uint64) int {

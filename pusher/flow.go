@@ -88,3 +88,16 @@ const (
 	flowThrottle
 	flowFailure
 )
+
+// after returns the limit the flow will have once result is settled (health shows it).
+func (f *flow) after(result flowResult) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch result {
+	case flowSuccess:
+		return min(f.limit+1, f.max)
+	case flowThrottle:
+		return max(f.limit/2, 1)
+	}
+	return f.limit
+}

@@ -196,7 +196,7 @@ func (e *env) pusher(mod func(*pusher.Config)) *pusher.Pusher {
 	e.t.Helper()
 	cfg := pusher.Config{
 		Engine: e.eng, Store: e.store, Receipts: e.signer,
-		Coordinator: pusher.NewRedisCoordinator(e.rdb, e.prefix), Attempts: e.attempts,
+		Coordinator: pusher.NewRedisCoordinator(e.rdb, e.prefix), Attempts: e.attempts, Health: memmeta.NewHealth(),
 		AllowPrivate: true, Clock: e.clk, RandN: func(int64) int64 { return 0 },
 		LeaseTTL: 900 * time.Millisecond, Refresh: 100 * time.Millisecond, IdlePoll: 50 * time.Millisecond,
 		Grace: 5 * time.Second,

@@ -10,6 +10,10 @@ type metrics struct {
 	errors   *prometheus.CounterVec // endpoint errors by class
 	batches  *prometheus.CounterVec // batches by result
 	leases   prometheus.Gauge       // subscriptions this replica holds
+	// Endpoint health (issue 37).
+	disabled    prometheus.Counter // subscriptions this replica disabled
+	disabledNow prometheus.Gauge   // held subscriptions that are disabled
+	failingNow  prometheus.Gauge   // held subscriptions whose last attempt failed
 }
 
 // Message outcomes counted by queues_push_messages_total.
@@ -20,14 +24,15 @@ const (
 	mDeadLettered = "dead_lettered"
 	mDeferred     = "deferred"
 	mCancelled    = "cancelled"
-	mReleased     = "released" // received but given back before sending (too little time left, paused, lease lost)
+	mThrottled    = "throttled" // returned uncounted after the endpoint's Retry-After
+	mReleased     = "released"  // received but given back before sending (too little time left, paused, lease lost)
 )
 
 func newMetrics(r prometheus.Registerer) *metrics {
 	m := &metrics{
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_push_messages_total",
-			Help: "Messages by push outcome: pushed, acknowledged, retried, dead_lettered, deferred, released.",
+			Help: "Messages by push outcome: pushed, acknowledged, retried, dead_lettered, deferred, released, cancelled, throttled.",
 		}, []string{"outcome"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "queues_push_attempt_duration_seconds",
@@ -46,13 +51,25 @@ func newMetrics(r prometheus.Registerer) *metrics {
 			Name: "queues_push_subscriptions_held",
 			Help: "Subscriptions whose lease this replica holds.",
 		}),
+		disabled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queues_push_subscriptions_disabled_total",
+			Help: "Subscriptions disabled because every push attempt failed for their disableAfterSeconds.",
+		}),
+		disabledNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queues_push_subscriptions_disabled",
+			Help: "Subscriptions held by this replica that are disabled (sum over the fleet: all of them).",
+		}),
+		failingNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "queues_push_subscriptions_failing",
+			Help: "Subscriptions held by this replica whose last push attempt failed.",
+		}),
 	}
-	for _, o := range []string{mPushed, mAcknowledged, mRetried, mDeadLettered, mDeferred, mReleased, mCancelled} {
+	for _, o := range []string{mPushed, mAcknowledged, mRetried, mDeadLettered, mDeferred, mReleased, mCancelled, mThrottled} {
 		m.messages.WithLabelValues(o)
 	}
 	for _, c := range []string{ErrHTTPStatus, ErrInvalidResponse, ErrTimeout, ErrConnection, ErrTLS, ErrBlocked} {
 		m.errors.WithLabelValues(c)
 	}
-	r.MustRegister(m.messages, m.latency, m.errors, m.batches, m.leases)
+	r.MustRegister(m.messages, m.latency, m.errors, m.batches, m.leases, m.disabled, m.disabledNow, m.failingNow)
 	return m
 }

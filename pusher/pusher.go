@@ -60,6 +60,8 @@ type Config struct {
 	Receipts    *receipt.Signer
 	Coordinator Coordinator
 	Attempts    meta.AttemptLog
+	// Health keeps each subscription's endpoint health (the API reads it).
+	Health meta.HealthLog
 	// Changes, when set, subscribes to announcements of changed subscriptions (queue ids), so
 	// a pause or a new endpoint applies at once rather than at the next Refresh.
 	Changes func(fn func(ids.ID)) (stop func())
@@ -140,8 +142,8 @@ type Pusher struct {
 
 // New returns a Pusher; call Run.
 func New(cfg Config) (*Pusher, error) {
-	if cfg.Engine == nil || cfg.Store == nil || cfg.Receipts == nil || cfg.Coordinator == nil || cfg.Attempts == nil {
-		return nil, errors.New("pusher: engine, store, receipts, coordinator and attempts are required")
+	if cfg.Engine == nil || cfg.Store == nil || cfg.Receipts == nil || cfg.Coordinator == nil || cfg.Attempts == nil || cfg.Health == nil {
+		return nil, errors.New("pusher: engine, store, receipts, coordinator, attempts and health are required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

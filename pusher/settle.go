@@ -73,7 +73,7 @@ func (w *worker) settle(q queueInfo, batch []engine.Received, v verdict, receive
 	var acks []engine.Delivery
 	var changes []engine.VisibilityChange
 	var dls []engine.DeadLetterRequest
-	var cancels []engine.Delivery
+	var cancels, throttles []engine.Delivery
 	deferred := 0
 	for _, m := range batch {
 		switch v.Kind {
@@ -82,7 +82,9 @@ func (w *worker) settle(q queueInfo, batch []engine.Received, v verdict, receive
 		case deferAll:
 			deferred++
 		case throttled:
-			changes = append(changes, engine.VisibilityChange{Delivery: m.Delivery, Visibility: delay(v.RetryAfter)})
+			// Not the receiver's refusal: returned uncounted after the wait it asked for
+			// (bounded by maxCancels, beyond which it counts: engine.CancelAfter).
+			throttles = append(throttles, m.Delivery)
 		case failed:
 			changes = append(changes, engine.VisibilityChange{Delivery: m.Delivery, Visibility: delay(Backoff(m.ReceiveCount, p.cfg.RandN))})
 		case perMessage:
@@ -137,6 +139,10 @@ func (w *worker) settle(q queueInfo, batch []engine.Received, v verdict, receive
 	if len(cancels) > 0 {
 		errs, err := p.cfg.Engine.Cancel(ctx, q.eq, cancels)
 		p.m.messages.WithLabelValues(mCancelled).Add(float64(report("cancel", errs, err)))
+	}
+	if len(throttles) > 0 {
+		errs, err := p.cfg.Engine.CancelAfter(ctx, q.eq, throttles, delay(v.RetryAfter))
+		p.m.messages.WithLabelValues(mThrottled).Add(float64(report("throttle", errs, err)))
 	}
 	p.m.messages.WithLabelValues(mDeferred).Add(float64(deferred))
 }

@@ -29,6 +29,10 @@ type worker struct {
 	q       queueInfo
 	changed chan struct{} // closed and replaced when sub or q changes
 	gen     int64         // the change generation sub reflects (-1: not known yet)
+	hold    time.Time     // no push starts before (a throttle's Retry-After; injected clock)
+
+	// failing is whether the last attempt failed (the failing gauge).
+	failing atomic.Bool
 
 	// leaseUntil is when the lease ends unless renewed (time since p.start).
 	leaseUntil atomic.Int64
@@ -151,11 +155,23 @@ func (w *worker) run() {
 	defer unwatch()
 	for w.ctx.Err() == nil {
 		sub, q, changed := w.snapshot()
-		if sub.Paused {
+		if sub.Paused || sub.Disabled {
 			select {
 			case <-changed:
 			case <-w.ctx.Done():
 			}
+			continue
+		}
+		if wait := w.held(); wait > 0 {
+			// The endpoint asked for time: wait it out (re-reading the clock at least every
+			// IdlePoll, as it may be a test's), or until the subscription changes.
+			t := time.NewTimer(min(wait, w.p.cfg.IdlePoll))
+			select {
+			case <-changed:
+			case <-w.ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
 			continue
 		}
 		if err := w.flow.acquire(w.ctx); err != nil {

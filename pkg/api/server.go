@@ -84,6 +84,8 @@ type Config struct {
 	Subscriptions meta.SubscriptionStore
 	// Attempts is the pusher fleet's attempts log (nil: always empty).
 	Attempts meta.AttemptLog
+	// Health is the pusher fleet's endpoint health log (nil: no figures).
+	Health meta.HealthLog
 	// PushAllowPrivate accepts plain http and private or loopback push endpoints
 	// (QUEUES_PUSH_ALLOW_PRIVATE; development and tests).
 	PushAllowPrivate bool

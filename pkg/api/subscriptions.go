@@ -32,23 +32,39 @@ const (
 	secretOverlap = 24 * time.Hour
 	// attempts listing
 	defaultAttempts = 20
+	// Endpoint health (issue 37): disabled after 5 days of nothing but failures by default.
+	defaultDisableAfter = 5 * 24 * 3600
+	maxDisableAfter     = 30 * 24 * 3600
 )
 
-var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused"}
+// Subscription states (endpoint health).
+const (
+	stateActive   = "active"
+	stateDisabled = "disabled"
+)
+
+var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused",
+	"disableAfterSeconds", "state"}
 
 type subscriptionJSON struct {
-	ID             string  `json:"id"`
-	Slug           string  `json:"slug"`
-	Queue          string  `json:"queue"`
-	Endpoint       string  `json:"endpoint"`
-	BatchSize      int     `json:"batchSize"`
-	BatchWindowMs  int     `json:"batchWindowMs"`
-	MaxInFlight    int     `json:"maxInFlight"`
-	TimeoutSeconds int     `json:"timeoutSeconds"`
-	Paused         bool    `json:"paused"`
-	CreatedAt      string  `json:"createdAt"`
-	UpdatedAt      string  `json:"updatedAt"`
-	SigningSecret  *string `json:"signingSecret,omitempty"`
+	ID             string `json:"id"`
+	Slug           string `json:"slug"`
+	Queue          string `json:"queue"`
+	Endpoint       string `json:"endpoint"`
+	BatchSize      int    `json:"batchSize"`
+	BatchWindowMs  int    `json:"batchWindowMs"`
+	MaxInFlight    int    `json:"maxInFlight"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
+	Paused         bool   `json:"paused"`
+	// Endpoint health (issue 37).
+	DisableAfterSeconds int         `json:"disableAfterSeconds"`
+	State               string      `json:"state"`
+	DisabledReason      *string     `json:"disabledReason,omitempty"`
+	DisabledAt          *string     `json:"disabledAt,omitempty"`
+	Health              *healthJSON `json:"health,omitempty"`
+	CreatedAt           string      `json:"createdAt"`
+	UpdatedAt           string      `json:"updatedAt"`
+	SigningSecret       *string     `json:"signingSecret,omitempty"`
 }
 
 func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
@@ -57,6 +73,11 @@ func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
 		Endpoint: s.Endpoint, BatchSize: s.BatchSize, BatchWindowMs: s.BatchWindowMs,
 		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
 		CreatedAt: formatTime(s.CreatedAt), UpdatedAt: formatTime(s.UpdatedAt),
+		DisableAfterSeconds: s.DisableAfterSeconds, State: stateActive,
+	}
+	if s.Disabled {
+		reason, at := s.DisabledReason, formatTime(s.DisabledAt)
+		out.State, out.DisabledReason, out.DisabledAt = stateDisabled, &reason, &at
 	}
 	if withSecret {
 		secret := s.Secret
@@ -101,7 +122,7 @@ func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
 	} else if ok {
 		sub.Paused = v
 	}
-	return nil
+	return s.applyHealthSettings(o, sub)
 }
 
 // pushChanged tells the pusher fleet that a queue's subscription changed.
@@ -135,7 +156,7 @@ func (s *Server) createSubscription(c echo.Context) error {
 	sub := meta.Subscription{
 		ID: ids.New(), QueueID: q.ID, ProjectID: q.ProjectID,
 		BatchSize: defaultBatchSize, MaxInFlight: defaultMaxInFlight, TimeoutSeconds: defaultPushTimeout,
-		Secret: webhook.NewSecret(), CreatedAt: now, UpdatedAt: now,
+		Secret: webhook.NewSecret(), CreatedAt: now, UpdatedAt: now, DisableAfterSeconds: defaultDisableAfter,
 	}
 	if err := s.applySubscription(o, &sub); err != nil {
 		return err
@@ -176,7 +197,11 @@ func (s *Server) getSubscription(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, subscriptionOut(sub, false))
+	out := subscriptionOut(sub, false)
+	if out.Health, err = s.health(c, sub); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // changeSubscription re-reads and re-applies change until it lands on the current version.
@@ -215,9 +240,18 @@ func (s *Server) updateSubscription(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
-	out, err := s.changeSubscription(c, func(sub *meta.Subscription) error { return s.applySubscription(o, sub) })
+	var resumed bool
+	out, err := s.changeSubscription(c, func(sub *meta.Subscription) error {
+		was := sub.Disabled
+		err := s.applySubscription(o, sub)
+		resumed = was && !sub.Disabled
+		return err
+	})
 	if err != nil {
 		return err
+	}
+	if resumed {
+		s.resetHealth(c, out)
 	}
 	return c.JSON(http.StatusOK, subscriptionOut(out, false))
 }

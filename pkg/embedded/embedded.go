@@ -218,11 +218,12 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	eng, store, cache, authority := n.Engine, n.Store, n.Meta, n.Auth
 	signer := receipt.NewSigner(ring)
 	gens := &pusher.LocalGenerations{}
+	health := embeddedmeta.NewHealthLog(store)
 	n.Meter = tenancy.NewMeter(clk, "")
 	var err error
 	n.Pusher, err = pusher.New(pusher.Config{
 		Usage:  n.Meter,
-		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get,
+		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get, Health: health,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
 		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
 	})
@@ -243,7 +244,7 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		Engine:  eng, Meta: cache, Auth: authority, Receipts: signer,
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Registry: reg, Draining: n.draining,
-		Subscriptions: store, Attempts: n.Attempts, PushAllowPrivate: o.Push.AllowPrivate,
+		Subscriptions: store, Attempts: n.Attempts, Health: health, PushAllowPrivate: o.Push.AllowPrivate,
 		TrustedProxies: o.TrustedProxies,
 		PushChanged:    func(_ context.Context, queue ids.ID) { gens.Bump(queue); n.Pusher.Changed(queue) },
 		Dependencies: []api.Dependency{

@@ -372,6 +372,13 @@ type Engine interface {
 	// times goes to the dead-letter queue with CancelReason instead (deleted without a
 	// redrive policy). Cancelling a cancelled delivery again succeeds and counts nothing.
 	Cancel(ctx context.Context, q Queue, ds []Delivery) ([]error, error)
+	// CancelAfter is the pusher's answer to a throttle (a 429 or 503 with Retry-After): like
+	// Cancel it does not count the delivery, but the message stays in flight until delay has
+	// passed (capped at MaxInFlight from its receive), and a delivery whose cancel would pass
+	// q.MaxCancels is not dead-lettered: it is retried after delay as ChangeVisibility would,
+	// counted. So an endpoint that keeps asking for time never loses a message to it, and
+	// never keeps one uncounted forever.
+	CancelAfter(ctx context.Context, q Queue, ds []Delivery, delay time.Duration) ([]error, error)
 	// DeadLetter moves deliveries to the queue's dead-letter queue now (or drops them when the
 	// queue has no redrive policy).
 	DeadLetter(ctx context.Context, q Queue, rs []DeadLetterRequest) ([]error, error)

@@ -23,6 +23,14 @@ type Subscription struct {
 	MaxInFlight    int
 	TimeoutSeconds int
 	Paused         bool
+	// Endpoint health (issue 37). DisableAfterSeconds is how long every push attempt must
+	// have failed before the pusher disables the subscription (0: never). Disabled stops
+	// pushing until a PATCH makes it active again; DisabledReason and DisabledAt say why and
+	// since when.
+	DisableAfterSeconds int
+	Disabled            bool
+	DisabledReason      string
+	DisabledAt          time.Time
 	// Secret is the current signing secret ("whsec_" + base64). PreviousSecret, when not empty,
 	// keeps signing alongside until PreviousExpiresAt (rotation).
 	Secret            string

@@ -12,6 +12,7 @@ import "github.com/queueshq/queues/pkg/ids"
 //	queues:push:gen:<queue>   STRING generation of the queue's subscription, bumped by the API
 //	                                on every change before it answers
 //	queues:push:attempts:{<sub>} LIST the subscription's last push attempts (newest first)
+//	queues:push:health:{<sub>} STRING JSON of the subscription's health record (meta.Health)
 //	queues:push:changed       channel: a subscription changed (payload: the queue id)
 
 // PushPrefix is the default prefix of the push coordinator's keys.
@@ -32,6 +33,9 @@ func PushGeneration(queue ids.ID) string { return "queues:push:gen:" + queue.Str
 
 // PushAttempts is the list of a subscription's last push attempts.
 func PushAttempts(sub ids.ID) string { return "queues:push:attempts:{" + sub.String() + "}" }
+
+// PushHealth is a subscription's health record (endpoint health, issue 37).
+func PushHealth(sub ids.ID) string { return "queues:push:health:{" + sub.String() + "}" }
 
 // PushChanges is the channel on which the API announces subscription changes.
 const PushChanges = "queues:push:changed"

@@ -87,6 +87,7 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 		Usage:  meter,
 		Engine: eng, Store: store, Receipts: receipt.NewSigner(o.Keys),
 		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: redismeta.NewAttempts(o.Redis),
+		Health:  redismeta.NewHealth(o.Redis),
 		Changes: pusher.RedisChanges(o.Redis), Generation: pusher.RedisGenerations(o.Redis),
 		AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
 		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,

@@ -129,7 +129,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Draining: r.draining, Registry: o.Registry,
-		Subscriptions: store, Attempts: redismeta.NewAttempts(o.Redis),
+		Subscriptions: store, Attempts: redismeta.NewAttempts(o.Redis), Health: redismeta.NewHealth(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
 		TrustedProxies: o.TrustedProxies,
 		Tenancy:        store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +20,7 @@ func (c *cli) subCmd() *cobra.Command {
 		c.subCreateCmd(),
 		c.subSimpleCmd("get", "show a queue's subscription", (*client.Client).GetSubscription),
 		c.subSimpleCmd("pause", "stop pushing (messages wait in the queue)", (*client.Client).PauseSubscription),
-		c.subSimpleCmd("resume", "start pushing again", (*client.Client).ResumeSubscription),
+		c.subSimpleCmd("resume", "start pushing again (a paused or disabled subscription)", (*client.Client).ResumeSubscription),
 		c.subSimpleCmd("rotate-secret", "issue a new signing secret (printed once; the old one verifies for a while)", (*client.Client).RotateSecret),
 		c.subAttemptsCmd(), c.subDeleteCmd())
 }
@@ -55,14 +56,19 @@ func (c *cli) subDeleteCmd() *cobra.Command {
 func printSub(w io.Writer, s *client.Subscription) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	state := "active"
-	if s.Paused {
+	switch {
+	case s.State == client.SubscriptionDisabled:
+		state = "disabled: " + s.DisabledReason + "  (queues sub resume " + s.Queue + ")"
+	case s.Paused:
 		state = "paused"
 	}
 	rows := [][2]string{
 		{"subscription", s.Slug}, {"id", s.ID}, {"endpoint", s.Endpoint}, {"state", state},
 		{"batch size", fmt.Sprint(s.BatchSize)}, {"batch window", fmt.Sprintf("%dms", s.BatchWindowMs)},
 		{"max in flight", fmt.Sprint(s.MaxInFlight)}, {"timeout", fmt.Sprintf("%ds", s.TimeoutSeconds)},
+		{"disable after", disableAfter(s.DisableAfterSeconds)},
 	}
+	rows = append(rows, healthRows(s.Health)...)
 	if s.SigningSecret != "" {
 		rows = append(rows, [2]string{"signing secret", s.SigningSecret + "  (shown only now: keep it)"})
 	}
@@ -72,10 +78,52 @@ func printSub(w io.Writer, s *client.Subscription) {
 	tw.Flush()
 }
 
+func disableAfter(secs int) string {
+	if secs == 0 {
+		return "never"
+	}
+	return (time.Duration(secs) * time.Second).String() + " of failures"
+}
+
+// healthRows are the endpoint health lines of printSub (none without figures).
+func healthRows(h *client.SubscriptionHealth) [][2]string {
+	if h == nil {
+		return nil
+	}
+	pct := func(r *float64, n int64) string {
+		if r == nil {
+			return "no attempts"
+		}
+		return fmt.Sprintf("%.1f%% of %d", *r*100, n)
+	}
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	rows := [][2]string{
+		{"success (5 min)", pct(h.SuccessRate5m, h.Attempts5m)}, {"success (24 h)", pct(h.SuccessRate24h, h.Attempts24h)},
+		{"last success", at(h.LastSuccessAt)}, {"consecutive failures", fmt.Sprint(h.ConsecutiveFailures)},
+		{"flow-control limit", fmt.Sprint(h.FlowControlLimit)},
+	}
+	if e := h.LastError; e != nil {
+		status := "no response"
+		if e.Status != nil {
+			status = fmt.Sprint(*e.Status)
+		}
+		rows = append(rows, [2]string{"last error", fmt.Sprintf("%s %s (%s) at %s", status, e.Error, e.Message, e.At.UTC().Format(time.RFC3339))})
+	}
+	if h.ThrottledUntil != nil {
+		rows = append(rows, [2]string{"throttled until", at(h.ThrottledUntil)})
+	}
+	return rows
+}
+
 func (c *cli) subCreateCmd() *cobra.Command {
 	var endpoint string
 	var batchSize, window, inFlight intValue
-	var timeout secondsValue
+	var timeout, disableAfter secondsValue
 	var paused bool
 	cmd := c.leaf(clientSpec{
 		use: "create QUEUE", short: "subscribe an https endpoint to a queue (prints the signing secret once)", minArgs: 1, maxArgs: 1,
@@ -86,7 +134,8 @@ func (c *cli) subCreateCmd() *cobra.Command {
 			if endpoint == "" {
 				return usagef("--endpoint is required")
 			}
-			in := client.SubscriptionInput{Endpoint: endpoint, BatchSize: batchSize.ptr(), BatchWindowMs: window.ptr(), MaxInFlight: inFlight.ptr(), TimeoutSeconds: timeout.ptr()}
+			in := client.SubscriptionInput{Endpoint: endpoint, BatchSize: batchSize.ptr(), BatchWindowMs: window.ptr(), MaxInFlight: inFlight.ptr(), TimeoutSeconds: timeout.ptr(),
+				DisableAfterSeconds: disableAfter.ptr()}
 			if paused {
 				in.Paused = client.Bool(true)
 			}
@@ -104,6 +153,7 @@ func (c *cli) subCreateCmd() *cobra.Command {
 	f.Var(&inFlight, "max-in-flight", "concurrent pushes, 1-100 (default 10)")
 	f.Var(&timeout, "timeout", "push timeout, 1-60 s (default 30)")
 	f.BoolVar(&paused, "paused", false, "create it paused")
+	f.Var(&disableAfter, "disable-after", "disable it after every push failed this long, e.g. 48h (default 120h; 0 never)")
 	return cmd
 }
 

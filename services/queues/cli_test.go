@@ -245,9 +245,10 @@ func TestCLISub(t *testing.T) {
 	created.has(t, "endpoint:", "http://127.0.0.1:9/hook", "state:", "paused", "batch size:", "5", "signing secret:", "whsec_", "shown only now")
 	e.run(t, "", "sub", "create", "hooked", "--endpoint", "http://127.0.0.1:9/hook").fails(t, exitConflict, "subscription_exists")
 	s := jsonOf[client.Subscription](t, e.run(t, "", "sub", "get", "hooked", "--json").ok(t))
-	if !s.Paused || s.BatchSize != 5 || s.TimeoutSeconds != 10 || s.SigningSecret != "" {
+	if !s.Paused || s.BatchSize != 5 || s.TimeoutSeconds != 10 || s.SigningSecret != "" || s.DisableAfterSeconds != 432000 || s.State != "active" || s.Health == nil {
 		t.Fatalf("sub get: %+v", s)
 	}
+	e.run(t, "", "sub", "get", "hooked").ok(t).has(t, "disable after:", "120h0m0s of failures", "success (5 min):", "no attempts", "consecutive failures:", "flow-control limit:")
 	e.run(t, "", "sub", "resume", "hooked").ok(t).has(t, "active")
 	e.run(t, "", "sub", "pause", "hooked").ok(t).has(t, "paused")
 	rotated := jsonOf[client.Subscription](t, e.run(t, "", "sub", "rotate-secret", "hooked", "--json").ok(t))

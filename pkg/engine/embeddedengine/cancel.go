@@ -2,6 +2,7 @@ package embeddedengine
 
 import (
 	"context"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -12,20 +13,39 @@ import (
 // dead-letters it with engine.CancelReason instead. A delivery cancelled already answers
 // success and changes nothing.
 func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
+	return e.cancel(ctx, q, ds, 0, false)
+}
+
+// CancelAfter returns valid deliveries without counting them, in flight until delay has
+// passed (capped at engine.MaxInFlight from the receive); past q.MaxCancels a delivery is
+// retried after delay, counted, as ChangeVisibility would (engine.Engine).
+func (e *Engine) CancelAfter(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay time.Duration) ([]error, error) {
+	return e.cancel(ctx, q, ds, max(min(delay, engine.MaxVisibility), 0).Milliseconds(), true)
+}
+
+// cancel is Cancel and CancelAfter: keep retries the deliveries beyond maxCancels, counted,
+// rather than dead-lettering them.
+func (e *Engine) cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay int64, keep bool) ([]error, error) {
 	dlq, _ := redriveOf(q)
 	return e.settle(ctx, q, len(ds), func(qi *queue, w *writes, i int, now int64) error {
 		m := live(qi, q, ds[i], now)
-		switch {
-		case m == nil:
+		if m == nil {
 			return apierr.ErrStale
+		}
+		at := max(min(now+delay, m.receivedAt+engine.MaxInFlight.Milliseconds()), now)
+		switch {
 		case m.cut:
 			return nil
+		case int(m.cancels) >= q.MaxCancels && keep:
+			m.at = at // counted: the delivery stays as it was received
+			qi.place(m, now)
+			w.putMsg(qi, m)
 		case int(m.cancels) >= q.MaxCancels:
 			e.moveOut(w, qi, m, dlq, engine.CancelReason, now)
 		default:
 			m.cancels++
 			m.cut = true
-			m.at = now
+			m.at = at
 			qi.place(m, now)
 			w.putMsg(qi, m)
 		}

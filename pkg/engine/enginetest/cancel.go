@@ -24,6 +24,10 @@ func cancelTests() []struct {
 		{"CancelStaleHandle", testCancelStale},
 		{"CancelKeepsPriority", testCancelPriority},
 		{"CancelUnderRedrive", testCancelRedrive},
+		{"CancelAfterWaitsUncounted", func(t *testing.T, s *suite) { testCancelAfter(t, s, engine.Standard) }},
+		{"CancelAfterWaitsUncountedFIFO", func(t *testing.T, s *suite) { testCancelAfter(t, s, engine.FIFO) }},
+		{"CancelAfterBeyondMaxCounts", func(t *testing.T, s *suite) { testCancelAfterBeyondMax(t, s, engine.Standard) }},
+		{"CancelAfterBeyondMaxCountsFIFO", func(t *testing.T, s *suite) { testCancelAfterBeyondMax(t, s, engine.FIFO) }},
 	}
 }
 
@@ -155,4 +159,56 @@ func testCancelRedrive(t *testing.T, s *suite) {
 	wantNil(t, "release", s.changeVis(q, again.Delivery, 0))
 	s.receiveNone(q) // now received maxReceiveCount times: moved at this receive
 	s.wantCounts(dlq, 1, 0, 0)
+}
+
+func (s *suite) cancelAfter(q engine.Queue, d time.Duration, ds ...engine.Delivery) []error {
+	s.t.Helper()
+	errs, err := s.e.CancelAfter(s.ctx, q, ds, d)
+	if err != nil {
+		s.t.Fatalf("CancelAfter: %v", err)
+	}
+	if len(errs) != len(ds) {
+		s.t.Fatalf("CancelAfter answered %d results for %d deliveries", len(errs), len(ds))
+	}
+	return errs
+}
+
+// testCancelAfter: a throttled push's messages wait out the delay, then come back uncounted.
+func testCancelAfter(t *testing.T, s *suite, typ engine.Type) {
+	q := s.queue(withType(typ), withMaxCancels(engine.DefaultMaxCancels))
+	s.sendTyped(q, "m")
+	first := s.receiveOne(q, time.Hour)
+	wantNil(t, "cancel after 30 s", s.cancelAfter(q, 30*time.Second, first.Delivery)[0])
+	s.receiveNone(q)
+	s.clk.Advance(30*time.Second - time.Millisecond)
+	s.receiveNone(q)
+	s.clk.Advance(time.Millisecond)
+	again := s.receiveOne(q, time.Hour)
+	if again.MessageID != first.MessageID || again.ReceiveCount != 1 {
+		t.Fatalf("after CancelAfter received %s with receiveCount %d, want %s with 1", again.MessageID, again.ReceiveCount, first.MessageID)
+	}
+}
+
+// testCancelAfterBeyondMax: past maxCancels a throttle counts as a retry after the delay, and
+// never dead-letters for max_cancels.
+func testCancelAfterBeyondMax(t *testing.T, s *suite, typ engine.Type) {
+	dlq := s.queue(withType(typ))
+	q := s.queue(withType(typ), withMaxCancels(1), withRedrive(dlq, 5))
+	s.sendTyped(q, "m")
+	m := s.receiveOne(q, time.Hour)
+	wantNil(t, "first CancelAfter", s.cancelAfter(q, time.Second, m.Delivery)[0])
+	s.clk.Advance(time.Second)
+	m = s.receiveOne(q, time.Hour)
+	if m.ReceiveCount != 1 {
+		t.Fatalf("after one uncounted CancelAfter receiveCount %d, want 1", m.ReceiveCount)
+	}
+	wantNil(t, "CancelAfter beyond maxCancels", s.cancelAfter(q, 10*time.Second, m.Delivery)[0])
+	s.receiveNone(q)
+	s.wantCounts(dlq, 0, 0, 0)
+	s.clk.Advance(10 * time.Second)
+	m = s.receiveOne(q, time.Hour)
+	if m.ReceiveCount != 2 {
+		t.Fatalf("after a CancelAfter beyond maxCancels receiveCount %d, want 2 (counted)", m.ReceiveCount)
+	}
+	s.wantCounts(dlq, 0, 0, 0)
 }

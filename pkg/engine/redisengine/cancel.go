@@ -3,6 +3,9 @@ package redisengine
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/queueshq/queues/pkg/apierr"
 
 	"github.com/queueshq/queues/pkg/engine"
 )
@@ -11,20 +14,37 @@ import (
 // message is visible again now with one more cancel recorded in its state, or, past
 // q.MaxCancels, leaves for the dead-letter queue through the outbox like DeadLetter.
 func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
+	return e.cancel(ctx, q, ds, 0, false)
+}
+
+// CancelAfter returns valid deliveries without counting them, in flight until delay has
+// passed; past q.MaxCancels a delivery is retried after delay, counted (engine.Engine).
+func (e *Engine) CancelAfter(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay time.Duration) ([]error, error) {
+	return e.cancel(ctx, q, ds, max(min(delay, engine.MaxVisibility), 0), true)
+}
+
+// cancel is Cancel and CancelAfter: keep leaves the deliveries beyond maxCancels to
+// retryOver rather than the dead-letter queue.
+func (e *Engine) cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay time.Duration, keep bool) ([]error, error) {
 	if err := e.clockOK(); err != nil {
 		return nil, err
 	}
 	if q.Type == engine.FIFO {
-		return e.fifoCancel(ctx, q, ds)
+		return e.fifoCancel(ctx, q, ds, delay, keep)
 	}
 	now := e.nowMs()
 	redrive := "0"
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
 		redrive = "1"
 	}
-	return e.settleBatch(ctx, q, "cancel", ds, nil,
+	over := "dl"
+	if keep {
+		over = "keep"
+	}
+	errs, err := e.settleBatch(ctx, q, "cancel", ds, nil,
 		func(k partKeys, idx []int) scriptCall {
-			args := []any{now, q.MaxCancels, redrive, engine.CancelReason, e.opts.Channel, q.ID.String()}
+			args := []any{now, q.MaxCancels, redrive, engine.CancelReason, e.opts.Channel, q.ID.String(),
+				delay.Milliseconds(), engine.MaxInFlight.Milliseconds(), over}
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
@@ -33,6 +53,42 @@ func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Deliver
 		func(p int, idx []int, val any, errs []error) error {
 			return e.cancelled(ctx, q, p, idx, val, errs, redrive == "1")
 		})
+	if err != nil {
+		return nil, err
+	}
+	return e.retryOver(ctx, q, ds, errs, delay)
+}
+
+// retryOver retries after delay, counted, the deliveries CancelAfter found beyond
+// maxCancels (marked errOverCancels in errs), their answers in errs.
+func (e *Engine) retryOver(ctx context.Context, q engine.Queue, ds []engine.Delivery, errs []error, delay time.Duration) ([]error, error) {
+	var over []int
+	for i, err := range errs {
+		if err == errOverCancels {
+			over = append(over, i)
+		}
+	}
+	if len(over) == 0 {
+		return errs, nil
+	}
+	cs := make([]engine.VisibilityChange, len(over))
+	for n, i := range over {
+		cs[n] = engine.VisibilityChange{Delivery: ds[i], Visibility: delay}
+	}
+	cerrs, err := e.ChangeVisibility(ctx, q, cs)
+	for n, i := range over {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case apierr.CodeOf(cerrs[n]) == apierr.VisibilityLimitExceeded:
+			// The delay passes the message's time in flight: it returns as late as it may.
+			errs[i] = nil
+			_, _ = e.ChangeVisibility(ctx, q, []engine.VisibilityChange{{Delivery: ds[i]}})
+		default:
+			errs[i] = cerrs[n]
+		}
+	}
+	return errs, nil
 }
 
 // cancelled reads cancel.lua's answer for partition p and finishes its dead-letter moves.
@@ -41,7 +97,7 @@ func (e *Engine) cancelled(ctx context.Context, q engine.Queue, p int, idx []int
 	if len(vals) != 2 {
 		return errBadReply
 	}
-	if err := codes(vals[0], idx, errs, func(int64) error { return errBadReply }); err != nil {
+	if err := codes(vals[0], idx, errs, overCode); err != nil {
 		return err
 	}
 	if !redrive {
@@ -54,28 +110,27 @@ func (e *Engine) cancelled(ctx context.Context, q engine.Queue, p int, idx []int
 }
 
 // fifoCancel is Cancel on a fifo queue (scripts/fcancel.lua); the deliveries it finds beyond
-// q.MaxCancels, left unchanged, are dead-lettered next with CancelReason.
-func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
+// q.MaxCancels, left unchanged, are dead-lettered next with CancelReason, or with keep
+// retried after delay, counted.
+func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay time.Duration, keep bool) ([]error, error) {
 	now := e.nowMs()
 	var over []int
 	errs, err := e.settleBatch(ctx, q, "cancel", ds, nil,
 		func(k partKeys, idx []int) scriptCall {
-			args := []any{now, q.MaxCancels, e.opts.Channel, q.ID.String()}
+			args := []any{now, q.MaxCancels, e.opts.Channel, q.ID.String(), delay.Milliseconds(), engine.MaxInFlight.Milliseconds()}
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
 			return scriptCall{fCancelScript, k.fifo(), args}
 		},
 		func(_ int, idx []int, val any, errs []error) error {
-			return codes(val, idx, errs, func(c int64) error {
-				if c == 3 {
-					return errOverCancels
-				}
-				return errBadReply
-			})
+			return codes(val, idx, errs, overCode)
 		})
 	if err != nil {
 		return nil, err
+	}
+	if keep {
+		return e.retryOver(ctx, q, ds, errs, delay)
 	}
 	for i, err := range errs {
 		if err == errOverCancels {
@@ -83,6 +138,14 @@ func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Del
 		}
 	}
 	return e.cancelOver(ctx, q, ds, errs, over)
+}
+
+// overCode reads a cancel script's code 3: the delivery is beyond maxCancels, unchanged.
+func overCode(c int64) error {
+	if c == 3 {
+		return errOverCancels
+	}
+	return errBadReply
 }
 
 // errOverCancels marks, inside fifoCancel, a delivery whose cancel is beyond maxCancels.

@@ -29,23 +29,28 @@ const subsPK = "SUBS"
 var _ meta.SubscriptionStore = (*Store)(nil)
 
 type subItem struct {
-	PK                string     `dynamodbav:"pk"`
-	SK                string     `dynamodbav:"sk"`
-	ID                string     `dynamodbav:"id"`
-	QueueID           string     `dynamodbav:"queueId"`
-	ProjectID         string     `dynamodbav:"projectId"`
-	Endpoint          string     `dynamodbav:"endpoint"`
-	BatchSize         int        `dynamodbav:"batchSize"`
-	BatchWindowMs     int        `dynamodbav:"batchWindowMs"`
-	MaxInFlight       int        `dynamodbav:"maxInFlight"`
-	TimeoutSeconds    int        `dynamodbav:"timeoutSeconds"`
-	Paused            bool       `dynamodbav:"paused"`
-	Secret            string     `dynamodbav:"secret"`
-	PreviousSecret    string     `dynamodbav:"previousSecret,omitempty"`
-	PreviousExpiresAt *time.Time `dynamodbav:"previousExpiresAt,omitempty"`
-	CreatedAt         time.Time  `dynamodbav:"createdAt"`
-	UpdatedAt         time.Time  `dynamodbav:"updatedAt"`
-	Version           int64      `dynamodbav:"version"`
+	PK             string `dynamodbav:"pk"`
+	SK             string `dynamodbav:"sk"`
+	ID             string `dynamodbav:"id"`
+	QueueID        string `dynamodbav:"queueId"`
+	ProjectID      string `dynamodbav:"projectId"`
+	Endpoint       string `dynamodbav:"endpoint"`
+	BatchSize      int    `dynamodbav:"batchSize"`
+	BatchWindowMs  int    `dynamodbav:"batchWindowMs"`
+	MaxInFlight    int    `dynamodbav:"maxInFlight"`
+	TimeoutSeconds int    `dynamodbav:"timeoutSeconds"`
+	Paused         bool   `dynamodbav:"paused"`
+	// Endpoint health (issue 37); absent on items written before it: 0, never disabled.
+	DisableAfterSeconds int        `dynamodbav:"disableAfterSeconds,omitempty"`
+	Disabled            bool       `dynamodbav:"disabled,omitempty"`
+	DisabledReason      string     `dynamodbav:"disabledReason,omitempty"`
+	DisabledAt          *time.Time `dynamodbav:"disabledAt,omitempty"`
+	Secret              string     `dynamodbav:"secret"`
+	PreviousSecret      string     `dynamodbav:"previousSecret,omitempty"`
+	PreviousExpiresAt   *time.Time `dynamodbav:"previousExpiresAt,omitempty"`
+	CreatedAt           time.Time  `dynamodbav:"createdAt"`
+	UpdatedAt           time.Time  `dynamodbav:"updatedAt"`
+	Version             int64      `dynamodbav:"version"`
 }
 
 func toSubItem(s meta.Subscription) subItem {
@@ -60,6 +65,11 @@ func toSubItem(s meta.Subscription) subItem {
 	if !s.PreviousExpiresAt.IsZero() {
 		t := utc(s.PreviousExpiresAt)
 		it.PreviousExpiresAt = &t
+	}
+	it.DisableAfterSeconds, it.Disabled, it.DisabledReason = s.DisableAfterSeconds, s.Disabled, s.DisabledReason
+	if !s.DisabledAt.IsZero() {
+		t := utc(s.DisabledAt)
+		it.DisabledAt = &t
 	}
 	return it
 }
@@ -80,6 +90,10 @@ func (it subItem) subscription() (meta.Subscription, error) {
 	}
 	if it.PreviousExpiresAt != nil {
 		s.PreviousExpiresAt = utc(*it.PreviousExpiresAt)
+	}
+	s.DisableAfterSeconds, s.Disabled, s.DisabledReason = it.DisableAfterSeconds, it.Disabled, it.DisabledReason
+	if it.DisabledAt != nil {
+		s.DisabledAt = utc(*it.DisabledAt)
 	}
 	return s, nil
 }

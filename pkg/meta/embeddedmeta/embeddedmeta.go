@@ -75,7 +75,7 @@ const FormatVersion = 1
 
 func createBuckets(db *bolt.DB) error {
 	return db.Update(func(tx *bolt.Tx) error {
-		all := append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bMoves, bMoveRun, bMoveProj}, tenancyBuckets...)
+		all := append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bHealth, bMoves, bMoveRun, bMoveProj}, tenancyBuckets...)
 		for _, b := range append(all, topicBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err

@@ -34,6 +34,9 @@ var _ meta.SubscriptionStore = (*Store)(nil)
 
 func cloneSub(s meta.Subscription) meta.Subscription {
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	if !s.DisabledAt.IsZero() {
+		s.DisabledAt = s.DisabledAt.UTC()
+	}
 	if s.PreviousExpiresAt.IsZero() {
 		s.PreviousExpiresAt = time.Time{}
 	} else {
@@ -155,7 +158,7 @@ func (s *Store) DeleteSubscription(_ context.Context, queueID ids.ID) error {
 		if err := tx.Bucket(bAttempts).DeleteBucket(cur.ID[:]); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
-		return nil
+		return tx.Bucket(bHealth).Delete(cur.ID[:])
 	})
 }
 

@@ -168,3 +168,10 @@ func TestMoveTaskConformance(t *testing.T) {
 		return open(t, filepath.Join(t.TempDir(), "meta.db"))
 	})
 }
+
+func TestHealthConformance(t *testing.T) {
+	t.Parallel()
+	metatest.RunHealth(t, func(t *testing.T) meta.HealthLog {
+		return embeddedmeta.NewHealthLog(open(t, filepath.Join(t.TempDir(), "meta.db")))
+	})
+}

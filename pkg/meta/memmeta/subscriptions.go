@@ -15,6 +15,9 @@ var _ meta.SubscriptionStore = (*Store)(nil)
 
 func cloneSub(s meta.Subscription) meta.Subscription {
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	if !s.DisabledAt.IsZero() {
+		s.DisabledAt = s.DisabledAt.UTC()
+	}
 	if !s.PreviousExpiresAt.IsZero() {
 		s.PreviousExpiresAt = s.PreviousExpiresAt.UTC()
 	}

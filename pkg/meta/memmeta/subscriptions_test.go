@@ -22,3 +22,8 @@ func TestTopicConformance(t *testing.T) {
 	t.Parallel()
 	metatest.RunTopics(t, func(*testing.T) metatest.TopicStore { return memmeta.New() })
 }
+
+func TestHealthConformance(t *testing.T) {
+	t.Parallel()
+	metatest.RunHealth(t, func(*testing.T) meta.HealthLog { return memmeta.NewHealth() })
+}

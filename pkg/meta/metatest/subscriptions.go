@@ -59,7 +59,10 @@ func sameSub(t *testing.T, what string, got, want meta.Subscription) {
 	if !got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) || !got.PreviousExpiresAt.Equal(want.PreviousExpiresAt) {
 		t.Fatalf("%s: times %v/%v/%v, want %v/%v/%v", what, got.CreatedAt, got.UpdatedAt, got.PreviousExpiresAt, want.CreatedAt, want.UpdatedAt, want.PreviousExpiresAt)
 	}
-	got.CreatedAt, got.UpdatedAt, got.PreviousExpiresAt = want.CreatedAt, want.UpdatedAt, want.PreviousExpiresAt
+	if !got.DisabledAt.Equal(want.DisabledAt) {
+		t.Fatalf("%s: disabledAt %v, want %v", what, got.DisabledAt, want.DisabledAt)
+	}
+	got.CreatedAt, got.UpdatedAt, got.PreviousExpiresAt, got.DisabledAt = want.CreatedAt, want.UpdatedAt, want.PreviousExpiresAt, want.DisabledAt
 	if got != want {
 		t.Fatalf("%s:\n got %+v\nwant %+v", what, got, want)
 	}
@@ -138,6 +141,8 @@ func testSubUpdate(t *testing.T, s SubscriptionStore) {
 	next.Endpoint, next.BatchSize, next.BatchWindowMs, next.MaxInFlight, next.TimeoutSeconds, next.Paused = "https://example.org/x", 100, 250, 3, 7, true
 	next.PreviousSecret, next.Secret = sub.Secret, "whsec_bmV3bmV3bmV3bmV3bmV3bmV3bmV3bmV3"
 	next.PreviousExpiresAt = base.Add(24 * time.Hour)
+	next.DisableAfterSeconds, next.Disabled, next.DisabledReason = 3600, true, "every push attempt failed for 1h0m0s"
+	next.DisabledAt = base.Add(2 * time.Minute)
 	next.UpdatedAt = base.Add(time.Minute)
 	next.CreatedAt = base.Add(time.Hour) // ignored
 	next.ProjectID = ids.New()           // ignored
@@ -155,8 +160,9 @@ func testSubUpdate(t *testing.T, s SubscriptionStore) {
 	if got := read.Secrets(base.Add(25 * time.Hour)); !slices.Equal(got, []string{next.Secret}) {
 		t.Fatalf("Secrets after the overlap: %v", got)
 	}
-	// Clearing the previous secret clears its expiry too.
+	// Clearing the previous secret clears its expiry too; resuming clears the disabled state.
 	want.PreviousSecret, want.PreviousExpiresAt = "", time.Time{}
+	want.Disabled, want.DisabledReason, want.DisabledAt = false, "", time.Time{}
 	got, err = s.UpdateSubscription(ctxOf(t), want)
 	must(t, err, "clear previous")
 	want.Version = 3

@@ -9,17 +9,24 @@ import (
 
 // Subscription is a queue's push subscription (SPEC §6).
 type Subscription struct {
-	ID             string    `json:"id"`
-	Slug           string    `json:"slug"`
-	Queue          string    `json:"queue,omitempty"`
-	Endpoint       string    `json:"endpoint"`
-	BatchSize      int       `json:"batchSize"`
-	BatchWindowMs  int       `json:"batchWindowMs"`
-	MaxInFlight    int       `json:"maxInFlight"`
-	TimeoutSeconds int       `json:"timeoutSeconds"`
-	Paused         bool      `json:"paused"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
+	ID             string `json:"id"`
+	Slug           string `json:"slug"`
+	Queue          string `json:"queue,omitempty"`
+	Endpoint       string `json:"endpoint"`
+	BatchSize      int    `json:"batchSize"`
+	BatchWindowMs  int    `json:"batchWindowMs"`
+	MaxInFlight    int    `json:"maxInFlight"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
+	Paused         bool   `json:"paused"`
+	// Endpoint health: DisableAfterSeconds (0 never), State ("active" or "disabled", with
+	// DisabledReason and DisabledAt), and Health (GetSubscription only).
+	DisableAfterSeconds int                 `json:"disableAfterSeconds"`
+	State               string              `json:"state"`
+	DisabledReason      string              `json:"disabledReason,omitempty"`
+	DisabledAt          *time.Time          `json:"disabledAt,omitempty"`
+	Health              *SubscriptionHealth `json:"health,omitempty"`
+	CreatedAt           time.Time           `json:"createdAt"`
+	UpdatedAt           time.Time           `json:"updatedAt"`
 	// SigningSecret (whsec_…) is returned only by CreateSubscription and RotateSecret.
 	SigningSecret string `json:"signingSecret,omitempty"`
 	// Extra holds the fields of the answer this type does not name.
@@ -33,7 +40,39 @@ func (s *Subscription) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	return keepExtra(b, &s.Extra, "id", "slug", "queue", "endpoint", "batchSize", "batchWindowMs",
-		"maxInFlight", "timeoutSeconds", "paused", "createdAt", "updatedAt", "signingSecret")
+		"maxInFlight", "timeoutSeconds", "paused", "createdAt", "updatedAt", "signingSecret",
+		"disableAfterSeconds", "state", "disabledReason", "disabledAt", "health")
+}
+
+// Subscription states.
+const (
+	SubscriptionActive   = "active"
+	SubscriptionDisabled = "disabled"
+)
+
+// SubscriptionHealth is the endpoint's health as the pusher fleet records it.
+type SubscriptionHealth struct {
+	// SuccessRate5m and SuccessRate24h are the share of 2xx answers (nil: no attempt in the
+	// window); Attempts5m and Attempts24h the attempts counted.
+	SuccessRate5m       *float64     `json:"successRate5m"`
+	SuccessRate24h      *float64     `json:"successRate24h"`
+	Attempts5m          int64        `json:"attempts5m"`
+	Attempts24h         int64        `json:"attempts24h"`
+	LastSuccessAt       *time.Time   `json:"lastSuccessAt"`
+	LastError           *HealthError `json:"lastError"`
+	ConsecutiveFailures int64        `json:"consecutiveFailures"`
+	FailingSince        *time.Time   `json:"failingSince"`
+	// FlowControlLimit is the batches the subscription may have in flight now.
+	FlowControlLimit int        `json:"flowControlLimit"`
+	ThrottledUntil   *time.Time `json:"throttledUntil"`
+}
+
+// HealthError is a subscription's last failed push attempt.
+type HealthError struct {
+	Status  *int      `json:"status"` // nil: no response
+	Error   string    `json:"error"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
 }
 
 // SubscriptionInput creates a subscription (Endpoint required) or, with UpdateSubscription,
@@ -45,6 +84,9 @@ type SubscriptionInput struct {
 	MaxInFlight    *int   `json:"maxInFlight,omitempty"`
 	TimeoutSeconds *int   `json:"timeoutSeconds,omitempty"`
 	Paused         *bool  `json:"paused,omitempty"`
+	// DisableAfterSeconds and State: endpoint health (State "active" resumes a disabled one).
+	DisableAfterSeconds *int   `json:"disableAfterSeconds,omitempty"`
+	State               string `json:"state,omitempty"`
 }
 
 // Attempt is one push request as the subscription's attempts log keeps it.
@@ -128,9 +170,9 @@ func (c *Client) PauseSubscription(ctx context.Context, queue string) (*Subscrip
 	return c.UpdateSubscription(ctx, queue, SubscriptionInput{Paused: Bool(true)})
 }
 
-// ResumeSubscription resumes pushing.
+// ResumeSubscription resumes pushing: unpaused, and active again if it was disabled.
 func (c *Client) ResumeSubscription(ctx context.Context, queue string) (*Subscription, error) {
-	return c.UpdateSubscription(ctx, queue, SubscriptionInput{Paused: Bool(false)})
+	return c.UpdateSubscription(ctx, queue, SubscriptionInput{Paused: Bool(false), State: SubscriptionActive})
 }
 
 // DeleteSubscription deletes the queue's push subscription (scope queues:admin).

@@ -1,0 +1,22 @@
+package redismeta_test
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/meta/metatest"
+	"github.com/queueshq/queues/pkg/meta/redismeta"
+	"github.com/queueshq/queues/pkg/testenv"
+)
+
+func TestHealthConformance(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Redis(t)
+	metatest.RunHealth(t, func(t *testing.T) meta.HealthLog {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return redismeta.NewHealth(rdb)
+	})
+}
