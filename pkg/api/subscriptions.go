@@ -34,7 +34,16 @@ const (
 	defaultAttempts = 20
 )
 
-var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused"}
+// Rate and keyed flow control (docs/push.md).
+const (
+	maxMessagesPerSecondHi = 100000
+	maxParallelism         = 100
+)
+
+var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused",
+	"maxMessagesPerSecond", "flowControl"}
+
+var flowControlFields = []string{"keyAttribute", "parallelism", "messagesPerSecond"}
 
 type subscriptionJSON struct {
 	ID             string  `json:"id"`
@@ -46,9 +55,18 @@ type subscriptionJSON struct {
 	MaxInFlight    int     `json:"maxInFlight"`
 	TimeoutSeconds int     `json:"timeoutSeconds"`
 	Paused         bool    `json:"paused"`
+	// Rate and keyed flow control.
+	MaxMessagesPerSecond int              `json:"maxMessagesPerSecond"`
+	FlowControl          *flowControlJSON `json:"flowControl,omitempty"`
 	CreatedAt      string  `json:"createdAt"`
 	UpdatedAt      string  `json:"updatedAt"`
 	SigningSecret  *string `json:"signingSecret,omitempty"`
+}
+
+type flowControlJSON struct {
+	KeyAttribute      string `json:"keyAttribute"`
+	Parallelism       int    `json:"parallelism"`
+	MessagesPerSecond int    `json:"messagesPerSecond"`
 }
 
 func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
@@ -57,6 +75,10 @@ func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
 		Endpoint: s.Endpoint, BatchSize: s.BatchSize, BatchWindowMs: s.BatchWindowMs,
 		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
 		CreatedAt: formatTime(s.CreatedAt), UpdatedAt: formatTime(s.UpdatedAt),
+		MaxMessagesPerSecond: s.MaxMessagesPerSecond,
+	}
+	if f := s.FlowControl; f.Keyed() {
+		out.FlowControl = &flowControlJSON{KeyAttribute: f.KeyAttribute, Parallelism: f.Parallelism, MessagesPerSecond: f.MessagesPerSecond}
 	}
 	if withSecret {
 		secret := s.Secret
@@ -101,6 +123,47 @@ func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
 	} else if ok {
 		sub.Paused = v
 	}
+	return applyFlowControl(o, sub)
+}
+
+// applyFlowControl validates and applies maxMessagesPerSecond and flowControl. A flowControl
+// object replaces the whole setting (absent fields take their defaults); null turns it off.
+func applyFlowControl(o *object, sub *meta.Subscription) error {
+	if v, ok, err := o.integer("maxMessagesPerSecond", 0, maxMessagesPerSecondHi); err != nil {
+		return err
+	} else if ok {
+		sub.MaxMessagesPerSecond = int(v)
+	}
+	if !o.has("flowControl") {
+		return nil
+	}
+	if o.isNull("flowControl") {
+		sub.FlowControl = meta.FlowControl{}
+		return nil
+	}
+	fo, err := o.child("flowControl", flowControlFields...)
+	if err != nil {
+		return err
+	}
+	key, ok, err := fo.str("keyAttribute")
+	if err != nil {
+		return err
+	}
+	if !ok || !attrNamePattern.MatchString(key) {
+		return apierr.Invalid(fo.path("keyAttribute"), "is required: the name of the message attribute whose value is the key (1-256 of A-Z a-z 0-9 _ . -)")
+	}
+	fc := meta.FlowControl{KeyAttribute: key, Parallelism: 1}
+	if v, ok, err := fo.integer("parallelism", 1, maxParallelism); err != nil {
+		return err
+	} else if ok {
+		fc.Parallelism = int(v)
+	}
+	if v, ok, err := fo.integer("messagesPerSecond", 0, maxMessagesPerSecondHi); err != nil {
+		return err
+	} else if ok {
+		fc.MessagesPerSecond = int(v)
+	}
+	sub.FlowControl = fc
 	return nil
 }
 

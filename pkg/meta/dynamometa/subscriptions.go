@@ -40,6 +40,10 @@ type subItem struct {
 	MaxInFlight       int        `dynamodbav:"maxInFlight"`
 	TimeoutSeconds    int        `dynamodbav:"timeoutSeconds"`
 	Paused            bool       `dynamodbav:"paused"`
+	MaxMessagesPerSec int        `dynamodbav:"maxMessagesPerSecond,omitempty"`
+	FlowKey           string     `dynamodbav:"flowKeyAttribute,omitempty"`
+	FlowParallelism   int        `dynamodbav:"flowParallelism,omitempty"`
+	FlowRate          int        `dynamodbav:"flowMessagesPerSecond,omitempty"`
 	Secret            string     `dynamodbav:"secret"`
 	PreviousSecret    string     `dynamodbav:"previousSecret,omitempty"`
 	PreviousExpiresAt *time.Time `dynamodbav:"previousExpiresAt,omitempty"`
@@ -54,6 +58,8 @@ func toSubItem(s meta.Subscription) subItem {
 		ID: s.ID.String(), QueueID: s.QueueID.String(), ProjectID: s.ProjectID.String(),
 		Endpoint: s.Endpoint, BatchSize: s.BatchSize, BatchWindowMs: s.BatchWindowMs,
 		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
+		MaxMessagesPerSec: s.MaxMessagesPerSecond, FlowKey: s.FlowControl.KeyAttribute,
+		FlowParallelism: s.FlowControl.Parallelism, FlowRate: s.FlowControl.MessagesPerSecond,
 		Secret: s.Secret, PreviousSecret: s.PreviousSecret,
 		CreatedAt: utc(s.CreatedAt), UpdatedAt: utc(s.UpdatedAt), Version: s.Version,
 	}
@@ -75,6 +81,8 @@ func (it subItem) subscription() (meta.Subscription, error) {
 		ID: id, QueueID: qid, ProjectID: pid, Endpoint: it.Endpoint,
 		BatchSize: it.BatchSize, BatchWindowMs: it.BatchWindowMs, MaxInFlight: it.MaxInFlight,
 		TimeoutSeconds: it.TimeoutSeconds, Paused: it.Paused,
+		MaxMessagesPerSecond: it.MaxMessagesPerSec,
+		FlowControl:          meta.FlowControl{KeyAttribute: it.FlowKey, Parallelism: it.FlowParallelism, MessagesPerSecond: it.FlowRate},
 		Secret: it.Secret, PreviousSecret: it.PreviousSecret,
 		CreatedAt: utc(it.CreatedAt), UpdatedAt: utc(it.UpdatedAt), Version: it.Version,
 	}
