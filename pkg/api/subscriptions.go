@@ -46,21 +46,21 @@ var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "max
 var flowControlFields = []string{"keyAttribute", "parallelism", "messagesPerSecond"}
 
 type subscriptionJSON struct {
-	ID             string  `json:"id"`
-	Slug           string  `json:"slug"`
-	Queue          string  `json:"queue"`
-	Endpoint       string  `json:"endpoint"`
-	BatchSize      int     `json:"batchSize"`
-	BatchWindowMs  int     `json:"batchWindowMs"`
-	MaxInFlight    int     `json:"maxInFlight"`
-	TimeoutSeconds int     `json:"timeoutSeconds"`
-	Paused         bool    `json:"paused"`
+	ID             string `json:"id"`
+	Slug           string `json:"slug"`
+	Queue          string `json:"queue"`
+	Endpoint       string `json:"endpoint"`
+	BatchSize      int    `json:"batchSize"`
+	BatchWindowMs  int    `json:"batchWindowMs"`
+	MaxInFlight    int    `json:"maxInFlight"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
+	Paused         bool   `json:"paused"`
 	// Rate and keyed flow control.
 	MaxMessagesPerSecond int              `json:"maxMessagesPerSecond"`
 	FlowControl          *flowControlJSON `json:"flowControl,omitempty"`
-	CreatedAt      string  `json:"createdAt"`
-	UpdatedAt      string  `json:"updatedAt"`
-	SigningSecret  *string `json:"signingSecret,omitempty"`
+	CreatedAt            string           `json:"createdAt"`
+	UpdatedAt            string           `json:"updatedAt"`
+	SigningSecret        *string          `json:"signingSecret,omitempty"`
 }
 
 type flowControlJSON struct {

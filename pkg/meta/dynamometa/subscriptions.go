@@ -83,7 +83,7 @@ func (it subItem) subscription() (meta.Subscription, error) {
 		TimeoutSeconds: it.TimeoutSeconds, Paused: it.Paused,
 		MaxMessagesPerSecond: it.MaxMessagesPerSec,
 		FlowControl:          meta.FlowControl{KeyAttribute: it.FlowKey, Parallelism: it.FlowParallelism, MessagesPerSecond: it.FlowRate},
-		Secret: it.Secret, PreviousSecret: it.PreviousSecret,
+		Secret:               it.Secret, PreviousSecret: it.PreviousSecret,
 		CreatedAt: utc(it.CreatedAt), UpdatedAt: utc(it.UpdatedAt), Version: it.Version,
 	}
 	if it.PreviousExpiresAt != nil {
