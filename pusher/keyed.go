@@ -439,19 +439,17 @@ func (w *worker) dispatchKeyed(sub meta.Subscription, q queueInfo) {
 func (w *worker) pushKeyed(sl *slot, sub meta.Subscription, q queueInfo, b *keyBatch, fifo bool) {
 	defer w.inFlight.Done()
 	res, clean := flowNone, false
-	var a *meta.Attempt
+	var a *attempt
 	if batch := w.freshen(sub, q, b.msgs); len(batch) > 0 {
 		res, a = w.deliver(sl, q, batch, b.receivedAt)
-		clean = a != nil && (a.Outcome == meta.AttemptAcknowledged || a.Outcome == meta.AttemptDeferred)
+		clean = a != nil && (a.a.Outcome == meta.AttemptAcknowledged || a.a.Outcome == meta.AttemptDeferred)
 	}
 	w.p.shares.release(sl)
 	w.flow.settle(res)
 	if ret := w.limits.done(b, fifo, clean); len(ret) > 0 {
 		w.cancelHeld(q, ret)
 	}
-	if a != nil && w.p.cfg.OnAttempt != nil {
-		w.p.cfg.OnAttempt(w.qid, *a)
-	}
+	w.finish(a)
 }
 
 // pushVisibility is the in-flight time a push receives its messages for.

@@ -216,9 +216,7 @@ func (w *worker) receiveLoop() {
 			res, a := w.deliver(sl, q, batch, receivedAt)
 			w.p.shares.release(sl)
 			w.flow.settle(res)
-			if a != nil && w.p.cfg.OnAttempt != nil {
-				w.p.cfg.OnAttempt(w.qid, *a)
-			}
+			w.finish(a)
 		}()
 	}
 }
