@@ -63,8 +63,9 @@ func (w *worker) deliver(sl *slot, q queueInfo, batch []engine.Received, receive
 		return flowNone, nil
 	}
 	endPushSpan(span, res.status, res.v.ErrClass)
-	w.settle(q, batch, res.v, receivedAt)
-	return w.verdict(sub, req, res, now)
+	flow, at := w.verdict(sub, req, res, now)
+	at.q, at.batch, at.v, at.receivedAt = q, batch, res.v, receivedAt
+	return flow, at
 }
 
 // tooLate tells whether the batch's soonest visibility deadline comes within need of now. A
@@ -177,19 +178,27 @@ func (w *worker) send(ctx context.Context, sub meta.Subscription, r *pushRequest
 	return res, true
 }
 
-// attempt is a settled push's entry of its subscription's attempts log.
+// attempt is an answered push: its verdict, to settle, and its entry of the subscription's
+// attempts log.
 type attempt struct {
 	sub ids.ID
 	a   meta.Attempt
+
+	q          queueInfo
+	batch      []engine.Received
+	v          verdict
+	receivedAt time.Time
 }
 
-// finish records an attempt in the log and reports it (Config.OnAttempt). It runs after the
-// batch's slots are released: the log is a record of what happened, and its write (a
-// durable one on serve) need not hold the subscription's flow control.
+// finish settles an answered push's messages, records the attempt in the log and reports it
+// (Config.OnAttempt). It runs after the batch's slots are released: maxInFlight bounds the
+// requests out at the endpoint, and the engine writes that follow the answer (durable ones
+// on serve) need not hold them. Those writes are bounded apart (worker.settling).
 func (w *worker) finish(at *attempt) {
 	if at == nil {
 		return
 	}
+	w.settle(at.q, at.batch, at.v, at.receivedAt)
 	p := w.p
 	lctx, lcancel := context.WithTimeout(p.ioCtx, 5*time.Second)
 	defer lcancel()

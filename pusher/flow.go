@@ -91,6 +91,10 @@ func (f *flow) state() (limit, inFlight int) {
 	return f.limit, f.inFlight
 }
 
+// maxSettling bounds a subscription's answered pushes whose settlement is still being written
+// after their slots were released (the most maxInFlight allows).
+const maxSettling = 100
+
 type flowResult int
 
 const (

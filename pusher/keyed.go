@@ -444,12 +444,14 @@ func (w *worker) pushKeyed(sl *slot, sub meta.Subscription, q queueInfo, b *keyB
 		res, a = w.deliver(sl, q, batch, b.receivedAt)
 		clean = a != nil && (a.a.Outcome == meta.AttemptAcknowledged || a.a.Outcome == meta.AttemptDeferred)
 	}
+	w.settling <- struct{}{}
 	w.p.shares.release(sl)
 	w.flow.settle(res)
+	w.finish(a)
+	<-w.settling
 	if ret := w.limits.done(b, fifo, clean); len(ret) > 0 {
 		w.cancelHeld(q, ret)
 	}
-	w.finish(a)
 }
 
 // pushVisibility is the in-flight time a push receives its messages for.

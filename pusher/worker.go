@@ -24,6 +24,8 @@ type worker struct {
 	flow  *flow
 	// limits keeps the rate and keyed budgets (keyed.go).
 	limits *limiter
+	// settling bounds the answered pushes being settled after their slots were released.
+	settling chan struct{}
 
 	mu      sync.Mutex
 	sub     meta.Subscription
@@ -214,9 +216,11 @@ func (w *worker) receiveLoop() {
 		go func() {
 			defer w.inFlight.Done()
 			res, a := w.deliver(sl, q, batch, receivedAt)
+			w.settling <- struct{}{} // with the slots still held: no more than maxSettling wait
 			w.p.shares.release(sl)
 			w.flow.settle(res)
 			w.finish(a)
+			<-w.settling
 		}()
 	}
 }
