@@ -66,7 +66,7 @@ const (
 )
 
 // ServeReceiveLoops is how many receive loops serve's pusher runs per subscription: with the
-// engine in the same process a receive is quick, and four loops keep enough batches
+// engine in the same process a receive is a local write, and eight loops keep enough batches
 // collecting for push to keep up with pull (docs/push.md has the figures).
 const ServeReceiveLoops = 8
 
