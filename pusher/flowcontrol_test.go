@@ -309,3 +309,78 @@ func drain(ch chan string) {
 		}
 	}
 }
+
+// On a fifo queue a group whose messages carry different keys still arrives in order, and
+// never has two pushes out at once, while keys split the pushes.
+func TestKeyedFlowFIFOGroupsKeepOrder(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue("fifo", nil)
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	active := map[string]int{}
+	got := make(chan int, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b struct{ Messages []pushMsg }
+		raw, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(raw, &b); err != nil {
+			t.Errorf("push body: %v", err)
+		}
+		mu.Lock()
+		groups := map[string]bool{}
+		for _, m := range b.Messages {
+			if !groups[m.GroupID] && active[m.GroupID] > 0 {
+				t.Errorf("group %s pushed while another push of it is out", m.GroupID)
+			}
+			groups[m.GroupID] = true
+			seen[m.GroupID] = append(seen[m.GroupID], m.Body)
+		}
+		for g := range groups {
+			active[g]++
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			for g := range groups {
+				active[g]--
+			}
+			mu.Unlock()
+			got <- len(b.Messages)
+		}()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	e.subscribe(q, srv.URL, func(s *meta.Subscription) {
+		s.BatchSize = 2
+		s.FlowControl = meta.FlowControl{KeyAttribute: "customer", Parallelism: 2}
+	})
+	var msgs []engine.Message
+	const per = 6
+	for i := range per {
+		for _, g := range []string{"A", "B", "C"} {
+			msgs = append(msgs, engine.Message{Body: fmt.Sprintf("%s%d", g, i), GroupID: g,
+				Attributes: map[string]string{"customer": []string{"x", "y", "z"}[(i+len(g))%3]}})
+		}
+	}
+	e.sendMsgs(q, msgs)
+	e.pusher(nil)
+	timeout := time.After(20 * time.Second)
+	for total := 0; total < len(msgs); {
+		select {
+		case n := <-got:
+			total += n
+		case <-timeout:
+			t.Fatalf("%d of %d messages pushed", total, len(msgs))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, g := range []string{"A", "B", "C"} {
+		var want []string
+		for i := range per {
+			want = append(want, fmt.Sprintf("%s%d", g, i))
+		}
+		if fmt.Sprint(seen[g]) != fmt.Sprint(want) {
+			t.Fatalf("group %s arrived as %v, want %v", g, seen[g], want)
+		}
+	}
+}
