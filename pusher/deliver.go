@@ -31,7 +31,7 @@ func formatTime(t time.Time) string { return clock.Wire(t) }
 // verdict that settles the batch and is logged as an attempt. A batch that may not be
 // pushed (the subscription paused or gone, the lease lost, too little time left before its
 // visibility deadline, its slot preempted before or during the push) is given back instead.
-func (w *worker) deliver(sl *slot, q queueInfo, batch []engine.Received, receivedAt time.Time) (flowResult, *meta.Attempt) {
+func (w *worker) deliver(sl *slot, q queueInfo, batch []engine.Received, receivedAt time.Time) (flowResult, *attempt) {
 	sub, ok := w.current()
 	if !ok {
 		w.giveBack(q, batch)
@@ -63,8 +63,9 @@ func (w *worker) deliver(sl *slot, q queueInfo, batch []engine.Received, receive
 		return flowNone, nil
 	}
 	endPushSpan(span, res.status, res.v.ErrClass)
-	w.settle(q, batch, res.v, receivedAt)
-	return w.verdict(sub, req, res, now)
+	flow, at := w.verdict(sub, req, res, now)
+	at.q, at.batch, at.v, at.receivedAt = q, batch, res.v, receivedAt
+	return flow, at
 }
 
 // tooLate tells whether the batch's soonest visibility deadline comes within need of now. A
@@ -177,8 +178,40 @@ func (w *worker) send(ctx context.Context, sub meta.Subscription, r *pushRequest
 	return res, true
 }
 
-// verdict turns a settled push into the flow-control signal and the attempt, which it logs.
-func (w *worker) verdict(sub meta.Subscription, r *pushRequest, res sendResult, now time.Time) (flowResult, *meta.Attempt) {
+// attempt is an answered push: its verdict, to settle, and its entry of the subscription's
+// attempts log.
+type attempt struct {
+	sub ids.ID
+	a   meta.Attempt
+
+	q          queueInfo
+	batch      []engine.Received
+	v          verdict
+	receivedAt time.Time
+}
+
+// finish settles an answered push's messages, records the attempt in the log and reports it
+// (Config.OnAttempt). It runs after the batch's slots are released: maxInFlight bounds the
+// requests out at the endpoint, and the engine writes that follow the answer (durable ones
+// on serve) need not hold them. Those writes are bounded apart (worker.settling).
+func (w *worker) finish(at *attempt) {
+	if at == nil {
+		return
+	}
+	w.settle(at.q, at.batch, at.v, at.receivedAt)
+	p := w.p
+	lctx, lcancel := context.WithTimeout(p.ioCtx, 5*time.Second)
+	defer lcancel()
+	if err := p.cfg.Attempts.Record(lctx, at.sub, at.a); err != nil && lctx.Err() == nil {
+		p.log.Warn("recording a push attempt failed", "queue", w.qid.String(), "err", err)
+	}
+	if p.cfg.OnAttempt != nil {
+		p.cfg.OnAttempt(w.qid, at.a)
+	}
+}
+
+// verdict turns a settled push into the flow-control signal and the attempt (finish logs it).
+func (w *worker) verdict(sub meta.Subscription, r *pushRequest, res sendResult, now time.Time) (flowResult, *attempt) {
 	p, v := w.p, res.v
 	a := meta.Attempt{At: now.UTC(), AttemptID: r.attemptID, MessageIDs: r.msgIDs, StatusCode: res.status, LatencyMs: res.latency.Milliseconds(), Error: v.ErrClass, Detail: v.Detail}
 	flow := flowSuccess
@@ -201,17 +234,12 @@ func (w *worker) verdict(sub meta.Subscription, r *pushRequest, res sendResult, 
 		p.m.errors.WithLabelValues(v.ErrClass).Inc()
 	}
 	p.m.batches.WithLabelValues(a.Outcome).Inc()
-	lctx, lcancel := context.WithTimeout(p.ioCtx, 5*time.Second)
-	defer lcancel()
-	if err := p.cfg.Attempts.Record(lctx, sub.ID, a); err != nil && lctx.Err() == nil {
-		p.log.Warn("recording a push attempt failed", "queue", w.qid.String(), "err", err)
-	}
 	w.recordHealth(sub, v, res.status, flow, now)
 	if v.ErrClass != "" {
 		p.log.Info("push attempt failed", "queue", w.qid.String(), "host", hostOf(sub.Endpoint), "attempt_id", r.attemptID,
 			"status", res.status, "error", v.ErrClass, "detail", v.Detail, "messages", len(r.msgIDs))
 	}
-	return flow, &a
+	return flow, &attempt{sub: sub.ID, a: a}
 }
 
 func hostOf(endpoint string) string {

@@ -131,7 +131,7 @@ func (p *Pusher) startWorker(ctx context.Context, s meta.Subscription, tok int64
 		_ = p.cfg.Coordinator.Release(ctx, s.QueueID, p.cfg.Member, tok)
 		return false
 	}
-	w := &worker{p: p, qid: s.QueueID, token: tok, flow: newFlow(s.MaxInFlight), changed: make(chan struct{}), gen: -1, done: make(chan struct{})}
+	w := &worker{p: p, qid: s.QueueID, token: tok, flow: newFlow(s.MaxInFlight), limits: newLimiter(), settling: make(chan struct{}, maxSettling), changed: make(chan struct{}), gen: -1, done: make(chan struct{})}
 	w.sub, w.q = s, q
 	w.leaseUntil.Store(int64(time.Since(p.start) + p.cfg.LeaseTTL))
 	w.ctx, w.cancel = context.WithCancel(context.Background())

@@ -45,6 +45,17 @@ func (f *flow) acquire(ctx context.Context) error {
 	}
 }
 
+// tryAcquire takes a free slot if there is one.
+func (f *flow) tryAcquire() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inFlight < f.limit {
+		f.inFlight++
+		return true
+	}
+	return false
+}
+
 // settle frees a slot and adjusts the limit: flowNone (the slot was not used for a push) and
 // flowFailure (a failure that is not a throttle) leave it as it is.
 func (f *flow) settle(result flowResult) {
@@ -79,6 +90,10 @@ func (f *flow) state() (limit, inFlight int) {
 	defer f.mu.Unlock()
 	return f.limit, f.inFlight
 }
+
+// maxSettling bounds a subscription's answered pushes whose settlement is still being written
+// after their slots were released (the most maxInFlight allows).
+const maxSettling = 100
 
 type flowResult int
 

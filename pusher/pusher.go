@@ -107,6 +107,17 @@ type Config struct {
 	// subscriptions (default DefaultMaxInFlight; see shares).
 	MaxInFlight int
 
+	// ReceiveLoops is how many receive loops each subscription runs (default 1). One process
+	// serving the API and the pusher (serve) runs several: a loop waits for the engine
+	// between batches, and the engine is in the same process, so more loops keep more
+	// batches collecting at once.
+	ReceiveLoops int
+
+	// OnRateLimited, when set, is called when a push waits for a rate's tokens: a key's
+	// (flowControl.messagesPerSecond) or, with sub true, the subscription's
+	// (maxMessagesPerSecond). Tests wait on it instead of sleeping.
+	OnRateLimited func(queue ids.ID, key string, sub bool)
+
 	// OnAttempt, when set, is called after each attempt is settled and logged; OnGiveBack after
 	// a received batch was given back unsent. Tests wait on them instead of sleeping.
 	OnAttempt  func(queue ids.ID, a meta.Attempt)

@@ -23,6 +23,10 @@ type worker struct {
 	qid   ids.ID
 	token int64
 	flow  *flow
+	// limits keeps the rate and keyed budgets (keyed.go).
+	limits *limiter
+	// settling bounds the answered pushes being settled after their slots were released.
+	settling chan struct{}
 
 	mu      sync.Mutex
 	sub     meta.Subscription
@@ -149,8 +153,25 @@ func (w *worker) leaseValid() bool {
 	return time.Duration(w.leaseUntil.Load()) > time.Since(w.p.start)
 }
 
+// run runs the subscription's receive loops (Config.ReceiveLoops) until the worker stops, then
+// returns the messages flow control still holds.
 func (w *worker) run() {
 	defer close(w.done)
+	var wg sync.WaitGroup
+	for range max(w.p.cfg.ReceiveLoops, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.receiveLoop()
+		}()
+	}
+	wg.Wait()
+	w.limits.stop()
+	_, q, _ := w.snapshot()
+	w.cancelHeld(q, w.limits.drain())
+}
+
+func (w *worker) receiveLoop() {
 	watch, unwatch := w.p.cfg.Engine.Watch(w.qid)
 	defer unwatch()
 	for w.ctx.Err() == nil {
@@ -172,6 +193,15 @@ func (w *worker) run() {
 			case <-t.C:
 			}
 			t.Stop()
+			continue
+		}
+		if sub.FlowControl.Keyed() {
+			w.keyedRound(sub, q, watch, changed)
+			continue
+		}
+		// Held messages of a flow control just turned off go back unsent and uncounted.
+		w.cancelHeld(q, w.limits.drain())
+		if !w.rateReady(sub, changed) {
 			continue
 		}
 		if err := w.flow.acquire(w.ctx); err != nil {
@@ -196,16 +226,48 @@ func (w *worker) run() {
 			w.flow.settle(flowNone)
 			return
 		}
+		if sub.MaxMessagesPerSecond > 0 {
+			w.limits.takeSub(w.p.cfg.Clock.Now(), len(batch))
+		}
 		w.inFlight.Add(1)
 		go func() {
 			defer w.inFlight.Done()
 			res, a := w.deliver(sl, q, batch, receivedAt)
+			w.settling <- struct{}{} // with the slots still held: no more than maxSettling wait
 			w.p.shares.release(sl)
 			w.flow.settle(res)
-			if a != nil && w.p.cfg.OnAttempt != nil {
-				w.p.cfg.OnAttempt(w.qid, *a)
-			}
+			w.finish(a)
+			<-w.settling
 		}()
+	}
+}
+
+// rateReady waits, before a receive, until the subscription's maxMessagesPerSecond lets a
+// full batch go; it returns false when the subscription changed or the worker stops meanwhile
+// (the caller starts over). Waiting before the receive keeps messages in the queue, not in
+// flight, while the rate is spent.
+func (w *worker) rateReady(sub meta.Subscription, changed <-chan struct{}) bool {
+	if sub.MaxMessagesPerSecond <= 0 {
+		return true
+	}
+	for {
+		wait := w.limits.subWait(sub, w.p.cfg.Clock.Now(), sub.BatchSize)
+		if wait <= 0 {
+			return true
+		}
+		if w.p.cfg.OnRateLimited != nil {
+			w.p.cfg.OnRateLimited(w.qid, "", true)
+		}
+		t := time.NewTimer(min(wait, rateRecheck))
+		select {
+		case <-t.C:
+		case <-changed:
+			t.Stop()
+			return false
+		case <-w.ctx.Done():
+			t.Stop()
+			return false
+		}
 	}
 }
 

@@ -43,8 +43,16 @@ const (
 	stateDisabled = "disabled"
 )
 
+// Rate and keyed flow control (docs/push.md).
+const (
+	maxMessagesPerSecondHi = 100000
+	maxParallelism         = 100
+)
+
 var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused",
-	"disableAfterSeconds", "state"}
+	"disableAfterSeconds", "state", "maxMessagesPerSecond", "flowControl"}
+
+var flowControlFields = []string{"keyAttribute", "parallelism", "messagesPerSecond"}
 
 type subscriptionJSON struct {
 	ID             string `json:"id"`
@@ -62,9 +70,18 @@ type subscriptionJSON struct {
 	DisabledReason      *string     `json:"disabledReason,omitempty"`
 	DisabledAt          *string     `json:"disabledAt,omitempty"`
 	Health              *healthJSON `json:"health,omitempty"`
-	CreatedAt           string      `json:"createdAt"`
-	UpdatedAt           string      `json:"updatedAt"`
-	SigningSecret       *string     `json:"signingSecret,omitempty"`
+	// Rate and keyed flow control.
+	MaxMessagesPerSecond int              `json:"maxMessagesPerSecond"`
+	FlowControl          *flowControlJSON `json:"flowControl,omitempty"`
+	CreatedAt            string           `json:"createdAt"`
+	UpdatedAt            string           `json:"updatedAt"`
+	SigningSecret        *string          `json:"signingSecret,omitempty"`
+}
+
+type flowControlJSON struct {
+	KeyAttribute      string `json:"keyAttribute"`
+	Parallelism       int    `json:"parallelism"`
+	MessagesPerSecond int    `json:"messagesPerSecond"`
 }
 
 func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
@@ -74,6 +91,10 @@ func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
 		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
 		CreatedAt: formatTime(s.CreatedAt), UpdatedAt: formatTime(s.UpdatedAt),
 		DisableAfterSeconds: s.DisableAfterSeconds, State: stateActive,
+		MaxMessagesPerSecond: s.MaxMessagesPerSecond,
+	}
+	if f := s.FlowControl; f.Keyed() {
+		out.FlowControl = &flowControlJSON{KeyAttribute: f.KeyAttribute, Parallelism: f.Parallelism, MessagesPerSecond: f.MessagesPerSecond}
 	}
 	if s.Disabled {
 		reason, at := s.DisabledReason, formatTime(s.DisabledAt)
@@ -122,7 +143,51 @@ func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
 	} else if ok {
 		sub.Paused = v
 	}
-	return s.applyHealthSettings(o, sub)
+	if err := s.applyHealthSettings(o, sub); err != nil {
+		return err
+	}
+	return applyFlowControl(o, sub)
+}
+
+// applyFlowControl validates and applies maxMessagesPerSecond and flowControl. A flowControl
+// object replaces the whole setting (absent fields take their defaults); null turns it off.
+func applyFlowControl(o *object, sub *meta.Subscription) error {
+	if v, ok, err := o.integer("maxMessagesPerSecond", 0, maxMessagesPerSecondHi); err != nil {
+		return err
+	} else if ok {
+		sub.MaxMessagesPerSecond = int(v)
+	}
+	if !o.has("flowControl") {
+		return nil
+	}
+	if o.isNull("flowControl") {
+		sub.FlowControl = meta.FlowControl{}
+		return nil
+	}
+	fo, err := o.child("flowControl", flowControlFields...)
+	if err != nil {
+		return err
+	}
+	key, ok, err := fo.str("keyAttribute")
+	if err != nil {
+		return err
+	}
+	if !ok || !attrNamePattern.MatchString(key) {
+		return apierr.Invalid(fo.path("keyAttribute"), "is required: the name of the message attribute whose value is the key (1-256 of A-Z a-z 0-9 _ . -)")
+	}
+	fc := meta.FlowControl{KeyAttribute: key, Parallelism: 1}
+	if v, ok, err := fo.integer("parallelism", 1, maxParallelism); err != nil {
+		return err
+	} else if ok {
+		fc.Parallelism = int(v)
+	}
+	if v, ok, err := fo.integer("messagesPerSecond", 0, maxMessagesPerSecondHi); err != nil {
+		return err
+	} else if ok {
+		fc.MessagesPerSecond = int(v)
+	}
+	sub.FlowControl = fc
+	return nil
 }
 
 // pushChanged tells the pusher fleet that a queue's subscription changed.

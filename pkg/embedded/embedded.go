@@ -65,6 +65,11 @@ const (
 	TokenFile    = "token"
 )
 
+// ServeReceiveLoops is how many receive loops serve's pusher runs per subscription: with the
+// engine in the same process a receive is a local write, and eight loops keep enough batches
+// collecting for push to keep up with pull (docs/push.md has the figures).
+const ServeReceiveLoops = 8
+
 // DefaultProject is the project created on first start.
 const DefaultProject = "default"
 
@@ -226,6 +231,8 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get, Health: health,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
 		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
+		// The engine is in this process: more receive loops keep more batches collecting (docs/push.md).
+		ReceiveLoops: ServeReceiveLoops,
 	})
 	if err != nil {
 		return nil, err

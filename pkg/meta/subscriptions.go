@@ -31,6 +31,10 @@ type Subscription struct {
 	Disabled            bool
 	DisabledReason      string
 	DisabledAt          time.Time
+	// MaxMessagesPerSecond bounds the messages the subscription pushes per second (0: no
+	// bound); FlowControl bounds each key's share (rate and keyed flow control).
+	MaxMessagesPerSecond int
+	FlowControl          FlowControl
 	// Secret is the current signing secret ("whsec_" + base64). PreviousSecret, when not empty,
 	// keeps signing alongside until PreviousExpiresAt (rotation).
 	Secret            string
@@ -41,6 +45,19 @@ type Subscription struct {
 	// Version increases with every update (optimistic concurrency for UpdateSubscription).
 	Version int64
 }
+
+// FlowControl is a subscription's keyed flow control: messages whose attribute KeyAttribute has
+// the same value (absent counts as the empty value) share one key's budget of Parallelism
+// batches in flight and MessagesPerSecond messages a second (0: no rate bound). An empty
+// KeyAttribute turns it off.
+type FlowControl struct {
+	KeyAttribute      string `json:",omitempty"`
+	Parallelism       int    `json:",omitempty"`
+	MessagesPerSecond int    `json:",omitempty"`
+}
+
+// Keyed reports whether keyed flow control is on.
+func (f FlowControl) Keyed() bool { return f.KeyAttribute != "" }
 
 // Secrets returns the secrets that sign at time now: the current one, and the previous one
 // while its overlap lasts.

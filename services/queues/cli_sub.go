@@ -17,7 +17,7 @@ func (c *cli) subCmd() *cobra.Command {
 		`  queues sub create orders --endpoint https://example.com/hooks/orders --batch-size 5
   queues sub attempts orders --limit 50
   queues sub rotate-secret orders`,
-		c.subCreateCmd(),
+		c.subCreateCmd(), c.subUpdateCmd(),
 		c.subSimpleCmd("get", "show a queue's subscription", (*client.Client).GetSubscription),
 		c.subSimpleCmd("pause", "stop pushing (messages wait in the queue)", (*client.Client).PauseSubscription),
 		c.subSimpleCmd("resume", "start pushing again (a paused or disabled subscription)", (*client.Client).ResumeSubscription),
@@ -69,6 +69,16 @@ func printSub(w io.Writer, s *client.Subscription) {
 		{"disable after", disableAfter(s.DisableAfterSeconds)},
 	}
 	rows = append(rows, healthRows(s.Health)...)
+	if s.MaxMessagesPerSecond > 0 {
+		rows = append(rows, [2]string{"max messages/s", fmt.Sprint(s.MaxMessagesPerSecond)})
+	}
+	if f := s.FlowControl; f != nil {
+		rate := "no rate bound"
+		if f.MessagesPerSecond > 0 {
+			rate = fmt.Sprintf("%d messages/s", f.MessagesPerSecond)
+		}
+		rows = append(rows, [2]string{"flow control", fmt.Sprintf("per %s: %d in flight, %s", f.KeyAttribute, f.Parallelism, rate)})
+	}
 	if s.SigningSecret != "" {
 		rows = append(rows, [2]string{"signing secret", s.SigningSecret + "  (shown only now: keep it)"})
 	}
@@ -125,6 +135,7 @@ func (c *cli) subCreateCmd() *cobra.Command {
 	var batchSize, window, inFlight intValue
 	var timeout, disableAfter secondsValue
 	var paused bool
+	var flow flowFlags
 	cmd := c.leaf(clientSpec{
 		use: "create QUEUE", short: "subscribe an https endpoint to a queue (prints the signing secret once)", minArgs: 1, maxArgs: 1,
 		example: `  queues sub create orders --endpoint https://example.com/hooks/orders
@@ -138,6 +149,9 @@ func (c *cli) subCreateCmd() *cobra.Command {
 				DisableAfterSeconds: disableAfter.ptr()}
 			if paused {
 				in.Paused = client.Bool(true)
+			}
+			if err := flow.apply(&in); err != nil {
+				return err
 			}
 			s, err := c.client.CreateSubscription(ctx, args[0], in)
 			if err != nil {
@@ -154,6 +168,76 @@ func (c *cli) subCreateCmd() *cobra.Command {
 	f.Var(&timeout, "timeout", "push timeout, 1-60 s (default 30)")
 	f.BoolVar(&paused, "paused", false, "create it paused")
 	f.Var(&disableAfter, "disable-after", "disable it after every push failed this long, e.g. 48h (default 120h; 0 never)")
+	flow.add(cmd)
+	return cmd
+}
+
+// flowFlags are the rate and keyed flow control flags of sub create and sub update.
+type flowFlags struct {
+	rate, parallelism, keyRate intValue
+	key                        string
+	off                        bool
+}
+
+func (ff *flowFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.Var(&ff.rate, "max-messages-per-second", "most messages pushed a second, 0-100000 (0: no bound)")
+	f.StringVar(&ff.key, "flow-key", "", "keyed flow control: the message attribute whose value is the key")
+	f.Var(&ff.parallelism, "flow-parallelism", "keyed flow control: most pushes of one key in flight, 1-100 (default 1)")
+	f.Var(&ff.keyRate, "flow-messages-per-second", "keyed flow control: most messages of one key a second (0: no bound)")
+	if cmd.Name() == "update" {
+		f.BoolVar(&ff.off, "no-flow-control", false, "turn keyed flow control off")
+	}
+}
+
+// apply sets the flags given on in: the flow-* flags replace the whole flowControl setting.
+func (ff *flowFlags) apply(in *client.SubscriptionInput) error {
+	in.MaxMessagesPerSecond = ff.rate.ptr()
+	switch {
+	case ff.off && (ff.key != "" || ff.parallelism.set || ff.keyRate.set):
+		return usagef("--no-flow-control takes no --flow-* flag")
+	case ff.off:
+		in.NoFlowControl = true
+	case ff.key != "":
+		in.FlowControl = &client.FlowControl{KeyAttribute: ff.key, Parallelism: ff.parallelism.v, MessagesPerSecond: ff.keyRate.v}
+	case ff.parallelism.set || ff.keyRate.set:
+		return usagef("--flow-parallelism and --flow-messages-per-second need --flow-key")
+	}
+	return nil
+}
+
+func (c *cli) subUpdateCmd() *cobra.Command {
+	var endpoint string
+	var batchSize, window, inFlight intValue
+	var timeout, disableAfter secondsValue
+	var flow flowFlags
+	cmd := c.leaf(clientSpec{
+		use: "update QUEUE", short: "change a subscription's settings (only the flags given)", minArgs: 1, maxArgs: 1,
+		example: `  queues sub update orders --max-messages-per-second 500
+  queues sub update orders --flow-key customer --flow-parallelism 2 --flow-messages-per-second 10
+  queues sub update orders --no-flow-control`,
+		completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
+			in := client.SubscriptionInput{Endpoint: endpoint, BatchSize: batchSize.ptr(), BatchWindowMs: window.ptr(), MaxInFlight: inFlight.ptr(), TimeoutSeconds: timeout.ptr(),
+				DisableAfterSeconds: disableAfter.ptr()}
+			if err := flow.apply(&in); err != nil {
+				return err
+			}
+			s, err := c.client.UpdateSubscription(ctx, args[0], in)
+			if err != nil {
+				return err
+			}
+			return c.out(s, func(w io.Writer) { printSub(w, s) })
+		},
+	})
+	f := cmd.Flags()
+	f.StringVar(&endpoint, "endpoint", "", "a new https URL for the pushes")
+	f.Var(&batchSize, "batch-size", "messages per push, 1-100")
+	f.Var(&window, "batch-window-ms", "how long to wait to fill a batch, 0-10000 ms")
+	f.Var(&inFlight, "max-in-flight", "concurrent pushes, 1-100")
+	f.Var(&timeout, "timeout", "push timeout, 1-60 s")
+	f.Var(&disableAfter, "disable-after", "disable it after every push failed this long, e.g. 48h (0 never)")
+	flow.add(cmd)
 	return cmd
 }
 

@@ -251,6 +251,13 @@ func TestCLISub(t *testing.T) {
 	e.run(t, "", "sub", "get", "hooked").ok(t).has(t, "disable after:", "120h0m0s of failures", "success (5 min):", "no attempts", "consecutive failures:", "flow-control limit:")
 	e.run(t, "", "sub", "resume", "hooked").ok(t).has(t, "active")
 	e.run(t, "", "sub", "pause", "hooked").ok(t).has(t, "paused")
+	e.run(t, "", "sub", "update", "hooked", "--max-messages-per-second", "50", "--flow-key", "customer", "--flow-parallelism", "2", "--flow-messages-per-second", "10").ok(t).
+		has(t, "max messages/s:", "50", "flow control:", "per customer: 2 in flight, 10 messages/s")
+	e.run(t, "", "sub", "update", "hooked", "--flow-parallelism", "101", "--flow-key", "c").fails(t, exitError, "flowControl.parallelism")
+	e.run(t, "", "sub", "update", "hooked", "--flow-parallelism", "3").fails(t, exitUsage, "--flow-key")
+	if s := jsonOf[client.Subscription](t, e.run(t, "", "sub", "update", "hooked", "--no-flow-control", "--json").ok(t)); s.FlowControl != nil || s.MaxMessagesPerSecond != 50 {
+		t.Fatalf("sub update --no-flow-control: %+v", s)
+	}
 	rotated := jsonOf[client.Subscription](t, e.run(t, "", "sub", "rotate-secret", "hooked", "--json").ok(t))
 	if !strings.HasPrefix(rotated.SigningSecret, "whsec_") {
 		t.Fatalf("rotate-secret: %+v", rotated)

@@ -413,6 +413,14 @@ func subscriptionRoutes(t *testing.T, c *client.Client) {
 	if r, err := c.PauseSubscription(ctx, "pushed"); err != nil || !r.Paused {
 		t.Fatalf("pause: %+v %v", r, err)
 	}
+	fc := &client.FlowControl{KeyAttribute: "customer", Parallelism: 2, MessagesPerSecond: 10}
+	if r, err := c.UpdateSubscription(ctx, "pushed", client.SubscriptionInput{MaxMessagesPerSecond: client.Int(50), FlowControl: fc}); err != nil ||
+		r.MaxMessagesPerSecond != 50 || r.FlowControl == nil || *r.FlowControl != *fc || len(r.Extra) != 0 {
+		t.Fatalf("flow control: %+v %v", r, err)
+	}
+	if r, err := c.UpdateSubscription(ctx, "pushed", client.SubscriptionInput{NoFlowControl: true}); err != nil || r.FlowControl != nil || r.MaxMessagesPerSecond != 50 {
+		t.Fatalf("flow control off: %+v %v", r, err)
+	}
 	if r, err := c.RotateSecret(ctx, "pushed"); err != nil || !strings.HasPrefix(r.SigningSecret, "whsec_") || r.SigningSecret == s.SigningSecret {
 		t.Fatalf("rotate: %+v %v", r, err)
 	}

@@ -45,6 +45,10 @@ type subItem struct {
 	Disabled            bool       `dynamodbav:"disabled,omitempty"`
 	DisabledReason      string     `dynamodbav:"disabledReason,omitempty"`
 	DisabledAt          *time.Time `dynamodbav:"disabledAt,omitempty"`
+	MaxMessagesPerSec   int        `dynamodbav:"maxMessagesPerSecond,omitempty"`
+	FlowKey             string     `dynamodbav:"flowKeyAttribute,omitempty"`
+	FlowParallelism     int        `dynamodbav:"flowParallelism,omitempty"`
+	FlowRate            int        `dynamodbav:"flowMessagesPerSecond,omitempty"`
 	Secret              string     `dynamodbav:"secret"`
 	PreviousSecret      string     `dynamodbav:"previousSecret,omitempty"`
 	PreviousExpiresAt   *time.Time `dynamodbav:"previousExpiresAt,omitempty"`
@@ -59,6 +63,8 @@ func toSubItem(s meta.Subscription) subItem {
 		ID: s.ID.String(), QueueID: s.QueueID.String(), ProjectID: s.ProjectID.String(),
 		Endpoint: s.Endpoint, BatchSize: s.BatchSize, BatchWindowMs: s.BatchWindowMs,
 		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
+		MaxMessagesPerSec: s.MaxMessagesPerSecond, FlowKey: s.FlowControl.KeyAttribute,
+		FlowParallelism: s.FlowControl.Parallelism, FlowRate: s.FlowControl.MessagesPerSecond,
 		Secret: s.Secret, PreviousSecret: s.PreviousSecret,
 		CreatedAt: utc(s.CreatedAt), UpdatedAt: utc(s.UpdatedAt), Version: s.Version,
 	}
@@ -85,7 +91,9 @@ func (it subItem) subscription() (meta.Subscription, error) {
 		ID: id, QueueID: qid, ProjectID: pid, Endpoint: it.Endpoint,
 		BatchSize: it.BatchSize, BatchWindowMs: it.BatchWindowMs, MaxInFlight: it.MaxInFlight,
 		TimeoutSeconds: it.TimeoutSeconds, Paused: it.Paused,
-		Secret: it.Secret, PreviousSecret: it.PreviousSecret,
+		MaxMessagesPerSecond: it.MaxMessagesPerSec,
+		FlowControl:          meta.FlowControl{KeyAttribute: it.FlowKey, Parallelism: it.FlowParallelism, MessagesPerSecond: it.FlowRate},
+		Secret:               it.Secret, PreviousSecret: it.PreviousSecret,
 		CreatedAt: utc(it.CreatedAt), UpdatedAt: utc(it.UpdatedAt), Version: it.Version,
 	}
 	if it.PreviousExpiresAt != nil {

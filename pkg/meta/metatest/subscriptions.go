@@ -139,6 +139,8 @@ func testSubUpdate(t *testing.T, s SubscriptionStore) {
 	sub.Version = 1
 	next := sub
 	next.Endpoint, next.BatchSize, next.BatchWindowMs, next.MaxInFlight, next.TimeoutSeconds, next.Paused = "https://example.org/x", 100, 250, 3, 7, true
+	next.MaxMessagesPerSecond = 250
+	next.FlowControl = meta.FlowControl{KeyAttribute: "customer", Parallelism: 2, MessagesPerSecond: 10}
 	next.PreviousSecret, next.Secret = sub.Secret, "whsec_bmV3bmV3bmV3bmV3bmV3bmV3bmV3bmV3"
 	next.PreviousExpiresAt = base.Add(24 * time.Hour)
 	next.DisableAfterSeconds, next.Disabled, next.DisabledReason = 3600, true, "every push attempt failed for 1h0m0s"

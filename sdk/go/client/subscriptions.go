@@ -25,8 +25,12 @@ type Subscription struct {
 	DisabledReason      string              `json:"disabledReason,omitempty"`
 	DisabledAt          *time.Time          `json:"disabledAt,omitempty"`
 	Health              *SubscriptionHealth `json:"health,omitempty"`
-	CreatedAt           time.Time           `json:"createdAt"`
-	UpdatedAt           time.Time           `json:"updatedAt"`
+	// MaxMessagesPerSecond bounds the messages pushed a second (0: no bound); FlowControl,
+	// when set, bounds each key's share (docs/push.md, "Rate and keyed flow control").
+	MaxMessagesPerSecond int          `json:"maxMessagesPerSecond"`
+	FlowControl          *FlowControl `json:"flowControl,omitempty"`
+	CreatedAt            time.Time    `json:"createdAt"`
+	UpdatedAt            time.Time    `json:"updatedAt"`
 	// SigningSecret (whsec_…) is returned only by CreateSubscription and RotateSecret.
 	SigningSecret string `json:"signingSecret,omitempty"`
 	// Extra holds the fields of the answer this type does not name.
@@ -41,7 +45,8 @@ func (s *Subscription) UnmarshalJSON(b []byte) error {
 	}
 	return keepExtra(b, &s.Extra, "id", "slug", "queue", "endpoint", "batchSize", "batchWindowMs",
 		"maxInFlight", "timeoutSeconds", "paused", "createdAt", "updatedAt", "signingSecret",
-		"disableAfterSeconds", "state", "disabledReason", "disabledAt", "health")
+		"disableAfterSeconds", "state", "disabledReason", "disabledAt", "health",
+		"maxMessagesPerSecond", "flowControl")
 }
 
 // Subscription states.
@@ -87,6 +92,40 @@ type SubscriptionInput struct {
 	// DisableAfterSeconds and State: endpoint health (State "active" resumes a disabled one).
 	DisableAfterSeconds *int   `json:"disableAfterSeconds,omitempty"`
 	State               string `json:"state,omitempty"`
+	// MaxMessagesPerSecond sets the subscription's rate (0 removes it).
+	MaxMessagesPerSecond *int `json:"maxMessagesPerSecond,omitempty"`
+	// FlowControl sets keyed flow control (the whole setting); NoFlowControl turns it off.
+	FlowControl   *FlowControl `json:"-"`
+	NoFlowControl bool         `json:"-"`
+}
+
+// FlowControl is keyed flow control: messages whose attribute KeyAttribute has the same value
+// share one key's budget of Parallelism pushes in flight (0 on input: the default, 1) and
+// MessagesPerSecond messages a second (0: no bound).
+type FlowControl struct {
+	KeyAttribute      string `json:"keyAttribute"`
+	Parallelism       int    `json:"parallelism,omitempty"`
+	MessagesPerSecond int    `json:"messagesPerSecond"`
+}
+
+// MarshalJSON writes the input, with flowControl an object, null (NoFlowControl) or absent.
+func (in SubscriptionInput) MarshalJSON() ([]byte, error) {
+	type plain SubscriptionInput
+	raw, err := json.Marshal(plain(in))
+	if err != nil || (in.FlowControl == nil && !in.NoFlowControl) {
+		return raw, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	m["flowControl"] = json.RawMessage("null")
+	if in.FlowControl != nil {
+		if m["flowControl"], err = json.Marshal(in.FlowControl); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(m)
 }
 
 // Attempt is one push request as the subscription's attempts log keeps it.

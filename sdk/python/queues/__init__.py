@@ -10,7 +10,7 @@ from .errors import (AlreadyExistsError, AuthError, ConflictError, ForbiddenErro
                      NotFoundError, PurgeTooSoonError, QueuesError, QuotaExceededError, RateLimitedError, StaleReceiptError,
                      TransportError, UnavailableError, ValidationError, VisibilityLimitError, WebhookVerificationError,
                      error_class)
-from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
+from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, FlowControl, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
                      PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, ReplayOf, SendMessage, SendResult, SentMessage,
                      Subscription, TokenCreated, UsageHour)
 from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay,
@@ -28,7 +28,7 @@ __all__ = [
     "ConsumerInfo", "Group", "Limits", "MAX_RECEIPT_BATCH", "MAX_RECEIVE_BATCH", "MAX_SEND_BATCH", "Message", "MoveFilter", "MoveTask", "Outcome", "Page",
     "Project", "ProjectUsage", "PurgeResult", "PushAttempt", "PushBatch", "Queue", "QueueCounts", "QueuesError",
     "ROUTES", "Redrive", "Retry", "RetryAfter", "RetryPolicy", "SCOPE_ALL", "SendMessage", "SendResult",
-    "SentMessage", "Subscription", "TokenCreated", "TransportError", "UNSET", "UsageHour",
+    "SentMessage", "Subscription", "FlowControl", "TokenCreated", "TransportError", "UNSET", "UsageHour",
     "WebhookVerificationError", "handle_push", "outcome_of", "sign", "verify",
     "Binding", "BindingFailure", "LogEntry", "PublishMessage", "PublishResult", "PublishedMessage", "StateEntry", "Topic",
     "Replay", "ReplayOf", "StreamEntry", "TopicEvent", "TopicGap", "TopicStream", "TopicStreamConnection",

@@ -176,18 +176,19 @@ class AsyncCalls:
         """Client.delete_group, awaited. Purges one message group of a fifo queue."""
         return await self.run(self.sync.delete_group, queue, group_id)
 
-    async def create_subscription(self, queue: str, endpoint: str, *, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET) -> Subscription:  # noqa: A002
+    async def create_subscription(self, queue: str, endpoint: str, *, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET, max_messages_per_second: int = UNSET, flow_control: FlowControl = UNSET) -> Subscription:  # noqa: A002
         """Client.create_subscription, awaited. Creates the queue's push subscription; the answer
         holds ``signing_secret`` (once)."""
-        return await self.run(self.sync.create_subscription, queue, endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused)
+        return await self.run(self.sync.create_subscription, queue, endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused, max_messages_per_second=max_messages_per_second, flow_control=flow_control)
 
     async def get_subscription(self, queue: str) -> Subscription:  # noqa: A002
         """Client.get_subscription, awaited."""
         return await self.run(self.sync.get_subscription, queue)
 
-    async def update_subscription(self, queue: str, *, endpoint: str = UNSET, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET) -> Subscription:  # noqa: A002
-        """Client.update_subscription, awaited."""
-        return await self.run(self.sync.update_subscription, queue, endpoint=endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused)
+    async def update_subscription(self, queue: str, *, endpoint: str = UNSET, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET, max_messages_per_second: int = UNSET, flow_control: FlowControl | None = UNSET) -> Subscription:  # noqa: A002
+        """Client.update_subscription, awaited. Changes the settings given; ``flow_control``
+        replaces the whole setting, None turns it off."""
+        return await self.run(self.sync.update_subscription, queue, endpoint=endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused, max_messages_per_second=max_messages_per_second, flow_control=flow_control)
 
     async def delete_subscription(self, queue: str) -> None:  # noqa: A002
         """Client.delete_subscription, awaited."""

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from ._http import RetryPolicy, Transport
 from ._version import __version__
 from .errors import QueuesError
-from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
+from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, FlowControl, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
                      PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
                      UsageHour)
 from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay, StateEntry, Topic
@@ -417,11 +417,13 @@ class Client:
 
     def create_subscription(self, queue: str, endpoint: str, *, batch_size: int = UNSET, batch_window_ms: int = UNSET,
                             max_in_flight: int = UNSET, timeout_seconds: int = UNSET,
-                            paused: bool = UNSET) -> Subscription:
+                            paused: bool = UNSET, max_messages_per_second: int = UNSET,
+                            flow_control: FlowControl = UNSET) -> Subscription:
         """Creates the queue's push subscription; the answer holds ``signing_secret`` (once)."""
         body = {"endpoint": endpoint, **_settings(batch_size=batch_size, batch_window_ms=batch_window_ms,
                                                   max_in_flight=max_in_flight, timeout_seconds=timeout_seconds,
-                                                  paused=paused)}
+                                                  paused=paused, max_messages_per_second=max_messages_per_second,
+                                                  flow_control=flow_control)}
         return Subscription.from_dict(self.call("POST", _q(queue) + "/subscription", body=body))
 
     def get_subscription(self, queue: str) -> Subscription:
@@ -429,9 +431,12 @@ class Client:
 
     def update_subscription(self, queue: str, *, endpoint: str = UNSET, batch_size: int = UNSET,
                             batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET,
-                            paused: bool = UNSET) -> Subscription:
+                            paused: bool = UNSET, max_messages_per_second: int = UNSET,
+                            flow_control: FlowControl | None = UNSET) -> Subscription:
+        """Changes the settings given; ``flow_control`` replaces the whole setting, None turns it off."""
         body = _settings(endpoint=endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms,
-                         max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused)
+                         max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused,
+                         max_messages_per_second=max_messages_per_second, flow_control=flow_control)
         return Subscription.from_dict(self.call("PATCH", _q(queue) + "/subscription", body=body))
 
     def delete_subscription(self, queue: str) -> None:

@@ -291,8 +291,21 @@ class ConsumerInfo(Model):
 
 
 @dataclass
+class FlowControl(Model):
+    """Keyed flow control: messages whose attribute ``key_attribute`` has the same value share one
+    key's budget of ``parallelism`` pushes in flight and ``messages_per_second`` (0: no bound)."""
+
+    key_attribute: str = ""
+    parallelism: int = 1
+    messages_per_second: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Subscription(Model):
     """A queue's push subscription; ``signing_secret`` only on create and rotate-secret."""
+
+    _nested: ClassVar[dict[str, type[Model]]] = {"flowControl": FlowControl}
 
     id: str = ""
     slug: str = ""
@@ -303,6 +316,9 @@ class Subscription(Model):
     max_in_flight: int = 0
     timeout_seconds: int = 0
     paused: bool = False
+    # Rate and keyed flow control (docs/push.md).
+    max_messages_per_second: int = 0
+    flow_control: FlowControl | None = None
     created_at: str = ""
     updated_at: str = ""
     signing_secret: str | None = None

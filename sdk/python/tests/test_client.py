@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from queues import Client, Limits, MoveFilter, QueuesError, Redrive, RetryPolicy, SendMessage
+from queues import Client, FlowControl, Limits, MoveFilter, QueuesError, Redrive, RetryPolicy, SendMessage
 
 from . import server
 from .server import unique
@@ -338,6 +338,11 @@ class ClientTest(unittest.TestCase):
         got = self.c.get_subscription(name)
         self.assertEqual((got.batch_size, got.paused, got.signing_secret), (5, True, None))
         self.assertEqual(self.c.update_subscription(name, max_in_flight=3).max_in_flight, 3)
+        fc = FlowControl(key_attribute="customer", parallelism=2, messages_per_second=10)
+        flowed = self.c.update_subscription(name, max_messages_per_second=50, flow_control=fc)
+        self.assertEqual((flowed.max_messages_per_second, flowed.flow_control), (50, fc))
+        off = self.c.update_subscription(name, flow_control=None)
+        self.assertEqual((off.max_messages_per_second, off.flow_control), (50, None))
         rotated = self.c.rotate_subscription_secret(name)
         self.assertNotEqual(rotated.signing_secret, s.signing_secret)
         self.assertEqual(self.c.list_subscription_attempts(name, limit=5), [])

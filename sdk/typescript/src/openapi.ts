@@ -1042,6 +1042,26 @@ export type BatchWindowMs = number;
 /** Most push requests in flight at once (default 10); flow control may use fewer. */
 export type MaxInFlight = number;
 
+/** Most messages the subscription pushes a second (0, the default, bounds nothing). A token bucket holding one second's worth (at least one batch); the subscription waits for tokens before it receives, so waiting messages stay in the queue. See docs/push.md, "Rate and keyed flow control". */
+export type MaxMessagesPerSecond = number;
+
+/** Keyed flow control. Messages whose attribute `keyAttribute` has the same value (absent counts as the empty value) share one key's budget; every push carries one key's messages; a key at its budget never holds up other keys (its messages wait in the pusher, still in flight, their receiveCount untouched). See docs/push.md, "Rate and keyed flow control". */
+export interface FlowControl {
+  /** The message attribute whose value is the key. */
+  keyAttribute: string;
+  /** Most pushes of one key in flight at once (default 1). */
+  parallelism: number;
+  /** Most messages of one key pushed a second (0, the default, bounds nothing). */
+  messagesPerSecond: number;
+}
+
+/** Replaces the whole setting (absent fields take their defaults). */
+export interface FlowControlRequest {
+  keyAttribute: string;
+  parallelism?: number;
+  messagesPerSecond?: number;
+}
+
 /** How long a push request may take (default 30). */
 export type PushTimeoutSeconds = number;
 
@@ -1055,6 +1075,8 @@ export interface Subscription {
   maxInFlight: MaxInFlight;
   timeoutSeconds: PushTimeoutSeconds;
   paused: boolean;
+  maxMessagesPerSecond?: MaxMessagesPerSecond;
+  flowControl?: FlowControl;
   createdAt: Timestamp;
   updatedAt: Timestamp;
 }
@@ -1070,6 +1092,8 @@ export interface SubscriptionWithSecret {
   maxInFlight: MaxInFlight;
   timeoutSeconds: PushTimeoutSeconds;
   paused: boolean;
+  maxMessagesPerSecond?: MaxMessagesPerSecond;
+  flowControl?: FlowControl;
   createdAt: Timestamp;
   updatedAt: Timestamp;
   /** The Standard Webhooks secret (`whsec_` + base64 of 32 random bytes); the HMAC key is the base64-decoded part. */
@@ -1084,6 +1108,8 @@ export interface CreateSubscriptionRequest {
   timeoutSeconds?: PushTimeoutSeconds;
   /** Create paused (default false). */
   paused?: boolean;
+  maxMessagesPerSecond?: MaxMessagesPerSecond;
+  flowControl?: FlowControlRequest;
 }
 
 /** Any subset of the settings. */
@@ -1094,6 +1120,9 @@ export interface UpdateSubscriptionRequest {
   maxInFlight?: MaxInFlight;
   timeoutSeconds?: PushTimeoutSeconds;
   paused?: boolean;
+  maxMessagesPerSecond?: MaxMessagesPerSecond;
+  /** Keyed flow control (replaces the whole setting), or null to turn it off. */
+  flowControl?: FlowControlRequest | null;
 }
 
 export interface PushAttempt {
