@@ -99,7 +99,7 @@ func (s *Server) sendStream(c echo.Context) error {
 	st := &stream{s: s, conn: conn, q: q, src: source(c), sends: true}
 	st.cond = sync.NewCond(&st.mu)
 	st.g = streamGuard{p: p, verified: now, active: now}
-	ss := &sendStream{stream: st, tp: tp, work: make(chan sendFrame, sendStreamWindow)}
+	ss := &sendStream{stream: st, tp: tp}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	ss.run(ctx, cancel)
@@ -111,6 +111,8 @@ func (ss *sendStream) run(ctx context.Context, cancel context.CancelFunc) {
 	if ss.q.Type == string(engine.FIFO) {
 		workers = 1
 	}
+	// Frames taken: those queued here, one per storer and one the reader waits to queue.
+	ss.work = make(chan sendFrame, sendStreamWindow-workers-1)
 	var wg, stores sync.WaitGroup
 	for range workers {
 		stores.Go(func() { ss.store(ctx) })
