@@ -218,63 +218,88 @@ func (s *Server) send(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	out, err := s.sendParsed(ctx, q, o, sendTraceparent(c))
+	if err != nil {
+		return err
+	}
+	// Metered once the answer is written: a replica that dies before answering has not
+	// counted a send the client never saw succeed.
+	defer out.meter(s, q)
+	if len(out.failed) == 0 {
+		return blob(c, http.StatusOK, func(b []byte) []byte { return appendSendAnswer(b, out.sent) })
+	}
+	return c.JSON(http.StatusOK, map[string]any{"messages": out.sent, "failed": out.failed})
+}
+
+// sendOutcome is what one send stored and refused: its answer's "messages" and "failed", and
+// what its metering needs.
+type sendOutcome struct {
+	sent   []sendOK
+	failed []sendFailed
+	msgs   []engine.Message
+	res    []engine.SendResult
+}
+
+// meter meters the stored messages of the send to q's project.
+func (o sendOutcome) meter(s *Server, q meta.Queue) {
+	if len(o.res) > 0 {
+		s.meterSent(q.ProjectID, o.msgs, o.res)
+	}
+}
+
+// sendParsed is the one send path of every door that takes /v1's send body (POST
+// .../messages and the send stream's frames): it validates o's "messages" (1 to MaxBatch),
+// stamps tp (the caller's traceparent) on the messages that carry none, and stores the valid
+// ones under the queue's send rate and the project's quotas. A message's own problem is
+// reported in failed, by its index; err is the send's as a whole.
+func (s *Server) sendParsed(ctx context.Context, q meta.Queue, o *object, tp string) (sendOutcome, error) {
+	out := sendOutcome{sent: []sendOK{}, failed: []sendFailed{}}
 	items, ok, aerr := o.array("messages", 1, engine.MaxBatch)
 	if aerr != nil {
-		return aerr
+		return out, aerr
 	}
 	if !ok {
-		return apierr.Invalid("messages", "is required: 1 to %d messages", engine.MaxBatch)
+		return out, apierr.Invalid("messages", "is required: 1 to %d messages", engine.MaxBatch)
 	}
 	rules := s.sendRules(q)
 	var msgs []engine.Message
 	var index []int
-	failed := []sendFailed{}
 	for i, raw := range items {
 		m, err := parseMessage(raw, o.valid, "messages["+strconv.Itoa(i)+"]", rules)
 		if err != nil {
-			failed = append(failed, sendFailed{Index: i, Error: bodyOf(err)})
+			out.failed = append(out.failed, sendFailed{Index: i, Error: bodyOf(err)})
 			continue
 		}
 		msgs, index = append(msgs, m), append(index, i)
 	}
-	applyTraceparent(c, msgs)
-	ctx, cancel := s.storageCtx(c)
-	defer cancel()
+	applyTraceparent(msgs, tp)
 	if len(msgs) == 0 {
 		// Nothing to store, but the request still counts against the rate limit.
-		if err := s.limit(ctx, q, "send"); err != nil {
-			return err
-		}
+		return out, s.limit(ctx, q, "send")
 	}
-	sent := []sendOK{}
-	if len(msgs) > 0 {
-		res, err := s.Send(ctx, q, msgs)
-		if err != nil {
-			s.noteSendErr(q, err)
-			return err
-		}
-		// Metered once the answer is written: a replica that dies before answering has not
-		// counted a send the client never saw succeed.
-		defer s.meterSent(q.ProjectID, msgs, res)
-		storeFailed := false
-		for i, r := range res {
-			if r.Err != nil {
-				// Others of the request were stored: this one is reported, not the whole request.
-				failed = append(failed, sendFailed{Index: index[i], Error: bodyOf(sendErr(r.Err).WithPrefix("messages[" + strconv.Itoa(index[i]) + "]"))})
-				storeFailed = true
-				continue
-			}
-			sent = append(sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate, Merged: r.Merged,
-				SequenceNumber: seqNumber(r.SequenceNumber)})
-		}
-		if storeFailed {
-			slices.SortFunc(failed, func(a, b sendFailed) int { return a.Index - b.Index })
-		}
+	res, err := s.Send(ctx, q, msgs)
+	if err != nil {
+		s.noteSendErr(q, err)
+		return out, err
 	}
-	if len(failed) == 0 {
-		return blob(c, http.StatusOK, func(b []byte) []byte { return appendSendAnswer(b, sent) })
+	out.msgs, out.res = msgs, res
+	storeFailed := false
+	for i, r := range res {
+		if r.Err != nil {
+			// Others of the request were stored: this one is reported, not the whole request.
+			out.failed = append(out.failed, sendFailed{Index: index[i], Error: bodyOf(sendErr(r.Err).WithPrefix("messages[" + strconv.Itoa(index[i]) + "]"))})
+			storeFailed = true
+			continue
+		}
+		out.sent = append(out.sent, sendOK{Index: index[i], MessageID: r.MessageID.String(), Duplicate: r.Duplicate, Merged: r.Merged,
+			SequenceNumber: seqNumber(r.SequenceNumber)})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"messages": sent, "failed": failed})
+	if storeFailed {
+		slices.SortFunc(out.failed, func(a, b sendFailed) int { return a.Index - b.Index })
+	}
+	return out, nil
 }
 
 // sendErr is the error reported in `failed` for a message the engine could not store while

@@ -150,6 +150,9 @@ type Server struct {
 	// called after each check a stream passed.
 	streamTicks   func() <-chan time.Time
 	streamChecked func()
+	// streamDraining, when set (tests), is called once a draining send stream took its last
+	// frame.
+	streamDraining func()
 }
 
 // New builds the API's handler.
@@ -223,6 +226,7 @@ func (s *Server) routes() {
 	v1.DELETE("/queues/:queue", s.deleteQueue, admin)
 	v1.POST("/queues/:queue/purge", s.purgeQueue, admin)
 	v1.POST("/queues/:queue/messages", s.send, s.require(auth.ScopeMessagesSend))
+	v1.GET("/queues/:queue/send-stream", s.sendStream, s.require(auth.ScopeMessagesSend)) // sendstream.go
 	v1.DELETE("/queues/:queue/messages/:message", s.deleteMessage, s.require(auth.ScopeMessagesSend))
 	v1.POST("/queues/:queue/receive", s.receive, s.require(auth.ScopeMessagesReceive))
 	v1.GET("/queues/:queue/stream", s.receiveStream, s.require(auth.ScopeMessagesReceive))

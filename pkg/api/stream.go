@@ -65,6 +65,8 @@ type stream struct {
 	done bool
 	// g is what the stream re-checks while open (streamguard.go; under mu).
 	g streamGuard
+	// sends: a send stream (sendstream.go) uses this stream's connection, checks and writes.
+	sends bool
 	// failOnce writes the first stream-level error only.
 	failOnce sync.Once
 }

@@ -189,6 +189,9 @@ func (st *stream) idle() error {
 	if st.credit > 0 || st.out > 0 || now.Sub(st.g.active) < limit {
 		return nil
 	}
+	if st.sends {
+		return &apierr.Error{Code: codeIdle, Message: "the stream sent no frame for " + limit.String() + "; open another to send again"}
+	}
 	return &apierr.Error{Code: codeIdle, Message: "the stream held no credit and sent no frame for " + limit.String() + "; grant credit to keep it open"}
 }
 

@@ -43,6 +43,10 @@ type streamRig struct {
 	// received, when set, runs after the engine's receive took messages; receiving runs
 	// at every receive.
 	received, receiving atomic.Pointer[func()]
+	// drain, closed, drains the server.
+	drain chan struct{}
+	// sending, when set, runs before every engine send.
+	sending atomic.Pointer[func()]
 }
 
 // downMeta is the rig's metadata, whose token lookups fail while down is set.
@@ -75,6 +79,13 @@ func (h hookEngine) Receive(ctx context.Context, q engine.Queue, req engine.Rece
 	return res, err
 }
 
+func (h hookEngine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
+	if f := h.r.sending.Load(); f != nil {
+		(*f)()
+	}
+	return h.Engine.Send(ctx, q, msgs)
+}
+
 func newStreamRig(t *testing.T, limits StreamLimits) *streamRig {
 	t.Helper()
 	clk := clock.NewFake(time.Now())
@@ -91,10 +102,10 @@ func newStreamRig(t *testing.T, limits StreamLimits) *streamRig {
 	cache := metacache.New(store, &metacache.LocalBus{}, clk, 0)
 	t.Cleanup(cache.Close)
 	r := &streamRig{clk: clk, cache: cache, store: store, auth: auth.New(ring, "op", clk.Now),
-		ticks: make(chan time.Time), checked: make(chan struct{}, 16)}
+		ticks: make(chan time.Time), checked: make(chan struct{}, 16), drain: make(chan struct{})}
 	r.down = &downMeta{Cache: cache}
 	r.s = New(Config{Engine: hookEngine{eng, r}, Meta: r.down, Auth: r.auth, Receipts: receipt.NewSigner(ring), Tenancy: store,
-		Clock: clk, Streams: limits})
+		Clock: clk, Streams: limits, Draining: r.drain})
 	r.s.streamTicks = func() <-chan time.Time { return r.ticks }
 	r.s.streamChecked = func() { r.checked <- struct{}{} }
 	r.srv = httptest.NewServer(r.s.Handler())

@@ -89,13 +89,10 @@ func sendTraceparent(c echo.Context) string {
 	return ""
 }
 
-// applyTraceparent stores the request's traceparent with each message that has none.
-func applyTraceparent(c echo.Context, msgs []engine.Message) {
-	if len(msgs) == 0 {
-		return
-	}
-	tp := sendTraceparent(c)
-	if tp == "" {
+// applyTraceparent stores tp (the send's traceparent, sendTraceparent) with each message
+// that has none.
+func applyTraceparent(msgs []engine.Message, tp string) {
+	if len(msgs) == 0 || tp == "" {
 		return
 	}
 	for i := range msgs {

@@ -206,6 +206,18 @@ func TestEveryRoute(t *testing.T) {
 		t.Fatalf("closing the stream: %v", err)
 	}
 
+	// The send stream, through a Producer (its frames: TestProducer*, tests/e2e TestSendStream).
+	if _, err := c.CreateQueue(ctx, client.CreateQueueInput{Name: "produced"}); err != nil {
+		t.Fatal(err)
+	}
+	prod := c.NewProducer("produced", client.ProducerOptions{})
+	if _, err := prod.Send(ctx, client.SendMessage{Body: "produced"}).Wait(ctx); err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	if err := prod.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	// Receipts: single and batch forms.
 	anon := c.WithToken("") // the handle is the credential
 	one, two, three := byBody[`{"orderId": 42}`], byBody["two"], byBody["three"]

@@ -31,6 +31,18 @@
 //		return process(m.Body) // nil acks; an error retries
 //	}, client.ConsumeOptions{Concurrency: 32})
 //
+// # Producer
+//
+// NewProducer sends to one queue as fast as the service takes it: Send returns a SendFuture at
+// once, concurrent sends are gathered into batches written pipelined on the queue's send
+// stream (a WebSocket; each batch confirmed once stored), and plain HTTP sends take over when
+// the stream cannot be opened. Flush waits for what was sent; Close for everything.
+//
+//	p := c.NewProducer("orders", client.ProducerOptions{})
+//	defer p.Close(ctx)
+//	f := p.Send(ctx, client.SendMessage{Body: "hello"})
+//	m, err := f.Wait(ctx) // m.MessageID once stored
+//
 // # Push receiver
 //
 // PushReceiver is the endpoint of a push subscription: it verifies the Standard Webhooks

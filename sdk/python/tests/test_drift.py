@@ -21,9 +21,10 @@ PENDING = {
 }
 
 # The receive stream is a WebSocket (docs/streaming.md): the Go SDK's Consume uses it; this
-# client receives by polling, which is the stream's fallback. (The topic stream is here:
+# client receives by polling, which is the stream's fallback. The send stream likewise: the Go
+# SDK's Producer uses it; this client sends over HTTP, its fallback. (The topic stream is here:
 # topic_stream, over queues/_ws.py.)
-NOT_HERE = {("GET", "/v1/queues/{}/stream")}
+NOT_HERE = {("GET", "/v1/queues/{}/stream"), ("GET", "/v1/queues/{}/send-stream")}
 
 _PATH = re.compile(r"^  (/[^\s:]*):\s*$")
 _METHOD = re.compile(r"^    (get|put|post|patch|delete|head|options):\s*$")

@@ -933,6 +933,33 @@ export interface StreamAnswer {
 }
 
 /**
+ * One text frame of a send stream: from the producer SendStreamFrame; from the service
+ * SendStreamConfirmation or StreamError.
+ */
+export type SendStreamMessage = SendStreamFrame | SendStreamConfirmation | StreamError;
+
+export interface SendStreamFrame {
+  /** The producer's number for the frame, echoed by its confirmation. */
+  seq: number;
+  messages: SendMessageEntry[];
+  /** A W3C traceparent stored with the frame's messages that carry none. */
+  traceparent?: string;
+}
+
+/**
+ * The answer to one frame, by its seq: the send's result, or the error that refused the
+ * frame whole.
+ */
+export interface SendStreamConfirmation {
+  seq: number;
+  messages?: SentMessage[];
+  failed?: FailedMessage[];
+  error?: ErrorBody;
+  /** With a `rate_limited` (or `unavailable`) error, how long to wait before sending the frame again. */
+  retryAfterSeconds?: number;
+}
+
+/**
  * The last frame of a receive stream that the service ends: `invalid_argument` (a
  * malformed frame), `not_found` (the queue was deleted), `unauthenticated` (the token
  * was revoked or expired), `unavailable` (the token could not be checked for 10 s),
