@@ -100,6 +100,12 @@ type Config struct {
 	// (raw.go, client.go) instead of the Go SDK (sdk.go), for diagnosis: the difference
 	// between the two is the SDK's cost.
 	Raw bool
+	// SendBatch makes the SDK's producers send with SendBatch requests (one in flight per
+	// producer) instead of one Producer on the send stream.
+	SendBatch bool
+	// SendWindow is the Producer's Window, its batches in flight (default 4, the SDK's: a
+	// wide window queues frames a consumer then waits behind, which makes delivery p99 worse).
+	SendWindow int
 	// Poll makes the SDK's consumers poll (ConsumeOptions.Polling) instead of using the
 	// receive stream.
 	Poll bool
@@ -144,6 +150,15 @@ func (c *Config) defaults() error {
 	}
 	if c.Poll && c.Raw {
 		return errors.New("poll: the raw path always polls; poll is for the SDK's consumers")
+	}
+	if c.SendWindow < 0 {
+		return errors.New("send window must be positive")
+	}
+	if c.SendWindow == 0 {
+		c.SendWindow = qclient.DefaultProducerWindow
+	}
+	if c.Raw && c.SendBatch {
+		return errors.New("sendbatch: the raw path always sends with requests; sendbatch is for the SDK's producers")
 	}
 	if c.StreamWindow <= 0 {
 		c.StreamWindow = 4
@@ -204,10 +219,15 @@ func (c *Config) clientName() string {
 		return "raw-stream"
 	case c.Raw:
 		return "raw"
-	case c.Poll:
-		return "sdk-poll"
 	}
-	return "sdk"
+	name := "sdk"
+	if c.SendBatch {
+		name += "-sendbatch"
+	}
+	if c.Poll {
+		name += "-poll"
+	}
+	return name
 }
 
 // workers is how many producers and consumers a phase runs.

@@ -165,7 +165,7 @@ func checkPhase(t *testing.T, p PhaseReport, count int, client string) {
 			// The SDK acknowledges in the background: the queue's counts say it is empty.
 			t.Errorf("%s: %v messages left in the queue", p.Phase, p.Left)
 		}
-		if client == "sdk-poll" && p.Phase != PhaseWakeup && p.ByRoute["receive"].Count == 0 {
+		if strings.HasSuffix(client, "-poll") && p.Phase != PhaseWakeup && p.ByRoute["receive"].Count == 0 {
 			t.Errorf("%s: polling consumers made no receive requests", p.Phase)
 		}
 	}
@@ -185,15 +185,15 @@ func checkPhase(t *testing.T, p PhaseReport, count int, client string) {
 func TestRunAgainstAPIOnRedis(t *testing.T) {
 	url, token, rdb := startAPI(t)
 	for _, c := range []struct {
-		typ       string
-		raw, poll bool
-		client    string
+		typ                  string
+		raw, poll, sendBatch bool
+		client               string
 	}{
-		{"standard", false, false, "sdk"},
-		{"fifo", false, false, "sdk"},
-		{"standard", false, true, "sdk-poll"},
-		{"standard", true, false, "raw"},
-		{"fifo", true, false, "raw"},
+		{"standard", false, false, false, "sdk"},
+		{"fifo", false, false, false, "sdk"},
+		{"standard", false, true, true, "sdk-sendbatch-poll"},
+		{"standard", true, false, false, "raw"},
+		{"fifo", true, false, false, "raw"},
 	} {
 		typ := c.typ
 		t.Run("type="+typ+"/client="+c.client, func(t *testing.T) {
@@ -202,7 +202,7 @@ func TestRunAgainstAPIOnRedis(t *testing.T) {
 			var lines []string
 			rep, err := Run(context.Background(), Config{
 				URL: url, Token: token, QueueType: typ, Size: 64, Batch: 10, InFlight: 6, Count: count,
-				Duration: time.Minute, Wakeups: 20, Groups: 16, Raw: c.raw, Poll: c.poll,
+				Duration: time.Minute, Wakeups: 20, Groups: 16, Raw: c.raw, Poll: c.poll, SendBatch: c.sendBatch,
 				// The test's own process stands in for a service process: its CPU is read too.
 				CPUPIDs:  []NamedPID{{Name: "self-again", PID: os.Getpid()}},
 				Phases:   []string{PhaseProduce, PhaseConsume, PhaseE2E, PhaseConsume, PhaseWakeup, PhasePush},
@@ -320,10 +320,37 @@ func TestConfigRefusesUnbounded(t *testing.T) {
 		{URL: "http://127.0.0.1:1", Size: 1<<20 + 1},
 		{URL: "http://127.0.0.1:1", Size: 1 << 20, Batch: 3}, // over a 3 MiB request
 		{URL: "http://127.0.0.1:1", Phases: []string{"pull"}},
+		{URL: "http://127.0.0.1:1", SendWindow: -1},
+		{URL: "http://127.0.0.1:1", Stream: true},               // -stream is the raw path's
+		{URL: "http://127.0.0.1:1", Raw: true, Poll: true},      // the raw path always polls
+		{URL: "http://127.0.0.1:1", Raw: true, SendBatch: true}, // and always sends requests
 		{},
 	} {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+func TestConfigDefaultsAndClient(t *testing.T) {
+	for _, c := range []struct {
+		cfg    Config
+		client string
+		window int
+	}{
+		{Config{URL: "http://x"}, "sdk", 4},
+		{Config{URL: "http://x", SendWindow: 16}, "sdk", 16},
+		{Config{URL: "http://x", SendBatch: true}, "sdk-sendbatch", 4},
+		{Config{URL: "http://x", Poll: true}, "sdk-poll", 4},
+		{Config{URL: "http://x", Raw: true}, "raw", 4},
+		{Config{URL: "http://x", Raw: true, Stream: true}, "raw-stream", 4},
+	} {
+		cfg := c.cfg
+		if err := cfg.defaults(); err != nil {
+			t.Fatalf("%+v: %v", c.cfg, err)
+		}
+		if got := cfg.clientName(); got != c.client || cfg.SendWindow != c.window {
+			t.Errorf("%+v: client %q, window %d; want %q, %d", c.cfg, got, cfg.SendWindow, c.client, c.window)
 		}
 	}
 }

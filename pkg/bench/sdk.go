@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 )
 
 // The SDK path (the default): produce, consume and e2e drive the service through the Go SDK
-// (sdk/go/client) with its defaults, as a Go user's program would — SendBatch calls for the
-// sends, Client.Consume (over the receive stream, or polling with Config.Poll) for the
+// (sdk/go/client) with its defaults, as a Go user's program would — a Producer on the send
+// stream for the sends (Config.SendBatch: SendBatch calls), Client.Consume (over the receive stream, or polling with Config.Poll) for the
 // consumers — so the figures are what a user gets, not what the generator's private raw
 // client gets (Config.Raw keeps that one for diagnosis). Anything that makes these phases
 // faster belongs in the SDK, not here.
@@ -85,9 +86,9 @@ func (r *runner) newSDKSender(worker int) *sdkSender {
 	return &sdkSender{r: r, padding: s.padding, group: worker}
 }
 
-// send sends the messages numbered [first, first+n) to queue with one SendBatch.
-func (s *sdkSender) send(ctx context.Context, st *stats, queue string, first int64, n int) error {
-	now := time.Now()
+// batch returns the messages numbered [first, first+n), sent at now (in a reused slice),
+// all of one fifo group (the next of the worker's, as the raw sender's batches).
+func (s *sdkSender) batch(first int64, n int, now time.Time) []qclient.SendMessage {
 	group := ""
 	if s.r.cfg.QueueType == "fifo" {
 		group = fmt.Sprintf("g%d", s.group%s.r.cfg.Groups)
@@ -99,6 +100,12 @@ func (s *sdkSender) send(ctx context.Context, st *stats, queue string, first int
 		s.buf = append(s.buf, s.padding...)
 		s.msgs = append(s.msgs, qclient.SendMessage{Body: string(s.buf), GroupID: group})
 	}
+	return s.msgs
+}
+
+// send sends the messages numbered [first, first+n) to queue with one SendBatch.
+func (s *sdkSender) send(ctx context.Context, st *stats, queue string, first int64, n int) error {
+	s.batch(first, n, time.Now())
 	// Its request is timed by the transport (timedTransport), as every SDK call is.
 	res, err := s.r.sdk.SendBatch(ctx, queue, s.msgs)
 	if err != nil {
@@ -114,8 +121,15 @@ func (s *sdkSender) send(ctx context.Context, st *stats, queue string, first int
 	return nil
 }
 
-// sdkProducers is producers through the SDK: n workers, each one SendBatch in flight.
+// sdkProducers is producers through the SDK: by default one Producer (the send stream,
+// Config.SendWindow batches in flight) that n workers feed, each Sending a batch's worth of
+// messages and awaiting their futures (as NATS JetStream's bench publishes 10 and awaits the
+// 10 acks); with Config.SendBatch, n workers each with one SendBatch call in flight.
 func (r *runner) sdkProducers(ctx context.Context, g *group, st *stats, queue string, n, count int) {
+	if !r.cfg.SendBatch {
+		r.streamProducers(ctx, g, st, queue, n, count)
+		return
+	}
 	var next atomic.Int64
 	batch := int64(r.cfg.Batch)
 	for w := range n {
@@ -193,4 +207,54 @@ func (r *runner) sdkLeft(ctx context.Context, queue string) (int64, error) {
 		return -1, nil
 	}
 	return q.Counts.Visible + q.Counts.InFlight + q.Counts.Delayed, nil
+}
+
+// streamProducers feeds one Producer of queue from n workers until count messages are
+// stored, then closes it. A worker's "send" latency is from its first Send to its last
+// message's confirmation.
+func (r *runner) streamProducers(ctx context.Context, g *group, st *stats, queue string, n, count int) {
+	p := r.sdk.NewProducer(queue, qclient.ProducerOptions{Window: r.cfg.SendWindow, MaxBatch: r.cfg.Batch})
+	var next atomic.Int64
+	var workers sync.WaitGroup
+	batch := int64(r.cfg.Batch)
+	for w := range n {
+		s := r.newSDKSender(w)
+		workers.Add(1)
+		g.go_(ctx, func(ctx context.Context) error {
+			defer workers.Done()
+			futures := make([]*qclient.SendFuture, 0, batch)
+			for ctx.Err() == nil {
+				first := next.Add(batch) - batch
+				if first >= int64(count) {
+					return nil
+				}
+				k := int(min(batch, int64(count)-first))
+				t0 := time.Now()
+				futures = futures[:0]
+				for _, m := range s.batch(first, k, t0) {
+					futures = append(futures, p.Send(ctx, m))
+				}
+				for _, f := range futures {
+					if _, err := f.Wait(ctx); err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
+						return fmt.Errorf("send: %w", err)
+					}
+				}
+				st.request("send", time.Since(t0))
+				st.sent.Add(int64(k))
+			}
+			return nil
+		})
+	}
+	g.go_(ctx, func(ctx context.Context) error {
+		workers.Wait()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := p.Close(cctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("closing the producer: %w", err)
+		}
+		return nil
+	})
 }

@@ -41,8 +41,9 @@ in the order given (-phases):
            awaited in every bound queue: publish -> receivable below capacity
 
 Produce, consume and e2e go through the Go SDK (sdk/go/client) with its defaults, as a Go
-user's program would: SendBatch calls for the sends (-inflight producers, one call in flight
-each), Client.Consume for the consumers (one Consume per consumer, Concurrency -batch, over
+user's program would: one Producer on the send stream for the sends (-send-window batches
+in flight; -inflight workers each Send a batch's worth of messages and await their futures;
+-sendbatch: SendBatch requests instead, one in flight per worker), Client.Consume for the consumers (one Consume per consumer, Concurrency -batch, over
 the receive stream; -poll: polling receives). -raw drives them with this command's own raw
 HTTP/1.1 client instead, for diagnosis (the difference is the SDK's cost); with -raw,
 -stream gives each consumer one receive stream of its own (docs/streaming.md). Wakeup,
@@ -95,6 +96,8 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Bindings, "bindings", 1, fmt.Sprintf("publish: queues bound to the topic (1-%d)", bench.MaxBindings))
 	fs.StringVar(&cfg.PushListen, "push-listen", "127.0.0.1:0", "address of the push phase's receiver (the pusher must reach it)")
 	fs.BoolVar(&cfg.Raw, "raw", false, "drive produce, consume and e2e with the generator's raw HTTP/1.1 client instead of the Go SDK (diagnosis)")
+	fs.BoolVar(&cfg.SendBatch, "sendbatch", false, "the SDK's producers send with SendBatch requests (one in flight each) instead of a Producer on the send stream")
+	fs.IntVar(&cfg.SendWindow, "send-window", 4, "the Producer's window: batches in flight on the send stream (a wide one makes delivery p99 worse)")
 	fs.BoolVar(&cfg.Poll, "poll", false, "the SDK's consumers poll (ConsumeOptions.Polling) instead of using the receive stream")
 	fs.BoolVar(&cfg.Stream, "stream", false, "with -raw: consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")
