@@ -7,6 +7,10 @@
 #
 #   scripts/bench.sh [serve] [queues bench flags…]
 #   scripts/bench.sh -size 64 -batch 10 -inflight 16 -count 50000 -phases produce,consume,e2e,wakeup
+#   scripts/bench.sh serve -raw -count 50000      # the raw client instead of the Go SDK
+#
+# The bench is told the pids of the processes started here (-cpu-pids: api, redis, dynamodb,
+# pusher when started; serve), and reports each one's CPU µs per message per phase.
 #
 # Needs what `make test` needs (redis-server, Java 17, npm); DynamoDB Local comes from the
 # same cache folder (QUEUES_CACHE_DIR, default ~/.cache/queues).
@@ -48,9 +52,13 @@ export QUEUES_ADMIN_LISTEN="127.0.0.1:$admin"
 svc=()
 if [ -n "${SERVICE_NICE:-}" ]; then svc=(nice -n "$SERVICE_NICE"); fi
 
+# cpupids names the processes whose CPU per message `queues bench` reports (-cpu-pids): each
+# is started directly or exec'd (nice and the subshell exec), so $! is its own pid.
+cpupids=""
 if [ "$mode" = serve ]; then
   "${svc[@]}" "$Q" serve -listen "127.0.0.1:$http" -data-dir "$work/data" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/serve.log" 2>&1 &
   pids+=($!)
+  cpupids="serve=$!"
   waitport "$http"
   # serve listens before it opens the store and writes the token: wait for the token too.
   for _ in $(seq 1 300); do [ -s "$work/data/token" ] && break; sleep 0.1; done
@@ -65,9 +73,11 @@ else
   rport=$(freeport)
   "${svc[@]}" redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction >"$work/redis.log" 2>&1 &
   pids+=($!)
+  cpupids="redis=$!"
   dport=$(freeport)
   (cd "$jar" && exec "${svc[@]}" java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port "$dport") >"$work/dynamo.log" 2>&1 &
   pids+=($!)
+  cpupids="$cpupids,dynamodb=$!"
   waitport "$rport"
   waitport "$dport"
   export QUEUES_REDIS_URL="redis://127.0.0.1:$rport" QUEUES_DYNAMODB_ENDPOINT="http://127.0.0.1:$dport"
@@ -84,10 +94,12 @@ else
   *push* | *neighbour*)
     "${svc[@]}" "$Q" pusher -listen "127.0.0.1:$(freeport)" >"$work/pusher.log" 2>&1 &
     pids+=($!)
+    cpupids="$cpupids,pusher=$!"
     ;;
   esac
   "${svc[@]}" "$Q" api -listen "127.0.0.1:$http" -rate-send 1000000 -rate-receive 1000000 -rate-fifo-send 1000000 -rate-fifo-receive 1000000 >"$work/api.log" 2>&1 &
   pids+=($!)
+  cpupids="api=$!,$cpupids"
   waitport "$http"
 fi
 export QUEUES_TOKEN
@@ -96,4 +108,6 @@ export QUEUES_TOKEN
 if [ -n "${BENCH_ENV:-}" ]; then
   printf 'QUEUES_URL=%s\nQUEUES_ADMIN_LISTEN=%s\nQUEUES_OPERATOR_TOKEN=%s\nAPI_PID=%s\n' "$QUEUES_URL" "$QUEUES_ADMIN_LISTEN" "$QUEUES_OPERATOR_TOKEN" "${pids[-1]}" >"$BENCH_ENV"
 fi
-"$Q" bench "$@"
+# The processes' CPU per message is reported by every timed phase; a -cpu-pids among the
+# arguments comes later and wins.
+"$Q" bench -cpu-pids "$cpupids" "$@"

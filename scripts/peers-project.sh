@@ -7,12 +7,17 @@
 #
 #   scripts/peers-project.sh                  # every mode, N=50000
 #   MODES="api fifo" N=20000 scripts/peers-project.sh
+#   BENCH_FLAGS=-raw scripts/peers-project.sh  # extra `queues bench` flags (here: the raw client)
 #
 # Modes (peer names in brackets): api [project] — `queues api` on its own redis-server;
 # serve [project-serve] — `queues serve`; fifo [project-fifo] — `queues api`, a fifo queue
 # with 64 groups; stream [project-stream] — `queues api`, consumers on receive streams; push
 # [project-push] — `queues serve` pushing to a local receiver that answers 204.
-# Workload: 64-byte bodies, batches of 10, 16 requests in flight, N messages per phase.
+# Workload: 64-byte bodies, batches of 10, 16 requests in flight, N messages per phase,
+# through the Go SDK (`queues bench`'s default). Besides the rates and p99s, each timed phase
+# prints every process's CPU per message as <phase>_cpu_<process>_us_per_msg (process: bench,
+# the generator; api, redis, dynamodb, pusher; serve), unit us/msg, and their sum as
+# <phase>_cpu_total_us_per_msg.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-50000}
@@ -46,8 +51,14 @@ for p in rep.get("phases", []):
         out += [(f"{ph}_lost", p.get("lost", -1), "msgs"), (f"{ph}_dup", p.get("duplicates", 0), "msgs")]
     if ph == "wakeup" and p.get("endToEnd"):
         out.append(("wakeup_p99_ms", p["endToEnd"]["p99Ms"], "ms"))
-    if ph in ("produce", "consume", "e2e"):
+    if ph in ("produce", "consume", "e2e") and p["latency"]["count"] > 0:
+        # (none for consume through the SDK's stream consumers: they make no requests)
         out.append((f"{ph}_request_p99_ms", p["latency"]["p99Ms"], "ms"))
+    cpu = [c for c in p.get("cpu") or [] if not c.get("error")]
+    for c in cpu:
+        out.append((f"{ph}_cpu_{c['name'].replace('-', '_')}_us_per_msg", round(c["usPerMsg"], 2), "us/msg"))
+    if cpu:
+        out.append((f"{ph}_cpu_total_us_per_msg", round(sum(c["usPerMsg"] for c in cpu), 2), "us/msg"))
     for m, v, u in out:
         print(f"RESULT\t{peer}\t{m}\t{v}\t{u}")
 EOF
@@ -56,7 +67,9 @@ EOF
 run() { # peer bench.sh-args…
   local peer=$1; shift
   local out="$work/$peer.json"
-  if ! bash scripts/bench.sh "$@" -quiet -json -size 64 -batch 10 -inflight 16 -count "$N" >"$out" 2>"$out.err"; then
+  # BENCH_FLAGS: extra flags for every mode's `queues bench` (word-split on purpose).
+  # shellcheck disable=SC2086
+  if ! bash scripts/bench.sh "$@" ${BENCH_FLAGS:-} -quiet -json -size 64 -batch 10 -inflight 16 -count "$N" >"$out" 2>"$out.err"; then
     echo "# $peer failed:" >&2; tail -5 "$out.err" >&2
   fi
   emit "$peer" "$out"
@@ -67,7 +80,7 @@ for mode in $MODES; do
   api) run project -phases produce,consume,e2e,wakeup ;;
   serve) run project-serve serve -phases produce,consume,e2e,wakeup ;;
   fifo) run project-fifo -type fifo -groups 64 -phases produce,consume,e2e ;;
-  stream) run project-stream -stream -phases produce,consume,e2e ;;
+  stream) run project-stream -raw -stream -phases produce,consume,e2e ;;
   push) QUEUES_PUSH_ALLOW_PRIVATE=true run project-push serve -phases push ;;
   *) echo "unknown mode $mode" >&2 ;;
   esac

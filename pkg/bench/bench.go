@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	qclient "github.com/queueshq/queues/sdk/go/client"
 )
 
 // Phases known to Run, in the order they run by default.
@@ -94,6 +96,22 @@ type Config struct {
 	StreamWindow int
 	// Bindings is how many queues the publish phase binds to its topic (default 1).
 	Bindings int
+	// Raw drives produce, consume and e2e with the generator's own raw HTTP/1.1 client
+	// (raw.go, client.go) instead of the Go SDK (sdk.go), for diagnosis: the difference
+	// between the two is the SDK's cost.
+	Raw bool
+	// SendBatch makes the SDK's producers send with SendBatch requests (one in flight per
+	// producer) instead of one Producer on the send stream.
+	SendBatch bool
+	// SendWindow is the Producer's Window, its batches in flight (default 4, the SDK's: a
+	// wide window queues frames a consumer then waits behind, which makes delivery p99 worse).
+	SendWindow int
+	// Poll makes the SDK's consumers poll (ConsumeOptions.Polling) instead of using the
+	// receive stream.
+	Poll bool
+	// CPUPIDs are the processes (API, Redis, pusher, serve…) whose CPU per message each
+	// timed phase reports, beside the generator's own (cpu.go).
+	CPUPIDs []NamedPID
 }
 
 func (c *Config) defaults() error {
@@ -126,6 +144,21 @@ func (c *Config) defaults() error {
 	}
 	if c.InFlight < 1 || c.Producers < 0 || c.Consumers < 0 {
 		return errors.New("in-flight, producers and consumers must be positive")
+	}
+	if c.Stream && !c.Raw {
+		return errors.New("stream: the receive-stream consumers are the raw path's (-raw); the SDK's Consume uses the stream by default")
+	}
+	if c.Poll && c.Raw {
+		return errors.New("poll: the raw path always polls; poll is for the SDK's consumers")
+	}
+	if c.SendWindow < 0 {
+		return errors.New("send window must be positive")
+	}
+	if c.SendWindow == 0 {
+		c.SendWindow = qclient.DefaultProducerWindow
+	}
+	if c.Raw && c.SendBatch {
+		return errors.New("sendbatch: the raw path always sends with requests; sendbatch is for the SDK's producers")
 	}
 	if c.StreamWindow <= 0 {
 		c.StreamWindow = 4
@@ -179,6 +212,24 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// clientName says what drives produce, consume and e2e (Report.Client).
+func (c *Config) clientName() string {
+	switch {
+	case c.Raw && c.Stream:
+		return "raw-stream"
+	case c.Raw:
+		return "raw"
+	}
+	name := "sdk"
+	if c.SendBatch {
+		name += "-sendbatch"
+	}
+	if c.Poll {
+		name += "-poll"
+	}
+	return name
+}
+
 // workers is how many producers and consumers a phase runs.
 func (c *Config) workers(phase string) (producers, consumers int) {
 	switch phase {
@@ -212,9 +263,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	conns := max(cfg.InFlight, cfg.Producers+cfg.Consumers) + 2
 	c := newClient(cfg.URL, cfg.Token, conns)
 	defer c.close()
-	r := &runner{cfg: cfg, c: c, run: strconv.FormatInt(time.Now().Unix(), 36) + "-" + strconv.FormatUint(rand.Uint64()%1e6, 36)}
+	r := &runner{cfg: cfg, c: c, run: strconv.FormatInt(time.Now().Unix(), 36) + "-" + strconv.FormatUint(rand.Uint64()%1e6, 36),
+		cpu: newCPUMeter("", cfg.CPUPIDs)}
+	if !cfg.Raw {
+		sdk, tr, err := newSDKClient(cfg, &r.cur, &r.sdkThrottled)
+		if err != nil {
+			return nil, err
+		}
+		defer tr.CloseIdleConnections()
+		r.sdk = sdk
+	}
 	defer r.cleanup()
-	rep := &Report{URL: cfg.URL, QueueType: cfg.QueueType, Size: cfg.Size, Batch: cfg.Batch, InFlight: cfg.InFlight, Count: cfg.Count}
+	rep := &Report{URL: cfg.URL, QueueType: cfg.QueueType, Size: cfg.Size, Batch: cfg.Batch, InFlight: cfg.InFlight, Count: cfg.Count,
+		Client: cfg.clientName()}
 	for i, phase := range cfg.Phases {
 		var pr *PhaseReport
 		var err error
@@ -247,6 +308,13 @@ type runner struct {
 	c   *client
 	run string
 
+	// sdk is the Go SDK's client (nil with Config.Raw); cur is the stats its requests are
+	// timed into, sdkThrottled its 429 answers.
+	sdk          *qclient.Client
+	cur          atomic.Pointer[stats]
+	sdkThrottled counter
+	cpu          *cpuMeter
+
 	created []string
 	topics  []string // topics the publish phase created
 	// filled is the queue the last produce phase filled completely (consume drains it).
@@ -276,6 +344,8 @@ func (r *runner) cleanup() {
 // stats collects one phase's counts and latencies.
 type stats struct {
 	sent, received, acked, dups, requests atomic.Int64
+	ackFailed                             atomic.Int64    // the SDK consumers' failed acknowledgements
+	firstAckErr                           atomic.Value    // the first of them (an error)
 	seen                                  []atomic.Uint32 // deliveries by sequence number
 	delivered                             atomic.Int64    // distinct messages delivered
 	mu                                    sync.Mutex
@@ -527,6 +597,11 @@ func (g *group) go_(ctx context.Context, f func(context.Context) error) {
 
 // producers sends messages [0, count) with n workers; it returns when all are sent or ctx ends.
 func (r *runner) producers(ctx context.Context, g *group, st *stats, queue string, n, count int) {
+	r.cur.Store(st)
+	if r.sdk != nil {
+		r.sdkProducers(ctx, g, st, queue, n, count)
+		return
+	}
 	r.producersTo(ctx, g, st, queuePath(queue)+"/messages", n, count)
 }
 
@@ -554,6 +629,16 @@ func (r *runner) producersTo(ctx context.Context, g *group, st *stats, path stri
 // consumers receive and acknowledge until count distinct messages were delivered, then
 // cancel done (which ends the waiting receives of the others).
 func (r *runner) consumers(ctx context.Context, g *group, st *stats, queue string, n, count int, done func()) {
+	r.cur.Store(st)
+	if r.sdk != nil {
+		r.sdkConsumers(ctx, g, st, queue, n, count, done)
+		return
+	}
+	r.rawConsumers(ctx, g, st, queue, n, count, done)
+}
+
+// rawConsumers are consumers through the generator's raw client (the publish phase's always).
+func (r *runner) rawConsumers(ctx context.Context, g *group, st *stats, queue string, n, count int, done func()) {
 	if r.cfg.Stream {
 		r.streamConsumers(ctx, g, st, queue, n, count, done)
 		return
@@ -617,12 +702,14 @@ func (r *runner) produce(ctx context.Context, i int) (*PhaseReport, error) {
 	np, _ := r.cfg.workers(PhaseProduce)
 	pctx, g, cancel := r.phaseCtx(ctx)
 	defer cancel()
+	cpu0 := r.cpu.snapshot()
 	start := time.Now()
 	stop := r.progress(PhaseProduce, st, start)
 	r.producers(pctx, g, st, queue, np, r.cfg.Count)
 	g.wg.Wait()
 	elapsed := time.Since(start)
 	stop()
+	r.cur.Store(nil)
 	if g.err != nil {
 		return nil, g.err
 	}
@@ -633,8 +720,9 @@ func (r *runner) produce(ctx context.Context, i int) (*PhaseReport, error) {
 	if complete {
 		r.filled = queue
 	}
-	pr := st.report(PhaseProduce, queue, st.sent.Load(), elapsed, complete, r.c.throttled.get())
+	pr := st.report(PhaseProduce, queue, st.sent.Load(), elapsed, complete, r.throttled())
 	pr.Lost = 0 // nothing is delivered in this phase
+	pr.CPU = r.cpu.since(cpu0, pr.Messages)
 	return pr, nil
 }
 
@@ -663,6 +751,7 @@ func (r *runner) consume(ctx context.Context, i int) (*PhaseReport, error) {
 	_, nc := r.cfg.workers(PhaseConsume)
 	pctx, g, cancel := r.phaseCtx(ctx)
 	defer cancel()
+	cpu0 := r.cpu.snapshot()
 	start := time.Now()
 	stop := r.progress(PhaseConsume, st, start)
 	var end atomic.Int64
@@ -672,7 +761,7 @@ func (r *runner) consume(ctx context.Context, i int) (*PhaseReport, error) {
 	})
 	g.wg.Wait()
 	stop()
-	return r.finish(ctx, g, st, PhaseConsume, queue, start, &end, r.cfg.Count)
+	return r.finishCPU(ctx, g, st, PhaseConsume, queue, start, &end, r.cfg.Count, cpu0)
 }
 
 // finish reports a phase whose consumers count distinct deliveries.
@@ -688,12 +777,48 @@ func (r *runner) finish(ctx context.Context, g *group, st *stats, phase, queue s
 		return nil, err
 	}
 	complete := st.delivered.Load() == int64(count)
-	pr := st.report(phase, queue, st.delivered.Load(), elapsed, complete, r.c.throttled.get())
+	pr := st.report(phase, queue, st.delivered.Load(), elapsed, complete, r.throttled())
 	if complete {
 		pr.Lost = 0
 	}
 	return pr, nil
 }
+
+// finishCPU is finish for a phase whose CPU is reported, from cpu0 on; through the SDK it
+// also checks that every acknowledgement landed (the SDK's consumers send them in the
+// background, so the handlers' count alone cannot say).
+func (r *runner) finishCPU(ctx context.Context, g *group, st *stats, phase, queue string, start time.Time, end *atomic.Int64, count int, cpu0 cpuSnapshot) (*PhaseReport, error) {
+	r.cur.Store(nil)
+	var cpu []ProcessCPU
+	if g.err == nil {
+		cpu = r.cpu.since(cpu0, st.delivered.Load())
+	}
+	pr, err := r.finish(ctx, g, st, phase, queue, start, end, count)
+	if err != nil {
+		return nil, err
+	}
+	pr.CPU = cpu
+	if r.sdk == nil {
+		return pr, nil
+	}
+	if n := st.ackFailed.Load(); n > 0 {
+		return nil, fmt.Errorf("%d acknowledgements failed, the first: %v", n, st.firstAckErr.Load())
+	}
+	if pr.Complete {
+		left, err := r.sdkLeft(ctx, queue)
+		if err != nil {
+			return nil, fmt.Errorf("reading the queue's counts: %w", err)
+		}
+		pr.Left = &left
+		if left > 0 {
+			return nil, fmt.Errorf("%d messages left in the queue after every one was delivered and acknowledged", left)
+		}
+	}
+	return pr, nil
+}
+
+// throttled counts the 429 answers of the run so far, of both clients.
+func (r *runner) throttled() int64 { return r.c.throttled.get() + r.sdkThrottled.get() }
 
 func (r *runner) e2e(ctx context.Context, i int) (*PhaseReport, error) {
 	queue, err := r.newQueue(ctx, PhaseE2E, i)
@@ -704,6 +829,7 @@ func (r *runner) e2e(ctx context.Context, i int) (*PhaseReport, error) {
 	np, nc := r.cfg.workers(PhaseE2E)
 	pctx, g, cancel := r.phaseCtx(ctx)
 	defer cancel()
+	cpu0 := r.cpu.snapshot()
 	start := time.Now()
 	stop := r.progress(PhaseE2E, st, start)
 	var end atomic.Int64
@@ -719,7 +845,7 @@ func (r *runner) e2e(ctx context.Context, i int) (*PhaseReport, error) {
 	r.producers(pctx, g, st, queue, np, r.cfg.Count)
 	g.wg.Wait()
 	stop()
-	return r.finish(ctx, g, st, PhaseE2E, queue, start, &end, r.cfg.Count)
+	return r.finishCPU(ctx, g, st, PhaseE2E, queue, start, &end, r.cfg.Count, cpu0)
 }
 
 // wakeup measures long-poll wake-ups: a consumer waits on an empty queue, a message is sent

@@ -109,9 +109,12 @@ func startAPI(t *testing.T) (string, string, *redis.Client) {
 	return srv.URL, tok.Token, rdb
 }
 
-// checkPhase checks a phase's numbers agree with each other.
-func checkPhase(t *testing.T, p PhaseReport, count int) {
+// checkPhase checks a phase's numbers agree with each other; client is the report's Client.
+func checkPhase(t *testing.T, p PhaseReport, count int, client string) {
 	t.Helper()
+	// Through the SDK's stream consumers, consume sends no HTTP requests at all (the
+	// receives and most acknowledgements travel on the streams): no request latency.
+	noRequests := client == "sdk" && p.Phase == PhaseConsume && p.Requests == 0
 	if !p.Complete || p.Lost != 0 {
 		t.Errorf("%s: complete %v, lost %d", p.Phase, p.Complete, p.Lost)
 	}
@@ -134,7 +137,7 @@ func checkPhase(t *testing.T, p PhaseReport, count int) {
 		t.Errorf("%s: %d requests, %d by route, %d in the latency", p.Phase, p.Requests, routeReqs, p.Latency.Count)
 	}
 	l := p.Latency
-	if !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
+	if !noRequests && !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
 		t.Errorf("%s: percentiles out of order: %+v", p.Phase, l)
 	}
 	switch p.Phase {
@@ -152,8 +155,18 @@ func checkPhase(t *testing.T, p PhaseReport, count int) {
 		if p.Acked != p.Received || p.Received-p.Duplicates != p.Messages {
 			t.Errorf("%s: received %d, acked %d, duplicates %d, messages %d", p.Phase, p.Received, p.Acked, p.Duplicates, p.Messages)
 		}
-		if recv := p.ByRoute["receive"].Count + p.ByRoute[routeWait].Count; p.ByRoute["ack"].Count == 0 || recv < p.ByRoute["ack"].Count {
-			t.Errorf("%s: %d receives, %d acks", p.Phase, recv, p.ByRoute["ack"].Count)
+		switch {
+		case strings.HasPrefix(client, "raw") || p.Phase == PhaseWakeup:
+			// Each receive that delivered is acknowledged by one request.
+			if recv := p.ByRoute["receive"].Count + p.ByRoute[routeWait].Count; p.ByRoute["ack"].Count == 0 || recv < p.ByRoute["ack"].Count {
+				t.Errorf("%s: %d receives, %d acks", p.Phase, recv, p.ByRoute["ack"].Count)
+			}
+		case p.Left == nil || *p.Left != 0:
+			// The SDK acknowledges in the background: the queue's counts say it is empty.
+			t.Errorf("%s: %v messages left in the queue", p.Phase, p.Left)
+		}
+		if strings.HasSuffix(client, "-poll") && p.Phase != PhaseWakeup && p.ByRoute["receive"].Count == 0 {
+			t.Errorf("%s: polling consumers made no receive requests", p.Phase)
 		}
 	}
 	if p.Phase == PhaseE2E || p.Phase == PhaseWakeup || p.Phase == PhasePush {
@@ -166,21 +179,40 @@ func checkPhase(t *testing.T, p PhaseReport, count int) {
 	}
 }
 
+// TestRunAgainstAPIOnRedis runs every pull phase for real, through the Go SDK (the default:
+// stream consumers; and polling ones) and through the raw client, and checks that each
+// delivered every message exactly once and that the numbers agree.
 func TestRunAgainstAPIOnRedis(t *testing.T) {
 	url, token, rdb := startAPI(t)
-	for _, typ := range []string{"standard", "fifo"} {
-		t.Run("type="+typ, func(t *testing.T) {
+	for _, c := range []struct {
+		typ                  string
+		raw, poll, sendBatch bool
+		client               string
+	}{
+		{"standard", false, false, false, "sdk"},
+		{"fifo", false, false, false, "sdk"},
+		{"standard", false, true, true, "sdk-sendbatch-poll"},
+		{"standard", true, false, false, "raw"},
+		{"fifo", true, false, false, "raw"},
+	} {
+		typ := c.typ
+		t.Run("type="+typ+"/client="+c.client, func(t *testing.T) {
 			const count = 3000
 			var mu sync.Mutex
 			var lines []string
 			rep, err := Run(context.Background(), Config{
 				URL: url, Token: token, QueueType: typ, Size: 64, Batch: 10, InFlight: 6, Count: count,
-				Duration: time.Minute, Wakeups: 20, Groups: 16,
+				Duration: time.Minute, Wakeups: 20, Groups: 16, Raw: c.raw, Poll: c.poll, SendBatch: c.sendBatch,
+				// The test's own process stands in for a service process: its CPU is read too.
+				CPUPIDs:  []NamedPID{{Name: "self-again", PID: os.Getpid()}},
 				Phases:   []string{PhaseProduce, PhaseConsume, PhaseE2E, PhaseConsume, PhaseWakeup, PhasePush},
 				Progress: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if rep.Client != c.client {
+				t.Errorf("report's client %q, want %q", rep.Client, c.client)
 			}
 			if len(rep.Phases) != 6 {
 				t.Fatalf("%d phases", len(rep.Phases))
@@ -190,7 +222,8 @@ func TestRunAgainstAPIOnRedis(t *testing.T) {
 				if p.Phase == PhaseWakeup {
 					n = 20
 				}
-				checkPhase(t, p, n)
+				checkPhase(t, p, n, rep.Client)
+				checkCPU(t, p)
 				if i == 1 && p.Queue != rep.Phases[0].Queue {
 					t.Errorf("consume after produce drained %s, not the produced queue %s", p.Queue, rep.Phases[0].Queue)
 				}
@@ -202,7 +235,7 @@ func TestRunAgainstAPIOnRedis(t *testing.T) {
 			if err := rep.WriteText(&text); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"produce", "consume", "e2e", "wakeup", "push", "p99 ms", "receive", "ack"} {
+			for _, want := range []string{"produce", "consume", "e2e", "wakeup", "push", "p99 ms", "receive", "ack", "CPU µs per message", "self-again", "client " + c.client} {
 				if !strings.Contains(text.String(), want) {
 					t.Errorf("text report lacks %q:\n%s", want, text.String())
 				}
@@ -227,6 +260,36 @@ func TestRunAgainstAPIOnRedis(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// checkCPU checks a phase's CPU figures: produce, consume and e2e read the generator's and
+// the named process's (the same process here, so the same figures within a tick of each
+// reading); the others none.
+func checkCPU(t *testing.T, p PhaseReport) {
+	t.Helper()
+	switch p.Phase {
+	case PhaseProduce, PhaseConsume, PhaseE2E:
+	default:
+		if len(p.CPU) != 0 {
+			t.Errorf("%s: CPU %+v", p.Phase, p.CPU)
+		}
+		return
+	}
+	if len(p.CPU) != 2 || p.CPU[0].Name != SelfName || p.CPU[1].Name != "self-again" {
+		t.Fatalf("%s: CPU %+v", p.Phase, p.CPU)
+	}
+	for _, c := range p.CPU {
+		if c.Error != "" || c.Seconds < 0 || c.PID != os.Getpid() {
+			t.Errorf("%s: %+v", p.Phase, c)
+		}
+		if want := c.Seconds * 1e6 / float64(p.Messages); c.USPerMsg < want*0.99-0.01 || c.USPerMsg > want*1.01+0.01 {
+			t.Errorf("%s: %s %.2f µs/msg, %.6f s over %d messages", p.Phase, c.Name, c.USPerMsg, c.Seconds, p.Messages)
+		}
+	}
+	// The two readings of one process bracket the same clock, a few instructions apart.
+	if d := p.CPU[1].Seconds - p.CPU[0].Seconds; d < -0.02 || d > 0.02 {
+		t.Errorf("%s: one process read as %.3f s and %.3f s", p.Phase, p.CPU[0].Seconds, p.CPU[1].Seconds)
 	}
 }
 
@@ -257,10 +320,37 @@ func TestConfigRefusesUnbounded(t *testing.T) {
 		{URL: "http://127.0.0.1:1", Size: 1<<20 + 1},
 		{URL: "http://127.0.0.1:1", Size: 1 << 20, Batch: 3}, // over a 3 MiB request
 		{URL: "http://127.0.0.1:1", Phases: []string{"pull"}},
+		{URL: "http://127.0.0.1:1", SendWindow: -1},
+		{URL: "http://127.0.0.1:1", Stream: true},               // -stream is the raw path's
+		{URL: "http://127.0.0.1:1", Raw: true, Poll: true},      // the raw path always polls
+		{URL: "http://127.0.0.1:1", Raw: true, SendBatch: true}, // and always sends requests
 		{},
 	} {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+func TestConfigDefaultsAndClient(t *testing.T) {
+	for _, c := range []struct {
+		cfg    Config
+		client string
+		window int
+	}{
+		{Config{URL: "http://x"}, "sdk", 4},
+		{Config{URL: "http://x", SendWindow: 16}, "sdk", 16},
+		{Config{URL: "http://x", SendBatch: true}, "sdk-sendbatch", 4},
+		{Config{URL: "http://x", Poll: true}, "sdk-poll", 4},
+		{Config{URL: "http://x", Raw: true}, "raw", 4},
+		{Config{URL: "http://x", Raw: true, Stream: true}, "raw-stream", 4},
+	} {
+		cfg := c.cfg
+		if err := cfg.defaults(); err != nil {
+			t.Fatalf("%+v: %v", c.cfg, err)
+		}
+		if got := cfg.clientName(); got != c.client || cfg.SendWindow != c.window {
+			t.Errorf("%+v: client %q, window %d; want %q, %d", c.cfg, got, cfg.SendWindow, c.client, c.window)
 		}
 	}
 }

@@ -105,7 +105,7 @@ func (r *runner) publishLoad(ctx context.Context, topic string, queues []string)
 	for j, q := range queues {
 		sts[j] = newStats(r.cfg.Count)
 		var once sync.Once
-		r.consumers(cctx, g, sts[j], q, max(nc/len(queues), 1), r.cfg.Count, func() {
+		r.rawConsumers(cctx, g, sts[j], q, max(nc/len(queues), 1), r.cfg.Count, func() {
 			once.Do(func() {
 				if left.Add(-1) == 0 {
 					end.CompareAndSwap(0, int64(time.Since(start)))

@@ -9,8 +9,8 @@ import (
 
 // WriteText prints the report as a table: one line per phase, then one per route.
 func (r *Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "%s queue, %d-byte bodies, batches of %d, %d requests in flight, %d messages per phase (%s)\n\n",
-		r.QueueType, r.Size, r.Batch, r.InFlight, r.Count, r.URL)
+	fmt.Fprintf(w, "%s queue, %d-byte bodies, batches of %d, %d requests in flight, %d messages per phase, client %s (%s)\n\n",
+		r.QueueType, r.Size, r.Batch, r.InFlight, r.Count, r.Client, r.URL)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tmessages\tseconds\tmsg/s\trequests\tp50 ms\tp90 ms\tp99 ms\tmax ms\te2e p50 ms\te2e p99 ms\tdup\tlost\t429s\t")
 	for _, p := range r.Phases {
@@ -46,6 +46,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeCPU(w); err != nil {
+		return err
+	}
 	for _, p := range r.Phases {
 		if p.Neighbour != nil {
 			p.Neighbour.writeText(w)
@@ -55,6 +58,52 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeCPU prints each phase's CPU per message by process, when any phase measured it.
+func (r *Report) writeCPU(w io.Writer) error {
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range r.Phases {
+		for _, c := range p.CPU {
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				names = append(names, c.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nCPU µs per message, by process:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "phase\t")
+	for _, n := range names {
+		fmt.Fprintf(tw, "%s\t", n)
+	}
+	fmt.Fprintln(tw, "total\t")
+	for _, p := range r.Phases {
+		if len(p.CPU) == 0 {
+			continue
+		}
+		by := map[string]ProcessCPU{}
+		for _, c := range p.CPU {
+			by[c.Name] = c
+		}
+		fmt.Fprintf(tw, "%s\t", p.Phase)
+		total := 0.0
+		for _, n := range names {
+			c, ok := by[n]
+			if !ok || c.Error != "" {
+				fmt.Fprint(tw, "-\t")
+				continue
+			}
+			total += c.USPerMsg
+			fmt.Fprintf(tw, "%.1f\t", c.USPerMsg)
+		}
+		fmt.Fprintf(tw, "%.1f\t\n", total)
+	}
+	return tw.Flush()
 }
 
 // writePublish prints the publish phase's fan-out figures.
@@ -174,15 +223,24 @@ type PhaseReport struct {
 	Copies       int64    `json:"copies,omitempty"`
 	CopiesPerSec float64  `json:"copiesPerSec,omitempty"`
 	Receivable   *Latency `json:"receivable,omitempty"`
+	// CPU is each process's CPU over the phase's clock and per message, the generator's
+	// (named "bench") first: produce, consume and e2e.
+	CPU []ProcessCPU `json:"cpu,omitempty"`
+	// Left, through the SDK, is how many messages the queue still held once the phase's
+	// consumers stopped (0: every acknowledgement landed).
+	Left *int64 `json:"left,omitempty"`
 }
 
 // Report is a run's outcome.
 type Report struct {
-	URL       string        `json:"url"`
-	QueueType string        `json:"queueType"`
-	Size      int           `json:"size"`
-	Batch     int           `json:"batch"`
-	InFlight  int           `json:"inFlight"`
-	Count     int           `json:"count"`
-	Phases    []PhaseReport `json:"phases"`
+	URL       string `json:"url"`
+	QueueType string `json:"queueType"`
+	Size      int    `json:"size"`
+	Batch     int    `json:"batch"`
+	InFlight  int    `json:"inFlight"`
+	Count     int    `json:"count"`
+	// Client is what drove produce, consume and e2e: "sdk" (the Go SDK, its consumers on the
+	// receive stream), "sdk-poll" (its consumers polling) or "raw" (the generator's own).
+	Client string        `json:"client"`
+	Phases []PhaseReport `json:"phases"`
 }

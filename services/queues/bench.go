@@ -40,9 +40,18 @@ in the order given (-phases):
            delivery at that load; then -wakeups messages published one at a time, each
            awaited in every bound queue: publish -> receivable below capacity
 
-With -stream, the consumers of consume and e2e each hold one receive stream (a WebSocket:
-batches delivered against credit, acknowledgements on the same connection) instead of
-sending receive and ack requests (docs/streaming.md).
+Produce, consume and e2e go through the Go SDK (sdk/go/client) with its defaults, as a Go
+user's program would: one Producer on the send stream for the sends (-send-window batches
+in flight; -inflight workers each Send a batch's worth of messages and await their futures;
+-sendbatch: SendBatch requests instead, one in flight per worker), Client.Consume for the consumers (one Consume per consumer, Concurrency -batch, over
+the receive stream; -poll: polling receives). -raw drives them with this command's own raw
+HTTP/1.1 client instead, for diagnosis (the difference is the SDK's cost); with -raw,
+-stream gives each consumer one receive stream of its own (docs/streaming.md). Wakeup,
+publish and neighbour always use the raw client.
+
+-cpu-pids api=PID,redis=PID,... names processes (the API, Redis, the pusher, serve) whose
+CPU (user + system, from /proc/PID/stat) produce, consume and e2e report per message, beside
+the generator's own ("bench"). scripts/bench.sh passes the processes it starts.
 
 Each phase prints messages/s, request latency p50/p90/p99/max (all requests and per route)
 and, for e2e, wakeup and push, send -> delivery latency from a timestamp written into each
@@ -69,6 +78,7 @@ func runBench(ctx context.Context, args []string) error {
 		asJSON = fs.Bool("json", false, "print the report as JSON")
 		quiet  = fs.Bool("quiet", false, "no progress line")
 		cpuOut = fs.String("cpuprofile", "", "write the generator's own CPU profile (pprof) to this file")
+		cpuPID = fs.String("cpu-pids", "", "name=pid,...: processes whose CPU per message produce, consume and e2e report (Linux /proc)")
 	)
 	fs.StringVar(&cfg.URL, "url", env("QUEUES_URL", "http://127.0.0.1:8080"), "the service's base URL (QUEUES_URL)")
 	fs.StringVar(&cfg.Token, "token", env("QUEUES_TOKEN", ""), "project token (QUEUES_TOKEN)")
@@ -85,7 +95,11 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Wakeups, "wakeups", 200, "messages the wakeup phase sends (and the publish phase publishes one at a time)")
 	fs.IntVar(&cfg.Bindings, "bindings", 1, fmt.Sprintf("publish: queues bound to the topic (1-%d)", bench.MaxBindings))
 	fs.StringVar(&cfg.PushListen, "push-listen", "127.0.0.1:0", "address of the push phase's receiver (the pusher must reach it)")
-	fs.BoolVar(&cfg.Stream, "stream", false, "consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
+	fs.BoolVar(&cfg.Raw, "raw", false, "drive produce, consume and e2e with the generator's raw HTTP/1.1 client instead of the Go SDK (diagnosis)")
+	fs.BoolVar(&cfg.SendBatch, "sendbatch", false, "the SDK's producers send with SendBatch requests (one in flight each) instead of a Producer on the send stream")
+	fs.IntVar(&cfg.SendWindow, "send-window", 4, "the Producer's window: batches in flight on the send stream (a wide one makes delivery p99 worse)")
+	fs.BoolVar(&cfg.Poll, "poll", false, "the SDK's consumers poll (ConsumeOptions.Polling) instead of using the receive stream")
+	fs.BoolVar(&cfg.Stream, "stream", false, "with -raw: consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")
 	n := &cfg.Neighbour
 	fs.StringVar(&n.OperatorToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "neighbour: the operator credential (QUEUES_OPERATOR_TOKEN)")
@@ -120,6 +134,11 @@ func runBench(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	pids, err := bench.ParseCPUPIDs(*cpuPID)
+	if err != nil {
+		return err
+	}
+	cfg.CPUPIDs = pids
 	for _, p := range strings.Split(*phases, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			cfg.Phases = append(cfg.Phases, p)

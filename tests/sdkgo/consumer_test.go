@@ -571,3 +571,54 @@ func TestConsumeCancel(t *testing.T) {
 		t.Fatalf("queue not empty: %+v", n)
 	}
 }
+
+// Consumers stopped while they acknowledge over their streams (as a benchmark stops them at
+// its last message): every acknowledgement lands and none is reported failed. The stream used
+// to be closed under an ack in flight — by Close, or by a credit write whose context the stop
+// had ended, which closes the websocket — and the ack, re-sent over HTTP for handles the
+// service had already acknowledged, was answered receipt_handle_stale.
+func TestConsumeStopUnderStreamAcks(t *testing.T) {
+	tn := newTenant(t)
+	tn.queue(t, client.CreateQueueInput{Name: "stopping"})
+	const n, consumers = 300, 4
+	bodies := make([]string, n)
+	for round := range 6 {
+		for i := range bodies {
+			bodies[i] = fmt.Sprint("r", round, "m", i)
+		}
+		for i := 0; i < n; i += 10 {
+			tn.send(t, "stopping", bodies[i:i+10]...)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var handled atomic.Int64
+		var mu sync.Mutex
+		var errs []error
+		done := make(chan error, consumers)
+		for range consumers {
+			go func() {
+				done <- tn.c.Consume(ctx, "stopping", func(context.Context, *client.Message) error {
+					if handled.Add(1) == n {
+						cancel() // at once, with acknowledgements in flight
+					}
+					return nil
+				}, client.ConsumeOptions{Concurrency: 10, AckBatchSize: 10, OnError: func(err error) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}})
+			}()
+		}
+		for range consumers {
+			if err := await(t, done, 60*time.Second, "the consumers to stop"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+		if len(errs) > 0 {
+			t.Fatalf("round %d: OnError saw %d errors, the first: %v", round, len(errs), errs[0])
+		}
+		if cnt := tn.counts(t, "stopping"); cnt.Visible+cnt.InFlight != 0 {
+			t.Fatalf("round %d: counts after the consumers stopped: %+v", round, cnt)
+		}
+	}
+}

@@ -83,7 +83,11 @@ func (co *consumer) streamSession(ctx context.Context, s *Stream, stop context.C
 				return
 			}
 			granted.Add(int64(n))
-			if err := s.Credit(sctx, n); err != nil {
+			// Not sctx: the websocket closes its connection when a write's context ends
+			// mid-write, which at shutdown would cut off the answer to an ack in flight (the
+			// ack then re-sent over HTTP is answered receipt_handle_stale). Close ends a
+			// blocked write instead.
+			if err := s.Credit(context.WithoutCancel(sctx), n); err != nil {
 				cancel()
 				return
 			}

@@ -47,6 +47,11 @@ type Stream struct {
 	pending map[string]chan streamAnswer
 	nextID  uint64
 	err     error // why the stream ended (nil while it runs)
+	// calls counts the settlement calls sent and not yet answered; closing refuses new
+	// ones, and drained is closed once closing and calls is 0 (see Close).
+	calls   int
+	closing bool
+	drained chan struct{}
 }
 
 type streamAnswer struct {
@@ -101,7 +106,8 @@ func (c *Client) Stream(ctx context.Context, queue string, o StreamOptions) (*St
 		return nil, fmt.Errorf("queues: opening the receive stream of %s: %w", queue, err)
 	}
 	conn.SetReadLimit(maxStreamFrame)
-	s := &Stream{conn: conn, msgs: make(chan []Message, 1024), done: make(chan struct{}), pending: map[string]chan streamAnswer{}}
+	s := &Stream{conn: conn, msgs: make(chan []Message, 1024), done: make(chan struct{}), pending: map[string]chan streamAnswer{},
+		drained: make(chan struct{})}
 	go s.read()
 	return s, nil
 }
@@ -231,13 +237,23 @@ func (s *Stream) callRaw(ctx context.Context, op string, body []byte, n int) (Ba
 		s.mu.Unlock()
 		return nil, s.err
 	}
+	if s.closing {
+		// Never sent: the caller may as well settle these handles over HTTP.
+		s.mu.Unlock()
+		return nil, ErrStreamClosed
+	}
 	s.nextID++
 	id := strconv.FormatUint(s.nextID, 10)
 	s.pending[id] = ch
+	s.calls++
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.pending, id)
+		s.calls--
+		if s.closing && s.calls == 0 {
+			close(s.drained)
+		}
 		s.mu.Unlock()
 	}()
 	b := make([]byte, 0, len(body)+32)
@@ -290,9 +306,31 @@ func (s *Stream) DeadLetter(ctx context.Context, entries []DeadLetterEntry) (Bat
 	return s.call(ctx, "deadLetter", map[string]any{"entries": entries}, len(entries))
 }
 
-// Close ends the stream. Messages delivered and not settled stay in flight until their
-// visibility ends (or are settled by their handles over HTTP).
+// closeWait bounds how long Close waits for the answers to the settlements in flight.
+const closeWait = 5 * time.Second
+
+// Close ends the stream. It first waits (up to 5 s) for the answers to the settlements it
+// has sent: closing under one would fail a call the service may have carried out, and
+// settling those handles again over HTTP would answer receipt_handle_stale for messages that
+// were in fact acknowledged. Settlements called after Close began fail with ErrStreamClosed,
+// unsent. Messages delivered and not settled stay in flight until their visibility ends (or
+// are settled by their handles over HTTP).
 func (s *Stream) Close() error {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		if s.calls == 0 {
+			close(s.drained)
+		}
+	}
+	s.mu.Unlock()
+	t := time.NewTimer(closeWait)
+	select {
+	case <-s.drained:
+	case <-s.done:
+	case <-t.C:
+	}
+	t.Stop()
 	err := s.conn.Close(websocket.StatusNormalClosure, "")
 	select {
 	case <-s.done:

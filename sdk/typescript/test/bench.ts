@@ -1,8 +1,8 @@
 // The consumer's throughput against a real `queues serve` (npm run bench): N queued messages
 // drained by consume() with a no-op handler — over the receive stream (the default) and
 // polling — beside, on the same server in the same run, the Go SDK's Consume and `queues
-// bench`'s consume phase (polling, and -stream). No target: a measurement; on a shared
-// machine compare the figures of one run, not runs. Env: BENCH_MESSAGES (20000),
+// bench`'s consume phase with its raw client (-raw: polling, and -stream). No target: a
+// measurement; on a shared machine compare the figures of one run, not runs. Env: BENCH_MESSAGES (20000),
 // BENCH_CONCURRENCY (64), BENCH_ROUNDS (3).
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -78,8 +78,8 @@ try {
       env: { ...process.env, QUEUES_URL: srv.url, QUEUES_TOKEN: srv.token },
     });
     series[2]!.push(Number(out.stdout.trim()));
-    series[3]!.push(await queuesBench(srv.url, srv.token, []));
-    series[4]!.push(await queuesBench(srv.url, srv.token, ['-stream']));
+    series[3]!.push(await queuesBench(srv.url, srv.token, ['-raw']));
+    series[4]!.push(await queuesBench(srv.url, srv.token, ['-raw', '-stream']));
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const fmt = (xs: number[]) => xs.map((x) => Math.round(x)).join(', ');
