@@ -204,37 +204,9 @@ func (e *Engine) claim(ctx context.Context, q engine.Queue, req engine.ReceiveRe
 // claimCounted is claim that also answers what the scripts examined.
 func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, now int64, claims []claim) (engine.ReceiveResult, scanned, error) {
 	vis := max(req.Visibility, 0).Milliseconds()
-	flt := encodeFilter(req.Filter)
-	maxrc := 0
-	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
-		maxrc = max(q.Redrive.MaxReceiveCount, 1)
-	}
-	elsewhere, err := e.bindElsewhere(ctx, q, req.BindTo, claims) // groupbind.go
+	calls, err := e.claimCalls(ctx, q, req, now, vis, claims)
 	if err != nil {
 		return engine.ReceiveResult{}, scanned{}, err
-	}
-	calls := make([]scriptCall, len(claims))
-	for i, c := range claims {
-		k := keysOf(q.ID, c.p)
-		if q.Type == engine.FIFO {
-			groups, budget := 2*c.n+10, 3*c.n+10
-			if c.scan > 0 {
-				groups, budget = c.scan, c.scan
-			}
-			if q.Exclusive() {
-				groups = max(groups, exclusiveScan)
-			}
-			args := append([]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes},
-				bindArgs(q, req.BindTo, elsewhere[i])...)
-			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx)...), args}
-			continue
-		}
-		scan := 3 * c.n
-		if c.scan > 0 {
-			scan = c.scan
-		}
-		calls[i] = scriptCall{receiveScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o, k.l, k.lh, k.k, k.ki),
-			[]any{now, c.n, vis, maxrc, scan, engine.RedriveReason, flag(q.AtMostOnce), flt, c.scanBytes}}
 	}
 	cmds := e.run(ctx, calls)
 	var res engine.ReceiveResult
@@ -306,6 +278,43 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 		res.NextVisibleAt = timeOrZero(nextAt)
 	}
 	return res, seen, nil
+}
+
+// claimCalls are the receive script calls of claims, one per partition claimed.
+func (e *Engine) claimCalls(ctx context.Context, q engine.Queue, req engine.ReceiveRequest, now, vis int64, claims []claim) ([]scriptCall, error) {
+	flt := encodeFilter(req.Filter)
+	maxrc := 0
+	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
+		maxrc = max(q.Redrive.MaxReceiveCount, 1)
+	}
+	elsewhere, err := e.bindElsewhere(ctx, q, req.BindTo, claims) // groupbind.go
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]scriptCall, len(claims))
+	for i, c := range claims {
+		k := keysOf(q.ID, c.p)
+		if q.Type == engine.FIFO {
+			groups, budget := 2*c.n+10, 3*c.n+10
+			if c.scan > 0 {
+				groups, budget = c.scan, c.scan
+			}
+			if q.Exclusive() {
+				groups = max(groups, exclusiveScan)
+			}
+			args := append([]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes},
+				bindArgs(q, req.BindTo, elsewhere[i])...)
+			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx)...), args}
+			continue
+		}
+		scan := 3 * c.n
+		if c.scan > 0 {
+			scan = c.scan
+		}
+		calls[i] = scriptCall{receiveScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o, k.l, k.lh, k.k, k.ki),
+			[]any{now, c.n, vis, maxrc, scan, engine.RedriveReason, flag(q.AtMostOnce), flt, c.scanBytes}}
+	}
+	return calls, nil
 }
 
 func (e *Engine) received(q engine.Queue, p int, rawID any, rawState, rawPayload string, deadline int64) (engine.Received, error) {

@@ -397,7 +397,7 @@ describe('messages and receipts', () => {
     assert.equal(m!.sequenceNumber, sent.messages[0]?.sequenceNumber);
     const groups = await c.listGroups(name, { limit: 10 });
     const g1 = groups.groups.find((g) => g.groupId === 'g1');
-    assert.deepEqual(g1, { groupId: 'g1', messages: 2, inFlight: true });
+    assert.deepEqual(g1, { groupId: 'g1', messages: 2, inFlight: true, consumerId: null });
     await c.deleteGroup(name, 'g1');
     assert.deepEqual((await c.listGroups(name)).groups.map((g) => g.groupId), ['g2']);
   });
