@@ -172,6 +172,8 @@ func (w *worker) receiveLoop() {
 	for w.ctx.Err() == nil {
 		sub, q, changed := w.snapshot()
 		if sub.Paused {
+			// Messages flow control holds go back unsent and uncounted while paused.
+			w.cancelHeld(q, w.limits.drain())
 			select {
 			case <-changed:
 			case <-w.ctx.Done():
