@@ -56,6 +56,13 @@ func (f *flow) tryAcquire() bool {
 	return false
 }
 
+// full reports whether every slot is taken.
+func (f *flow) full() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight >= f.limit
+}
+
 // settle frees a slot and adjusts the limit: flowNone (the slot was not used for a push) and
 // flowFailure (a failure that is not a throttle) leave it as it is.
 func (f *flow) settle(result flowResult) {

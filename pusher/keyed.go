@@ -389,6 +389,12 @@ func (w *worker) keyedRound(sub meta.Subscription, q queueInfo, watch, changed <
 	w.dispatchKeyed(sub, q)
 	w.renewHeld(sub, q)
 	wake := l.wakeCh()
+	if w.flow.full() {
+		// Every batch slot is out: nothing received now could be pushed before one returns,
+		// and receiving would only fill the hold (and push the excess back, counted).
+		w.pause(wake, changed, w.p.cfg.IdlePoll)
+		return
+	}
 	batch, receivedAt := w.collect(sub, q, watch, changed, wake)
 	if len(batch) == 0 {
 		return
@@ -397,10 +403,26 @@ func (w *worker) keyedRound(sub meta.Subscription, q queueInfo, watch, changed <
 		w.giveBack(q, batch)
 		return
 	}
-	if over := l.add(sub, q, batch, receivedAt); len(over) > 0 {
-		w.returnLater(q, over, overflowDelay)
-	}
+	over := l.add(sub, q, batch, receivedAt)
 	w.dispatchKeyed(sub, q)
+	if len(over) > 0 {
+		w.returnLater(q, over, overflowDelay)
+		// A key outgrew its hold: give its pushes a moment before receiving again, so the
+		// queue's head is not churned through (each return counts a delivery).
+		w.pause(l.wakeCh(), changed, overflowDelay)
+	}
+}
+
+// pause waits for a wake-up, a change, the worker's stop or d.
+func (w *worker) pause(wake, changed <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-changed:
+	case <-w.ctx.Done():
+	case <-t.C:
+	}
 }
 
 // dispatchKeyed starts a push for every key batch with budget, while the subscription has

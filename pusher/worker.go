@@ -177,6 +177,8 @@ func (w *worker) receiveLoop() {
 	for w.ctx.Err() == nil {
 		sub, q, changed := w.snapshot()
 		if sub.Paused || sub.Disabled {
+			// Messages flow control holds go back unsent and uncounted while paused or disabled.
+			w.cancelHeld(q, w.limits.drain())
 			select {
 			case <-changed:
 			case <-w.ctx.Done():
