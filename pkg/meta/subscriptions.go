@@ -28,6 +28,15 @@ type Subscription struct {
 	Secret            string
 	PreviousSecret    string
 	PreviousExpiresAt time.Time
+	// Token auth and asymmetric signatures (issue 37 item 4). Signing is "" or "hmac" (the
+	// secrets above) or "ed25519": then SigningPrivateKey ("whsk_" + base64 of the 64-byte
+	// ed25519 private key) signs v1a and SigningPublicKey ("whpk_" + base64) is shown.
+	// AuthType "oidc" adds a bearer JWT whose aud is AuthAudience (empty: the endpoint).
+	Signing           string
+	SigningPublicKey  string
+	SigningPrivateKey string
+	AuthType          string
+	AuthAudience      string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	// Version increases with every update (optimistic concurrency for UpdateSubscription).
@@ -63,4 +72,35 @@ type SubscriptionStore interface {
 	// ListSubscriptions lists every subscription of every project in queue id order (the
 	// pusher fleet's work list).
 	ListSubscriptions(ctx context.Context, page Page) (subs []Subscription, nextCursor string, err error)
+}
+
+// Signing schemes of a subscription.
+const (
+	SigningHMAC    = "hmac"
+	SigningEd25519 = "ed25519"
+)
+
+// AuthOIDC is the auth type that adds a service-signed bearer JWT to each push.
+const AuthOIDC = "oidc"
+
+// SigningKey is one of the service's RS256 keys for push JWTs, shared by every api and pusher
+// replica through the metadata store.
+type SigningKey struct {
+	KID string
+	// PrivateKeyDER is the PKCS#8 DER of the RSA private key.
+	PrivateKeyDER []byte
+	CreatedAt     time.Time
+	// RetireAt is when the key stops signing; it stays published until tokens it signed expired.
+	RetireAt time.Time
+}
+
+// SigningKeyStore keeps the service's JWT signing keys.
+type SigningKeyStore interface {
+	// SigningKeys lists every stored key, oldest first.
+	SigningKeys(ctx context.Context) ([]SigningKey, error)
+	// AddSigningKey stores k unless a key created at or after notBefore exists already (another
+	// replica rotated first): added reports whether k was stored.
+	AddSigningKey(ctx context.Context, k SigningKey, notBefore time.Time) (added bool, err error)
+	// DeleteSigningKey removes a key that is no longer published.
+	DeleteSigningKey(ctx context.Context, kid string) error
 }

@@ -43,6 +43,11 @@ type subItem struct {
 	Secret            string     `dynamodbav:"secret"`
 	PreviousSecret    string     `dynamodbav:"previousSecret,omitempty"`
 	PreviousExpiresAt *time.Time `dynamodbav:"previousExpiresAt,omitempty"`
+	Signing           string     `dynamodbav:"signing,omitempty"`
+	SigningPublicKey  string     `dynamodbav:"signingPublicKey,omitempty"`
+	SigningPrivateKey string     `dynamodbav:"signingPrivateKey,omitempty"`
+	AuthType          string     `dynamodbav:"authType,omitempty"`
+	AuthAudience      string     `dynamodbav:"authAudience,omitempty"`
 	CreatedAt         time.Time  `dynamodbav:"createdAt"`
 	UpdatedAt         time.Time  `dynamodbav:"updatedAt"`
 	Version           int64      `dynamodbav:"version"`
@@ -55,6 +60,8 @@ func toSubItem(s meta.Subscription) subItem {
 		Endpoint: s.Endpoint, BatchSize: s.BatchSize, BatchWindowMs: s.BatchWindowMs,
 		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
 		Secret: s.Secret, PreviousSecret: s.PreviousSecret,
+		Signing: s.Signing, SigningPublicKey: s.SigningPublicKey, SigningPrivateKey: s.SigningPrivateKey,
+		AuthType: s.AuthType, AuthAudience: s.AuthAudience,
 		CreatedAt: utc(s.CreatedAt), UpdatedAt: utc(s.UpdatedAt), Version: s.Version,
 	}
 	if !s.PreviousExpiresAt.IsZero() {
@@ -76,6 +83,8 @@ func (it subItem) subscription() (meta.Subscription, error) {
 		BatchSize: it.BatchSize, BatchWindowMs: it.BatchWindowMs, MaxInFlight: it.MaxInFlight,
 		TimeoutSeconds: it.TimeoutSeconds, Paused: it.Paused,
 		Secret: it.Secret, PreviousSecret: it.PreviousSecret,
+		Signing: it.Signing, SigningPublicKey: it.SigningPublicKey, SigningPrivateKey: it.SigningPrivateKey,
+		AuthType: it.AuthType, AuthAudience: it.AuthAudience,
 		CreatedAt: utc(it.CreatedAt), UpdatedAt: utc(it.UpdatedAt), Version: it.Version,
 	}
 	if it.PreviousExpiresAt != nil {
