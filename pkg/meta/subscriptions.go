@@ -44,8 +44,11 @@ type Subscription struct {
 }
 
 // Secrets returns the secrets that sign at time now: the current one, and the previous one
-// while its overlap lasts.
+// while its overlap lasts — or, for ed25519 signing, the private key alone.
 func (s Subscription) Secrets(now time.Time) []string {
+	if s.Signing == SigningEd25519 {
+		return []string{s.SigningPrivateKey}
+	}
 	out := []string{s.Secret}
 	if s.PreviousSecret != "" && now.Before(s.PreviousExpiresAt) {
 		out = append(out, s.PreviousSecret)
@@ -72,6 +75,19 @@ type SubscriptionStore interface {
 	// ListSubscriptions lists every subscription of every project in queue id order (the
 	// pusher fleet's work list).
 	ListSubscriptions(ctx context.Context, page Page) (subs []Subscription, nextCursor string, err error)
+}
+
+// TokenSubject is the sub claim of a push token: the subscription, as "<project id>/<queue name>".
+func TokenSubject(projectID ids.ID, queueName string) string {
+	return projectID.String() + "/" + queueName
+}
+
+// TokenAudience is the aud claim of a push token: the audience set, else the endpoint.
+func (s Subscription) TokenAudience() string {
+	if s.AuthAudience != "" {
+		return s.AuthAudience
+	}
+	return s.Endpoint
 }
 
 // Signing schemes of a subscription.
