@@ -34,7 +34,9 @@ const (
 	defaultAttempts = 20
 )
 
-var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused"}
+var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused",
+	"signing", "auth", // token auth and asymmetric signatures (subauth.go)
+}
 
 type subscriptionJSON struct {
 	ID             string  `json:"id"`
@@ -49,6 +51,7 @@ type subscriptionJSON struct {
 	CreatedAt      string  `json:"createdAt"`
 	UpdatedAt      string  `json:"updatedAt"`
 	SigningSecret  *string `json:"signingSecret,omitempty"`
+	subAuthJSON
 }
 
 func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
@@ -58,6 +61,7 @@ func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
 		MaxInFlight: s.MaxInFlight, TimeoutSeconds: s.TimeoutSeconds, Paused: s.Paused,
 		CreatedAt: formatTime(s.CreatedAt), UpdatedAt: formatTime(s.UpdatedAt),
 	}
+	out.subAuthJSON = subAuthOut(s)
 	if withSecret {
 		secret := s.Secret
 		out.SigningSecret = &secret
@@ -101,7 +105,7 @@ func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
 	} else if ok {
 		sub.Paused = v
 	}
-	return nil
+	return s.applySubAuth(o, sub)
 }
 
 // pushChanged tells the pusher fleet that a queue's subscription changed.

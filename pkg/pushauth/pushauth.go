@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,15 @@ func New(store meta.SigningKeyStore, clk clock.Clock, issuer string) *Ring {
 		clk = clock.Real{}
 	}
 	return &Ring{store: store, clk: clk, issuer: issuer}
+}
+
+// ForURL is the ring kept in store whose tokens' iss is publicURL (QUEUES_PUBLIC_URL), nil
+// when publicURL is empty: a deployment without a public URL signs no tokens.
+func ForURL(store meta.SigningKeyStore, clk clock.Clock, publicURL string) *Ring {
+	if publicURL == "" {
+		return nil
+	}
+	return New(store, clk, strings.TrimSuffix(publicURL, "/"))
 }
 
 // Issuer is the tokens' iss.
