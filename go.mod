@@ -41,6 +41,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/go-jose/go-jose/v4 v4.1.4
+
 require (
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect

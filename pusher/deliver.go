@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -146,6 +147,11 @@ func (w *worker) send(ctx context.Context, sub meta.Subscription, r *pushRequest
 	req := r.req.WithContext(ctx)
 	ts := time.Now().Unix()
 	webhook.SetHeaders(req.Header, "queues-pusher/1", sub.Secrets(now), r.attemptID, ts, r.data)
+	if err := w.setToken(ctx, req, sub, r.body.Queue.Name); err != nil {
+		// Without its token the receiver would refuse the push: fail it here, saying why.
+		res.v = verdict{Kind: failed, ErrClass: ErrConnection, Detail: truncate(err.Error(), 200)}
+		return res, true
+	}
 	setTraceparent(req, ctx, r.body.Messages)
 	p.m.messages.WithLabelValues(mPushed).Add(float64(len(r.msgIDs)))
 	p.meter(sub.ProjectID, r.batch)
@@ -290,4 +296,20 @@ func pushReplayOf(r *engine.ReplayOf) *webhook.ReplayOf {
 		return nil
 	}
 	return &webhook.ReplayOf{Topic: r.Topic.String(), Sequence: r.Sequence}
+}
+
+// setToken adds the bearer JWT of a subscription with auth type "oidc".
+func (w *worker) setToken(ctx context.Context, req *http.Request, sub meta.Subscription, queueName string) error {
+	if sub.AuthType != meta.AuthOIDC {
+		return nil
+	}
+	if w.p.cfg.Tokens == nil {
+		return errors.New("push token: this pusher has no signing key ring (QUEUES_PUBLIC_URL)")
+	}
+	tok, err := w.p.cfg.Tokens.Token(ctx, sub.TokenAudience(), meta.TokenSubject(sub.ProjectID, queueName))
+	if err != nil {
+		return fmt.Errorf("push token: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
+	"github.com/queueshq/queues/pkg/pushauth"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -83,6 +84,9 @@ type Config struct {
 	// one would make every signature stale), and the latency of a request, a duration
 	// measured on the monotonic clock.
 	Clock clock.Clock
+	// Tokens signs the bearer JWTs of subscriptions with auth type "oidc" (pkg/pushauth, the
+	// ring the api publishes at /.well-known/jwks.json); nil: such pushes fail, naming why.
+	Tokens *pushauth.Ring
 	// RandN returns a uniform value in [0, n] (backoff jitter); nil: math/rand/v2.
 	RandN    func(n int64) int64
 	Logger   *slog.Logger

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/queueshq/queues/pkg/pushauth"
 	"io"
 	"log/slog"
 	"net/http"
@@ -89,6 +90,9 @@ type Config struct {
 	// PushAllowPrivate accepts plain http and private or loopback push endpoints
 	// (QUEUES_PUSH_ALLOW_PRIVATE; development and tests).
 	PushAllowPrivate bool
+	// PushTokens signs the bearer JWTs of oidc subscriptions and publishes their keys at
+	// /.well-known/jwks.json (nil: no public URL configured; auth type "oidc" is refused).
+	PushTokens *pushauth.Ring
 	// PushChanged, when set, announces a changed subscription (its queue id) to the pushers.
 	PushChanged func(ctx context.Context, queue ids.ID)
 	// ForgedHandles limits invalid receipt handles per source address (zero: the default).
@@ -206,6 +210,7 @@ func (s *Server) routes() {
 	e := s.e
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
+	e.GET("/.well-known/jwks.json", s.jwks)
 
 	v1 := e.Group("/v1")
 	op := s.require(scopeOperator)

@@ -50,7 +50,9 @@ const (
 )
 
 var subscriptionFields = []string{"endpoint", "batchSize", "batchWindowMs", "maxInFlight", "timeoutSeconds", "paused",
-	"disableAfterSeconds", "state", "maxMessagesPerSecond", "flowControl"}
+	"disableAfterSeconds", "state", "maxMessagesPerSecond", "flowControl",
+	"signing", "auth", // token auth and asymmetric signatures (subauth.go)
+}
 
 var flowControlFields = []string{"keyAttribute", "parallelism", "messagesPerSecond"}
 
@@ -76,6 +78,7 @@ type subscriptionJSON struct {
 	CreatedAt            string           `json:"createdAt"`
 	UpdatedAt            string           `json:"updatedAt"`
 	SigningSecret        *string          `json:"signingSecret,omitempty"`
+	subAuthJSON
 }
 
 type flowControlJSON struct {
@@ -100,6 +103,7 @@ func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
 		reason, at := s.DisabledReason, formatTime(s.DisabledAt)
 		out.State, out.DisabledReason, out.DisabledAt = stateDisabled, &reason, &at
 	}
+	out.subAuthJSON = subAuthOut(s)
 	if withSecret {
 		secret := s.Secret
 		out.SigningSecret = &secret
@@ -146,7 +150,10 @@ func (s *Server) applySubscription(o *object, sub *meta.Subscription) error {
 	if err := s.applyHealthSettings(o, sub); err != nil {
 		return err
 	}
-	return applyFlowControl(o, sub)
+	if err := applyFlowControl(o, sub); err != nil {
+		return err
+	}
+	return s.applySubAuth(o, sub)
 }
 
 // applyFlowControl validates and applies maxMessagesPerSecond and flowControl. A flowControl

@@ -25,6 +25,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/queueshq/queues/pkg/pushauth"
 	"log/slog"
 	"net"
 	"net/http"
@@ -117,6 +118,9 @@ type PushOptions struct {
 	// the API's validation and in the pusher's connections (QUEUES_PUSH_ALLOW_PRIVATE; serve
 	// turns it on by default, with a warning).
 	AllowPrivate bool
+	// PublicURL is the service's public URL, the iss of push tokens (QUEUES_PUBLIC_URL; empty:
+	// auth type "oidc" is refused).
+	PublicURL string
 	// RootCAs, when set, are the CAs trusted for https endpoints (default: the system's).
 	RootCAs *x509.CertPool
 	// Grace bounds how long Close waits for pushes in progress (default pusher.DefaultGrace).
@@ -225,8 +229,10 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	gens := &pusher.LocalGenerations{}
 	health := embeddedmeta.NewHealthLog(store)
 	n.Meter = tenancy.NewMeter(clk, "")
+	tokens := pushauth.ForURL(store, clk, o.Push.PublicURL)
 	var err error
 	n.Pusher, err = pusher.New(pusher.Config{
+		Tokens: tokens,
 		Usage:  n.Meter,
 		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get, Health: health,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
@@ -251,7 +257,7 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		Engine:  eng, Meta: cache, Auth: authority, Receipts: signer,
 		Limiter: ratelimit.NewLocal(), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Registry: reg, Draining: n.draining,
-		Subscriptions: store, Attempts: n.Attempts, Health: health, PushAllowPrivate: o.Push.AllowPrivate,
+		Subscriptions: store, Attempts: n.Attempts, Health: health, PushAllowPrivate: o.Push.AllowPrivate, PushTokens: tokens,
 		TrustedProxies: o.TrustedProxies,
 		PushChanged:    func(_ context.Context, queue ids.ID) { gens.Bump(queue); n.Pusher.Changed(queue) },
 		Dependencies: []api.Dependency{

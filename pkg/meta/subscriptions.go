@@ -40,6 +40,15 @@ type Subscription struct {
 	Secret            string
 	PreviousSecret    string
 	PreviousExpiresAt time.Time
+	// Token auth and asymmetric signatures (issue 37 item 4). Signing is "" or "hmac" (the
+	// secrets above) or "ed25519": then SigningPrivateKey ("whsk_" + base64 of the 64-byte
+	// ed25519 private key) signs v1a and SigningPublicKey ("whpk_" + base64) is shown.
+	// AuthType "oidc" adds a bearer JWT whose aud is AuthAudience (empty: the endpoint).
+	Signing           string
+	SigningPublicKey  string
+	SigningPrivateKey string
+	AuthType          string
+	AuthAudience      string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	// Version increases with every update (optimistic concurrency for UpdateSubscription).
@@ -60,8 +69,11 @@ type FlowControl struct {
 func (f FlowControl) Keyed() bool { return f.KeyAttribute != "" }
 
 // Secrets returns the secrets that sign at time now: the current one, and the previous one
-// while its overlap lasts.
+// while its overlap lasts — or, for ed25519 signing, the private key alone.
 func (s Subscription) Secrets(now time.Time) []string {
+	if s.Signing == SigningEd25519 {
+		return []string{s.SigningPrivateKey}
+	}
 	out := []string{s.Secret}
 	if s.PreviousSecret != "" && now.Before(s.PreviousExpiresAt) {
 		out = append(out, s.PreviousSecret)
@@ -88,4 +100,48 @@ type SubscriptionStore interface {
 	// ListSubscriptions lists every subscription of every project in queue id order (the
 	// pusher fleet's work list).
 	ListSubscriptions(ctx context.Context, page Page) (subs []Subscription, nextCursor string, err error)
+}
+
+// TokenSubject is the sub claim of a push token: the subscription, as "<project id>/<queue name>".
+func TokenSubject(projectID ids.ID, queueName string) string {
+	return projectID.String() + "/" + queueName
+}
+
+// TokenAudience is the aud claim of a push token: the audience set, else the endpoint.
+func (s Subscription) TokenAudience() string {
+	if s.AuthAudience != "" {
+		return s.AuthAudience
+	}
+	return s.Endpoint
+}
+
+// Signing schemes of a subscription.
+const (
+	SigningHMAC    = "hmac"
+	SigningEd25519 = "ed25519"
+)
+
+// AuthOIDC is the auth type that adds a service-signed bearer JWT to each push.
+const AuthOIDC = "oidc"
+
+// SigningKey is one of the service's RS256 keys for push JWTs, shared by every api and pusher
+// replica through the metadata store.
+type SigningKey struct {
+	KID string
+	// PrivateKeyDER is the PKCS#8 DER of the RSA private key.
+	PrivateKeyDER []byte
+	CreatedAt     time.Time
+	// RetireAt is when the key stops signing; it stays published until tokens it signed expired.
+	RetireAt time.Time
+}
+
+// SigningKeyStore keeps the service's JWT signing keys.
+type SigningKeyStore interface {
+	// SigningKeys lists every stored key, oldest first.
+	SigningKeys(ctx context.Context) ([]SigningKey, error)
+	// AddSigningKey stores k unless a key created at or after notBefore exists already (another
+	// replica rotated first): added reports whether k was stored.
+	AddSigningKey(ctx context.Context, k SigningKey, notBefore time.Time) (added bool, err error)
+	// DeleteSigningKey removes a key that is no longer published.
+	DeleteSigningKey(ctx context.Context, kid string) error
 }

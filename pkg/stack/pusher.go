@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"crypto/x509"
+	"github.com/queueshq/queues/pkg/pushauth"
 	"log/slog"
 	"time"
 
@@ -29,8 +30,11 @@ type PusherOptions struct {
 	Logger       *slog.Logger
 	AllowPrivate bool
 	RootCAs      *x509.CertPool
-	Registry     prometheus.Registerer
-	Member       string
+	// PublicURL is the service's public URL, the iss of push tokens (QUEUES_PUBLIC_URL; empty:
+	// no tokens, so pushes of "oidc" subscriptions fail naming why).
+	PublicURL string
+	Registry  prometheus.Registerer
+	Member    string
 	// LeaseTTL and Refresh are passed on (0: the pusher's defaults).
 	LeaseTTL, Refresh time.Duration
 	// MaxInFlight bounds the batches in flight across subscriptions (0: pusher.DefaultMaxInFlight).
@@ -92,6 +96,7 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 		AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
 		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,
 		LeaseTTL: o.LeaseTTL, Refresh: o.Refresh, MaxInFlight: o.MaxInFlight,
+		Tokens: pushauth.ForURL(store, clk, o.PublicURL),
 	})
 	if err != nil {
 		_ = eng.Close()

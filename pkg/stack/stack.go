@@ -6,6 +6,7 @@ package stack
 
 import (
 	"context"
+	"github.com/queueshq/queues/pkg/pushauth"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,6 +55,10 @@ type Options struct {
 	PartitionSendRate int
 	// PushAllowPrivate accepts plain http and private push endpoints (QUEUES_PUSH_ALLOW_PRIVATE).
 	PushAllowPrivate bool
+	// PublicURL is the service's URL as receivers reach it (QUEUES_PUBLIC_URL): the iss of
+	// push tokens, whose keys are published at PublicURL/.well-known/jwks.json. Empty: no
+	// push tokens (auth type "oidc" is refused).
+	PublicURL string
 	// Registry receives the API's metrics, which the caller serves on the admin listener
 	// (pkg/adminhttp; nil: a registry of the replica's own, not served).
 	Registry prometheus.Registerer
@@ -131,6 +136,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Draining: r.draining, Registry: o.Registry,
 		Subscriptions: store, Attempts: redismeta.NewAttempts(o.Redis), Health: redismeta.NewHealth(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
+		PushTokens:     pushauth.ForURL(store, clk, o.PublicURL),
 		TrustedProxies: o.TrustedProxies,
 		Tenancy:        store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
 		Parking:   tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),

@@ -33,7 +33,7 @@ func runAPI(ctx context.Context, args []string) error {
 	defer b.rdb.Close()
 	log := b.log
 	reg := adminhttp.NewRegistry()
-	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: c.opToken, Rates: c.rates, Logger: log, PushAllowPrivate: c.allowPrivate,
+	r, err := stack.New(ctx, stack.Options{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, OperatorToken: c.opToken, Rates: c.rates, Logger: log, PushAllowPrivate: c.allowPrivate, PublicURL: c.publicURL,
 		Registry: reg, RedisSendLimit: c.sendLimit, DefaultLimits: c.tenancy.defaults, MeterEvery: c.tenancy.every, SyncReplicas: c.syncReplicas, MoveLease: c.moveLease,
 		TrustedProxies: c.proxies.trusted,
 		Streams:        c.streams.limits()})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/queueshq/queues/pkg/api"
@@ -42,9 +43,11 @@ type apiConfig struct {
 	streams      streamFlags
 	adminAddr    *string
 	adminChosen  func() bool
+	publicURL    string
 }
 
 func (c *apiConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.publicURL, "public-url", env("QUEUES_PUBLIC_URL", ""), "the service's URL as push receivers reach it: the iss of push tokens, keys at <url>/.well-known/jwks.json; empty: no push tokens (QUEUES_PUBLIC_URL)")
 	fs.StringVar(&c.listen, "listen", env("QUEUES_LISTEN", defaultListen), "address to serve HTTP on (QUEUES_LISTEN)")
 	fs.StringVar(&c.opToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN)")
 	fs.DurationVar(&c.grace, "shutdown-grace", defaultGrace, graceUsage)
@@ -67,6 +70,9 @@ func (c *apiConfig) register(fs *flag.FlagSet) {
 // Validate checks what the flag types do not: the send limit's form, the tenancy settings
 // and the bounds of the counts.
 func (c *apiConfig) Validate() error {
+	if err := validPublicURL(c.publicURL); err != nil {
+		return err
+	}
 	if _, err := redisengine.ParseSendLimit(c.sendLimit); err != nil {
 		return fmt.Errorf("-redis-send-limit: %w", err)
 	}
@@ -97,9 +103,11 @@ type serveConfig struct {
 	streams      streamFlags
 	adminAddr    *string
 	adminChosen  func() bool
+	publicURL    string
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.publicURL, "public-url", env("QUEUES_PUBLIC_URL", ""), "the service's URL as push receivers reach it: the iss of push tokens, keys at <url>/.well-known/jwks.json; empty: no push tokens (QUEUES_PUBLIC_URL)")
 	fs.StringVar(&c.dataDir, "data-dir", env("QUEUES_DATA_DIR", ".queues"), "directory of the embedded store, keys and token (QUEUES_DATA_DIR)")
 	fs.StringVar(&c.listen, "listen", env("QUEUES_LISTEN", defaultListen), "address to serve HTTP on (QUEUES_LISTEN)")
 	fs.StringVar(&c.opToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN); empty: no operator routes")
@@ -117,6 +125,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 
 // Validate checks the tenancy settings, the trusted proxies and the stream caps.
 func (c *serveConfig) Validate() error {
+	if err := validPublicURL(c.publicURL); err != nil {
+		return err
+	}
 	if err := c.proxies.validate(); err != nil {
 		return err
 	}
@@ -133,9 +144,11 @@ type pusherConfig struct {
 	listen       string
 	backlogTop   int
 	maxInFlight  int
+	publicURL    string
 }
 
 func (c *pusherConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.publicURL, "public-url", env("QUEUES_PUBLIC_URL", ""), "the service's URL as push receivers reach it: the iss of push tokens, keys at <url>/.well-known/jwks.json; empty: no push tokens (QUEUES_PUBLIC_URL)")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 	fs.StringVar(&c.listen, "listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics, /healthz, /readyz and /debug/pprof (QUEUES_PUSHER_LISTEN)")
 	fs.IntVar(&c.backlogTop, "backlog-top", backlog.DefaultTopN, "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
@@ -148,11 +161,27 @@ func (c *pusherConfig) register(fs *flag.FlagSet) {
 
 // Validate checks the bounds of the counts (-max-in-flight 0 means the default).
 func (c *pusherConfig) Validate() error {
+	if err := validPublicURL(c.publicURL); err != nil {
+		return err
+	}
 	if c.backlogTop < 0 {
 		return errors.New("QUEUES_BACKLOG_TOP (-backlog-top): must be 0 or more")
 	}
 	if c.maxInFlight < 0 {
 		return errors.New("QUEUES_PUSH_MAX_IN_FLIGHT (-max-in-flight): must be 0 (the default) or more")
+	}
+	return nil
+}
+
+// validPublicURL checks QUEUES_PUBLIC_URL: empty, or an absolute http(s) URL without query
+// or fragment (it becomes the iss of push tokens, which receivers compare byte for byte).
+func validPublicURL(v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("QUEUES_PUBLIC_URL (-public-url): %q is not an absolute http(s) URL without query", v)
 	}
 	return nil
 }

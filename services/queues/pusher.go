@@ -45,7 +45,7 @@ func runPusher(ctx context.Context, args []string) error {
 	defer b.rdb.Close()
 	log := b.log
 	reg := adminhttp.NewRegistry()
-	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: c.allowPrivate, Registry: reg, MaxInFlight: c.maxInFlight})
+	p, err := stack.NewPusher(stack.PusherOptions{Redis: b.rdb, Dynamo: b.ddb, Table: be.store.table, Keys: b.ring, Logger: log, AllowPrivate: c.allowPrivate, PublicURL: c.publicURL, Registry: reg, MaxInFlight: c.maxInFlight})
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func runServe(ctx context.Context, args []string) error {
 	n, err := embedded.Open(ctx, embedded.Options{DataDir: dir, Keys: ring, OperatorToken: c.opToken, Rates: c.rates, Logger: log,
 		DefaultLimits: c.tenancy.defaults, MeterEvery: c.tenancy.every, TrustedProxies: c.proxies.trusted,
 		Streams:  c.streams.limits(),
-		Registry: reg, Push: embedded.PushOptions{AllowPrivate: c.allowPrivate, Grace: c.grace}})
+		Registry: reg, Push: embedded.PushOptions{AllowPrivate: c.allowPrivate, PublicURL: c.publicURL, Grace: c.grace}})
 	if err != nil {
 		ln.Close()
 		return err

@@ -119,8 +119,15 @@ func TestSubscriptionAPI(t *testing.T) {
 // runs in the node, as in `queues serve`), which is all three.
 func pushServers(t *testing.T) (srv, a, b *httptest.Server) {
 	t.Helper()
+	return pushServersAt(t, "")
+}
+
+// pushServersAt is pushServers whose API and pusher have publicURL as the service's public
+// URL (QUEUES_PUBLIC_URL: the iss of push tokens).
+func pushServersAt(t *testing.T, publicURL string) (srv, a, b *httptest.Server) {
+	t.Helper()
 	if w.backend == backendEmbedded {
-		srv, closeNode, err := openNode(embedded.Options{Push: embedded.PushOptions{AllowPrivate: true, Refresh: time.Second}})
+		srv, closeNode, err := openNode(embedded.Options{Push: embedded.PushOptions{AllowPrivate: true, Refresh: time.Second, PublicURL: publicURL}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,13 +135,13 @@ func pushServers(t *testing.T) (srv, a, b *httptest.Server) {
 		return srv, srv, srv
 	}
 	ctx := context.Background()
-	srv, closeSrv, err := w.replica(ctx, stack.Options{PushAllowPrivate: true})
+	srv, closeSrv, err := w.replica(ctx, stack.Options{PushAllowPrivate: true, PublicURL: publicURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeSrv)
 	p, err := stack.NewPusher(stack.PusherOptions{Redis: w.rdb, Dynamo: w.ddb, Table: w.table, Keys: w.ring,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivate: true, LeaseTTL: 3 * time.Second, Refresh: time.Second, MeterEvery: meterEvery})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivate: true, PublicURL: publicURL, LeaseTTL: 3 * time.Second, Refresh: time.Second, MeterEvery: meterEvery})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,11 @@ type subItem struct {
 	Secret              string     `dynamodbav:"secret"`
 	PreviousSecret      string     `dynamodbav:"previousSecret,omitempty"`
 	PreviousExpiresAt   *time.Time `dynamodbav:"previousExpiresAt,omitempty"`
+	Signing             string     `dynamodbav:"signing,omitempty"`
+	SigningPublicKey    string     `dynamodbav:"signingPublicKey,omitempty"`
+	SigningPrivateKey   string     `dynamodbav:"signingPrivateKey,omitempty"`
+	AuthType            string     `dynamodbav:"authType,omitempty"`
+	AuthAudience        string     `dynamodbav:"authAudience,omitempty"`
 	CreatedAt           time.Time  `dynamodbav:"createdAt"`
 	UpdatedAt           time.Time  `dynamodbav:"updatedAt"`
 	Version             int64      `dynamodbav:"version"`
@@ -66,6 +71,8 @@ func toSubItem(s meta.Subscription) subItem {
 		MaxMessagesPerSec: s.MaxMessagesPerSecond, FlowKey: s.FlowControl.KeyAttribute,
 		FlowParallelism: s.FlowControl.Parallelism, FlowRate: s.FlowControl.MessagesPerSecond,
 		Secret: s.Secret, PreviousSecret: s.PreviousSecret,
+		Signing: s.Signing, SigningPublicKey: s.SigningPublicKey, SigningPrivateKey: s.SigningPrivateKey,
+		AuthType: s.AuthType, AuthAudience: s.AuthAudience,
 		CreatedAt: utc(s.CreatedAt), UpdatedAt: utc(s.UpdatedAt), Version: s.Version,
 	}
 	if !s.PreviousExpiresAt.IsZero() {
@@ -94,6 +101,8 @@ func (it subItem) subscription() (meta.Subscription, error) {
 		MaxMessagesPerSecond: it.MaxMessagesPerSec,
 		FlowControl:          meta.FlowControl{KeyAttribute: it.FlowKey, Parallelism: it.FlowParallelism, MessagesPerSecond: it.FlowRate},
 		Secret:               it.Secret, PreviousSecret: it.PreviousSecret,
+		Signing: it.Signing, SigningPublicKey: it.SigningPublicKey, SigningPrivateKey: it.SigningPrivateKey,
+		AuthType: it.AuthType, AuthAudience: it.AuthAudience,
 		CreatedAt: utc(it.CreatedAt), UpdatedAt: utc(it.UpdatedAt), Version: it.Version,
 	}
 	if it.PreviousExpiresAt != nil {

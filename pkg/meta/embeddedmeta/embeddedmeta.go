@@ -70,13 +70,14 @@ func Open(path string) (*Store, error) {
 // FormatVersion is the layout of the store's file that this binary writes (pkg/boltformat):
 // 1 is the buckets below and in subscriptions.go, tenancy.go and topics.go, records as JSON.
 // Open refuses newer files. The topic buckets were added within version 1: Open creates them
-// in a file that lacks them, and an older binary leaves them alone.
+// in a file that lacks them, and an older binary leaves them alone; so is the signing-key
+// bucket (signingkeys.go).
 const FormatVersion = 1
 
 func createBuckets(db *bolt.DB) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		all := append([][]byte{bProjects, bTokens, bQueues, bNames, bSubs, bAttempts, bHealth, bMoves, bMoveRun, bMoveProj}, tenancyBuckets...)
-		for _, b := range append(all, topicBuckets...) {
+		for _, b := range append(append(all, topicBuckets...), bSigKeys) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -41,6 +41,7 @@ type Store struct {
 	tenancy  tenancy                      // tenancy.go
 	moves    map[ids.ID]meta.MoveTask     // by task id (movetasks.go)
 	ts       topicState                   // topics.go
+	sigKeys  []meta.SigningKey            // signingkeys.go
 }
 
 var _ meta.Store = (*Store)(nil)

@@ -16,6 +16,7 @@ import (
 type SubscriptionStore interface {
 	meta.Store
 	meta.SubscriptionStore
+	meta.SigningKeyStore
 }
 
 // RunSubscriptions runs the conformance suite of meta.SubscriptionStore; newStore returns a
@@ -37,6 +38,8 @@ func RunSubscriptions(t *testing.T, newStore func(t *testing.T) SubscriptionStor
 		{"Delete", testSubDelete},
 		{"List", testSubList},
 		{"ListBadCursor", testSubListBadCursor},
+		{"AuthFields", testSubAuthFields},
+		{"SigningKeys", testSigningKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,9 +74,13 @@ func mac(key []byte, id, timestamp string, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// Sign returns the signature of one request under secret: "v1,<base64 HMAC>". timestamp is
-// the webhook-timestamp, unix seconds.
+// Sign returns the signature of one request under secret: "v1,<base64 HMAC>" for a whsec_
+// secret, "v1a,<base64 ed25519 signature>" for a whsk_ private key. timestamp is the
+// webhook-timestamp, unix seconds.
 func Sign(secret, id string, timestamp int64, body []byte) (string, error) {
+	if strings.HasPrefix(secret, PrivateKeyPrefix) {
+		return signV1a(secret, id, timestamp, body)
+	}
 	key, err := Key(secret)
 	if err != nil {
 		return "", err
@@ -100,8 +104,9 @@ func SignAll(secrets []string, id string, timestamp int64, body []byte) string {
 // Verify checks one request's signature: the three header values are present, the timestamp
 // is within tolerance of now (0: DefaultTolerance), and one of the space-separated "v1,…"
 // signatures is the HMAC under one of the secrets (the current and, for 24 h after a
-// rotation, the previous one; empty strings are skipped, a malformed secret is an error).
-// Comparisons take constant time.
+// rotation, the previous one; empty strings are skipped, a malformed secret is an error) —
+// or, for a secret that is an ed25519 public key (whpk_…), one of the "v1a,…" signatures is
+// its signature. HMAC comparisons take constant time.
 func Verify(secrets []string, id, timestamp, signatures string, body []byte, now time.Time, tolerance time.Duration) error {
 	if id == "" || timestamp == "" || signatures == "" {
 		return ErrMissingHeaders
@@ -116,18 +121,19 @@ func Verify(secrets []string, id, timestamp, signatures string, body []byte, now
 	if d := now.Sub(time.Unix(secs, 0)); d > tolerance || d < -tolerance {
 		return ErrStaleTimestamp
 	}
-	var given [][]byte
-	for _, s := range strings.Fields(signatures) {
-		v, b64, ok := strings.Cut(s, ",")
-		if !ok || v != "v1" {
-			continue
-		}
-		if sig, err := base64.StdEncoding.DecodeString(b64); err == nil {
-			given = append(given, sig)
-		}
-	}
+	given, givenA := parseSignatures(signatures)
 	for _, secret := range secrets {
 		if secret == "" { // an unset previous secret
+			continue
+		}
+		if strings.HasPrefix(secret, PublicKeyPrefix) {
+			pub, err := PublicKey(secret)
+			if err != nil {
+				return err
+			}
+			if verifyV1a(pub, givenA, id, timestamp, body) {
+				return nil
+			}
 			continue
 		}
 		key, err := Key(secret)
@@ -142,4 +148,26 @@ func Verify(secrets []string, id, timestamp, signatures string, body []byte, now
 		}
 	}
 	return ErrNoMatchingSecret
+}
+
+// parseSignatures splits a webhook-signature header into its decoded v1 and v1a signatures
+// (unknown versions and bad base64 are skipped, as Standard Webhooks asks).
+func parseSignatures(signatures string) (v1, v1a [][]byte) {
+	for _, s := range strings.Fields(signatures) {
+		v, b64, ok := strings.Cut(s, ",")
+		if !ok {
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			continue
+		}
+		switch v {
+		case "v1":
+			v1 = append(v1, sig)
+		case "v1a":
+			v1a = append(v1a, sig)
+		}
+	}
+	return v1, v1a
 }
