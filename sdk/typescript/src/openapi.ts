@@ -975,6 +975,43 @@ export type MaxInFlight = number;
 /** How long a push request may take (default 30). */
 export type PushTimeoutSeconds = number;
 
+/**
+ * How pushes are signed (Standard Webhooks): `hmac` (default) signs `v1,<base64 HMAC-SHA256>`
+ * with the shared `signingSecret`; `ed25519` signs `v1a,<base64 ed25519 signature>` with a
+ * key pair of the subscription's own, whose public key is `signingPublicKey`. Changing to
+ * `ed25519` makes a new key pair; changing back drops it.
+ */
+export type PushSigning = "hmac" | "ed25519";
+
+/**
+ * Token auth: each push carries `Authorization: Bearer <JWT>`, RS256, signed by the service
+ * (`iss` its public URL, `aud` `audience`, `sub` `<project id>/<queue name>`, `iat`, `exp`
+ * five minutes later, header `kid`); the keys are at `/.well-known/jwks.json`.
+ */
+export interface PushAuth {
+  type: "oidc";
+  /** The token's `aud` (the endpoint URL unless set). */
+  audience: string;
+}
+
+export interface PushAuthRequest {
+  /** Refused (`400` naming `auth.type`) when the deployment has no public URL (`QUEUES_PUBLIC_URL`). */
+  type: "oidc";
+  /** The token's `aud`; default the endpoint URL. */
+  audience?: string;
+}
+
+export interface JWKS {
+  keys: {
+    kty: "RSA";
+    kid: string;
+    use: "sig";
+    alg: "RS256";
+    n: string;
+    e: string;
+  }[];
+}
+
 export interface Subscription {
   id: Uuid;
   slug: string;
@@ -987,6 +1024,10 @@ export interface Subscription {
   paused: boolean;
   createdAt: Timestamp;
   updatedAt: Timestamp;
+  signing: PushSigning;
+  /** With `signing` `ed25519`, the public key (`whpk_` + base64 of 32 bytes) that verifies the `v1a` signatures. The private key is never shown. */
+  signingPublicKey?: string;
+  auth?: PushAuth;
 }
 
 /** A subscription with its signing secret (answers of create and rotate-secret only). */
@@ -1002,6 +1043,10 @@ export interface SubscriptionWithSecret {
   paused: boolean;
   createdAt: Timestamp;
   updatedAt: Timestamp;
+  signing: PushSigning;
+  /** With `signing` `ed25519`, the public key (`whpk_` + base64 of 32 bytes) that verifies the `v1a` signatures. The private key is never shown. */
+  signingPublicKey?: string;
+  auth?: PushAuth;
   /** The Standard Webhooks secret (`whsec_` + base64 of 32 random bytes); the HMAC key is the base64-decoded part. */
   signingSecret: string;
 }
@@ -1014,6 +1059,8 @@ export interface CreateSubscriptionRequest {
   timeoutSeconds?: PushTimeoutSeconds;
   /** Create paused (default false). */
   paused?: boolean;
+  signing?: PushSigning;
+  auth?: PushAuthRequest;
 }
 
 /** Any subset of the settings. */
@@ -1024,6 +1071,9 @@ export interface UpdateSubscriptionRequest {
   maxInFlight?: MaxInFlight;
   timeoutSeconds?: PushTimeoutSeconds;
   paused?: boolean;
+  signing?: PushSigning;
+  /** The token auth; null removes it. */
+  auth?: PushAuthRequest | null;
 }
 
 export interface PushAttempt {
