@@ -47,6 +47,7 @@ export {
   WEBHOOK_ID,
   WEBHOOK_SIGNATURE,
   WEBHOOK_TIMESTAMP,
+  PUBLIC_KEY_PREFIX,
   WebhookVerificationError,
   createPushHandler,
   handlePush,
@@ -61,6 +62,13 @@ export {
   type VerifyFailure,
   type VerifyOptions,
 } from './push.js';
+export {
+  TokenVerificationError,
+  createTokenVerifier,
+  type PushTokenClaims,
+  type TokenFailure,
+  type TokenVerifierOptions,
+} from './pushtoken.js';
 export { TRACER_NAME } from './tracing.js';
 export type { ProjectLimits, ProjectUsageNow, UsageQuery, UsageReport } from './project.js';
 export type * from './openapi.js';

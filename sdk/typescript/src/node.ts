@@ -3,11 +3,14 @@
 // http module and Express. The core (`@queueshq/queues`) imports no node: module, so it loads
 // on edge runtimes and in browsers.
 import { Buffer } from 'node:buffer';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createPublicKey, timingSafeEqual, verify as cryptoVerify } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
+  PUBLIC_KEY_PREFIX,
   WebhookVerificationError,
   bytes,
+  publicKeyBytes,
+  signedContent,
   failure,
   handlePush,
   json,
@@ -45,10 +48,16 @@ export function verify(
   rawBody: RawBody,
   opts: VerifyOptions = {},
 ): void {
-  const { id, ts, given } = pushSignatures(headers, opts);
+  const { id, ts, given, givenA } = pushSignatures(headers, opts);
   const body = bytes(rawBody);
   let matched = false;
   for (const secret of secretList(secrets)) {
+    if (secret.startsWith(PUBLIC_KEY_PREFIX)) {
+      const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKeyBytes(secret)).toString('base64url') }, format: 'jwk' });
+      const data = signedContent(id, ts, body);
+      for (const sig of givenA) if (cryptoVerify(null, data, key, sig)) matched = true;
+      continue;
+    }
     const want = mac(secret, id, ts, body);
     // Lengths are public (a SHA-256 HMAC is 32 bytes); the contents are compared in constant time.
     for (const sig of given) if (sig.length === want.length && timingSafeEqual(sig, want)) matched = true;

@@ -1065,6 +1065,43 @@ export interface FlowControlRequest {
 /** How long a push request may take (default 30). */
 export type PushTimeoutSeconds = number;
 
+/**
+ * How pushes are signed (Standard Webhooks): `hmac` (default) signs `v1,<base64 HMAC-SHA256>`
+ * with the shared `signingSecret`; `ed25519` signs `v1a,<base64 ed25519 signature>` with a
+ * key pair of the subscription's own, whose public key is `signingPublicKey`. Changing to
+ * `ed25519` makes a new key pair; changing back drops it.
+ */
+export type PushSigning = "hmac" | "ed25519";
+
+/**
+ * Token auth: each push carries `Authorization: Bearer <JWT>`, RS256, signed by the service
+ * (`iss` its public URL, `aud` `audience`, `sub` `<project id>/<queue name>`, `iat`, `exp`
+ * five minutes later, header `kid`); the keys are at `/.well-known/jwks.json`.
+ */
+export interface PushAuth {
+  type: "oidc";
+  /** The token's `aud` (the endpoint URL unless set). */
+  audience: string;
+}
+
+export interface PushAuthRequest {
+  /** Refused (`400` naming `auth.type`) when the deployment has no public URL (`QUEUES_PUBLIC_URL`). */
+  type: "oidc";
+  /** The token's `aud`; default the endpoint URL. */
+  audience?: string;
+}
+
+export interface JWKS {
+  keys: {
+    kty: "RSA";
+    kid: string;
+    use: "sig";
+    alg: "RS256";
+    n: string;
+    e: string;
+  }[];
+}
+
 export interface Subscription {
   id: Uuid;
   slug: string;
@@ -1075,10 +1112,20 @@ export interface Subscription {
   maxInFlight: MaxInFlight;
   timeoutSeconds: PushTimeoutSeconds;
   paused: boolean;
+  disableAfterSeconds: DisableAfterSeconds;
+  state: SubscriptionState;
+  /** Why the subscription is disabled (only when `state` is `disabled`). */
+  disabledReason?: string;
+  disabledAt?: Timestamp;
+  health?: SubscriptionHealth;
   maxMessagesPerSecond?: MaxMessagesPerSecond;
   flowControl?: FlowControl;
   createdAt: Timestamp;
   updatedAt: Timestamp;
+  signing: PushSigning;
+  /** With `signing` `ed25519`, the public key (`whpk_` + base64 of 32 bytes) that verifies the `v1a` signatures. The private key is never shown. */
+  signingPublicKey?: string;
+  auth?: PushAuth;
 }
 
 /** A subscription with its signing secret (answers of create and rotate-secret only). */
@@ -1092,10 +1139,20 @@ export interface SubscriptionWithSecret {
   maxInFlight: MaxInFlight;
   timeoutSeconds: PushTimeoutSeconds;
   paused: boolean;
+  disableAfterSeconds: DisableAfterSeconds;
+  state: SubscriptionState;
+  /** Why the subscription is disabled (only when `state` is `disabled`). */
+  disabledReason?: string;
+  disabledAt?: Timestamp;
+  health?: SubscriptionHealth;
   maxMessagesPerSecond?: MaxMessagesPerSecond;
   flowControl?: FlowControl;
   createdAt: Timestamp;
   updatedAt: Timestamp;
+  signing: PushSigning;
+  /** With `signing` `ed25519`, the public key (`whpk_` + base64 of 32 bytes) that verifies the `v1a` signatures. The private key is never shown. */
+  signingPublicKey?: string;
+  auth?: PushAuth;
   /** The Standard Webhooks secret (`whsec_` + base64 of 32 random bytes); the HMAC key is the base64-decoded part. */
   signingSecret: string;
 }
@@ -1108,8 +1165,11 @@ export interface CreateSubscriptionRequest {
   timeoutSeconds?: PushTimeoutSeconds;
   /** Create paused (default false). */
   paused?: boolean;
+  disableAfterSeconds?: DisableAfterSeconds;
   maxMessagesPerSecond?: MaxMessagesPerSecond;
   flowControl?: FlowControlRequest;
+  signing?: PushSigning;
+  auth?: PushAuthRequest;
 }
 
 /** Any subset of the settings. */
@@ -1120,9 +1180,54 @@ export interface UpdateSubscriptionRequest {
   maxInFlight?: MaxInFlight;
   timeoutSeconds?: PushTimeoutSeconds;
   paused?: boolean;
+  disableAfterSeconds?: DisableAfterSeconds;
+  state?: SubscriptionState;
   maxMessagesPerSecond?: MaxMessagesPerSecond;
   /** Keyed flow control (replaces the whole setting), or null to turn it off. */
   flowControl?: FlowControlRequest | null;
+  signing?: PushSigning;
+  /** The token auth; null removes it. */
+  auth?: PushAuthRequest | null;
+}
+
+/**
+ * How long every push attempt must have failed (no 2xx answer, throttles included) before
+ * the subscription is disabled: default 432000 (5 days), 0 never.
+ */
+export type DisableAfterSeconds = number;
+
+/**
+ * `disabled`: the pusher stopped pushing because every attempt failed for
+ * `disableAfterSeconds` (or a PATCH disabled it); messages wait in the queue under its
+ * retention. PATCH `{"state": "active"}` resumes it with a new failure window.
+ */
+export type SubscriptionState = "active" | "disabled";
+
+/**
+ * The endpoint's health as the pusher fleet records it (GET only), bucketed: 5 one-minute
+ * buckets and 24 one-hour buckets. A rate is null when there was no attempt in its window.
+ */
+export interface SubscriptionHealth {
+  successRate5m: number | null;
+  successRate24h: number | null;
+  attempts5m: number;
+  attempts24h: number;
+  lastSuccessAt: Timestamp | null;
+  lastError: null | {
+    /** The HTTP status (null when no response came). */
+    status: number | null;
+    /** The error class (http_status, timeout, connection_error, …). */
+    error: string;
+    message: string;
+    at: Timestamp;
+  };
+  consecutiveFailures: number;
+  /** The first of the consecutive failures (null while the last attempt succeeded). */
+  failingSince: Timestamp | null;
+  /** The batches the subscription may have in flight now (flow control, at most maxInFlight). */
+  flowControlLimit: number;
+  /** When the endpoint's last Retry-After ends, while it lasts (no push starts before). */
+  throttledUntil: Timestamp | null;
 }
 
 export interface PushAttempt {

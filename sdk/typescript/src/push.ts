@@ -81,8 +81,8 @@ export function secretBytes(secret: string): Uint8Array {
   return key;
 }
 
-/** @internal What verification needs of a push: its id, timestamp and the v1 signatures, checked for presence and freshness. */
-export function pushSignatures(headers: HeadersLike, opts: VerifyOptions): { id: string; ts: string; given: Uint8Array[] } {
+/** @internal What verification needs of a push: its id, timestamp and the v1 (HMAC) and v1a (ed25519) signatures, checked for presence and freshness. */
+export function pushSignatures(headers: HeadersLike, opts: VerifyOptions): { id: string; ts: string; given: Uint8Array[]; givenA: Uint8Array[] } {
   const id = header(headers, WEBHOOK_ID);
   const ts = header(headers, WEBHOOK_TIMESTAMP);
   const sigs = header(headers, WEBHOOK_SIGNATURE);
@@ -96,13 +96,15 @@ export function pushSignatures(headers: HeadersLike, opts: VerifyOptions): { id:
     throw new WebhookVerificationError('stale_timestamp', 'webhook-timestamp is outside the tolerance');
   }
   const given: Uint8Array[] = [];
+  const givenA: Uint8Array[] = [];
   for (const s of sigs.split(/\s+/)) {
     const comma = s.indexOf(',');
-    if (comma < 0 || s.slice(0, comma) !== 'v1') continue;
+    const v = comma < 0 ? '' : s.slice(0, comma);
+    if (v !== 'v1' && v !== 'v1a') continue;
     const sig = fromBase64(s.slice(comma + 1));
-    if (sig) given.push(sig);
+    if (sig) (v === 'v1' ? given : givenA).push(sig);
   }
-  return { id, ts, given };
+  return { id, ts, given, givenA };
 }
 
 /** @internal The secrets to try: one, or the list with unset entries (an absent previous secret) left out. */
@@ -142,12 +144,42 @@ export async function signAsync(secret: string, id: string, timestampSeconds: nu
   return `v1,${toBase64(await macAsync(secret, id, String(Math.floor(timestampSeconds)), bytes(rawBody)))}`;
 }
 
+/** The prefix of a subscription's ed25519 public key (`signingPublicKey`): `whpk_` + base64 of 32 bytes. */
+export const PUBLIC_KEY_PREFIX = 'whpk_';
+
+/** @internal The 32 bytes of a `whpk_<base64>` public key; throws bad_secret for anything else. */
+export function publicKeyBytes(key: string): Uint8Array {
+  const b64 = key.slice(PUBLIC_KEY_PREFIX.length);
+  const raw = /^[A-Za-z0-9+/]+={0,2}$/.test(b64) ? fromBase64(b64) : undefined;
+  if (!raw || raw.length !== 32) throw new WebhookVerificationError('bad_secret', 'a public key is not whpk_<base64 of 32 bytes>');
+  return raw;
+}
+
+/** @internal `id.timestamp.body`, what both schemes sign. */
+export function signedContent(id: string, ts: string, body: Uint8Array): Uint8Array {
+  const prefix = new TextEncoder().encode(`${id}.${ts}.`);
+  const data = new Uint8Array(prefix.length + body.length);
+  data.set(prefix);
+  data.set(body, prefix.length);
+  return data;
+}
+
+async function verifyV1aAsync(publicKey: string, id: string, ts: string, body: Uint8Array, given: Uint8Array[]): Promise<boolean> {
+  const key = await subtle().importKey('raw', publicKeyBytes(publicKey) as Uint8Array<ArrayBuffer>, { name: 'Ed25519' }, false, ['verify']);
+  const data = signedContent(id, ts, body) as Uint8Array<ArrayBuffer>;
+  for (const sig of given) {
+    if (await subtle().verify({ name: 'Ed25519' }, key, sig as Uint8Array<ArrayBuffer>, data)) return true;
+  }
+  return false;
+}
+
 /**
  * Checks a push's Standard Webhooks signature: the three headers are present, the timestamp
  * is within the tolerance of now, and one of the space-separated `v1,…` signatures is the
  * HMAC-SHA256 of `id.timestamp.body` under one of the secrets (the current one and, for 24 h
- * after a rotation, the previous one; empty strings are skipped). Signatures are compared in
- * constant time. Rejects with WebhookVerificationError when the push does not verify: await
+ * after a rotation, the previous one; empty strings are skipped) — or, for a secret that is
+ * a subscription's ed25519 public key (`whpk_…`, signing `ed25519`), one of the `v1a,…`
+ * signatures is its ed25519 signature. HMAC signatures are compared in constant time. Rejects with WebhookVerificationError when the push does not verify: await
  * it — an unawaited call accepts everything.
  *
  * WebCrypto (crypto.subtle): it runs on Node, Deno, Bun, Workers, edge runtimes and browsers.
@@ -159,10 +191,14 @@ export async function verifyAsync(
   rawBody: RawBody,
   opts: VerifyOptions = {},
 ): Promise<void> {
-  const { id, ts, given } = pushSignatures(headers, opts);
+  const { id, ts, given, givenA } = pushSignatures(headers, opts);
   const body = bytes(rawBody);
   let matched = false;
   for (const secret of secretList(secrets)) {
+    if (secret.startsWith(PUBLIC_KEY_PREFIX)) {
+      if (await verifyV1aAsync(secret, id, ts, body, givenA)) matched = true;
+      continue;
+    }
     const want = await macAsync(secret, id, ts, body);
     for (const sig of given) if (constantTimeEqual(sig, want)) matched = true;
   }
