@@ -56,6 +56,8 @@ type stream struct {
 	// consumer is the consumerId the stream's receives name (nil: none; an exclusive
 	// queue's stream needs one).
 	consumer *engine.ConsumerOf
+	// binary: batches go out as binary frames (binframe.go), not JSON text.
+	binary bool
 
 	settlers chan struct{}  // one token per settlement frame running
 	settling sync.WaitGroup // settlement frames running
@@ -95,6 +97,10 @@ func (s *Server) receiveStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	bin, err := streamEncoding(c.QueryParam("encoding")) // binframe.go
+	if err != nil {
+		return err
+	}
 	p := principal(c)
 	release, err := s.acquireStream(q.ProjectID) // streamguard.go: the caps
 	if err != nil {
@@ -114,7 +120,7 @@ func (s *Server) receiveStream(c echo.Context) error {
 		return nil // Accept answered the failed handshake itself
 	}
 	conn.SetReadLimit(MaxRequestBytes)
-	st := &stream{s: s, conn: conn, q: q, src: source(c), vis: vis, max: maxN, filter: flt, consumer: consumer, settlers: make(chan struct{}, streamSettlers)}
+	st := &stream{s: s, conn: conn, q: q, src: source(c), vis: vis, max: maxN, filter: flt, consumer: consumer, binary: bin, settlers: make(chan struct{}, streamSettlers)}
 	st.cond = sync.NewCond(&st.mu)
 	st.g = streamGuard{p: p, verified: now, active: now}
 	// The request's context ends when the handler returns; the stream's ends with the
@@ -216,9 +222,13 @@ func (st *stream) failNow(ctx context.Context, err error) {
 }
 
 func (st *stream) write(ctx context.Context, b []byte) error {
+	return st.writeAs(ctx, websocket.MessageText, b)
+}
+
+func (st *stream) writeAs(ctx context.Context, typ websocket.MessageType, b []byte) error {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return st.conn.Write(wctx, websocket.MessageText, b)
+	return st.conn.Write(wctx, typ, b)
 }
 
 // take waits for credit and takes up to one receive's worth (0: the stream ended).
@@ -309,8 +319,17 @@ func (st *stream) fetch(ctx context.Context, cancel context.CancelFunc) {
 		}
 		out := s.receivedOut(st.q, msgs)
 		bp := bufPool.Get().(*[]byte)
-		b := appendReceiveAnswer((*bp)[:0], out)
-		werr := st.write(ctx, b)
+		var werr error
+		if st.binary {
+			b := appendReceiveBinary((*bp)[:0], out)
+			werr = st.writeAs(ctx, websocket.MessageBinary, b)
+			*bp = b
+		} else {
+			b := appendReceiveAnswer((*bp)[:0], out)
+			werr = st.write(ctx, b)
+			*bp = b
+		}
+		b := *bp
 		*bp = b[:0]
 		bufPool.Put(bp)
 		st.give(n, len(msgs))

@@ -303,3 +303,62 @@ func TestProducerWindowLatency(t *testing.T) {
 			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	}
 }
+
+// A receive stream asked for binary batches (StreamOptions.Binary) delivers each message
+// with every field a JSON stream gives it: standard (attributes, priority, traceparent) and
+// fifo (groupId, sequenceNumber). The messages are taken over binary, released, and taken
+// again over JSON to compare.
+func TestStreamBinaryBatches(t *testing.T) {
+	tn := newTenant(t)
+	ctx := t.Context()
+	tn.queue(t, client.CreateQueueInput{Name: "plain"})
+	tn.queue(t, client.CreateQueueInput{Name: "grouped.fifo", Type: client.FIFO})
+	tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, c := range []struct {
+		queue string
+		msgs  []client.SendMessage
+	}{
+		{"plain", []client.SendMessage{{Body: "é \"quoted\" \n", Attributes: map[string]string{"k": "v", "x": ""}, Priority: 7, Traceparent: tp}, {Body: "b"}}},
+		{"grouped.fifo", []client.SendMessage{{Body: "g1", GroupID: "g"}, {Body: "g2", GroupID: "g"}}},
+	} {
+		if r, err := tn.c.SendBatch(ctx, c.queue, c.msgs); err != nil || r.Err() != nil {
+			t.Fatalf("send: %v %v", err, r.Err())
+		}
+		take := func(binary bool) []client.Message {
+			st, err := tn.c.Stream(ctx, c.queue, client.StreamOptions{Binary: binary})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Credit(ctx, len(c.msgs)); err != nil {
+				t.Fatal(err)
+			}
+			var got []client.Message
+			for len(got) < len(c.msgs) {
+				b, err := st.Next(ctx)
+				if err != nil {
+					t.Fatalf("binary %v: %v", binary, err)
+				}
+				got = append(got, b...)
+			}
+			for _, m := range got {
+				if err := tn.c.Release(ctx, m.ReceiptHandle); err != nil {
+					t.Fatal(err)
+				}
+			}
+			slices.SortFunc(got, func(a, b client.Message) int { return strings.Compare(a.Body, b.Body) })
+			return got
+		}
+		bin, js := take(true), take(false)
+		for i := range bin {
+			b, j := bin[i], js[i]
+			if b.ReceiptHandle == "" || b.VisibilityDeadline.IsZero() || !b.SentAt.Equal(j.SentAt) {
+				t.Fatalf("%s: binary %+v", c.queue, b)
+			}
+			b.ReceiptHandle, b.VisibilityDeadline, b.ReceiveCount = j.ReceiptHandle, j.VisibilityDeadline, j.ReceiveCount
+			if fmt.Sprintf("%+v", b) != fmt.Sprintf("%+v", j) {
+				t.Fatalf("%s:\nbinary %+v\njson   %+v", c.queue, b, j)
+			}
+		}
+	}
+}

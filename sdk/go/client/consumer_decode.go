@@ -109,6 +109,11 @@ func decodeMessage(b []byte, i int, m *Message) (int, bool) {
 			case bytes.EqualFold(k, []byte("replayOf")):
 				bit = 2048
 				ok = json.Unmarshal(v, &m.ReplayOf) == nil
+			case bytes.EqualFold(k, []byte("priority")):
+				bit = 4096
+				var n int64
+				n, ok = integer(v)
+				m.Priority = int(n)
 			default:
 				return end, true // encoding/json ignores unknown fields too
 			}

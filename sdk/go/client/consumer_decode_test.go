@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const receiveSample = `{"messages":[{"messageId":"0b8f7a52-8d6e-4f34-a1f4-6e9d8c7b5a43","body":"hello \"world\"","attributes":{"kind":"greeting","n":"1"},"receiptHandle":"rh1.abc-def_ghi","receiveCount":2,"sentAt":"2026-11-30T12:00:00.123Z","visibilityDeadline":"2026-11-30T12:00:30.123Z","groupId":"g1","sequenceNumber":"42","deadLetter":{"sourceQueue":"3b1e","reason":"poison","at":"2026-11-30T11:59:00.000Z"}},{"messageId":"m2","body":"ünïcode ☃","attributes":{},"receiptHandle":"rh2","receiveCount":1,"sentAt":"2026-11-30T12:00:01.000Z","visibilityDeadline":"2026-11-30T12:00:31.000Z"}]}`
+const receiveSample = `{"messages":[{"messageId":"0b8f7a52-8d6e-4f34-a1f4-6e9d8c7b5a43","body":"hello \"world\"","attributes":{"kind":"greeting","n":"1"},"receiptHandle":"rh1.abc-def_ghi","receiveCount":2,"sentAt":"2026-11-30T12:00:00.123Z","visibilityDeadline":"2026-11-30T12:00:30.123Z","groupId":"g1","sequenceNumber":"42","deadLetter":{"sourceQueue":"3b1e","reason":"poison","at":"2026-11-30T11:59:00.000Z"}},{"messageId":"m2","body":"ünïcode ☃","attributes":{},"receiptHandle":"rh2","receiveCount":1,"sentAt":"2026-11-30T12:00:01.000Z","visibilityDeadline":"2026-11-30T12:00:31.000Z","priority":7}]}`
 
 // decodeBoth decodes b with the one-pass reader and with encoding/json; ok is whether the
 // reader took it.

@@ -204,3 +204,18 @@ func TestSendConfirmationDecode(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeBinaryBatch: any bytes decode to messages or to an error, never a panic, and a
+// frame that decodes has no bytes left over.
+func FuzzDecodeBinaryBatch(f *testing.F) {
+	f.Add([]byte{0x01, 0x00})
+	f.Add([]byte{0x01, 0x01, 1, 'a', 1, 'b', 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0})
+	f.Add([]byte{0x01, 0x01, 1, 'a', 1, 'b', 1, 'h', 24, '2', '0', '2', '6', '-', '0', '1', '-', '0', '1', 'T', '0', '0', ':', '0', '0', ':', '0', '0', '.', '0', '0', '0', 'Z', 0, 1, 'g', 1, '1', 0, 2, 0, 1, 1, 'k', 1, 'v', 3, 0, 0, 0, 1, 't', 7})
+	f.Add([]byte{0x02})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msgs, err := decodeBinaryBatch(b)
+		if err == nil && len(msgs) > len(b) {
+			t.Fatalf("%d messages from %d bytes", len(msgs), len(b))
+		}
+	})
+}
