@@ -165,7 +165,7 @@ func (ss *sendStream) read(ctx context.Context) *apierr.Error {
 	for {
 		typ, data, err := ss.conn.Read(ctx)
 		if err != nil {
-			return nil
+			return nil //nolint:nilerr // the connection's end is the stream's normal end, not a frame's fault
 		}
 		ss.touch()
 		f, aerr := parseSendFrame(typ, data)

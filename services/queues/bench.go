@@ -102,22 +102,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.Stream, "stream", false, "with -raw: consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")
 	n := &cfg.Neighbour
-	fs.StringVar(&n.OperatorToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "neighbour: the operator credential (QUEUES_OPERATOR_TOKEN)")
-	fs.DurationVar(&n.Window, "neighbour-window", 10*time.Second, "neighbour: how long B is measured alone, and again beside A")
-	fs.DurationVar(&n.Settle, "neighbour-settle", 2*time.Second, "neighbour: how long A runs before B is measured beside it")
-	fs.Int64Var(&n.MaxStoredBytes, "neighbour-max-stored-bytes", 4<<20, "neighbour: A's maxStoredBytes")
-	fs.IntVar(&n.RequestsPerSecond, "neighbour-rps", 300, "neighbour: A's requestsPerSecond (its 256 KiB sends are paced at it)")
-	fs.IntVar(&n.MaxWaitingReceives, "neighbour-waiting", 50, "neighbour: A's maxWaitingReceives (the long polls it holds)")
-	fs.Int64Var(&n.SendBytesPerSecond, "neighbour-send-bytes", 1<<20, "neighbour: A's sendBytesPerSecond")
-	fs.IntVar(&n.MaxQueues, "neighbour-max-queues", 10, "neighbour: A's maxQueues")
-	fs.IntVar(&n.ExtraPolls, "neighbour-extra-polls", 2, "neighbour: long polls A keeps trying beyond maxWaitingReceives")
-	fs.DurationVar(&n.PushDelay, "neighbour-push-delay", 30*time.Second, "neighbour: how long A's push endpoint takes to answer")
-	fs.IntVar(&n.PushTimeout, "neighbour-push-timeout", 30, "neighbour: timeoutSeconds of A's subscription")
-	fs.IntVar(&n.Workers, "neighbour-workers", 4, "neighbour: B's workers")
-	fs.DurationVar(&n.Interval, "neighbour-interval", 20*time.Millisecond, "neighbour: each B worker's send/receive/ack cycle period")
-	aProcess := fs.Bool("neighbour-a-process", true, "neighbour: run A's load in a process of its own, so that it does not share the scheduler of the process measuring B")
-	fs.IntVar(&n.ANice, "neighbour-a-nice", 0, "neighbour: nice value of A's process (0: unchanged)")
-	aChild := fs.Bool("neighbour-a-child", false, "internal: be the neighbour phase's A process (spec on stdin)")
+	aProcess, aChild := neighbourFlags(fs, n)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -174,4 +159,26 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	}
 	return err
+}
+
+// neighbourFlags defines the neighbour phase's flags on fs, into n; aProcess and aChild say how
+// A's load runs.
+func neighbourFlags(fs *flag.FlagSet, n *bench.NeighbourConfig) (aProcess, aChild *bool) {
+	fs.StringVar(&n.OperatorToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "neighbour: the operator credential (QUEUES_OPERATOR_TOKEN)")
+	fs.DurationVar(&n.Window, "neighbour-window", 10*time.Second, "neighbour: how long B is measured alone, and again beside A")
+	fs.DurationVar(&n.Settle, "neighbour-settle", 2*time.Second, "neighbour: how long A runs before B is measured beside it")
+	fs.Int64Var(&n.MaxStoredBytes, "neighbour-max-stored-bytes", 4<<20, "neighbour: A's maxStoredBytes")
+	fs.IntVar(&n.RequestsPerSecond, "neighbour-rps", 300, "neighbour: A's requestsPerSecond (its 256 KiB sends are paced at it)")
+	fs.IntVar(&n.MaxWaitingReceives, "neighbour-waiting", 50, "neighbour: A's maxWaitingReceives (the long polls it holds)")
+	fs.Int64Var(&n.SendBytesPerSecond, "neighbour-send-bytes", 1<<20, "neighbour: A's sendBytesPerSecond")
+	fs.IntVar(&n.MaxQueues, "neighbour-max-queues", 10, "neighbour: A's maxQueues")
+	fs.IntVar(&n.ExtraPolls, "neighbour-extra-polls", 2, "neighbour: long polls A keeps trying beyond maxWaitingReceives")
+	fs.DurationVar(&n.PushDelay, "neighbour-push-delay", 30*time.Second, "neighbour: how long A's push endpoint takes to answer")
+	fs.IntVar(&n.PushTimeout, "neighbour-push-timeout", 30, "neighbour: timeoutSeconds of A's subscription")
+	fs.IntVar(&n.Workers, "neighbour-workers", 4, "neighbour: B's workers")
+	fs.DurationVar(&n.Interval, "neighbour-interval", 20*time.Millisecond, "neighbour: each B worker's send/receive/ack cycle period")
+	aProcess = fs.Bool("neighbour-a-process", true, "neighbour: run A's load in a process of its own, so that it does not share the scheduler of the process measuring B")
+	fs.IntVar(&n.ANice, "neighbour-a-nice", 0, "neighbour: nice value of A's process (0: unchanged)")
+	aChild = fs.Bool("neighbour-a-child", false, "internal: be the neighbour phase's A process (spec on stdin)")
+	return aProcess, aChild
 }
