@@ -56,6 +56,10 @@ func TestEveryRoute(t *testing.T) {
 	if err := c.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// This server has no public URL, so it signs no push tokens: 404 (tests/e2e checks the keys).
+	if k, err := c.PushJWKS(ctx); !client.IsNotFound(err) {
+		t.Fatalf("push JWKS without a public URL: %+v %v, want not_found", k, err)
+	}
 
 	// Projects and tokens.
 	p, err := op.GetProject(ctx, tn.project)

@@ -31,6 +31,12 @@ type Subscription struct {
 	FlowControl          *FlowControl `json:"flowControl,omitempty"`
 	CreatedAt            time.Time    `json:"createdAt"`
 	UpdatedAt            time.Time    `json:"updatedAt"`
+	// Signing is "hmac" (v1 signatures with the whsec_ secret) or "ed25519" (v1a signatures,
+	// checked with SigningPublicKey, whpk_…); Auth, when set, adds an OIDC Bearer token to each
+	// push (docs/push.md, "Token auth and asymmetric signatures").
+	Signing          string    `json:"signing"`
+	SigningPublicKey string    `json:"signingPublicKey,omitempty"`
+	Auth             *PushAuth `json:"auth,omitempty"`
 	// SigningSecret (whsec_…) is returned only by CreateSubscription and RotateSecret.
 	SigningSecret string `json:"signingSecret,omitempty"`
 	// Extra holds the fields of the answer this type does not name.
@@ -46,7 +52,13 @@ func (s *Subscription) UnmarshalJSON(b []byte) error {
 	return keepExtra(b, &s.Extra, "id", "slug", "queue", "endpoint", "batchSize", "batchWindowMs",
 		"maxInFlight", "timeoutSeconds", "paused", "createdAt", "updatedAt", "signingSecret",
 		"disableAfterSeconds", "state", "disabledReason", "disabledAt", "health",
-		"maxMessagesPerSecond", "flowControl")
+		"maxMessagesPerSecond", "flowControl", "signing", "signingPublicKey", "auth")
+}
+
+// PushAuth is a subscription's token auth: Type "oidc", and the Audience its JWTs name.
+type PushAuth struct {
+	Type     string `json:"type"`
+	Audience string `json:"audience"`
 }
 
 // Subscription states.
@@ -233,4 +245,20 @@ func (c *Client) RotateSecret(ctx context.Context, queue string) (*Subscription,
 // is the server's default. ListAttemptsPage reads the pages after it; AllAttempts iterates.
 func (c *Client) ListAttempts(ctx context.Context, queue string, limit int) (*AttemptPage, error) {
 	return c.ListAttemptsPage(ctx, queue, Page{Limit: limit})
+}
+
+// JWKS is a JWK Set: the public keys that sign the push tokens of subscriptions with
+// auth type "oidc" (docs/push.md). Each key is kept as the service wrote it.
+type JWKS struct {
+	Keys []map[string]any `json:"keys"`
+}
+
+// PushJWKS returns the keys a receiver checks a push's Authorization: Bearer JWT against
+// (GET /.well-known/jwks.json; webhook.TokenVerifier fetches the same document).
+func (c *Client) PushJWKS(ctx context.Context) (*JWKS, error) {
+	var k JWKS
+	if err := c.Do(ctx, http.MethodGet, "/.well-known/jwks.json", nil, nil, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
 }

@@ -40,6 +40,12 @@ class AsyncCalls:
         by page (``page_size`` per request)."""
         return self.iterate(self.sync.all_projects(page_size=page_size))
 
+    async def push_jwks(self) -> dict[str, Any]:  # noqa: A002
+        """Client.push_jwks, awaited. The public keys (a JWK Set) that sign the push tokens of
+        subscriptions with ``auth: {"type": "oidc"}`` (docs/push.md): what a receiver checks
+        their JWT against. The service serves it without credentials."""
+        return await self.run(self.sync.push_jwks)
+
     async def get_project(self, project: str) -> Project:  # noqa: A002
         """Client.get_project, awaited. The project with its ``limits`` and ``usage``."""
         return await self.run(self.sync.get_project, project)

@@ -84,6 +84,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/topics/{topic}/bindings"): "topic_bindings",
     ("GET", "/v1/topics/{topic}/stream"): "topic_stream",  # a WebSocket (queues/_ws.py)
     ("POST", "/v1/topics/{topic}/replays"): "start_replay",
+    ("GET", "/.well-known/jwks.json"): "push_jwks",
     ("GET", "/v1/topics/{topic}/replays"): "list_replays",
     ("GET", "/v1/topics/{topic}/replays/{replay}"): "get_replay",
     ("POST", "/v1/topics/{topic}/replays/{replay}/cancel"): "cancel_replay",
@@ -216,6 +217,12 @@ class Client:
     def all_projects(self, *, page_size: int | None = None) -> Iterator[Project]:
         """Every project (operator credential), page by page (``page_size`` per request)."""
         return _pages(lambda cursor: self.list_projects(limit=page_size, cursor=cursor))
+
+    def push_jwks(self) -> dict[str, Any]:
+        """The public keys (a JWK Set) that sign the push tokens of subscriptions with
+        ``auth: {"type": "oidc"}`` (docs/push.md): what a receiver checks their JWT against.
+        The service serves it without credentials."""
+        return self.call("GET", "/.well-known/jwks.json")
 
     def get_project(self, project: str) -> Project:
         """The project with its ``limits`` and ``usage``."""

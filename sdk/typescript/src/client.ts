@@ -603,6 +603,12 @@ export class QueuesClient {
     return paginate((cursor) => this.listTopics({ ...o, cursor }), (p) => p.topics);
   }
 
+  /** The public keys (a JWK Set) that sign the push tokens of subscriptions with
+   *  `auth: {type: "oidc"}` (docs/push.md): what a receiver checks their JWT against. */
+  pushJwks(o: CallOptions = {}): Promise<api.JWKS> {
+    return this.call('getPushJWKS', { signal: o.signal });
+  }
+
   /** A topic by id, slug or name, with its log's bounds. */
   getTopic(topic: string, o: CallOptions = {}): Promise<api.Topic> {
     return this.call('getTopic', { path: { topic }, signal: o.signal });

@@ -70,6 +70,7 @@ export const routes = {
   getTopicState: { method: 'GET', path: '/v1/topics/{topic}/state', client: ['getState', 'listState', 'allState'] },
   listTopicBindings: { method: 'GET', path: '/v1/topics/{topic}/bindings', client: ['topicBindings'] },
   startReplay: { method: 'POST', path: '/v1/topics/{topic}/replays', client: ['startReplay'] },
+  getPushJWKS: { method: 'GET', path: '/.well-known/jwks.json', client: ['pushJwks'] },
   listReplays: { method: 'GET', path: '/v1/topics/{topic}/replays', client: ['listReplays'] },
   getReplay: { method: 'GET', path: '/v1/topics/{topic}/replays/{replay}', client: ['getReplay'] },
   cancelReplay: { method: 'POST', path: '/v1/topics/{topic}/replays/{replay}/cancel', client: ['cancelReplay'] },
