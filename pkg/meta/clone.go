@@ -66,6 +66,7 @@ func ApplyUpdate(cur, q Queue) Queue {
 	cur.Fairness = q.Fairness
 	cur.MaxCancels = cloneInt(q.MaxCancels)
 	cur.MaxMessageBytes = q.MaxMessageBytes
+	cur.OnDeadLetter = q.OnDeadLetter
 	cur.Tags, cur.SQSAttributes = cloneMap(q.Tags), cloneMap(q.SQSAttributes)
 	cur.Redrive = nil
 	if q.Redrive != nil {

@@ -70,6 +70,9 @@ type Queue struct {
 	// §3, 1,024 to engine.MaxMessageBytes); 0 (queues stored before the setting existed)
 	// reads as MaxMessageBytesOrDefault says.
 	MaxMessageBytes int
+	// OnDeadLetter is a fifo queue's poison policy (engine.PoisonPolicy: "continue", "park",
+	// "parkGroup"); "" (queues stored before the setting existed) reads as "continue".
+	OnDeadLetter string
 	// Tags are the queue's cost-allocation tags (SQS TagQueue), nil when none.
 	Tags map[string]string
 	// SQSAttributes keeps the SQS queue attributes that have no /v1 setting (such as
@@ -202,12 +205,21 @@ func (q Queue) Engine(dlq *Queue) engine.Queue {
 		AtMostOnce:        q.AtMostOnce(),
 		MaxCancels:        q.MaxCancelsOrDefault(),
 		MaxMessageBytes:   q.MaxMessageBytesOrDefault(),
+		OnDeadLetter:      engine.PoisonPolicy(q.OnDeadLetter),
 	}
 	if q.Redrive != nil && dlq != nil {
 		d := dlq.Engine(nil)
 		eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
 	}
 	return eq
+}
+
+// OnDeadLetterOrDefault is the queue's poison policy, "continue" when unset.
+func (q Queue) OnDeadLetterOrDefault() string {
+	if q.OnDeadLetter == "" {
+		return string(engine.PoisonContinue)
+	}
+	return q.OnDeadLetter
 }
 
 // MaxMessageBytesOrDefault is the queue's maxMessageBytes. A queue stored without one reads

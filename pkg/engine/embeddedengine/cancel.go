@@ -12,7 +12,6 @@ import (
 // dead-letters it with engine.CancelReason instead. A delivery cancelled already answers
 // success and changes nothing.
 func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
-	dlq, _ := redriveOf(q)
 	return e.settle(ctx, q, len(ds), func(qi *queue, w *writes, i int, now int64) error {
 		m := live(qi, q, ds[i], now)
 		switch {
@@ -21,7 +20,7 @@ func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Deliver
 		case m.cut:
 			return nil
 		case int(m.cancels) >= q.MaxCancels:
-			e.moveOut(w, qi, m, dlq, engine.CancelReason, now)
+			e.deadLetterParking(w, qi, q, m, engine.CancelReason, now)
 		default:
 			m.cancels++
 			m.cut = true

@@ -46,7 +46,7 @@ func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, want int, now int64, 
 		// Fifo: each available group's messages from its head while they match; the first
 		// that does not ends the group's batch, so no group's order is broken.
 		for _, g := range inOrder(len(qi.ready.a), budget, qi.ready.less, func(i int) *group { return qi.ready.a[i] }) {
-			for m := g.head; m != nil && len(*taken) < want && budget > 0 && !spent() && m.st == stVisible; {
+			for m := g.head; m != nil && len(*taken) < want && budget > 0 && !spent() && m.st == stVisible && !qi.isParked(g.id); {
 				budget--
 				next := m.gnext
 				if m.expiresAt > now && !match(m) {

@@ -250,7 +250,7 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	}
 	want := min(max(req.Max, 1), engine.MaxBatch)
 	vis := max(req.Visibility, 0).Milliseconds()
-	dlq, maxrc := redriveOf(q)
+	_, maxrc := redriveOf(q)
 	now := e.nowMs()
 	var w writes
 	var taken []*msg
@@ -264,7 +264,7 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 			qi.remove(m)
 			w.delMsg(qi, m)
 		case maxrc > 0 && m.receiveCount() >= maxrc: // cancelled deliveries do not count
-			e.moveOut(&w, qi, m, dlq, engine.RedriveReason, now)
+			e.deadLetterParking(&w, qi, q, m, engine.RedriveReason, now)
 		default:
 			qi.markTaking(m)
 			taken = append(taken, m)
@@ -281,7 +281,7 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 		for len(taken) < want && len(qi.ready.a) > 0 {
 			g := qi.ready.a[0]
 			progressed := false
-			for m := g.head; m != nil && len(taken) < want && m.st == stVisible; {
+			for m := g.head; m != nil && len(taken) < want && m.st == stVisible && !qi.isParked(g.id); {
 				next := m.gnext
 				consider(m)
 				progressed = true
@@ -478,17 +478,22 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 // DeadLetter moves valid deliveries to the queue's dead-letter queue now, or deletes them when
 // the queue has no redrive policy.
 func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.DeadLetterRequest) ([]error, error) {
-	dlq, _ := redriveOf(q)
+	followed := map[ids.ID]bool{} // moved already behind an earlier one of this call (parkGroup)
 	return e.settle(ctx, q, len(rs), func(qi *queue, w *writes, i int, now int64) error {
 		m := live(qi, q, rs[i].Delivery, now)
 		if m == nil {
+			if followed[rs[i].Delivery.MessageID] {
+				return nil
+			}
 			return apierr.ErrStale
 		}
 		reason := rs[i].Reason
 		if reason == "" {
 			reason = engine.DefaultDLQReason
 		}
-		e.moveOut(w, qi, m, dlq, reason, now)
+		for _, id := range e.deadLetterParking(w, qi, q, m, reason, now) {
+			followed[id] = true
+		}
 		if qi.fifo {
 			w.wake(qi.id)
 		}

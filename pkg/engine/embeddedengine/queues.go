@@ -44,6 +44,7 @@ func (e *Engine) purge(qi *queue) <-chan error {
 	qi.purgeSeq = qi.nextSeq
 	qi.clear()
 	var w writes
+	qi.clearParks(&w) // what comes back after a purge is new: its old place was purged
 	w.putQueue(qi)
 	return e.commit(&w)
 }
@@ -80,6 +81,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, id ids.ID) error {
 	qi.lastPurge = 0
 	qi.clear()
 	var w writes
+	qi.clearParks(&w)
 	w.putQueue(qi)
 	for k := range qi.dedup {
 		w.del(bucketDedup, dedupKey(id, k))

@@ -214,8 +214,9 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 			if c.scan > 0 {
 				groups, budget = c.scan, c.scan
 			}
-			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o)...),
-				[]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes}}
+			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gp)...),
+				[]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes,
+					parkArg(q), engine.ParkGroupReason}}
 			continue
 		}
 		scan := 3 * c.n

@@ -173,6 +173,8 @@ func diffQueue(got, want meta.Queue) error {
 		return fmt.Errorf("maxCancels %v, want %v", got.MaxCancels, want.MaxCancels)
 	case got.MaxMessageBytes != want.MaxMessageBytes:
 		return fmt.Errorf("maxMessageBytes %d, want %d", got.MaxMessageBytes, want.MaxMessageBytes)
+	case got.OnDeadLetter != want.OnDeadLetter:
+		return fmt.Errorf("onDeadLetter %q, want %q", got.OnDeadLetter, want.OnDeadLetter)
 	case (got.Redrive == nil) != (want.Redrive == nil):
 		return errors.New("redrive presence differs")
 	case got.Redrive != nil && *got.Redrive != *want.Redrive:
@@ -462,6 +464,7 @@ func testQueueCreateGet(t *testing.T, s meta.Store) {
 		ContentBasedDedup: true,
 		MaxCancels:        new(int), // 0 kept apart from unset
 		MaxMessageBytes:   1 << 20,
+		OnDeadLetter:      "parkGroup",
 		// The store keeps what it is given; the API decides which combinations are valid.
 		Delivery: meta.DeliveryAtMostOnce,
 		Version:  42, // ignored: a new queue has Version 1
@@ -775,6 +778,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	upd.ContentBasedDedup = true
 	upd.MaxCancels = &[]int{7}[0]
 	upd.MaxMessageBytes = 4096
+	upd.OnDeadLetter = "park"
 	upd.UpdatedAt = base.Add(time.Minute)
 	// Fields that never change: the store keeps the stored ones.
 	upd.Name = "renamed"
@@ -789,6 +793,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	want.ContentBasedDedup = true
 	want.MaxCancels = &[]int{7}[0]
 	want.MaxMessageBytes = 4096
+	want.OnDeadLetter = "park"
 	want.UpdatedAt = base.Add(time.Minute)
 	want.Version = 2
 	sameQueue(t, "UpdateQueue's answer", got, want)
