@@ -315,6 +315,8 @@ type Counts struct {
 type Stats struct {
 	Counts
 	Partitions int
+	// ParkedGroups counts the fifo groups a poison policy holds parked (Queue.OnDeadLetter).
+	ParkedGroups int64
 }
 
 // BrowseRequest pages through messages in one state without leasing them.

@@ -136,6 +136,7 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 		}
 	})
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
+	st.ParkedGroups = int64(len(qi.parked))
 	var oldest int64
 	consider := func(m *msg) {
 		if m.expiresAt > now && (oldest == 0 || m.sentAt < oldest) {

@@ -113,6 +113,9 @@ func testPoisonPark(t *testing.T, s *suite) {
 	}
 	s.wantGroups(q, engine.GroupActive)
 	s.wantCounts(dlq, 1, 0, 0)
+	if n := s.stats(q).ParkedGroups; n != 1 {
+		t.Fatalf("Stats.ParkedGroups %d, want 1", n)
+	}
 
 	if moved, _ := s.moveAll(dlq, "back", 10, to(q)); moved != 1 {
 		t.Fatalf("moved %d, want 1", moved)
@@ -129,6 +132,9 @@ func testPoisonPark(t *testing.T, s *suite) {
 	}
 	s.wantGroups(q, engine.GroupActive, "a")
 	s.wantGroups(q, engine.GroupParked)
+	if n := s.stats(q).ParkedGroups; n != 0 {
+		t.Fatalf("Stats.ParkedGroups %d after the move back, want 0", n)
+	}
 }
 
 // testPoisonParkRelease: a release serves the group from its head at once; the

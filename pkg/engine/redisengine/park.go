@@ -21,6 +21,27 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
+// parkScore is prelude.lua's PARK: a parked group's score in gl (2^50 ms, never due).
+const parkScore = "1125899906842624"
+
+// parkedGroups counts the parked groups of q's n partitions.
+func (e *Engine) parkedGroups(ctx context.Context, q ids.ID, n int) (int64, error) {
+	cmds := make([]*redis.IntCmd, n)
+	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for p := range n {
+			cmds[p] = pipe.ZCount(ctx, keysOf(q, p).gl, parkScore, "+inf")
+		}
+		return nil
+	}); err != nil {
+		return 0, e.wrap(ctx, "stats", err)
+	}
+	var total int64
+	for _, c := range cmds {
+		total += c.Val()
+	}
+	return total, nil
+}
+
 // parkArg is freceive.lua's poison policy argument for q.
 func parkArg(q engine.Queue) string {
 	switch p := q.Parking(); p {
