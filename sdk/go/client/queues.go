@@ -174,10 +174,12 @@ type Queue struct {
 	MaxCancels               int       `json:"maxCancels"`
 	// MaxMessageBytes is the most a message's body and attributes may hold together (1,024
 	// to 1,048,576; 262,144 by default).
-	MaxMessageBytes int         `json:"maxMessageBytes"`
-	Delivery        Delivery    `json:"delivery"`
-	Partitions      int         `json:"partitions"`
-	Counts          QueueCounts `json:"counts"`
+	MaxMessageBytes int `json:"maxMessageBytes"`
+	// OnDeadLetter is a fifo queue's poison policy (docs/fifo.md).
+	OnDeadLetter OnDeadLetter `json:"onDeadLetter"`
+	Delivery     Delivery     `json:"delivery"`
+	Partitions   int          `json:"partitions"`
+	Counts       QueueCounts  `json:"counts"`
 }
 
 // CreateQueueInput describes a new queue; nil settings take the service's defaults.
@@ -195,6 +197,9 @@ type CreateQueueInput struct {
 	// MaxMessageBytes is the largest message the queue takes, body and attributes together
 	// (1,024 to 1,048,576; nil: 262,144).
 	MaxMessageBytes *int `json:"maxMessageBytes,omitempty"`
+	// OnDeadLetter is a fifo queue's poison policy; "" takes the default, continue. park and
+	// parkGroup need a Redrive.
+	OnDeadLetter OnDeadLetter `json:"onDeadLetter,omitempty"`
 	// Delivery is fixed at creation; "" takes the default, DeliveryAtLeastOnce.
 	Delivery Delivery `json:"delivery,omitempty"`
 }
@@ -207,6 +212,16 @@ const (
 	FairnessFast         Fairness = "fast"         // whichever receive asks first (the default)
 	FairnessRoundRobin   Fairness = "roundRobin"   // consumers with room in their backlog take turns
 	FairnessProportional Fairness = "proportional" // the lowest share of its backlog in use first
+)
+
+// OnDeadLetter is what a dead-letter does to the rest of a fifo group (docs/fifo.md).
+type OnDeadLetter string
+
+// Poison policies.
+const (
+	OnDeadLetterContinue  OnDeadLetter = "continue"  // the group goes on (the default)
+	OnDeadLetterPark      OnDeadLetter = "park"      // the group waits until the message comes back or it is released
+	OnDeadLetterParkGroup OnDeadLetter = "parkGroup" // the group's later messages follow it to the dead-letter queue
 )
 
 // Delivery is a queue's delivery mode (SPEC §12).
@@ -232,6 +247,7 @@ type UpdateQueueInput struct {
 	Fairness                 Fairness // "" leaves it unchanged
 	MaxCancels               *int
 	MaxMessageBytes          *int
+	OnDeadLetter             OnDeadLetter // "" leaves it unchanged
 }
 
 // MarshalJSON writes the PATCH body: only the fields being changed.
@@ -256,6 +272,9 @@ func (u UpdateQueueInput) MarshalJSON() ([]byte, error) {
 	}
 	if u.ContentBasedDedup != nil {
 		m["contentBasedDedup"] = *u.ContentBasedDedup
+	}
+	if u.OnDeadLetter != "" {
+		m["onDeadLetter"] = u.OnDeadLetter
 	}
 	if u.Fairness != "" {
 		m["fairness"] = u.Fairness
@@ -362,7 +381,22 @@ type Group struct {
 	Messages int64 `json:"messages"`
 	// InFlight: a batch of the group is in flight (the group is blocked).
 	InFlight bool `json:"inFlight"`
+	// State is GroupParked while a poison policy holds the group (docs/fifo.md).
+	State GroupState `json:"state"`
+	// ReceiveCount is the receiveCount of the group's first message.
+	ReceiveCount int `json:"receiveCount"`
+	// LastError is the reason of the dead-letter that parked the group (nil while active).
+	LastError *string `json:"lastError"`
 }
+
+// GroupState is a fifo group's state.
+type GroupState string
+
+// Group states.
+const (
+	GroupActive GroupState = "active"
+	GroupParked GroupState = "parked"
+)
 
 // GroupPage is one page of groups.
 type GroupPage struct {
@@ -372,11 +406,27 @@ type GroupPage struct {
 
 // ListGroups lists a fifo queue's message groups (scope queues:read).
 func (c *Client) ListGroups(ctx context.Context, queue string, page Page) (*GroupPage, error) {
+	return c.ListGroupsInState(ctx, queue, "", page)
+}
+
+// ListGroupsInState lists a fifo queue's message groups in state ("": any; scope
+// queues:read).
+func (c *Client) ListGroupsInState(ctx context.Context, queue string, state GroupState, page Page) (*GroupPage, error) {
 	var p GroupPage
-	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/groups", page.query(), nil, &p); err != nil {
+	q := page.query()
+	if state != "" {
+		q.Set("state", string(state))
+	}
+	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/groups", q, nil, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// ReleaseGroup ends the parking of a fifo group a poison policy parked (scope queues:admin):
+// its messages are delivered again from its head. ErrGroupNotParked when it is not parked.
+func (c *Client) ReleaseGroup(ctx context.Context, queue, groupID string) error {
+	return c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/groups/"+seg(groupID)+"/release", nil, nil, nil)
 }
 
 // Consumer is a consumer of a queue seen in the last 5 minutes (SPEC §12).
