@@ -17,7 +17,7 @@ func (c *cli) queueCmd() *cobra.Command {
   queues queue list --prefix ord
   queues queue get orders --json`,
 		c.queueCreateCmd(), c.queueListCmd(), c.queueGetCmd(), c.queueUpdateCmd(), c.queueDeleteCmd(), c.queuePurgeCmd(),
-		c.queueConsumersCmd())
+		c.queueConsumersCmd(), c.queueGroupsCmd(), c.queueReleaseGroupCmd())
 }
 
 // queueSettings are the flags of queue create and update.
@@ -29,6 +29,7 @@ type queueSettings struct {
 	fairness                                  string
 	maxCancels                                intValue
 	maxMessageBytes                           intValue
+	onDeadLetter                              string
 }
 
 func (s *queueSettings) register(cmd *cobra.Command) {
@@ -44,6 +45,8 @@ func (s *queueSettings) register(cmd *cobra.Command) {
 	f.Var(&s.maxCancels, "max-cancels", "cancels a message may take; the one beyond goes to --dlq (0-1000; default 10)")
 	f.Var(&s.maxMessageBytes, "max-message-bytes", "the largest message, body and attributes together, in bytes (1024-1048576; default 262144)")
 	_ = cmd.RegisterFlagCompletionFunc("fairness", cobra.FixedCompletions([]cobra.Completion{"fast", "roundRobin", "proportional"}, cobra.ShellCompDirectiveNoFileComp))
+	f.StringVar(&s.onDeadLetter, "on-dead-letter", "", "fifo: what a dead-letter does to the rest of its group: continue (default), park or parkGroup (these need --dlq)")
+	_ = cmd.RegisterFlagCompletionFunc("on-dead-letter", cobra.FixedCompletions([]cobra.Completion{"continue", "park", "parkGroup"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // redrive is the policy the flags ask for, nil without --dlq. The API's
@@ -91,7 +94,7 @@ func (c *cli) queueCreateCmd() *cobra.Command {
 				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
 				Redrive: redrive, ContentBasedDedup: s.contentBasedDedup, Fairness: client.Fairness(s.fairness),
 				Delivery: client.Delivery(delivery), MaxCancels: s.maxCancels.ptr(),
-				MaxMessageBytes: s.maxMessageBytes.ptr(),
+				MaxMessageBytes: s.maxMessageBytes.ptr(), OnDeadLetter: client.OnDeadLetter(s.onDeadLetter),
 			})
 			if err != nil {
 				return err
@@ -166,6 +169,7 @@ func printQueue(w io.Writer, q *client.Queue) {
 		{"fairness", string(q.Fairness)},
 		{"max cancels", fmt.Sprint(q.MaxCancels)},
 		{"max message bytes", fmt.Sprint(q.MaxMessageBytes)},
+		{"on dead letter", string(q.OnDeadLetter)},
 		{"delivery", string(q.Delivery)},
 		{"partitions", fmt.Sprint(q.Partitions)},
 		{"messages", fmt.Sprintf("%d visible, %d in flight, %d delayed%s; oldest %ds", q.Counts.Visible, q.Counts.InFlight, q.Counts.Delayed, more, q.Counts.OldestMessageAgeSeconds)},
@@ -218,6 +222,7 @@ func (c *cli) queueUpdateCmd() *cobra.Command {
 				DelaySeconds: s.delay.ptr(), ReceiveWaitSeconds: s.receiveWait.ptr(),
 				Redrive: redrive, RemoveRedrive: noRedrive, Fairness: client.Fairness(s.fairness),
 				MaxCancels: s.maxCancels.ptr(), MaxMessageBytes: s.maxMessageBytes.ptr(),
+				OnDeadLetter: client.OnDeadLetter(s.onDeadLetter),
 			}
 			if cmd.Flags().Changed("content-based-dedup") {
 				in.ContentBasedDedup = client.Bool(s.contentBasedDedup)
