@@ -181,6 +181,8 @@ class Queue(Model):
     max_cancels: int = 10
     #: The largest message, body and attributes together, in bytes (1,024–1,048,576).
     max_message_bytes: int = 262144
+    #: Fifo poison policy: ``"continue"``, ``"park"`` or ``"parkGroup"`` (docs/fifo.md).
+    on_dead_letter: str = "continue"
     #: ``"atLeastOnce"`` or ``"atMostOnce"`` (fixed at creation, standard queues only).
     delivery: str = "atLeastOnce"
     partitions: int = 0
@@ -269,6 +271,12 @@ class Group(Model):
     group_id: str = ""
     messages: int = 0
     in_flight: bool = False
+    #: ``"active"``, or ``"parked"`` while a poison policy (``on_dead_letter``) holds it.
+    state: str = "active"
+    #: The receiveCount of the group's first message.
+    receive_count: int = 0
+    #: The reason of the dead-letter that parked the group (None while active).
+    last_error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
