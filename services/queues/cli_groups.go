@@ -38,13 +38,16 @@ func (c *cli) queueGroupsCmd() *cobra.Command {
 
 func printGroups(w io.Writer, gs []client.Group) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tMESSAGES\tIN FLIGHT\tRECEIVE COUNT\tLAST ERROR")
+	fmt.Fprintln(tw, "GROUP\tSTATE\tMESSAGES\tIN FLIGHT\tRECEIVE COUNT\tCONSUMER\tLAST ERROR")
 	for _, g := range gs {
-		last := "-"
+		last, consumer := "-", "-"
 		if g.LastError != nil {
 			last = *g.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%s\n", g.GroupID, g.State, g.Messages, g.InFlight, g.ReceiveCount, last)
+		if g.ConsumerID != "" { // bound on an exclusive queue
+			consumer = g.ConsumerID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%s\t%s\n", g.GroupID, g.State, g.Messages, g.InFlight, g.ReceiveCount, consumer, last)
 	}
 	tw.Flush()
 }
