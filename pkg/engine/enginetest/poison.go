@@ -26,6 +26,7 @@ func poisonTests() []struct {
 		{"PoisonParkGroupBackOutOfOrder", testPoisonParkGroupBackOutOfOrder},
 		{"PoisonParkCancel", testPoisonParkCancel},
 		{"PoisonGroupsView", testPoisonGroupsView},
+		{"PoisonParkExclusive", testPoisonParkExclusive},
 	}
 }
 
@@ -280,4 +281,26 @@ func testPoisonGroupsView(t *testing.T, s *suite) {
 	y := s.receiveOne(q3, time.Minute)
 	wantNil(t, "dead-letter", s.deadLetter(q3, y.Delivery, "bad"))
 	s.wantBodies(q3, 10, time.Minute, "y2")
+}
+
+// testPoisonParkExclusive: on an exclusive queue a parked group is served to nobody, not even
+// the consumer it is bound to (whose own groups are candidates wherever they stand), until
+// it is released.
+func testPoisonParkExclusive(t *testing.T, s *suite) {
+	dlq := s.queue(fifo)
+	q := s.queue(exclusive, withRedrive(dlq, 2), withPoison(engine.PoisonPark))
+	s.sendG(q, "a", "a1", "a2")
+	for range 2 {
+		s.getAs(q, "c1", 1, "a1") // a minute's visibility
+		s.clk.Advance(time.Minute + time.Second)
+	}
+	s.getAs(q, "c1", 10) // a1 is dead-lettered and a parks
+	s.getAs(q, "c2", 10)
+	s.wantGroups(q, engine.GroupParked, "a")
+	s.wantCounts(dlq, 1, 0, 0)
+	wantNil(t, "release", s.e.ReleaseGroup(s.ctx, q, "a"))
+	// c1's binding lapsed while a was parked (no activity for the affinity): the released
+	// group binds afresh to whoever receives first, from its head.
+	s.getAs(q, "c2", 10, "a2")
+	s.wantBound(q, map[string]string{"a": "c2"})
 }
