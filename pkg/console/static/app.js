@@ -327,6 +327,7 @@ async function loadGroups() {
   $('groups-body').replaceChildren(...page.groups.map((g) => el('tr', { dataset: { group: g.groupId, state: g.state } },
     el('td', { class: 'mono' }, g.groupId), el('td', {}, el('span', { class: 'badge group-state' }, g.state)),
     el('td', { class: 'num' }, g.messages), el('td', {}, g.inFlight ? 'yes' : 'no'), el('td', { class: 'num' }, g.receiveCount),
+    el('td', { class: 'mono' }, g.consumerId || '—'), // bound consumer on an exclusive queue
     el('td', { class: 'last-error' }, g.lastError || '—'),
     el('td', {}, g.state === 'parked'
       ? el('button', { type: 'button', class: 'release', onclick: () => releaseGroup(g.groupId) }, 'Release')
