@@ -665,7 +665,7 @@ func TestExclusiveFIFOThroughPush(t *testing.T) {
 	if b := ep.next(t); len(b.body.Messages) != 1 || b.body.Messages[0].Body != "a" {
 		t.Fatalf("pushed %s", b.raw)
 	}
-	page, err := e.eng.Groups(t.Context(), e.engineQueue(q), 10, "")
+	page, err := e.eng.Groups(t.Context(), e.engineQueue(q), 10, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

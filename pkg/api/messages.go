@@ -593,9 +593,12 @@ func (s *Server) browse(c echo.Context) error {
 }
 
 type groupJSON struct {
-	GroupID  string `json:"groupId"`
-	Messages int64  `json:"messages"`
-	InFlight bool   `json:"inFlight"`
+	GroupID          string  `json:"groupId"`
+	Messages         int64   `json:"messages"`
+	InFlight         bool    `json:"inFlight"`
+	State            string  `json:"state"`
+	HeadReceiveCount int     `json:"receiveCount"`
+	LastError        *string `json:"lastError"`
 	// ConsumerID is the consumer an exclusive queue's group is bound to (null: none).
 	ConsumerID *string `json:"consumerId"`
 }
@@ -617,20 +620,48 @@ func (s *Server) listGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	state := engine.GroupState(c.QueryParam("state"))
+	if _, given := c.QueryParams()["state"]; given && (state == "" || !state.Valid()) {
+		return apierr.Invalid("state", "must be %q or %q", engine.GroupActive, engine.GroupParked)
+	}
 	eq, ctx, cancel, err := s.fifoQueue(c)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	res, err := s.cfg.Engine.Groups(ctx, eq, page.Limit, page.Cursor)
+	res, err := s.cfg.Engine.Groups(ctx, eq, page.Limit, page.Cursor, state)
 	if err != nil {
 		return err
 	}
 	out := make([]groupJSON, len(res.Groups))
 	for i, g := range res.Groups {
-		out[i] = groupJSON{GroupID: g.GroupID, Messages: g.Messages, InFlight: g.InFlight, ConsumerID: boundOut(g.ConsumerID)}
+		out[i] = groupJSON{GroupID: g.GroupID, Messages: g.Messages, InFlight: g.InFlight, State: string(g.State),
+			HeadReceiveCount: g.HeadReceiveCount, ConsumerID: boundOut(g.ConsumerID)}
+		if out[i].State == "" {
+			out[i].State = string(engine.GroupActive)
+		}
+		if g.LastError != "" {
+			out[i].LastError = &g.LastError
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"groups": out, "nextCursor": cursorOut(res.NextCursor)})
+}
+
+// releaseGroup ends a parked group's parking (POST …/groups/{group}/release, docs/fifo.md).
+func (s *Server) releaseGroup(c echo.Context) error {
+	g, uerr := url.PathUnescape(c.Param("group"))
+	if uerr != nil || !groupIDPattern.MatchString(g) {
+		return apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)")
+	}
+	eq, ctx, cancel, err := s.fifoQueue(c)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if err := s.cfg.Engine.ReleaseGroup(ctx, eq, g); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) purgeGroup(c echo.Context) error {

@@ -62,6 +62,7 @@ type queueJSON struct {
 	GroupPolicy          *string    `json:"groupPolicy,omitempty"`
 	GroupAffinitySeconds *int       `json:"groupAffinitySeconds,omitempty"`
 	MaxGroupsPerConsumer *int       `json:"maxGroupsPerConsumer,omitempty"`
+	OnDeadLetter         string     `json:"onDeadLetter"`
 	Delivery             string     `json:"delivery"`
 	Partitions           int        `json:"partitions"`
 	Counts               countsJSON `json:"counts"`
@@ -74,7 +75,7 @@ func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
 		VisibilityTimeoutSeconds: q.VisibilityTimeoutSeconds, RetentionSeconds: q.RetentionSeconds,
 		DelaySeconds: q.DelaySeconds, ReceiveWaitSeconds: q.ReceiveWaitSeconds,
 		ContentBasedDedup: q.ContentBasedDedup, Delivery: q.DeliveryMode(), Partitions: max(st.Partitions, 1), Fairness: fairnessOf(q),
-		MaxCancels: q.MaxCancelsOrDefault(), MaxMessageBytes: q.MaxMessageBytesOrDefault(),
+		MaxCancels: q.MaxCancelsOrDefault(), MaxMessageBytes: q.MaxMessageBytesOrDefault(), OnDeadLetter: q.OnDeadLetterOrDefault(),
 		Counts: countsJSON{Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed, Truncated: st.Truncated},
 	}
 	groupPolicyOut(q, &out) // grouppolicy.go
@@ -193,6 +194,38 @@ func (s *Server) applySettings(ctx context.Context, o *object, q *meta.Queue) er
 	} else if ok {
 		q.MaxCancels = ptr(int(v))
 	}
+	if err := s.applyRedrive(ctx, o, q); err != nil {
+		return err
+	}
+	return applyOnDeadLetter(o, q)
+}
+
+// applyOnDeadLetter reads the poison policy (docs/fifo.md): fifo queues only, and "park" and
+// "parkGroup" need a dead-letter queue (a message dead-lettered without one is deleted, and
+// nothing could come back to end the parking). Checked after the redrive policy is applied,
+// so that one request may set both, or remove the redrive while the policy parks.
+func applyOnDeadLetter(o *object, q *meta.Queue) error {
+	v, ok, err := o.str("onDeadLetter")
+	if err != nil {
+		return err
+	}
+	if ok {
+		if p := engine.PoisonPolicy(v); p == "" || !p.Valid() {
+			return apierr.Invalid("onDeadLetter", "must be %q, %q or %q", engine.PoisonContinue, engine.PoisonPark, engine.PoisonParkGroup)
+		}
+		if v != string(engine.PoisonContinue) && q.Type != string(engine.FIFO) {
+			return apierr.Invalid("onDeadLetter", "poison policies exist only on fifo queues")
+		}
+		q.OnDeadLetter = v
+	}
+	if q.OnDeadLetterOrDefault() != string(engine.PoisonContinue) && q.Redrive == nil {
+		return apierr.Invalid("onDeadLetter", "%q needs a dead-letter queue: set redrive too", q.OnDeadLetter)
+	}
+	return nil
+}
+
+// applyRedrive reads the redrive policy, when present.
+func (s *Server) applyRedrive(ctx context.Context, o *object, q *meta.Queue) error {
 	if !o.has("redrive") {
 		return nil
 	}
@@ -245,7 +278,7 @@ func (s *Server) setRedrive(ctx context.Context, q *meta.Queue, dlqID ids.ID, re
 }
 
 var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup", "fairness", "maxCancels", "maxMessageBytes",
-	"groupPolicy", "groupAffinitySeconds", "maxGroupsPerConsumer"}
+	"groupPolicy", "groupAffinitySeconds", "maxGroupsPerConsumer", "onDeadLetter"}
 
 func (s *Server) createQueue(c echo.Context) error {
 	data, err := readBody(c)

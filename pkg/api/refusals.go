@@ -22,6 +22,8 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrNoGroups:              apierr.Invalid("", "groups exist only on fifo queues"),
 	engine.ErrConsumerRequired:      errConsumerRequired,
 	engine.ErrBadGroupID:            apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)"),
+	engine.ErrNoSuchGroup:           apierr.Field(apierr.NotFound, "groupId", "the queue has no such group"),
+	engine.ErrGroupNotParked:        apierr.Field(apierr.GroupNotParked, "groupId", "the group is not parked"),
 	engine.ErrBadQueueType:          apierr.Invalid("type", "must be \"standard\" or \"fifo\""),
 	engine.ErrBadVisibility:         apierr.Invalid("visibilityTimeoutSeconds", "must be between 0 and %d", int(engine.MaxVisibility.Seconds())),
 	engine.ErrContended:             apierr.New(apierr.Unavailable, "concurrent sends kept changing this key's message; retry"),

@@ -241,6 +241,7 @@ func (s *Server) routes() {
 	v1.GET("/queues/:queue/groups", s.listGroups, read)
 	v1.GET("/queues/:queue/consumers", s.listConsumers, read)
 	v1.DELETE("/queues/:queue/groups/:group", s.purgeGroup, admin)
+	v1.POST("/queues/:queue/groups/:group/release", s.releaseGroup, admin)
 	if s.cfg.MoveTasks != nil {
 		v1.POST("/queues/:queue/move-tasks", s.startMoveTask, admin)
 		v1.GET("/queues/:queue/move-tasks", s.listMoveTasks, read)

@@ -42,6 +42,9 @@ const (
 	// BindingExists refuses binding a queue to a topic it is already bound to (SPEC §14):
 	// a second binding would copy every message twice; change the filter instead.
 	BindingExists Code = "binding_exists"
+	// GroupNotParked refuses releasing a fifo group that no poison policy parked
+	// (docs/fifo.md).
+	GroupNotParked Code = "group_not_parked"
 )
 
 var statuses = map[Code]int{
@@ -67,6 +70,7 @@ var statuses = map[Code]int{
 	MessageInFlight:         http.StatusConflict,
 	TopicExists:             http.StatusConflict,
 	BindingExists:           http.StatusConflict,
+	GroupNotParked:          http.StatusConflict,
 }
 
 // Codes lists every code, for documentation checks.

@@ -14,7 +14,7 @@ import (
 const queueJSON = `{"id":"0193a5b3-1a2b-7c3d-8e4f-5a6b7c8d9e0f","slug":"que_069tbcrt5dy3v3jfb9nqs3cy1w",
 "name":"orders-1","type":"standard","createdAt":"2026-11-29T18:00:00.000Z","updatedAt":"2026-11-29T18:00:00.000Z",
 "visibilityTimeoutSeconds":30,"retentionSeconds":345600,"delaySeconds":0,"receiveWaitSeconds":0,"redrive":null,
-"contentBasedDedup":false,"delivery":"atLeastOnce","fairness":"fast","maxCancels":10,"maxMessageBytes":262144,"partitions":1,
+"contentBasedDedup":false,"delivery":"atLeastOnce","fairness":"fast","maxCancels":10,"maxMessageBytes":262144,"onDeadLetter":"continue","partitions":1,
 "counts":{"visible":0,"inFlight":0,"delayed":0,"truncated":false,"oldestMessageAgeSeconds":0}%s}`
 
 // recorder is a testing.TB that records failures instead of failing, so a test can assert

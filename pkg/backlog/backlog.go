@@ -74,6 +74,7 @@ type queueSample struct {
 	id             ids.ID
 	counts         engine.Counts
 	oldestAge      float64
+	parked         int64 // fifo groups parked
 }
 
 func (q queueSample) backlog() int64 { return q.counts.Visible + q.counts.InFlight + q.counts.Delayed }
@@ -94,6 +95,7 @@ type snapshot struct {
 	at                  time.Time
 	duration            time.Duration
 	top                 []queueSample
+	parked              []queueSample // every queue sampled with a parked group
 	totals              engine.Counts
 	queues              int
 	truncated           bool
@@ -231,7 +233,11 @@ func (s *Sampler) sampleProject(ctx context.Context, p meta.Project, now time.Ti
 			if !c.OldestSentAt.IsZero() && c.Visible+c.InFlight+c.Delayed > 0 {
 				age = max(0, now.Sub(c.OldestSentAt).Seconds())
 			}
-			*out = append(*out, queueSample{project: slug, queue: q.Name, id: q.ID, counts: c, oldestAge: age})
+			qs := queueSample{project: slug, queue: q.Name, id: q.ID, counts: c, oldestAge: age, parked: st.ParkedGroups}
+			*out = append(*out, qs)
+			if qs.parked > 0 {
+				snap.parked = append(snap.parked, qs)
+			}
 		}
 		return next, nil
 	})

@@ -36,6 +36,9 @@ var (
 		[]string{"project", "queue"}, nil)
 	descSubPaused = prometheus.NewDesc("queues_push_subscription_paused",
 		"1 when the subscription is paused.", []string{"project", "queue"}, nil)
+	descParked = prometheus.NewDesc("queues_fifo_parked_groups",
+		"Fifo groups a poison policy holds parked (onDeadLetter park or parkGroup), per queue that has any.",
+		[]string{"project", "queue"}, nil)
 )
 
 // MetricNames lists every metric the Sampler exports.
@@ -45,12 +48,13 @@ var MetricNames = []string{
 	"queues_backlog_sample_duration_seconds", "queues_backlog_sample_timestamp_seconds",
 	"queues_push_subscriptions", "queues_push_subscription_failing", "queues_push_subscription_failure_ratio",
 	"queues_push_subscription_seconds_since_success", "queues_push_subscription_paused",
+	"queues_fifo_parked_groups",
 }
 
 // Describe implements prometheus.Collector.
 func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descOldest, descTotal, descQueues, descTruncated, descErrors,
-		descDuration, descAt, descSubs, descSubFailing, descSubRatio, descSubSince, descSubPaused} {
+		descDuration, descAt, descSubs, descSubFailing, descSubRatio, descSubSince, descSubPaused, descParked} {
 		ch <- d
 	}
 }
@@ -71,6 +75,9 @@ func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
 		gauge(descMessages, float64(q.counts.InFlight), q.project, q.queue, "inFlight")
 		gauge(descMessages, float64(q.counts.Delayed), q.project, q.queue, "delayed")
 		gauge(descOldest, q.oldestAge, q.project, q.queue)
+	}
+	for _, q := range snap.parked {
+		gauge(descParked, float64(q.parked), q.project, q.queue)
 	}
 	gauge(descTotal, float64(snap.totals.Visible), "visible")
 	gauge(descTotal, float64(snap.totals.InFlight), "inFlight")

@@ -98,6 +98,49 @@ type Queue struct {
 	GroupAffinity time.Duration
 	// MaxGroupsPerConsumer caps the bindings of one consumer (0: the default, GroupCap).
 	MaxGroupsPerConsumer int
+	// OnDeadLetter is a fifo queue's poison policy (docs/fifo.md): what happens to the rest
+	// of a group when one of its messages is dead-lettered. "" is PoisonContinue.
+	OnDeadLetter PoisonPolicy
+}
+
+// ParkGroupReason is the dead-letter reason of the messages that follow a dead-lettered one
+// of their group to the dead-letter queue (PoisonParkGroup).
+const ParkGroupReason = "parkGroup"
+
+// PoisonPolicy is what a fifo queue does with a group when one of its messages is
+// dead-lettered (queue setting onDeadLetter).
+type PoisonPolicy string
+
+// Poison policies.
+const (
+	// PoisonContinue lets the group go on with its next message (the default).
+	PoisonContinue PoisonPolicy = "continue"
+	// PoisonPark parks the group: its other messages, and later sends to it, wait
+	// undelivered until the dead-lettered message comes back (a move task) or the group is
+	// released (ReleaseGroup). The message that comes back takes its old place at the head.
+	PoisonPark PoisonPolicy = "park"
+	// PoisonParkGroup parks the group and moves every message it holds to the dead-letter
+	// queue after the dead-lettered one, in order; the group stays parked (later sends wait)
+	// until all of them came back, each to its old place, or the group is released.
+	PoisonParkGroup PoisonPolicy = "parkGroup"
+)
+
+// Valid reports whether p is one of the poison policies ("" counts as PoisonContinue).
+func (p PoisonPolicy) Valid() bool {
+	return p == "" || p == PoisonContinue || p == PoisonPark || p == PoisonParkGroup
+}
+
+// Parking is the poison policy that q's dead-letters follow: PoisonContinue unless q is a
+// fifo queue with a dead-letter queue and a park policy (without a dead-letter queue a
+// dead-lettered message is deleted and nothing can come back to unpark its group).
+func (q Queue) Parking() PoisonPolicy {
+	if q.Type != FIFO || q.Redrive == nil || q.Redrive.DeadLetter == nil {
+		return PoisonContinue
+	}
+	if q.OnDeadLetter == PoisonPark || q.OnDeadLetter == PoisonParkGroup {
+		return q.OnDeadLetter
+	}
+	return PoisonContinue
 }
 
 // MessageLimit is the most bytes (PayloadBytes) a message of q may hold: its MaxMessageBytes,
@@ -288,6 +331,8 @@ type Counts struct {
 type Stats struct {
 	Counts
 	Partitions int
+	// ParkedGroups counts the fifo groups a poison policy holds parked (Queue.OnDeadLetter).
+	ParkedGroups int64
 }
 
 // BrowseRequest pages through messages in one state without leasing them.
@@ -334,7 +379,27 @@ type Group struct {
 	InFlight bool  // whether a batch of the group is in flight
 	// ConsumerID is the consumer the group is bound to on an exclusive queue ("": none).
 	ConsumerID string
+	// State is GroupParked while a park policy holds the group (Queue.OnDeadLetter), else
+	// GroupActive. A parked group is listed even when it holds no message.
+	State GroupState
+	// HeadReceiveCount is the receiveCount of the group's first message (0: none, or never
+	// received).
+	HeadReceiveCount int
+	// LastError is the reason of the dead-letter that parked the group ("" when active).
+	LastError string
 }
+
+// GroupState is a fifo group's state in a listing.
+type GroupState string
+
+// Group states.
+const (
+	GroupActive GroupState = "active"
+	GroupParked GroupState = "parked"
+)
+
+// Valid reports whether s is a group state ("" means any, and is valid too).
+func (s GroupState) Valid() bool { return s == "" || s == GroupActive || s == GroupParked }
 
 // GroupPage is one page of groups.
 type GroupPage struct {
@@ -395,9 +460,15 @@ type Engine interface {
 	// Browse pages through messages in one state without leasing them.
 	Browse(ctx context.Context, q Queue, req BrowseRequest) (BrowsePage, error)
 
-	// Groups lists a fifo queue's groups; PurgeGroup removes one group's messages.
-	Groups(ctx context.Context, q Queue, limit int, cursor string) (GroupPage, error)
+	// Groups lists a fifo queue's groups in state ("": any); PurgeGroup removes one group's
+	// messages.
+	Groups(ctx context.Context, q Queue, limit int, cursor string, state GroupState) (GroupPage, error)
 	PurgeGroup(ctx context.Context, q Queue, groupID string) error
+	// ReleaseGroup ends the parking of a parked group (Queue.OnDeadLetter): its messages are
+	// delivered again from its head, and the ones still in the dead-letter queue come back,
+	// when moved, as new messages at its end. ErrNoSuchGroup when the queue holds no message
+	// of the group and it is not parked, ErrGroupNotParked when it is not parked.
+	ReleaseGroup(ctx context.Context, q Queue, groupID string) error
 
 	// Watch returns a channel that is signalled (without blocking the sender; signals may
 	// coalesce) whenever messages may have become visible in queue q on any replica: a send, a

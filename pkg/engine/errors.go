@@ -41,6 +41,11 @@ var (
 	ErrBadConsumerCursor error = refused("not a consumer-list cursor")
 	// ErrNoGroups is a group operation on a standard queue.
 	ErrNoGroups error = refused("groups exist only on fifo queues")
+	// ErrNoSuchGroup is a group operation on a group the queue does not know (no message,
+	// not parked).
+	ErrNoSuchGroup error = refused("no such group")
+	// ErrGroupNotParked is a release of a group that is not parked.
+	ErrGroupNotParked error = refused("the group is not parked")
 	// ErrBadGroupID is a group id outside 1–128 characters from ! to ~.
 	ErrBadGroupID error = refused("malformed group id")
 	// ErrGroupRequired is a message without a group id sent to a fifo queue (Refusal.Index

@@ -67,6 +67,7 @@ func ApplyUpdate(cur, q Queue) Queue {
 	cur.MaxCancels = cloneInt(q.MaxCancels)
 	cur.MaxMessageBytes = q.MaxMessageBytes
 	cur.GroupPolicy, cur.GroupAffinitySeconds, cur.MaxGroupsPerConsumer = q.GroupPolicy, q.GroupAffinitySeconds, q.MaxGroupsPerConsumer
+	cur.OnDeadLetter = q.OnDeadLetter
 	cur.Tags, cur.SQSAttributes = cloneMap(q.Tags), cloneMap(q.SQSAttributes)
 	cur.Redrive = nil
 	if q.Redrive != nil {

@@ -79,6 +79,9 @@ type Queue struct {
 	// MaxGroupsPerConsumer caps one consumer's bindings; 0 reads as the default
 	// (engine.DefaultMaxGroupsPerConsumer).
 	MaxGroupsPerConsumer int
+	// OnDeadLetter is a fifo queue's poison policy (engine.PoisonPolicy: "continue", "park",
+	// "parkGroup"); "" (queues stored before the setting existed) reads as "continue".
+	OnDeadLetter string
 	// Tags are the queue's cost-allocation tags (SQS TagQueue), nil when none.
 	Tags map[string]string
 	// SQSAttributes keeps the SQS queue attributes that have no /v1 setting (such as
@@ -211,6 +214,7 @@ func (q Queue) Engine(dlq *Queue) engine.Queue {
 		AtMostOnce:        q.AtMostOnce(),
 		MaxCancels:        q.MaxCancelsOrDefault(),
 		MaxMessageBytes:   q.MaxMessageBytesOrDefault(),
+		OnDeadLetter:      engine.PoisonPolicy(q.OnDeadLetter),
 	}
 	if q.Type == string(engine.FIFO) {
 		eq.GroupPolicy = engine.GroupPolicy(q.GroupPolicyOrDefault())
@@ -222,6 +226,14 @@ func (q Queue) Engine(dlq *Queue) engine.Queue {
 		eq.Redrive = &engine.Redrive{DeadLetter: &d, MaxReceiveCount: q.Redrive.MaxReceiveCount}
 	}
 	return eq
+}
+
+// OnDeadLetterOrDefault is the queue's poison policy, "continue" when unset.
+func (q Queue) OnDeadLetterOrDefault() string {
+	if q.OnDeadLetter == "" {
+		return string(engine.PoisonContinue)
+	}
+	return q.OnDeadLetter
 }
 
 // MaxMessageBytesOrDefault is the queue's maxMessageBytes. A queue stored without one reads

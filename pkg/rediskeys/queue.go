@@ -107,6 +107,13 @@ import (
 //	                          time; every non-empty group is in exactly one of gs and gl
 //	{q:<id>:<p>}:gt     HASH  group id -> highest sequence number stored here (refuses a late,
 //	                          lower one, so a group's order is its sequence order)
+//	{q:<id>:<p>}:gp     HASH  parked groups (poison policies park and parkGroup, docs/fifo.md):
+//	                          "g" + group id -> "<epoch>|<messages out>|<reason>" while the
+//	                          group is parked (it is then in gl with a score of at least 2^50,
+//	                          never due), "i" + message id (16 raw bytes) -> "<epoch>|<its gm
+//	                          member without the id>" for each of its messages sent to the
+//	                          dead-letter queue, which a move brings back to that place;
+//	                          "#" -> the last epoch given
 //	{q:<id>:<p>}:dd     ZSET  dedup reservation outcomes: "S"+id stored, "A"+id fenced (aborted),
 //	                          score = time (ms), trimmed after the dedup window
 //	{q:<id>:<p>}:gb     HASH  exclusive group policy (engine/grouppolicy.go): group id ->
@@ -156,6 +163,7 @@ type Partition struct {
 	K, KI            string // conflation keys
 	GM, GI, GS, GL   string // fifo
 	GT               string
+	GP               string // fifo parked groups
 	DD               string // fifo dedup reservation outcomes
 	GB, GX           string // exclusive group bindings
 	B                string // stored bytes
@@ -173,7 +181,7 @@ func PartitionOf(q ids.ID, p int) Partition {
 		MO: tag + ":mo", MT: tag + ":mt",
 		K: tag + ":k", KI: tag + ":ki",
 		GM: tag + ":gm", GI: tag + ":gi", GS: tag + ":gs", GL: tag + ":gl",
-		GT: tag + ":gt",
+		GT: tag + ":gt", GP: tag + ":gp",
 		DD: tag + ":dd",
 		GB: tag + ":gb", GX: tag + ":gx",
 		B:  tag + ":b",

@@ -37,7 +37,7 @@ const (
 	exitUsage       = 2 // bad command line
 	exitNotFound    = 3 // not_found: no such queue, subscription, project or token
 	exitAuth        = 4 // unauthenticated or permission_denied: check the token and its scopes
-	exitConflict    = 5 // queue_exists, queue_in_use, subscription_exists, message_in_flight, move_task_running, topic_exists, binding_exists
+	exitConflict    = 5 // queue_exists, queue_in_use, subscription_exists, message_in_flight, move_task_running, topic_exists, binding_exists, group_not_parked
 	exitUnavailable = 6 // rate_limited, purge_too_soon, unavailable, or the service is unreachable
 )
 
@@ -313,7 +313,7 @@ func reportAPI(cio cliIO, name string, e *client.Error) int {
 	case client.CodeUnauthenticated, client.CodePermissionDenied:
 		return exitAuth
 	case client.CodeQueueExists, client.CodeQueueInUse, client.CodeSubscriptionExists, client.CodeMessageInFlight, client.CodeMoveTaskRunning,
-		client.CodeTopicExists, client.CodeBindingExists:
+		client.CodeTopicExists, client.CodeBindingExists, client.CodeGroupNotParked:
 		return exitConflict
 	case client.CodeRateLimited, client.CodePurgeTooSoon, client.CodeUnavailable:
 		return exitUnavailable

@@ -17,7 +17,7 @@ func (c *cli) queueCmd() *cobra.Command {
   queues queue list --prefix ord
   queues queue get orders --json`,
 		c.queueCreateCmd(), c.queueListCmd(), c.queueGetCmd(), c.queueUpdateCmd(), c.queueDeleteCmd(), c.queuePurgeCmd(),
-		c.queueConsumersCmd())
+		c.queueConsumersCmd(), c.queueGroupsCmd(), c.queueReleaseGroupCmd())
 }
 
 // queueSettings are the flags of queue create and update.
@@ -32,6 +32,7 @@ type queueSettings struct {
 	groupPolicy                               string
 	groupAffinity                             secondsValue
 	maxGroups                                 intValue
+	onDeadLetter                              string
 }
 
 func (s *queueSettings) register(cmd *cobra.Command) {
@@ -51,6 +52,8 @@ func (s *queueSettings) register(cmd *cobra.Command) {
 	f.Var(&s.maxGroups, "max-groups-per-consumer", "fifo, exclusive: the most groups one consumer holds bound (1-10000; default 100)")
 	_ = cmd.RegisterFlagCompletionFunc("group-policy", cobra.FixedCompletions([]cobra.Completion{"sequenced", "exclusive"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("fairness", cobra.FixedCompletions([]cobra.Completion{"fast", "roundRobin", "proportional"}, cobra.ShellCompDirectiveNoFileComp))
+	f.StringVar(&s.onDeadLetter, "on-dead-letter", "", "fifo: what a dead-letter does to the rest of its group: continue (default), park or parkGroup (these need --dlq)")
+	_ = cmd.RegisterFlagCompletionFunc("on-dead-letter", cobra.FixedCompletions([]cobra.Completion{"continue", "park", "parkGroup"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // redrive is the policy the flags ask for, nil without --dlq. The API's
@@ -100,7 +103,7 @@ func (c *cli) queueCreateCmd() *cobra.Command {
 				Delivery: client.Delivery(delivery), MaxCancels: s.maxCancels.ptr(),
 				MaxMessageBytes: s.maxMessageBytes.ptr(),
 				GroupPolicy:     client.GroupPolicy(s.groupPolicy), GroupAffinitySeconds: s.groupAffinity.ptr(),
-				MaxGroupsPerConsumer: s.maxGroups.ptr(),
+				MaxGroupsPerConsumer: s.maxGroups.ptr(), OnDeadLetter: client.OnDeadLetter(s.onDeadLetter),
 			})
 			if err != nil {
 				return err
@@ -176,6 +179,7 @@ func printQueue(w io.Writer, q *client.Queue) {
 		{"max cancels", fmt.Sprint(q.MaxCancels)},
 		{"max message bytes", fmt.Sprint(q.MaxMessageBytes)},
 		{"group policy", groupPolicyOf(q)},
+		{"on dead letter", string(q.OnDeadLetter)},
 		{"delivery", string(q.Delivery)},
 		{"partitions", fmt.Sprint(q.Partitions)},
 		{"messages", fmt.Sprintf("%d visible, %d in flight, %d delayed%s; oldest %ds", q.Counts.Visible, q.Counts.InFlight, q.Counts.Delayed, more, q.Counts.OldestMessageAgeSeconds)},
@@ -229,7 +233,7 @@ func (c *cli) queueUpdateCmd() *cobra.Command {
 				Redrive: redrive, RemoveRedrive: noRedrive, Fairness: client.Fairness(s.fairness),
 				MaxCancels: s.maxCancels.ptr(), MaxMessageBytes: s.maxMessageBytes.ptr(),
 				GroupPolicy: client.GroupPolicy(s.groupPolicy), GroupAffinitySeconds: s.groupAffinity.ptr(),
-				MaxGroupsPerConsumer: s.maxGroups.ptr(),
+				MaxGroupsPerConsumer: s.maxGroups.ptr(), OnDeadLetter: client.OnDeadLetter(s.onDeadLetter),
 			}
 			if cmd.Flags().Changed("content-based-dedup") {
 				in.ContentBasedDedup = client.Bool(s.contentBasedDedup)

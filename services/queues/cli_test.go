@@ -274,7 +274,7 @@ func TestCLISub(t *testing.T) {
 
 func TestCLIUsageAndErrors(t *testing.T) {
 	e := newCLIEnv(t)
-	e.run(t, "", "queue").fails(t, exitUsage, "usage: queues queue <create|list|get|update|delete|purge|consumers>", "missing a subcommand")
+	e.run(t, "", "queue").fails(t, exitUsage, "usage: queues queue <create|list|get|update|delete|purge|consumers|groups|release-group>", "missing a subcommand")
 	e.run(t, "", "queue", "explode").fails(t, exitUsage, `unknown subcommand "explode"`)
 	e.run(t, "", "queue", "get").fails(t, exitUsage, "usage: queues queue get QUEUE")
 	e.run(t, "", "queue", "get", "a", "b").fails(t, exitUsage, "usage: queues queue get QUEUE")

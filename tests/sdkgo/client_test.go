@@ -295,6 +295,7 @@ func TestEveryRoute(t *testing.T) {
 	if gp, err := c.ListGroups(ctx, "pay", client.Page{}); err != nil || len(gp.Groups) != 1 || gp.Groups[0].GroupID != "g2" {
 		t.Fatalf("groups after deleting one: %+v %v", gp, err)
 	}
+	mustCode(t, c.ReleaseGroup(ctx, "pay", "g2"), client.CodeGroupNotParked, 409, "groupId") // the flow: TestPoisonPolicy
 	// Consumers: a bounded consumer's receive stays within its backlog; it is listed.
 	if _, err := c.UpdateQueue(ctx, "pay", client.UpdateQueueInput{Fairness: client.FairnessRoundRobin}); err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ var typedKinds = map[client.Code]string{
 	client.CodeQueueExists: "ConflictError", client.CodeQueueInUse: "ConflictError",
 	client.CodeSubscriptionExists: "ConflictError", client.CodeMessageInFlight: "ConflictError",
 	client.CodeMoveTaskRunning: "ConflictError", client.CodeTopicExists: "ConflictError",
-	client.CodeBindingExists: "ConflictError", client.CodeReceiptHandleStale: "StaleReceiptError",
+	client.CodeBindingExists: "ConflictError", client.CodeGroupNotParked: "ConflictError", client.CodeReceiptHandleStale: "StaleReceiptError",
 	client.CodeRateLimited: "RateLimitedError", client.CodePurgeTooSoon: "RateLimitedError",
 	client.CodeUnavailable: "UnavailableError", client.CodeInternal: "InternalError",
 }

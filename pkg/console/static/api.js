@@ -68,6 +68,9 @@ export function browse(id, state, cursor, limit = 20, filter = []) {
   if (filter.length) s += (s ? '&' : '?') + f.toString();
   return call('GET', q(id) + '/messages' + s);
 }
+// Fifo groups (docs/fifo.md): state "" lists all, "parked" or "active" only those.
+export const listGroups = (id, state, cursor) => call('GET', q(id) + '/groups' + query({ state: state || undefined, cursor, limit: 100 }));
+export const releaseGroup = (id, group) => call('POST', q(id) + '/groups/' + encodeURIComponent(group) + '/release');
 export const send = (id, messages) => call('POST', q(id) + '/messages', { messages });
 export const getSubscription = (id) => call('GET', q(id) + '/subscription');
 export const createSubscription = (id, body) => call('POST', q(id) + '/subscription', body);

@@ -239,6 +239,8 @@ function renderQueueHeader(q) {
   }
   items.forEach(([, , value], i) => setText(counts.children[i].lastChild, value));
   $('send-group-label').hidden = q.type !== 'fifo';
+  $('tab-groups').hidden = q.type !== 'fifo';
+  $('groups-policy').textContent = q.onDeadLetter || 'continue';
   const settings = [['Id', q.id], ['Slug', q.slug], ['Visibility timeout', q.visibilityTimeoutSeconds + ' s'],
     ['Retention', q.retentionSeconds + ' s'], ['Delay', q.delaySeconds + ' s'], ['Receive wait', q.receiveWaitSeconds + ' s'],
     ['Redrive', q.redrive ? `${queueName(q.redrive.deadLetterQueue)} after ${q.redrive.maxReceiveCount} receives` : 'none'],
@@ -269,6 +271,7 @@ function selectTab(tab) {
   banner(null);
   if (tab === 'messages') loadBrowse().catch(showError);
   if (tab === 'deadletters') { loadDLQ().catch(showError); loadRedrive().catch(showError); }
+  if (tab === 'groups') { state.groupsCursor = undefined; loadGroups().catch(showError); }
   if (tab === 'subscription') loadSubscription().catch(showError);
   if (tab === 'sources') topics.loadSources(state.current).catch(showError);
 }
@@ -311,6 +314,35 @@ async function loadBrowse() {
   $('browse-empty').textContent = filter.length
     ? (page.nextCursor ? 'No matching messages among those this page examined: try the next page.' : 'No matching messages.')
     : 'No messages in this state.';
+}
+
+// ---- fifo groups, with the parked ones' release (docs/fifo.md) ----
+
+async function loadGroups() {
+  const id = state.current;
+  const page = await api.listGroups(id, $('groups-state').value, state.groupsCursor);
+  if (id !== state.current) return;
+  state.groupsNext = page.nextCursor;
+  $('groups-next').disabled = !page.nextCursor;
+  $('groups-body').replaceChildren(...page.groups.map((g) => el('tr', { dataset: { group: g.groupId, state: g.state } },
+    el('td', { class: 'mono' }, g.groupId), el('td', {}, el('span', { class: 'badge group-state' }, g.state)),
+    el('td', { class: 'num' }, g.messages), el('td', {}, g.inFlight ? 'yes' : 'no'), el('td', { class: 'num' }, g.receiveCount),
+    el('td', { class: 'mono' }, g.consumerId || '—'), // bound consumer on an exclusive queue
+    el('td', { class: 'last-error' }, g.lastError || '—'),
+    el('td', {}, g.state === 'parked'
+      ? el('button', { type: 'button', class: 'release', onclick: () => releaseGroup(g.groupId) }, 'Release')
+      : ''))));
+  $('groups-empty').hidden = page.groups.length > 0;
+}
+
+async function releaseGroup(group) {
+  try {
+    await api.releaseGroup(state.current, group);
+    banner(`Released group ${group}: its messages are delivered again from its head.`, 'info');
+  } catch (err) {
+    showError(err);
+  }
+  await loadGroups().catch(showError);
 }
 
 async function loadDLQ() {
@@ -521,6 +553,9 @@ function bind() {
   $('browse-state').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-filter').addEventListener('change', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-refresh').addEventListener('click', () => loadBrowse().catch(showError));
+  $('groups-refresh').addEventListener('click', () => { state.groupsCursor = undefined; loadGroups().catch(showError); });
+  $('groups-state').addEventListener('change', () => { state.groupsCursor = undefined; loadGroups().catch(showError); });
+  $('groups-next').addEventListener('click', () => { state.groupsCursor = state.groupsNext; loadGroups().catch(showError); });
   $('browse-first').addEventListener('click', () => { state.browseCursors = [null]; loadBrowse().catch(showError); });
   $('browse-next').addEventListener('click', () => { state.browseCursors.push(state.browseNext); loadBrowse().catch(showError); });
   $('dlq-refresh').addEventListener('click', () => { state.dlqCursors = [null]; loadDLQ().catch(showError); });

@@ -26,7 +26,6 @@ func (e *Engine) CancelAfter(ctx context.Context, q engine.Queue, ds []engine.De
 // cancel is Cancel and CancelAfter: keep retries the deliveries beyond maxCancels, counted,
 // rather than dead-lettering them.
 func (e *Engine) cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay int64, keep bool) ([]error, error) {
-	dlq, _ := redriveOf(q)
 	return e.settle(ctx, q, len(ds), func(qi *queue, w *writes, i int, now int64) error {
 		m := live(qi, q, ds[i], now)
 		if m == nil {
@@ -41,7 +40,7 @@ func (e *Engine) cancel(ctx context.Context, q engine.Queue, ds []engine.Deliver
 			qi.place(m, now)
 			w.putMsg(qi, m)
 		case int(m.cancels) >= q.MaxCancels:
-			e.moveOut(w, qi, m, dlq, engine.CancelReason, now)
+			e.deadLetterParking(w, qi, q, m, engine.CancelReason, now)
 		default:
 			m.cancels++
 			m.cut = true

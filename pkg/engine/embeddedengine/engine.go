@@ -197,7 +197,7 @@ const FormatVersion = 1
 // prepare creates the buckets and migrates an older layout's payloads (migratePayloads).
 func prepare(db *bolt.DB) error {
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketQueue, bucketDedup, bucketBarrier, bucketMoved,
+		for _, b := range [][]byte{bucketState, bucketQueue, bucketDedup, bucketBarrier, bucketMoved, bucketParks,
 			bucketTopic, bucketBindings, bucketTopicDedup, bucketMarks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -350,6 +350,7 @@ func (e *Engine) load() ([]ids.ID, error) {
 		}); err != nil {
 			return err
 		}
+		loadParks(tx, e.queues)
 		groups := map[*queue]map[string][]*msg{}
 		isDirty := map[ids.ID]bool{}
 		ps := payloadsIn(tx)

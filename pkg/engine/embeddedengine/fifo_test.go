@@ -67,7 +67,7 @@ func TestFIFO(t *testing.T) {
 	if got := bodies(recv(q, 10, time.Minute)); len(got) != 1 || got[0] != "b1" {
 		t.Fatalf("while a is in flight received %v, want [b1]", got)
 	}
-	gp := must(e.Groups(ctx, q, 10, ""))
+	gp := must(e.Groups(ctx, q, 10, "", ""))
 	if len(gp.Groups) != 2 || gp.Groups[0].GroupID != "a" || gp.Groups[0].Messages != 4 || !gp.Groups[0].InFlight {
 		t.Fatalf("groups %+v", gp.Groups)
 	}
@@ -111,7 +111,7 @@ func TestFIFO(t *testing.T) {
 	if err := e.PurgeGroup(ctx, q, "c"); err != nil {
 		t.Fatal(err)
 	}
-	gp = must(e.Groups(ctx, q, 10, ""))
+	gp = must(e.Groups(ctx, q, 10, "", ""))
 	for _, g := range gp.Groups {
 		if g.GroupID == "c" {
 			t.Fatalf("group c after PurgeGroup: %+v", g)
@@ -124,7 +124,7 @@ func TestFIFO(t *testing.T) {
 	seen := 0
 	cursor := ""
 	for range 10 {
-		p := must(e.Groups(ctx, q, 2, cursor))
+		p := must(e.Groups(ctx, q, 2, cursor, ""))
 		seen += len(p.Groups)
 		if p.NextCursor == "" {
 			break

@@ -51,7 +51,7 @@ func (e *Engine) takeFiltered(qi *queue, f *filter.Filter, bd *binder, want int,
 				continue
 			}
 			before := len(*taken)
-			for m := g.head; m != nil && len(*taken) < want && budget > 0 && !spent() && m.st == stVisible; {
+			for m := g.head; m != nil && len(*taken) < want && budget > 0 && !spent() && m.st == stVisible && !qi.isParked(g.id); {
 				budget--
 				next := m.gnext
 				if m.expiresAt > now && !match(m) {

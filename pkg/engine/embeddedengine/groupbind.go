@@ -204,7 +204,7 @@ func (q *queue) takeGroups(bd *binder, want int, taken *[]*msg, consider func(*m
 		}
 		before := len(*taken)
 		progressed := false
-		for m := g.head; m != nil && len(*taken) < want && m.st == stVisible; {
+		for m := g.head; m != nil && len(*taken) < want && m.st == stVisible && !q.isParked(g.id); {
 			next := m.gnext
 			consider(m)
 			progressed = true

@@ -17,13 +17,17 @@ const (
 	MaxGroupsLimit     = 1000
 )
 
-// Groups lists a fifo queue's groups in group id order.
-func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+// Groups lists a fifo queue's groups in state ("": any) in group id order: those with messages
+// and the parked ones (park.go), which may have none.
+func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string, state engine.GroupState) (engine.GroupPage, error) {
 	if err := ctxErr(ctx); err != nil {
 		return engine.GroupPage{}, err
 	}
 	if q.Type != engine.FIFO {
 		return engine.GroupPage{}, errNoGroups
+	}
+	if !state.Valid() {
+		return engine.GroupPage{}, engine.ErrInvalidState
 	}
 	if limit <= 0 {
 		limit = DefaultGroupsLimit
@@ -50,19 +54,37 @@ func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor s
 		return page, nil
 	}
 	qi.advance(now)
-	names := make([]string, 0, len(qi.groups))
-	for id := range qi.groups {
-		if id > after {
-			names = append(names, id)
+	var names []string
+	if state == engine.GroupParked {
+		names = qi.parkedNames(after)
+	} else {
+		names = make([]string, 0, len(qi.groups))
+		for id := range qi.groups {
+			if id > after && !(state == engine.GroupActive && qi.isParked(id)) {
+				names = append(names, id)
+			}
 		}
+		if state == "" {
+			for _, id := range qi.parkedNames(after) {
+				if qi.groups[id] == nil {
+					names = append(names, id)
+				}
+			}
+		}
+		slices.Sort(names)
 	}
-	slices.Sort(names)
 	more := len(names) > limit
 	names = names[:min(limit, len(names))]
 	for _, id := range names {
-		g := qi.groups[id]
-		page.Groups = append(page.Groups, engine.Group{GroupID: id, Messages: g.count, InFlight: g.inflight > 0,
-			ConsumerID: qi.boundTo(q, id, now)})
+		out := engine.Group{GroupID: id, State: engine.GroupActive, ConsumerID: qi.boundTo(q, id, now)}
+		if g := qi.groups[id]; g != nil {
+			out.Messages, out.InFlight = g.count, g.inflight > 0
+			out.HeadReceiveCount = g.head.receiveCount()
+		}
+		if p := qi.parked[id]; p != nil {
+			out.State, out.LastError = engine.GroupParked, p.reason
+		}
+		page.Groups = append(page.Groups, out)
 	}
 	if more {
 		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("g|" + names[len(names)-1]))

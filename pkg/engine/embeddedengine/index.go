@@ -308,6 +308,8 @@ type queue struct {
 	lastNow int64
 	// binds are the exclusive group policy's bindings (groupbind.go); nil until used.
 	binds *bindState
+	// parked are the fifo groups a poison policy parked (park.go); nil until one is.
+	parked map[string]*parking
 }
 
 func newQueue(id ids.ID, fifo bool, pb *int64) *queue {
@@ -389,7 +391,7 @@ func (q *queue) markTaking(m *msg) {
 // refresh puts g in the ready heap exactly when it can be received from: nothing of it in
 // flight and its first message visible.
 func (q *queue) refresh(g *group) {
-	want := g.inflight == 0 && g.head != nil && g.head.st == stVisible
+	want := g.inflight == 0 && g.head != nil && g.head.st == stVisible && !q.isParked(g.id)
 	switch {
 	case want && g.ridx < 0:
 		q.ready.push(g)
@@ -400,7 +402,8 @@ func (q *queue) refresh(g *group) {
 	}
 }
 
-// add indexes a new message (appended to its group, whose seqs only grow).
+// add indexes a new message, at its place in its group by seq: the end, but for a message
+// that a move brings back to a parked group (park.go).
 func (q *queue) add(m *msg, groupID string, now int64) {
 	m.hidx, m.xidx = -1, -1
 	q.msgs[m.id] = m
@@ -414,13 +417,23 @@ func (q *queue) add(m *msg, groupID string, now int64) {
 			q.groups[groupID] = g
 		}
 		m.g = g
-		m.gprev = g.tail
-		if g.tail != nil {
-			g.tail.gnext = m
+		prev := g.tail
+		for prev != nil && prev.seq > m.seq {
+			prev = prev.gprev
+		}
+		m.gprev = prev
+		if prev != nil {
+			m.gnext = prev.gnext
+			prev.gnext = m
 		} else {
+			m.gnext = g.head
 			g.head = m
 		}
-		g.tail = m
+		if m.gnext != nil {
+			m.gnext.gprev = m
+		} else {
+			g.tail = m
+		}
 		g.count++
 	}
 	if m.barrier {

@@ -110,11 +110,19 @@ func (e *Engine) moveTo(w *writes, qi *queue, m *msg, dst engine.Queue, now int6
 	if _, dup := di.msgs[m.id]; !dup {
 		nm := &msg{id: m.id, seq: di.nextSeq, sentAt: m.sentAt, expiresAt: now + retention(dst).Milliseconds(), at: now, size: m.size,
 			base: m.nextBase()}
-		di.nextSeq++
 		if !di.fifo {
 			group = ""
 		}
+		seq, last, back := di.backSeq(w, group, m.id)
+		if back { // to its old place in its parked group (park.go)
+			nm.seq = seq
+		} else {
+			di.nextSeq++
+		}
 		di.add(nm, group, now)
+		if last {
+			di.unpark(w, group)
+		}
 		w.moves = append(w.moves, dlqMove{from: from, to: key(di.id, m.id), strip: true})
 		w.putMsg(di, nm)
 		w.putQueue(di)

@@ -253,7 +253,7 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 	}
 	want := min(max(req.Max, 1), engine.MaxBatch)
 	vis := max(req.Visibility, 0).Milliseconds()
-	dlq, maxrc := redriveOf(q)
+	_, maxrc := redriveOf(q)
 	now := e.nowMs()
 	var w writes
 	var taken []*msg
@@ -274,7 +274,7 @@ func (e *Engine) Receive(ctx context.Context, q engine.Queue, req engine.Receive
 			if m.endGroup {
 				qi.settleBinding(m, now) // redriven is settled: the group's binding ends
 			}
-			e.moveOut(&w, qi, m, dlq, engine.RedriveReason, now)
+			e.deadLetterParking(&w, qi, q, m, engine.RedriveReason, now)
 		default:
 			qi.markTaking(m)
 			taken = append(taken, m)
@@ -479,10 +479,13 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 // DeadLetter moves valid deliveries to the queue's dead-letter queue now, or deletes them when
 // the queue has no redrive policy.
 func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.DeadLetterRequest) ([]error, error) {
-	dlq, _ := redriveOf(q)
+	followed := map[ids.ID]bool{} // moved already behind an earlier one of this call (parkGroup)
 	return e.settle(ctx, q, len(rs), func(qi *queue, w *writes, i int, now int64) error {
 		m := live(qi, q, rs[i].Delivery, now)
 		if m == nil {
+			if followed[rs[i].Delivery.MessageID] {
+				return nil
+			}
 			return apierr.ErrStale
 		}
 		reason := rs[i].Reason
@@ -490,7 +493,9 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 			reason = engine.DefaultDLQReason
 		}
 		qi.settleBinding(m, now) // groupbind.go
-		e.moveOut(w, qi, m, dlq, reason, now)
+		for _, id := range e.deadLetterParking(w, qi, q, m, reason, now) {
+			followed[id] = true
+		}
 		if qi.fifo {
 			w.wake(qi.id)
 		}

@@ -44,6 +44,7 @@ func (e *Engine) purge(qi *queue) <-chan error {
 	qi.purgeSeq = qi.nextSeq
 	qi.clear()
 	var w writes
+	qi.clearParks(&w) // what comes back after a purge is new: its old place was purged
 	w.putQueue(qi)
 	return e.commit(&w)
 }
@@ -80,6 +81,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, id ids.ID) error {
 	qi.lastPurge = 0
 	qi.clear()
 	var w writes
+	qi.clearParks(&w)
 	w.putQueue(qi)
 	for k := range qi.dedup {
 		w.del(bucketDedup, dedupKey(id, k))
@@ -134,6 +136,7 @@ func (e *Engine) Stats(ctx context.Context, q engine.Queue) (engine.Stats, error
 		}
 	})
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
+	st.ParkedGroups = int64(len(qi.parked))
 	var oldest int64
 	consider := func(m *msg) {
 		if m.expiresAt > now && (oldest == 0 || m.sentAt < oldest) {

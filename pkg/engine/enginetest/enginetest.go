@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		{"StoredBytesReserved", func(t *testing.T, s *suite) { testStoredBytesReserved(t, s, h) }},
 	}
 	tests = append(tests, fifoTests(h)...)
+	tests = append(tests, poisonTests()...)
 	tests = append(tests, moveTests(h)...)
 	tests = append(tests, lifecycleTests(h)...)
 	tests = append(tests, barrierTests(h)...)
@@ -1101,7 +1102,7 @@ func testNextVisibleAt(t *testing.T, s *suite) {
 
 func testGroupsOnStandard(t *testing.T, s *suite) {
 	q := s.queue()
-	_, err := s.e.Groups(s.ctx, q, 10, "")
+	_, err := s.e.Groups(s.ctx, q, 10, "", "")
 	wantRefusal(t, "groups of a standard queue", err, engine.ErrNoGroups)
 	wantRefusal(t, "purge group of a standard queue", s.e.PurgeGroup(s.ctx, q, "g"), engine.ErrNoGroups)
 }

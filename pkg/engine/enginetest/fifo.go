@@ -505,7 +505,7 @@ func collectGroups(t *testing.T, s *suite, q engine.Queue, limit int) []engine.G
 		if pages > 50 {
 			t.Fatalf("groups with limit %d: no end after 50 pages", limit)
 		}
-		page, err := s.e.Groups(s.ctx, q, limit, cursor)
+		page, err := s.e.Groups(s.ctx, q, limit, cursor, "")
 		wantNil(t, "groups", err)
 		if len(page.Groups) > limit {
 			t.Fatalf("page of %d groups, limit %d", len(page.Groups), limit)
@@ -520,7 +520,7 @@ func collectGroups(t *testing.T, s *suite, q engine.Queue, limit int) []engine.G
 
 func testFIFOGroups(t *testing.T, s *suite) {
 	q := s.queue(fifo)
-	page, err := s.e.Groups(s.ctx, q, 10, "")
+	page, err := s.e.Groups(s.ctx, q, 10, "", "")
 	wantNil(t, "groups of an empty queue", err)
 	if len(page.Groups) != 0 || page.NextCursor != "" {
 		t.Fatalf("empty queue groups %+v", page)
@@ -532,15 +532,16 @@ func testFIFOGroups(t *testing.T, s *suite) {
 		for j := range n {
 			s.sendG(q, g, fmt.Sprintf("%s/%d", g, j))
 		}
-		want[g] = engine.Group{GroupID: g, Messages: int64(n)}
+		want[g] = engine.Group{GroupID: g, Messages: int64(n), State: engine.GroupActive}
 	}
 	s.sendG(q, "~!", "punctuation")
-	want["~!"] = engine.Group{GroupID: "~!", Messages: 1}
+	want["~!"] = engine.Group{GroupID: "~!", Messages: 1, State: engine.GroupActive}
 	// Lock two groups with batches in flight.
 	ms := s.receive(q, 3, time.Minute)
 	for _, m := range ms {
 		g := want[m.GroupID]
 		g.InFlight = true
+		g.HeadReceiveCount = 1 // its head was received: in flight now
 		want[m.GroupID] = g
 	}
 	for _, limit := range []int{1, 2, 3, 100} {
@@ -567,13 +568,13 @@ func testFIFOGroups(t *testing.T, s *suite) {
 			t.Fatalf("group %+v in flight after its batch was acknowledged", g)
 		}
 	}
-	_, err = s.e.Groups(s.ctx, q, 10, "not a cursor")
+	_, err = s.e.Groups(s.ctx, q, 10, "not a cursor", "")
 	wantRefusal(t, "groups with a bad cursor", err, engine.ErrBadCursor)
 	// A retried-after message keeps its group in flight; a delayed one is not in flight.
 	dq := s.queue(fifo, withDelay(time.Minute))
 	s.sendG(dq, "later", "l1")
 	gs := collectGroups(t, s, dq, 10)
-	if len(gs) != 1 || gs[0] != (engine.Group{GroupID: "later", Messages: 1}) {
+	if len(gs) != 1 || gs[0] != (engine.Group{GroupID: "later", Messages: 1, State: engine.GroupActive}) {
 		t.Fatalf("delayed group %+v", gs)
 	}
 }

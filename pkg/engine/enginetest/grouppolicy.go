@@ -61,7 +61,7 @@ func (s *suite) getAs(q engine.Queue, id string, max int, want ...string) []engi
 // not checked; "" wants no binding).
 func (s *suite) wantBound(q engine.Queue, want map[string]string) {
 	s.t.Helper()
-	page, err := s.e.Groups(s.ctx, q, 100, "")
+	page, err := s.e.Groups(s.ctx, q, 100, "", "")
 	if err != nil {
 		s.t.Fatalf("Groups: %v", err)
 	}

@@ -63,7 +63,7 @@ func testLastPageNoCursor(t *testing.T, s *suite) {
 				var sizes []int
 				cursor := ""
 				for len(sizes) <= 8 {
-					page, err := s.e.Groups(s.ctx, q, limit, cursor)
+					page, err := s.e.Groups(s.ctx, q, limit, cursor, "")
 					wantNil(t, "groups", err)
 					sizes = append(sizes, len(page.Groups))
 					if cursor = page.NextCursor; cursor == "" {

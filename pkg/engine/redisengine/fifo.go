@@ -115,6 +115,7 @@ type fitem struct {
 	holderSeq uint64
 	move      bool // a dead-letter move's insert (runs at full memory; sends do not)
 	keep      bool // a topic's copy (copy.go): its id is the published one, kept when fenced
+	back      bool // a move bringing a parked group's message back: p and seq name its old place (park.go)
 }
 
 // groupPrefix is a group member's prefix: "<g>\x00" + 16 hex digits of seq.
@@ -205,13 +206,23 @@ func (s *fifoSend) fail(it *fitem, err error) {
 // partition and checks the reservations others hold; it returns the items to go again.
 func (s *fifoSend) round(ctx context.Context, todo []*fitem) []*fitem {
 	e, q := s.e, s.q
-	writes, verify, err := e.reserve(ctx, q, todo, s.now)
+	var back []*fitem // brought back to their old places: nothing to reserve
+	rest := todo[:0:0]
+	for _, it := range todo {
+		if it.back {
+			back = append(back, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	writes, verify, err := e.reserve(ctx, q, rest, s.now)
 	if err != nil {
 		for _, it := range todo {
 			s.fail(it, err)
 		}
 		return nil
 	}
+	writes = append(writes, back...)
 	writes, deferred := deferBehindHeld(writes, verify)
 	byPart := map[int][]*fitem{}
 	for _, it := range writes {
@@ -298,7 +309,10 @@ func (s *fifoSend) calls(parts []int, byPart map[int][]*fitem) ([]scriptCall, []
 		for _, it := range byPart[p] {
 			it.pl.Sequence = it.seq
 			resv := "0"
-			if it.dedup != "" {
+			switch {
+			case it.back:
+				resv = "2"
+			case it.dedup != "":
 				resv = "1"
 			}
 			args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
@@ -308,7 +322,7 @@ func (s *fifoSend) calls(parts []int, byPart map[int][]*fitem) ([]scriptCall, []
 		if byPart[p][0].move {
 			script = fSendMoveScript
 		}
-		calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd), args}
+		calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.f, k.gp), args}
 	}
 	return calls, touched
 }
@@ -356,6 +370,11 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 			it.mode = "n"
 			next = append(next, it)
 		case 3: // a later sequence number of its group landed first
+			if it.back { // its parking ended: a new message at the group's end
+				it.back, it.mode = false, "n"
+				next = append(next, it)
+				continue
+			}
 			it.mode = "r"
 			next = append(next, it)
 		default:
@@ -406,6 +425,9 @@ func (s *fifoSend) verify(ctx context.Context, verify, next []*fitem) []*fitem {
 // reserve runs freserve for the items: those it reserved get a partition and a sequence
 // number (writes); those whose dedup id is held by another message get that holder (verify).
 func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now int64) (writes, verify []*fitem, err error) {
+	if len(todo) == 0 {
+		return nil, nil, nil
+	}
 	keys := []string{partitionsKey(q.ID), seqKey(q.ID), groupMapKey(q.ID)}
 	keyIdx := map[string]int{}
 	args := []any{now, engine.DedupWindow.Milliseconds(), (engine.DedupWindow + dedupMargin).Milliseconds()}
@@ -501,6 +523,9 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 // alone, so a retried move does not duplicate it while its group still has messages there.
 func (e *Engine) insertFIFO(ctx context.Context, dlq engine.Queue, moved []*fitem) error {
 	dlq.MaxStoredBytes = 0 // a move's bytes are the project's already
+	if err := e.markBack(ctx, dlq.ID, moved); err != nil {
+		return err
+	}
 	res, err := e.storeFIFO(ctx, dlq, moved, e.nowMs())
 	if err != nil {
 		return err
@@ -640,7 +665,7 @@ func (e *Engine) sweepGroupMap(ctx context.Context, q engine.Queue, now int64) e
 		for j, en := range byPart[p] {
 			args[j] = en.g
 		}
-		calls[i] = scriptCall{fGCScript, []string{k.gm, k.gt}, args}
+		calls[i] = scriptCall{fGCScript, []string{k.gm, k.gt, k.gl}, args}
 	}
 	var unmap []any
 	for i, cmd := range e.run(ctx, calls) {

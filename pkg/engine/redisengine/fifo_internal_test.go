@@ -51,7 +51,7 @@ func store(t *testing.T, e *Engine, q engine.Queue, it *fitem) int64 {
 	now := e.nowMs()
 	it.pl.Sequence = it.seq
 	vals, err := fSendScript.Run(context.Background(), e.rdb,
-		e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd),
+		e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.f, k.gp),
 		now, e.opts.Channel, q.ID.String(), 0, 0, q.Project.String(), string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 		groupPrefix(it.pl.GroupID, it.seq), it.seq, "1").Slice()
 	if err != nil {

@@ -17,16 +17,19 @@ import (
 // Groups lists a fifo queue's groups, partition by partition and in group id order within a
 // partition, each with its message count and whether a batch is in flight. The cursor names
 // the last group returned; a page costs O(limit) group lookups.
-func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+func (e *Engine) Groups(ctx context.Context, q engine.Queue, limit int, cursor string, state engine.GroupState) (engine.GroupPage, error) {
 	if err := e.clockOK(); err != nil {
 		return engine.GroupPage{}, err
 	}
-	return idempotent(ctx, func() (engine.GroupPage, error) { return e.groups(ctx, q, limit, cursor) })
+	return idempotent(ctx, func() (engine.GroupPage, error) { return e.groups(ctx, q, limit, cursor, state) })
 }
 
-func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor string) (engine.GroupPage, error) {
+func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor string, state engine.GroupState) (engine.GroupPage, error) {
 	if q.Type != engine.FIFO {
 		return engine.GroupPage{}, errNoGroups
+	}
+	if !state.Valid() {
+		return engine.GroupPage{}, engine.ErrInvalidState
 	}
 	if limit <= 0 {
 		limit = DefaultGroupsLimit
@@ -51,14 +54,21 @@ func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor s
 	for ; p < n && len(page.Groups) < want; p++ {
 		k := keysOf(q.ID, p)
 		ask := want - len(page.Groups)
-		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl}, now, after, ask).Slice()
+		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl, k.m, k.s, k.gp}, now, after, ask, string(state)).Slice()
 		if err != nil {
 			return engine.GroupPage{}, e.wrap(ctx, "groups", err)
 		}
-		for i := 0; i+2 < len(vals); i += 3 {
+		for i := 0; i+5 < len(vals); i += 6 {
 			cnt, _ := vals[i+1].(int64)
 			fl, _ := vals[i+2].(int64)
-			page.Groups = append(page.Groups, engine.Group{GroupID: str(vals[i]), Messages: cnt, InFlight: fl == 1})
+			pk, _ := vals[i+3].(int64)
+			rc, _ := vals[i+4].(int64)
+			g := engine.Group{GroupID: str(vals[i]), Messages: cnt, InFlight: fl == 1, State: engine.GroupActive,
+				HeadReceiveCount: int(rc)}
+			if pk == 1 {
+				g.State, g.LastError = engine.GroupParked, str(vals[i+5])
+			}
+			page.Groups = append(page.Groups, g)
 			parts = append(parts, p)
 		}
 		after = ""

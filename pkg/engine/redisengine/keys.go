@@ -18,6 +18,7 @@ type partKeys struct {
 	k, ki            string // conflation keys
 	gm, gi, gs, gl   string // fifo
 	gt               string
+	gp               string // fifo parked groups
 	dd               string // fifo dedup reservation outcomes
 	gb, gx           string // exclusive group bindings
 	b                string // stored bytes
@@ -31,7 +32,7 @@ func keysOf(q ids.ID, p int) partKeys {
 		tag: k.Tag, l: k.L, lh: k.LH,
 		r: k.R, f: k.F, m: k.M, s: k.S, x: k.X, o: k.O,
 		mo: k.MO, mt: k.MT, k: k.K, ki: k.KI,
-		gm: k.GM, gi: k.GI, gs: k.GS, gl: k.GL, gt: k.GT, dd: k.DD, gb: k.GB, gx: k.GX,
+		gm: k.GM, gi: k.GI, gs: k.GS, gl: k.GL, gt: k.GT, gp: k.GP, dd: k.DD, gb: k.GB, gx: k.GX,
 		b: k.B, w: k.W, bf: k.BF,
 	}
 }
@@ -46,12 +47,12 @@ func (k partKeys) messages() []string { return []string{k.r, k.f, k.m, k.s, k.x}
 // messages and, on fifo queues, their groups (not the outbox, whose messages have left the
 // queue, nor dedup outcomes, which outlive a purge, nor the list head position).
 func (k partKeys) purged() []string {
-	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl, k.gt, k.k, k.ki}
+	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.gm, k.gi, k.gs, k.gl, k.gt, k.gp, k.k, k.ki}
 }
 
 // all are every long-lived key of the partition.
 func (k partKeys) all() []string {
-	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.o, k.mo, k.mt, k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.gb, k.gx, k.k, k.ki, k.bf}
+	return []string{k.l, k.lh, k.r, k.f, k.m, k.s, k.x, k.o, k.mo, k.mt, k.gm, k.gi, k.gs, k.gl, k.gt, k.gp, k.dd, k.gb, k.gx, k.k, k.ki, k.bf}
 }
 
 // binds are the keys of a fifo partition's group bindings.

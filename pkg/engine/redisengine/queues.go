@@ -165,6 +165,8 @@ func (e *Engine) stats(ctx context.Context, q engine.Queue) (engine.Stats, bool,
 			return engine.Stats{}, false, err
 		}
 		st.Delayed += held // accepted, not deliverable before their barrier
+	} else if st.ParkedGroups, err = e.parkedGroups(ctx, q.ID, n); err != nil {
+		return engine.Stats{}, false, err
 	}
 	st.Truncated = st.Visible > exactCountLimit || st.InFlight > exactCountLimit || st.Delayed > exactCountLimit
 	st.OldestSentAt = timeOrZero(oldest)

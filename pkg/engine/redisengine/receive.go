@@ -304,7 +304,8 @@ func (e *Engine) claimCalls(ctx context.Context, q engine.Queue, req engine.Rece
 			}
 			args := append([]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes},
 				bindArgs(q, req.BindTo, elsewhere[i])...)
-			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx)...), args}
+			args = append(args, parkArg(q), engine.ParkGroupReason)
+			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx, k.gp)...), args}
 			continue
 		}
 		scan := 3 * c.n

@@ -81,6 +81,7 @@ var (
 	fGroupsScript     = loadDrainScript("fgroups")
 	fGCScript         = loadDrainScript("fgc")
 	fUnmapScript      = loadDrainScript("funmap")
+	fReleaseScript    = loadDrainScript("frelease")
 
 	// The two steps of a dead-letter move into a fifo queue: the send scripts, allowed to
 	// run at full memory like every step of a drain.

@@ -241,6 +241,13 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
 		redrive = "1"
 	}
+	mode := redrive // fdeadletter.lua's: the poison policy too
+	switch q.Parking() {
+	case engine.PoisonPark:
+		mode = "p"
+	case engine.PoisonParkGroup:
+		mode = "P"
+	}
 	ds := make([]engine.Delivery, len(rs))
 	for i, r := range rs {
 		ds[i] = r.Delivery
@@ -249,7 +256,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 		func(k partKeys, idx []int) scriptCall {
 			args := []any{now, redrive}
 			if q.Type == engine.FIFO {
-				args = append(args, e.opts.Channel, q.ID.String())
+				args = []any{now, mode, e.opts.Channel, q.ID.String(), engine.ParkGroupReason}
 			}
 			for _, j := range idx {
 				reason := rs[j].Reason
@@ -259,7 +266,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx)...), args}
+				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx, k.gp)...), args}
 			}
 			return scriptCall{deadLetterScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
 		},

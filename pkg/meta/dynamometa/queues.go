@@ -33,6 +33,7 @@ type queueItem struct {
 	MaxReceiveCount   int               `dynamodbav:"maxReceiveCount,omitempty"`
 	ContentBasedDedup bool              `dynamodbav:"contentBasedDedup"`
 	Fairness          string            `dynamodbav:"fairness,omitempty"`
+	OnDeadLetter      string            `dynamodbav:"onDeadLetter,omitempty"`
 	Delivery          string            `dynamodbav:"delivery,omitempty"`
 	MaxCancels        *int              `dynamodbav:"maxCancels"`                     // NULL or absent: the default
 	MaxMessageBytes   int               `dynamodbav:"maxMessageBytes,omitempty"`      // absent: the default
@@ -60,7 +61,7 @@ func toQueueItem(q meta.Queue) queueItem {
 		CreatedAt: utc(q.CreatedAt), UpdatedAt: utc(q.UpdatedAt),
 		VisibilityTimeout: q.VisibilityTimeoutSeconds, Retention: q.RetentionSeconds,
 		Delay: q.DelaySeconds, ReceiveWait: q.ReceiveWaitSeconds,
-		ContentBasedDedup: q.ContentBasedDedup, Delivery: q.Delivery, Version: q.Version, Fairness: q.Fairness,
+		ContentBasedDedup: q.ContentBasedDedup, Delivery: q.Delivery, Version: q.Version, Fairness: q.Fairness, OnDeadLetter: q.OnDeadLetter,
 		MaxCancels: q.MaxCancels, MaxMessageBytes: q.MaxMessageBytes, Tags: q.Tags, SQSAttributes: q.SQSAttributes,
 		GroupPolicy: q.GroupPolicy, GroupAffinity: q.GroupAffinitySeconds, MaxGroups: q.MaxGroupsPerConsumer,
 	}
@@ -82,7 +83,7 @@ func (it queueItem) queue() (meta.Queue, error) {
 		CreatedAt: utc(it.CreatedAt), UpdatedAt: utc(it.UpdatedAt),
 		VisibilityTimeoutSeconds: it.VisibilityTimeout, RetentionSeconds: it.Retention,
 		DelaySeconds: it.Delay, ReceiveWaitSeconds: it.ReceiveWait,
-		ContentBasedDedup: it.ContentBasedDedup, Delivery: it.Delivery, Version: it.Version, Fairness: it.Fairness,
+		ContentBasedDedup: it.ContentBasedDedup, Delivery: it.Delivery, Version: it.Version, Fairness: it.Fairness, OnDeadLetter: it.OnDeadLetter,
 		MaxCancels: it.MaxCancels, MaxMessageBytes: it.MaxMessageBytes, Tags: nonEmpty(it.Tags), SQSAttributes: nonEmpty(it.SQSAttributes),
 		GroupPolicy: it.GroupPolicy, GroupAffinitySeconds: it.GroupAffinity, MaxGroupsPerConsumer: it.MaxGroups,
 	}
@@ -304,6 +305,7 @@ func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, erro
 		next.MaxCancels = q.MaxCancels
 		next.MaxMessageBytes = q.MaxMessageBytes
 		next.GroupPolicy, next.GroupAffinitySeconds, next.MaxGroupsPerConsumer = q.GroupPolicy, q.GroupAffinitySeconds, q.MaxGroupsPerConsumer
+		next.OnDeadLetter = q.OnDeadLetter
 		next.Tags, next.SQSAttributes = nonEmpty(q.Tags), nonEmpty(q.SQSAttributes)
 		next.Redrive = nil
 		if q.Redrive != nil {

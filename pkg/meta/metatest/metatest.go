@@ -177,6 +177,8 @@ func diffQueue(got, want meta.Queue) error {
 		got.MaxGroupsPerConsumer != want.MaxGroupsPerConsumer:
 		return fmt.Errorf("group policy %q/%d/%d, want %q/%d/%d", got.GroupPolicy, got.GroupAffinitySeconds,
 			got.MaxGroupsPerConsumer, want.GroupPolicy, want.GroupAffinitySeconds, want.MaxGroupsPerConsumer)
+	case got.OnDeadLetter != want.OnDeadLetter:
+		return fmt.Errorf("onDeadLetter %q, want %q", got.OnDeadLetter, want.OnDeadLetter)
 	case (got.Redrive == nil) != (want.Redrive == nil):
 		return errors.New("redrive presence differs")
 	case got.Redrive != nil && *got.Redrive != *want.Redrive:
@@ -467,6 +469,7 @@ func testQueueCreateGet(t *testing.T, s meta.Store) {
 		MaxCancels:        new(int), // 0 kept apart from unset
 		MaxMessageBytes:   1 << 20,
 		GroupPolicy:       "exclusive", GroupAffinitySeconds: 90, MaxGroupsPerConsumer: 7,
+		OnDeadLetter: "parkGroup",
 		// The store keeps what it is given; the API decides which combinations are valid.
 		Delivery: meta.DeliveryAtMostOnce,
 		Version:  42, // ignored: a new queue has Version 1
@@ -781,6 +784,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	upd.MaxCancels = &[]int{7}[0]
 	upd.MaxMessageBytes = 4096
 	upd.GroupPolicy, upd.GroupAffinitySeconds, upd.MaxGroupsPerConsumer = "sequenced", 30, 3
+	upd.OnDeadLetter = "park"
 	upd.UpdatedAt = base.Add(time.Minute)
 	// Fields that never change: the store keeps the stored ones.
 	upd.Name = "renamed"
@@ -796,6 +800,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	want.MaxCancels = &[]int{7}[0]
 	want.MaxMessageBytes = 4096
 	want.GroupPolicy, want.GroupAffinitySeconds, want.MaxGroupsPerConsumer = "sequenced", 30, 3
+	want.OnDeadLetter = "park"
 	want.UpdatedAt = base.Add(time.Minute)
 	want.Version = 2
 	sameQueue(t, "UpdateQueue's answer", got, want)

@@ -35,6 +35,7 @@ const (
 	CodeMoveTaskRunning         Code = "move_task_running"
 	CodeTopicExists             Code = "topic_exists"
 	CodeBindingExists           Code = "binding_exists"
+	CodeGroupNotParked          Code = "group_not_parked"
 )
 
 // codeStatus is the HTTP status of each code, for errors that arrive inside a 200 answer
@@ -43,7 +44,7 @@ var codeStatus = map[Code]int{
 	CodeInvalidArgument: 400, CodePayloadTooLarge: 413, CodeUnsupportedMediaType: 415,
 	CodeUnauthenticated: 401, CodePermissionDenied: 403, CodeNotFound: 404, CodeMethodNotAllowed: 405,
 	CodeQueueExists: 409, CodeQueueInUse: 409, CodeSubscriptionExists: 409, CodeMessageInFlight: 409, CodeMoveTaskRunning: 409,
-	CodeTopicExists: 409, CodeBindingExists: 409,
+	CodeTopicExists: 409, CodeBindingExists: 409, CodeGroupNotParked: 409,
 	CodeReceiptHandleInvalid: 400, CodeReceiptHandleStale: 410, CodeVisibilityLimitExceeded: 400,
 	CodePurgeTooSoon: 429, CodeQuotaExceeded: 403, CodeRateLimited: 429, CodeUnavailable: 503, CodeInternal: 500,
 }
@@ -111,6 +112,7 @@ var (
 	ErrMoveTaskRunning    = &Error{Code: CodeMoveTaskRunning}
 	ErrTopicExists        = &Error{Code: CodeTopicExists}
 	ErrBindingExists      = &Error{Code: CodeBindingExists}
+	ErrGroupNotParked     = &Error{Code: CodeGroupNotParked}
 	ErrRateLimited        = &Error{Code: CodeRateLimited}
 	ErrPurgeTooSoon       = &Error{Code: CodePurgeTooSoon}
 	ErrQuotaExceeded      = &Error{Code: CodeQuotaExceeded}
@@ -146,11 +148,12 @@ func IsInvalid(err error) bool {
 }
 
 // IsConflict: the resource exists already or is in use (queue_exists, queue_in_use,
-// subscription_exists, message_in_flight, move_task_running, topic_exists, binding_exists).
+// subscription_exists, message_in_flight, move_task_running, topic_exists, binding_exists,
+// group_not_parked).
 func IsConflict(err error) bool {
 	switch CodeOf(err) {
 	case CodeQueueExists, CodeQueueInUse, CodeSubscriptionExists, CodeMessageInFlight, CodeMoveTaskRunning,
-		CodeTopicExists, CodeBindingExists:
+		CodeTopicExists, CodeBindingExists, CodeGroupNotParked:
 		return true
 	}
 	return false

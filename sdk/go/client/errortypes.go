@@ -136,7 +136,7 @@ var codeFamily = map[Code]family{
 	CodeNotFound:    famNotFound,
 	CodeQueueExists: famConflict, CodeQueueInUse: famConflict, CodeSubscriptionExists: famConflict,
 	CodeMessageInFlight: famConflict, CodeMoveTaskRunning: famConflict, CodeTopicExists: famConflict,
-	CodeBindingExists:      famConflict,
+	CodeBindingExists: famConflict, CodeGroupNotParked: famConflict,
 	CodeReceiptHandleStale: famStale,
 	CodeRateLimited:        famRateLimited, CodePurgeTooSoon: famRateLimited,
 	CodeUnavailable: famUnavailable, CodeInternal: famInternal,

@@ -51,8 +51,14 @@ func (c *Client) AllProjects(ctx context.Context, page Page) iter.Seq2[Project, 
 
 // AllGroups iterates over every message group of a fifo queue (scope queues:read).
 func (c *Client) AllGroups(ctx context.Context, queue string, page Page) iter.Seq2[Group, error] {
+	return c.AllGroupsInState(ctx, queue, "", page)
+}
+
+// AllGroupsInState iterates over a fifo queue's message groups in state ("": any; scope
+// queues:read).
+func (c *Client) AllGroupsInState(ctx context.Context, queue string, state GroupState, page Page) iter.Seq2[Group, error] {
 	return pagesFrom(page.Cursor, func(cursor string) ([]Group, *string, error) {
-		p, err := c.ListGroups(ctx, queue, Page{Limit: page.Limit, Cursor: cursor})
+		p, err := c.ListGroupsInState(ctx, queue, state, Page{Limit: page.Limit, Cursor: cursor})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -180,9 +180,11 @@ type Queue struct {
 	GroupPolicy          GroupPolicy `json:"groupPolicy,omitempty"`
 	GroupAffinitySeconds int         `json:"groupAffinitySeconds,omitempty"`
 	MaxGroupsPerConsumer int         `json:"maxGroupsPerConsumer,omitempty"`
-	Delivery             Delivery    `json:"delivery"`
-	Partitions           int         `json:"partitions"`
-	Counts               QueueCounts `json:"counts"`
+	// OnDeadLetter is a fifo queue's poison policy (docs/fifo.md).
+	OnDeadLetter OnDeadLetter `json:"onDeadLetter"`
+	Delivery     Delivery     `json:"delivery"`
+	Partitions   int          `json:"partitions"`
+	Counts       QueueCounts  `json:"counts"`
 }
 
 // CreateQueueInput describes a new queue; nil settings take the service's defaults.
@@ -206,6 +208,9 @@ type CreateQueueInput struct {
 	// 1–10,000; nil: 100) tune GroupExclusive.
 	GroupAffinitySeconds *int `json:"groupAffinitySeconds,omitempty"`
 	MaxGroupsPerConsumer *int `json:"maxGroupsPerConsumer,omitempty"`
+	// OnDeadLetter is a fifo queue's poison policy; "" takes the default, continue. park and
+	// parkGroup need a Redrive.
+	OnDeadLetter OnDeadLetter `json:"onDeadLetter,omitempty"`
 	// Delivery is fixed at creation; "" takes the default, DeliveryAtLeastOnce.
 	Delivery Delivery `json:"delivery,omitempty"`
 }
@@ -230,6 +235,16 @@ const (
 	// GroupExclusive binds a group to the consumer (ConsumerID) that received its first
 	// batch; every receive of the queue must name a ConsumerID.
 	GroupExclusive GroupPolicy = "exclusive"
+)
+
+// OnDeadLetter is what a dead-letter does to the rest of a fifo group (docs/fifo.md).
+type OnDeadLetter string
+
+// Poison policies.
+const (
+	OnDeadLetterContinue  OnDeadLetter = "continue"  // the group goes on (the default)
+	OnDeadLetterPark      OnDeadLetter = "park"      // the group waits until the message comes back or it is released
+	OnDeadLetterParkGroup OnDeadLetter = "parkGroup" // the group's later messages follow it to the dead-letter queue
 )
 
 // Delivery is a queue's delivery mode (SPEC §12).
@@ -258,6 +273,7 @@ type UpdateQueueInput struct {
 	GroupPolicy              GroupPolicy // "" leaves it unchanged
 	GroupAffinitySeconds     *int
 	MaxGroupsPerConsumer     *int
+	OnDeadLetter             OnDeadLetter // "" leaves it unchanged
 }
 
 // MarshalJSON writes the PATCH body: only the fields being changed.
@@ -287,6 +303,9 @@ func (u UpdateQueueInput) MarshalJSON() ([]byte, error) {
 	}
 	if u.ContentBasedDedup != nil {
 		m["contentBasedDedup"] = *u.ContentBasedDedup
+	}
+	if u.OnDeadLetter != "" {
+		m["onDeadLetter"] = u.OnDeadLetter
 	}
 	if u.Fairness != "" {
 		m["fairness"] = u.Fairness
@@ -395,7 +414,22 @@ type Group struct {
 	InFlight bool `json:"inFlight"`
 	// ConsumerID is the consumer the group is bound to on an exclusive queue ("": none).
 	ConsumerID string `json:"consumerId"`
+	// State is GroupParked while a poison policy holds the group (docs/fifo.md).
+	State GroupState `json:"state"`
+	// ReceiveCount is the receiveCount of the group's first message.
+	ReceiveCount int `json:"receiveCount"`
+	// LastError is the reason of the dead-letter that parked the group (nil while active).
+	LastError *string `json:"lastError"`
 }
+
+// GroupState is a fifo group's state.
+type GroupState string
+
+// Group states.
+const (
+	GroupActive GroupState = "active"
+	GroupParked GroupState = "parked"
+)
 
 // GroupPage is one page of groups.
 type GroupPage struct {
@@ -405,11 +439,27 @@ type GroupPage struct {
 
 // ListGroups lists a fifo queue's message groups (scope queues:read).
 func (c *Client) ListGroups(ctx context.Context, queue string, page Page) (*GroupPage, error) {
+	return c.ListGroupsInState(ctx, queue, "", page)
+}
+
+// ListGroupsInState lists a fifo queue's message groups in state ("": any; scope
+// queues:read).
+func (c *Client) ListGroupsInState(ctx context.Context, queue string, state GroupState, page Page) (*GroupPage, error) {
 	var p GroupPage
-	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/groups", page.query(), nil, &p); err != nil {
+	q := page.query()
+	if state != "" {
+		q.Set("state", string(state))
+	}
+	if err := c.Do(ctx, http.MethodGet, "/v1/queues/"+seg(queue)+"/groups", q, nil, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// ReleaseGroup ends the parking of a fifo group a poison policy parked (scope queues:admin):
+// its messages are delivered again from its head. ErrGroupNotParked when it is not parked.
+func (c *Client) ReleaseGroup(ctx context.Context, queue, groupID string) error {
+	return c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/groups/"+seg(groupID)+"/release", nil, nil, nil)
 }
 
 // Consumer is a consumer of a queue seen in the last 5 minutes (SPEC §12).

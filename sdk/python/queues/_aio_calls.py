@@ -82,7 +82,7 @@ class AsyncCalls:
         credential): ``{"accessKeyId": <token slug>, "secretAccessKey": …}``."""
         return await self.run(self.sync.get_sqs_credentials, project, token)
 
-    async def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET, max_groups_per_consumer: int = UNSET) -> Queue:  # noqa: A002
+    async def create_queue(self, name: str, *, type: str = UNSET, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET, max_groups_per_consumer: int = UNSET, on_dead_letter: str = UNSET) -> Queue:  # noqa: A002
         """Client.create_queue, awaited. Creates a queue; ``fairness`` is "fast" (default),
         "roundRobin" or "proportional"; ``delivery="atMostOnce"`` (standard only, fixed) makes
         every receive remove what it hands out; ``max_cancels`` (default 10) bounds how often
@@ -90,8 +90,10 @@ class AsyncCalls:
         is the largest message. Fifo queues: ``group_policy`` "sequenced" (default) or
         "exclusive" (a group binds to the consumer that receives it; every receive names a
         ``consumer_id``), with ``group_affinity_seconds`` (default 60) and
-        ``max_groups_per_consumer`` (default 100)."""
-        return await self.run(self.sync.create_queue, name, type=type, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, delivery=delivery, max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy, group_affinity_seconds=group_affinity_seconds, max_groups_per_consumer=max_groups_per_consumer)
+        ``max_groups_per_consumer`` (default 100); ``on_dead_letter`` ("continue", "park",
+        "parkGroup"; the last two need a ``redrive``) is what a dead-letter does to the rest
+        of its group."""
+        return await self.run(self.sync.create_queue, name, type=type, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, delivery=delivery, max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy, group_affinity_seconds=group_affinity_seconds, max_groups_per_consumer=max_groups_per_consumer, on_dead_letter=on_dead_letter)
 
     async def list_queues(self, *, limit: int | None = None, cursor: str | None = None, prefix: str | None = None) -> Page[Queue]:  # noqa: A002
         """Client.list_queues, awaited."""
@@ -107,10 +109,10 @@ class AsyncCalls:
         or name."""
         return await self.run(self.sync.get_queue, queue)
 
-    async def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET, max_groups_per_consumer: int = UNSET) -> Queue:  # noqa: A002
+    async def update_queue(self, queue: str, *, visibility_timeout_seconds: int = UNSET, retention_seconds: int = UNSET, delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET, max_groups_per_consumer: int = UNSET, on_dead_letter: str = UNSET) -> Queue:  # noqa: A002
         """Client.update_queue, awaited. Changes the settings given (``redrive=None`` removes the
         policy)."""
-        return await self.run(self.sync.update_queue, queue, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy, group_affinity_seconds=group_affinity_seconds, max_groups_per_consumer=max_groups_per_consumer)
+        return await self.run(self.sync.update_queue, queue, visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds, delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds, redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness, max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy, group_affinity_seconds=group_affinity_seconds, max_groups_per_consumer=max_groups_per_consumer, on_dead_letter=on_dead_letter)
 
     async def delete_queue(self, queue: str) -> None:  # noqa: A002
         """Client.delete_queue, awaited."""
@@ -169,14 +171,21 @@ class AsyncCalls:
         page by page."""
         return self.iterate(self.sync.all_consumers(queue, page_size=page_size))
 
-    async def list_groups(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Group]:  # noqa: A002
-        """Client.list_groups, awaited."""
-        return await self.run(self.sync.list_groups, queue, limit=limit, cursor=cursor)
+    async def list_groups(self, queue: str, *, limit: int | None = None, cursor: str | None = None, state: str | None = None) -> Page[Group]:  # noqa: A002
+        """Client.list_groups, awaited. One page of a fifo queue's groups; ``state`` ("active" or
+        "parked") lists only those."""
+        return await self.run(self.sync.list_groups, queue, limit=limit, cursor=cursor, state=state)
 
-    def all_groups(self, queue: str, *, page_size: int | None = None) -> AsyncIterator[Group]:  # noqa: A002
+    async def release_group(self, queue: str, group_id: str) -> None:  # noqa: A002
+        """Client.release_group, awaited. Releases a fifo group a poison policy parked: its
+        messages are delivered again from its head. Raises ``group_not_parked`` (409) when it
+        is not parked."""
+        return await self.run(self.sync.release_group, queue, group_id)
+
+    def all_groups(self, queue: str, *, page_size: int | None = None, state: str | None = None) -> AsyncIterator[Group]:  # noqa: A002
         """Client.all_groups, as an async iterator. Every message group of a fifo queue, page by
         page."""
-        return self.iterate(self.sync.all_groups(queue, page_size=page_size))
+        return self.iterate(self.sync.all_groups(queue, page_size=page_size, state=state))
 
     async def delete_group(self, queue: str, group_id: str) -> None:  # noqa: A002
         """Client.delete_group, awaited. Purges one message group of a fifo queue."""

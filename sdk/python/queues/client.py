@@ -59,6 +59,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/queues/{queue}/groups"): "list_groups",
     ("GET", "/v1/queues/{queue}/consumers"): "list_consumers",
     ("DELETE", "/v1/queues/{queue}/groups/{groupId}"): "delete_group",
+    ("POST", "/v1/queues/{queue}/groups/{groupId}/release"): "release_group",
     ("POST", "/v1/queues/{queue}/subscription"): "create_subscription",
     ("GET", "/v1/queues/{queue}/subscription"): "get_subscription",
     ("PATCH", "/v1/queues/{queue}/subscription"): "update_subscription",
@@ -269,14 +270,16 @@ class Client:
                      redrive: Any = UNSET, content_based_dedup: bool = UNSET, fairness: str = UNSET,
                      delivery: str = UNSET, max_cancels: int = UNSET, max_message_bytes: int = UNSET,
                      group_policy: str = UNSET, group_affinity_seconds: int = UNSET,
-                     max_groups_per_consumer: int = UNSET) -> Queue:
+                     max_groups_per_consumer: int = UNSET, on_dead_letter: str = UNSET) -> Queue:
         """Creates a queue; ``fairness`` is "fast" (default), "roundRobin" or "proportional";
         ``delivery="atMostOnce"`` (standard only, fixed) makes every receive remove what it
         hands out; ``max_cancels`` (default 10) bounds how often a message may be cancelled;
         ``max_message_bytes`` (1,024–1,048,576, default 262,144) is the largest message.
         Fifo queues: ``group_policy`` "sequenced" (default) or "exclusive" (a group binds to
         the consumer that receives it; every receive names a ``consumer_id``), with
-        ``group_affinity_seconds`` (default 60) and ``max_groups_per_consumer`` (default 100)."""
+        ``group_affinity_seconds`` (default 60) and ``max_groups_per_consumer`` (default 100);
+        ``on_dead_letter`` ("continue", "park", "parkGroup"; the last two need a
+        ``redrive``) is what a dead-letter does to the rest of its group."""
         body = {"name": name, **_settings(type=type, visibility_timeout_seconds=visibility_timeout_seconds,
                                           retention_seconds=retention_seconds, delay_seconds=delay_seconds,
                                           receive_wait_seconds=receive_wait_seconds, redrive=redrive,
@@ -284,7 +287,8 @@ class Client:
                                           delivery=delivery, max_cancels=max_cancels,
                                           max_message_bytes=max_message_bytes, group_policy=group_policy,
                                           group_affinity_seconds=group_affinity_seconds,
-                                          max_groups_per_consumer=max_groups_per_consumer)}
+                                          max_groups_per_consumer=max_groups_per_consumer,
+                                          on_dead_letter=on_dead_letter)}
         return Queue.from_dict(self.call("POST", "/v1/queues", body=body))
 
     def list_queues(self, *, limit: int | None = None, cursor: str | None = None,
@@ -304,14 +308,14 @@ class Client:
                      delay_seconds: int = UNSET, receive_wait_seconds: int = UNSET, redrive: Any = UNSET,
                      content_based_dedup: bool = UNSET, fairness: str = UNSET, max_cancels: int = UNSET,
                      max_message_bytes: int = UNSET, group_policy: str = UNSET, group_affinity_seconds: int = UNSET,
-                     max_groups_per_consumer: int = UNSET) -> Queue:
+                     max_groups_per_consumer: int = UNSET, on_dead_letter: str = UNSET) -> Queue:
         """Changes the settings given (``redrive=None`` removes the policy)."""
         body = _settings(visibility_timeout_seconds=visibility_timeout_seconds, retention_seconds=retention_seconds,
                          delay_seconds=delay_seconds, receive_wait_seconds=receive_wait_seconds,
                          redrive=redrive, content_based_dedup=content_based_dedup, fairness=fairness,
                          max_cancels=max_cancels, max_message_bytes=max_message_bytes, group_policy=group_policy,
                          group_affinity_seconds=group_affinity_seconds,
-                         max_groups_per_consumer=max_groups_per_consumer)
+                         max_groups_per_consumer=max_groups_per_consumer, on_dead_letter=on_dead_letter)
         return Queue.from_dict(self.call("PATCH", _q(queue), body=body))
 
     def delete_queue(self, queue: str) -> None:
@@ -408,13 +412,20 @@ class Client:
         """Every consumer seen in the last 5 minutes, page by page."""
         return _pages(lambda cursor: self.list_consumers(queue, limit=page_size, cursor=cursor))
 
-    def list_groups(self, queue: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Group]:
-        a = self.call("GET", _q(queue) + "/groups", {"limit": limit, "cursor": cursor})
+    def list_groups(self, queue: str, *, limit: int | None = None, cursor: str | None = None,
+                    state: str | None = None) -> Page[Group]:
+        """One page of a fifo queue's groups; ``state`` ("active" or "parked") lists only those."""
+        a = self.call("GET", _q(queue) + "/groups", {"limit": limit, "cursor": cursor, "state": state})
         return Page([Group.from_dict(g) for g in a["groups"]], a.get("nextCursor"))
 
-    def all_groups(self, queue: str, *, page_size: int | None = None) -> Iterator[Group]:
+    def release_group(self, queue: str, group_id: str) -> None:
+        """Releases a fifo group a poison policy parked: its messages are delivered again from its
+        head. Raises ``group_not_parked`` (409) when it is not parked."""
+        self.call("POST", _q(queue) + "/groups/" + _seg(group_id) + "/release")
+
+    def all_groups(self, queue: str, *, page_size: int | None = None, state: str | None = None) -> Iterator[Group]:
         """Every message group of a fifo queue, page by page."""
-        return _pages(lambda cursor: self.list_groups(queue, limit=page_size, cursor=cursor))
+        return _pages(lambda cursor: self.list_groups(queue, limit=page_size, cursor=cursor, state=state))
 
     def delete_group(self, queue: str, group_id: str) -> None:
         """Purges one message group of a fifo queue."""

@@ -22,6 +22,7 @@ CODE_STATUS: dict[str, int] = {
     "binding_exists": 409,
     "message_in_flight": 409,
     "move_task_running": 409,
+    "group_not_parked": 409,
     "receipt_handle_invalid": 400,
     "receipt_handle_stale": 410,
     "visibility_limit_exceeded": 400,
@@ -148,7 +149,7 @@ class NotFoundError(QueuesError):
 
 class ConflictError(QueuesError):
     """409: the resource exists already, is in use, the message is in flight, a move task
-    runs."""
+    runs, the group is not parked (``group_not_parked``)."""
 
 
 class AlreadyExistsError(ConflictError):
@@ -197,6 +198,7 @@ _BY_CODE: dict[str, type[QueuesError]] = {
     "queue_in_use": ConflictError,
     "message_in_flight": ConflictError,
     "move_task_running": ConflictError,
+    "group_not_parked": ConflictError,
     "receipt_handle_stale": StaleReceiptError,
     "rate_limited": RateLimitedError,
     "purge_too_soon": PurgeTooSoonError,

@@ -186,6 +186,8 @@ class Queue(Model):
     group_policy: str | None = None
     group_affinity_seconds: int | None = None
     max_groups_per_consumer: int | None = None
+    #: Fifo poison policy: ``"continue"``, ``"park"`` or ``"parkGroup"`` (docs/fifo.md).
+    on_dead_letter: str = "continue"
     #: ``"atLeastOnce"`` or ``"atMostOnce"`` (fixed at creation, standard queues only).
     delivery: str = "atLeastOnce"
     partitions: int = 0
@@ -276,6 +278,12 @@ class Group(Model):
     in_flight: bool = False
     #: On an exclusive queue, the consumer the group is bound to (None: not bound).
     consumer_id: str | None = None
+    #: ``"active"``, or ``"parked"`` while a poison policy (``on_dead_letter``) holds it.
+    state: str = "active"
+    #: The receiveCount of the group's first message.
+    receive_count: int = 0
+    #: The reason of the dead-letter that parked the group (None while active).
+    last_error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -327,6 +327,23 @@ class ClientTest(unittest.TestCase):
         self.c.delete_group(name, "b")
         self.assertEqual([g.group_id for g in self.c.list_groups(name).items], ["a"])
 
+    def test_poison_policy(self) -> None:
+        name = unique("ledger")
+        dlq = self.c.create_queue(name + "-dlq", type="fifo")
+        q = self.c.create_queue(name, type="fifo", on_dead_letter="park", redrive=Redrive(dlq.id, 5))
+        self.assertEqual(q.on_dead_letter, "park")
+        self.c.send_batch(name, [SendMessage("a1", group_id="a"), SendMessage("a2", group_id="a")])
+        got = self.c.receive(name, max_messages=1, wait_seconds=0)
+        self.c.dead_letter(got[0].receipt_handle, "poison")
+        parked = list(self.c.all_groups(name, state="parked"))
+        self.assertEqual([(g.group_id, g.state, g.messages, g.receive_count, g.last_error) for g in parked],
+                         [("a", "parked", 1, 0, "poison")])
+        self.c.release_group(name, "a")
+        with self.assertRaises(QueuesError) as cm:
+            self.c.release_group(name, "a")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("group_not_parked", 409))
+        self.assertEqual([g.state for g in self.c.list_groups(name, state="active").items], ["active"])
+
     def test_subscription_routes(self) -> None:
         name = self.c.create_queue(unique("sub")).name
         s = self.c.create_subscription(name, "http://127.0.0.1:9/push", batch_size=5, paused=True)

@@ -444,13 +444,26 @@ export class QueuesClient {
 
   // ---- groups (fifo) ----
 
-  listGroups(queue: string, o: PageOptions = {}): Promise<api.GroupList> {
-    return this.call('listGroups', { path: { queue }, query: { limit: o.limit, cursor: o.cursor }, signal: o.signal });
+  /** One page of a fifo queue's message groups; `state` lists only the `active` or `parked` ones. */
+  listGroups(queue: string, o: PageOptions & { state?: api.GroupState } = {}): Promise<api.GroupList> {
+    return this.call('listGroups', {
+      path: { queue },
+      query: { limit: o.limit, cursor: o.cursor, state: o.state },
+      signal: o.signal,
+    });
   }
 
-  /** Every message group of a fifo queue, page by page. */
-  allGroups(queue: string, o: IterOptions = {}): AsyncGenerator<api.Group> {
+  /** Every message group of a fifo queue (in `state`, when given), page by page. */
+  allGroups(queue: string, o: IterOptions & { state?: api.GroupState } = {}): AsyncGenerator<api.Group> {
     return paginate((cursor) => this.listGroups(queue, { ...o, cursor }), (p) => p.groups);
+  }
+
+  /**
+   * Releases a fifo group a poison policy (`onDeadLetter`) parked: its messages are delivered
+   * again from its head (docs/fifo.md). `group_not_parked` (409) when it is not parked.
+   */
+  async releaseGroup(queue: string, groupId: string, o: CallOptions = {}): Promise<void> {
+    await this.call('releaseGroup', { path: { queue, groupId }, signal: o.signal });
   }
 
   /** Purges one message group of a fifo queue. */

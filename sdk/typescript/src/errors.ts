@@ -92,6 +92,7 @@ const classes: Record<string, ErrorClass> = {
   subscription_exists: ConflictError,
   topic_exists: ConflictError,
   binding_exists: ConflictError,
+  group_not_parked: ConflictError,
   move_task_running: ConflictError,
   message_in_flight: ConflictError,
   receipt_handle_stale: StaleReceiptError,

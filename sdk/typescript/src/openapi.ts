@@ -5,11 +5,11 @@
  * A stable error code. Each maps to one HTTP status: 400 `invalid_argument`,
  * `receipt_handle_invalid`, `visibility_limit_exceeded`; 401 `unauthenticated`;
  * 403 `permission_denied`, `quota_exceeded`; 404 `not_found`; 405 `method_not_allowed`; 409 `queue_exists`,
- * `queue_in_use`, `subscription_exists`, `message_in_flight`, `move_task_running`, `topic_exists`, `binding_exists`; 410 `receipt_handle_stale`;
+ * `queue_in_use`, `subscription_exists`, `message_in_flight`, `move_task_running`, `topic_exists`, `binding_exists`, `group_not_parked`; 410 `receipt_handle_stale`;
  * 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`,
  * `purge_too_soon`; 500 `internal`; 503 `unavailable`.
  */
-export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "topic_exists" | "binding_exists" | "move_task_running" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "quota_exceeded" | "rate_limited" | "unavailable" | "internal" | "message_in_flight";
+export type ErrorCode = "invalid_argument" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "permission_denied" | "not_found" | "method_not_allowed" | "queue_exists" | "queue_in_use" | "subscription_exists" | "topic_exists" | "binding_exists" | "move_task_running" | "receipt_handle_invalid" | "receipt_handle_stale" | "visibility_limit_exceeded" | "purge_too_soon" | "quota_exceeded" | "rate_limited" | "unavailable" | "internal" | "message_in_flight" | "group_not_parked";
 
 export interface ErrorBody {
   code: ErrorCode;
@@ -227,6 +227,7 @@ export interface Queue {
   groupPolicy?: GroupPolicy;
   groupAffinitySeconds?: GroupAffinitySeconds;
   maxGroupsPerConsumer?: MaxGroupsPerConsumer;
+  onDeadLetter: OnDeadLetter;
   delivery: Delivery;
   /** Raised by the service as the send rate grows. */
   partitions: number;
@@ -254,8 +255,22 @@ export interface CreateQueueRequest {
   groupPolicy?: GroupPolicy;
   groupAffinitySeconds?: GroupAffinitySeconds;
   maxGroupsPerConsumer?: MaxGroupsPerConsumer;
+  onDeadLetter?: OnDeadLetter;
   delivery?: Delivery;
 }
+
+/**
+ * A fifo queue's poison policy (docs/fifo.md): what a dead-letter does to the rest of
+ * its group. `continue` (the default): the group goes on with its next message.
+ * `park`: the group waits, its other messages and later sends undelivered, until the
+ * dead-lettered message is moved back (a move task; it takes its old place at the head)
+ * or the group is released (`POST …/groups/{groupId}/release`). `parkGroup`: the group's
+ * later messages follow the dead-lettered one to the dead-letter queue in order (reason
+ * `parkGroup`), and the group waits until a move task brought all of them back, each to
+ * its old place, or it is released. `park` and `parkGroup` need a `redrive` policy and a
+ * fifo queue (`400` naming `onDeadLetter` otherwise).
+ */
+export type OnDeadLetter = "continue" | "park" | "parkGroup";
 
 /**
  * `atLeastOnce`: a receive leases messages (in flight until settled or the deadline).
@@ -281,6 +296,7 @@ export interface UpdateQueueRequest {
   groupPolicy?: GroupPolicy;
   groupAffinitySeconds?: GroupAffinitySeconds;
   maxGroupsPerConsumer?: MaxGroupsPerConsumer;
+  onDeadLetter?: OnDeadLetter;
 }
 
 export interface PurgeResult {
@@ -741,7 +757,22 @@ export interface Group {
    * when the group is not bound (always null on a sequenced queue).
    */
   consumerId?: ConsumerId | null;
+  state: GroupState;
+  /** The receiveCount of the group's first message (0 when it has none). */
+  receiveCount: number;
+  /**
+   * The reason of the dead-letter that parked the group (`maxReceiveCount`,
+   * `max_cancels`, or the reason a consumer gave); null while the group is active.
+   */
+  lastError: string | null;
 }
+
+/**
+ * `parked`: a poison policy (`onDeadLetter`) holds the group after a dead-letter; none
+ * of its messages is delivered until its dead-lettered messages come back or it is
+ * released. A parked group is listed even when it holds no message.
+ */
+export type GroupState = "active" | "parked";
 
 export interface GroupList {
   groups: Group[];

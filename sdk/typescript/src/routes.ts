@@ -32,6 +32,7 @@ export const routes = {
   listGroups: { method: 'GET', path: '/v1/queues/{queue}/groups', client: ['listGroups'] },
   listConsumers: { method: 'GET', path: '/v1/queues/{queue}/consumers', client: ['listConsumers'] },
   deleteGroup: { method: 'DELETE', path: '/v1/queues/{queue}/groups/{groupId}', client: ['deleteGroup'] },
+  releaseGroup: { method: 'POST', path: '/v1/queues/{queue}/groups/{groupId}/release', client: ['releaseGroup'] },
   createSubscription: { method: 'POST', path: '/v1/queues/{queue}/subscription', client: ['createSubscription'] },
   getSubscription: { method: 'GET', path: '/v1/queues/{queue}/subscription', client: ['getSubscription'] },
   updateSubscription: { method: 'PATCH', path: '/v1/queues/{queue}/subscription', client: ['updateSubscription'] },

@@ -397,9 +397,34 @@ describe('messages and receipts', () => {
     assert.equal(m!.sequenceNumber, sent.messages[0]?.sequenceNumber);
     const groups = await c.listGroups(name, { limit: 10 });
     const g1 = groups.groups.find((g) => g.groupId === 'g1');
-    assert.deepEqual(g1, { groupId: 'g1', messages: 2, inFlight: true, consumerId: null });
+    assert.deepEqual(g1, { groupId: 'g1', messages: 2, inFlight: true, consumerId: null, state: 'active', receiveCount: 1, lastError: null });
     await c.deleteGroup(name, 'g1');
     assert.deepEqual((await c.listGroups(name)).groups.map((g) => g.groupId), ['g2']);
+  });
+
+  test('fifo poison policy: park, the parked groups, release', async () => {
+    const dlq = qname('pd');
+    const dl = await c.createQueue({ name: dlq, type: 'fifo' });
+    const name = qname('p');
+    const q = await c.createQueue({
+      name,
+      type: 'fifo',
+      onDeadLetter: 'park',
+      redrive: { deadLetterQueue: dl.id, maxReceiveCount: 5 },
+    });
+    assert.equal(q.onDeadLetter, 'park');
+    await c.sendMessages(name, [
+      { body: '1', groupId: 'g' },
+      { body: '2', groupId: 'g' },
+    ]);
+    const [m] = await c.receive(name, { waitSeconds: 1, maxMessages: 1 });
+    await c.deadLetter(m!.receiptHandle!, 'poison');
+    const parked = [];
+    for await (const g of c.allGroups(name, { state: 'parked' })) parked.push(g);
+    assert.deepEqual(parked, [{ groupId: 'g', messages: 1, inFlight: false, state: 'parked', receiveCount: 0, lastError: 'poison' }]);
+    await c.releaseGroup(name, 'g');
+    await assert.rejects(c.releaseGroup(name, 'g'), (e: unknown) => e instanceof sdk.ConflictError && e.code === 'group_not_parked');
+    assert.deepEqual((await c.listGroups(name, { state: 'parked' })).groups, []);
   });
 });
 

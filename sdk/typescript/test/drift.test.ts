@@ -56,7 +56,7 @@ test("every operation's query parameters reach the wire", async () => {
   await c.listProjects({ limit: 1, cursor: 'c' });
   await c.listQueues({ limit: 1, cursor: 'c', prefix: 'p' });
   await c.browseMessages('q', { state: 'visible', limit: 1, cursor: 'c' });
-  await c.listGroups('q', { limit: 1, cursor: 'c' });
+  await c.listGroups('q', { limit: 1, cursor: 'c', state: 'parked' });
   await c.listConsumers('q', { limit: 1, cursor: 'c' });
   await c.listSubscriptionAttempts('q', { limit: 1, cursor: 'c' });
   await c.listMoveTasks('q', { limit: 1, cursor: 'c' });

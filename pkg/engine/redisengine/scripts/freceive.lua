@@ -1,19 +1,24 @@
 -- freceive: claim up to max messages of a fifo partition, a group's batch at a time.
 -- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 o (dead-letter outbox),
---       11 gb, 12 gx (group bindings, prelude.lua), 13 B, [14 P] (stored bytes)
+--       11 gb, 12 gx (group bindings, prelude.lua), 13 gp (parked groups), 14 B, [15 P]
+--       (stored bytes)
 -- ARGV: 1 now ms, 2 max, 3 visibility ms, 4 maxReceiveCount (0: no redrive policy),
 --       5 groups looked at at most, 6 messages looked at at most, 7 redrive reason,
 --       8 attribute filter (prelude.lua: fparse; "": none), 9 scan byte budget (with a
 --       filter: bytes of stored messages read at most, and the one that crosses it; 0: none),
 --       10 consumerId on an exclusive queue ("": sequenced), 11 affinity ms, 12 the most
---       groups a consumer holds bound, 13 groups the consumer holds bound in other partitions
+--       groups a consumer holds bound, 13 groups the consumer holds bound in other partitions,
+--       14 poison policy ("" continue, "park", "parkGroup"), 15 the dead-letter reason of the
+--       messages that follow a parkGroup dead-letter
 -- Returns: like receive.lua {nextVisibleAt ms, {id, state, payload, ...}, {id, outbox value, ...},
 --          1 when stored bytes changed else 0, {} (no priorities), messages examined,
 --          bytes of stored messages read (with a filter)}
 -- Available groups (gs, and gl entries whose time has come) are served oldest head (lowest
 -- sequence number) first; from each, consecutive messages are taken from its head while they
 -- are visible, up to what is still wanted. Expired heads are deleted and heads received
--- maxReceiveCount times move to the outbox, and the group goes on with its next message. A
+-- maxReceiveCount times move to the outbox, and the group goes on with its next message (policy
+-- continue), or is parked (prelude.lua: gpark) and gives nothing more (park), its later
+-- messages following the dead one to the outbox in order (parkGroup). A
 -- taken batch locks its group until its deadline (gl). All reads come first.
 -- With a filter (SPEC §12) a group's batch ends at its first message that does not match,
 -- which stays as it is (before the dead-letter decision): a group whose head does not match
@@ -32,13 +37,15 @@ local maxrc = tonumber(ARGV[4])
 local glimit = tonumber(ARGV[5])
 local budget = tonumber(ARGV[6])
 local K, G = fkeys()
+G.gp = KEYS[13]
+local policy = ARGV[14] or ''
 local flt, fn = false, 0
 if ARGV[8] ~= '' then flt, fn = fparse(ARGV[8]) end
 local sbytes = tonumber(ARGV[9] or '0') or 0
 if sbytes <= 0 then sbytes = math.huge end -- none given: the candidate bound alone
 local read = 0 -- bytes of candidates read (filtered)
 local deadline = now + vis
-bkeys(13)
+bkeys(14)
 local gone, moved = 0, 0
 
 local cid = ARGV[10] or ''
@@ -88,7 +95,24 @@ if excl then
 end
 table.sort(cands, function(x, y) return x[2] < y[2] end)
 local full = #av == 2 * glimit or #due == glimit
-local take, drop, dead, over = {}, {}, {}, {}
+local take, drop, dead, over, parks = {}, {}, {}, {}, {}
+local function prefix(w) return string.sub(w.m, 1, #w.m - 16) end
+-- follow sends group g's messages after member m to the outbox behind it (parkGroup) and
+-- answers them as {id, prefix} in order. None is in flight: the group was available.
+local function follow(g, m, out)
+  for _, fm in ipairs(redis.call('ZRANGEBYLEX', G.gm, '(' .. m, ghi(g))) do
+    local w = {m = fm, id = string.sub(fm, -16)}
+    local fa, _, fea, fsa, fp = mread(KEYS[3], KEYS[4], w.id)
+    if fa and fea > now then
+      dead[#dead + 1] = {w, outbox_value(now, fsa, ARGV[15], fp, fa)}
+      moved = moved + psize(fp)
+      out[#out + 1] = {w.id, prefix(w)}
+    else
+      drop[#drop + 1] = w
+      if fa then gone = gone + psize(fp) end
+    end
+  end
+end
 local again = false
 for c, cand in ipairs(cands) do
   local g = cand[1]
@@ -135,6 +159,12 @@ for c, cand in ipairs(cands) do
       if maxrc > 0 and a - cn - pbase(payload) >= maxrc then -- cancelled deliveries do not count
         dead[#dead + 1] = {w, outbox_value(now, sa, ARGV[7], payload, a), pend(payload) and g}; skip[w.id] = true
         moved = moved + psize(payload)
+        if policy ~= '' then -- the group parks: nothing more of it now
+          local out = {{w.id, prefix(w)}}
+          if policy == 'parkGroup' then follow(g, w.m, out) end
+          parks[g] = out
+          break
+        end
       else
         take[#take + 1] = {w.id, fmt_state(a + 1, now, ea, sa, cn), payload, old}
         over[w.id] = deadline
@@ -160,7 +190,7 @@ if #take == 0 then
   if not flt and not excl and (again or full) then
     next_at = now -- unexamined candidates remain: look again at once
   else
-    local nx = redis.call('ZRANGEBYSCORE', G.gl, '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local nx = redis.call('ZRANGEBYSCORE', G.gl, '(' .. ARGV[1], '(' .. ms(PARK), 'WITHSCORES', 'LIMIT', 0, 1)
     if #nx > 0 then next_at = tonumber(nx[2]) end
     for _, pl in pairs(sched) do
       if pl and not (flt and pl[1] <= now) then -- a group passed over is no reason either
@@ -173,7 +203,6 @@ if #take == 0 then
 end
 
 -- Writes.
-local function prefix(w) return string.sub(w.m, 1, #w.m - 16) end
 for _, w in ipairs(drop) do fdel(K, G, w.id, prefix(w)) end
 local outd = {}
 for _, d in ipairs(dead) do
@@ -193,6 +222,7 @@ for _, t in ipairs(take) do
   redis.call('ZADD', KEYS[2], ms(deadline), t[1])
   outt[#outt + 1] = t[1]; outt[#outt + 1] = t[2]; outt[#outt + 1] = t[3]
 end
+for g, out in pairs(parks) do gpark(G, g, out, ARGV[7]) end
 for g, pl in pairs(sched) do gset(G, g, pl, now) end
 for g, prev in pairs(binds) do
   if prev and prev ~= cid then redis.call('ZREM', KEYS[12], prev .. '\0' .. g) end

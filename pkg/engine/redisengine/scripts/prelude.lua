@@ -164,8 +164,18 @@ local function gplace(win, skip, over)
   if n == 0 then return false end
   return {best or 0, seq_of(head.m)}
 end
--- gset writes a group's placement (false: the group is empty and leaves both sets).
+-- Parked groups (poison policies park and parkGroup; keys.go, gp): a parked group sits in gl
+-- at PARK, a score no time reaches, so no receive serves it, and gset leaves it there, empty
+-- or not, until gunpark.
+local PARK = 1125899906842624 -- 2^50 ms
+local function gparked(G, g)
+  local sc = tonumber(redis.call('ZSCORE', G.gl, g))
+  return sc ~= nil and sc >= PARK
+end
+-- gset writes a group's placement (false: the group is empty and leaves both sets); a parked
+-- group stays where it is.
 local function gset(G, g, pl, now)
+  if gparked(G, g) then return end
   if not pl then
     redis.call('ZREM', G.gs, g); redis.call('ZREM', G.gl, g)
   elseif pl[1] > now then
@@ -173,6 +183,38 @@ local function gset(G, g, pl, now)
   else
     redis.call('ZREM', G.gl, g); redis.call('ZADD', G.gs, ms(pl[2]), g)
   end
+end
+-- gpark parks group g for its messages out (dead-lettered, in group order: {id, gm member
+-- prefix} each) with reason: each is recorded under the parking's epoch, so that a move
+-- bringing it back puts it at its old place (fsend.lua); a parked group counts them on.
+local function gpark(G, g, out, reason)
+  local v = redis.call('HGET', G.gp, 'g' .. g)
+  local ep, n = nil, 0
+  if v then
+    local a, b = string.match(v, '^(%d+)|(%d+)|')
+    ep, n = a, tonumber(b)
+  end
+  if not ep then ep = tostring(redis.call('HINCRBY', G.gp, '#', 1)); n = 0 end
+  for _, e in ipairs(out) do redis.call('HSET', G.gp, 'i' .. e[1], ep .. '|' .. e[2]) end
+  redis.call('HSET', G.gp, 'g' .. g, ep .. '|' .. (n + #out) .. '|' .. reason)
+  redis.call('ZREM', G.gs, g)
+  redis.call('ZADD', G.gl, ms(PARK), g)
+end
+-- gunpark ends group g's parking and places it from its messages; true when it became
+-- available now.
+local function gunpark(G, g, now)
+  redis.call('HDEL', G.gp, 'g' .. g)
+  redis.call('ZREM', G.gl, g)
+  local pl = gplace(gread(G, g, 0, WIN), {}, {})
+  gset(G, g, pl, now)
+  return pl and pl[1] <= now
+end
+-- gparkinfo reads group g's parking: epoch, messages out, reason (nil when not parked).
+local function gparkinfo(G, g)
+  local v = redis.call('HGET', G.gp, 'g' .. g)
+  if not v then return nil end
+  local ep, n, reason = string.match(v, '^(%d+)|(%d+)|(.*)$')
+  return ep, tonumber(n), reason
 end
 -- gavail tells whether group g is available now (read only).
 local function gavail(G, g, now)
