@@ -421,7 +421,7 @@ describe('messages and receipts', () => {
     await c.deadLetter(m!.receiptHandle!, 'poison');
     const parked = [];
     for await (const g of c.allGroups(name, { state: 'parked' })) parked.push(g);
-    assert.deepEqual(parked, [{ groupId: 'g', messages: 1, inFlight: false, state: 'parked', receiveCount: 0, lastError: 'poison' }]);
+    assert.deepEqual(parked, [{ groupId: 'g', messages: 1, inFlight: false, state: 'parked', receiveCount: 0, lastError: 'poison', consumerId: null }]);
     await c.releaseGroup(name, 'g');
     await assert.rejects(c.releaseGroup(name, 'g'), (e: unknown) => e instanceof sdk.ConflictError && e.code === 'group_not_parked');
     assert.deepEqual((await c.listGroups(name, { state: 'parked' })).groups, []);
@@ -581,6 +581,9 @@ describe('operations', () => {
   test('health and readiness', async () => {
     assert.deepEqual(await c.health(), { status: 'ok' });
     assert.deepEqual(await c.ready(), { status: 'ready' });
+  });
+  test('push JWKS: 404 where the deployment has no public URL', async () => {
+    await rejects(c.pushJwks(), 'not_found', 404);
   });
 });
 
