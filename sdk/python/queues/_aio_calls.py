@@ -10,7 +10,7 @@ from .client import UNSET
 if TYPE_CHECKING:
     from .client import Client
     from .errors import QueuesError
-    from .models import (BrowsedMessage, ConsumerInfo, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
+    from .models import (BrowsedMessage, ConsumerInfo, FlowControl, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
                          PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription,
                          TokenCreated, UsageHour)
     from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay, StateEntry, Topic
