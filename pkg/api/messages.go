@@ -648,23 +648,12 @@ func (s *Server) listGroups(c echo.Context) error {
 }
 
 // releaseGroup ends a parked group's parking (POST …/groups/{group}/release, docs/fifo.md).
-func (s *Server) releaseGroup(c echo.Context) error {
-	g, uerr := url.PathUnescape(c.Param("group"))
-	if uerr != nil || !groupIDPattern.MatchString(g) {
-		return apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)")
-	}
-	eq, ctx, cancel, err := s.fifoQueue(c)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	if err := s.cfg.Engine.ReleaseGroup(ctx, eq, g); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
-}
+func (s *Server) releaseGroup(c echo.Context) error { return s.groupAction(c, s.cfg.Engine.ReleaseGroup) }
 
-func (s *Server) purgeGroup(c echo.Context) error {
+func (s *Server) purgeGroup(c echo.Context) error { return s.groupAction(c, s.cfg.Engine.PurgeGroup) }
+
+// groupAction runs op on the fifo queue's group the path names and answers 204.
+func (s *Server) groupAction(c echo.Context, op func(context.Context, engine.Queue, string) error) error {
 	g, uerr := url.PathUnescape(c.Param("group"))
 	if uerr != nil || !groupIDPattern.MatchString(g) {
 		return apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)")
@@ -674,7 +663,7 @@ func (s *Server) purgeGroup(c echo.Context) error {
 		return err
 	}
 	defer cancel()
-	if err := s.cfg.Engine.PurgeGroup(ctx, eq, g); err != nil {
+	if err := op(ctx, eq, g); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -131,27 +131,23 @@ func healthRows(h *client.SubscriptionHealth) [][2]string {
 }
 
 func (c *cli) subCreateCmd() *cobra.Command {
-	var endpoint string
-	var batchSize, window, inFlight intValue
-	var timeout, disableAfter secondsValue
+	var sf subFlags
 	var paused bool
-	var flow flowFlags
 	cmd := c.leaf(clientSpec{
 		use: "create QUEUE", short: "subscribe an https endpoint to a queue (prints the signing secret once)", minArgs: 1, maxArgs: 1,
 		example: `  queues sub create orders --endpoint https://example.com/hooks/orders
   queues sub create orders --endpoint https://example.com/hooks/orders --batch-size 5 --timeout 10s --paused`,
 		completeArgs: c.queueArg,
 		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
-			if endpoint == "" {
+			if sf.endpoint == "" {
 				return usagef("--endpoint is required")
 			}
-			in := client.SubscriptionInput{Endpoint: endpoint, BatchSize: batchSize.ptr(), BatchWindowMs: window.ptr(), MaxInFlight: inFlight.ptr(), TimeoutSeconds: timeout.ptr(),
-				DisableAfterSeconds: disableAfter.ptr()}
+			in, err := sf.input()
+			if err != nil {
+				return err
+			}
 			if paused {
 				in.Paused = client.Bool(true)
-			}
-			if err := flow.apply(&in); err != nil {
-				return err
 			}
 			s, err := c.client.CreateSubscription(ctx, args[0], in)
 			if err != nil {
@@ -160,16 +156,74 @@ func (c *cli) subCreateCmd() *cobra.Command {
 			return c.out(s, func(w io.Writer) { printSub(w, s) })
 		},
 	})
-	f := cmd.Flags()
-	f.StringVar(&endpoint, "endpoint", "", "the https URL pushes go to (required)")
-	f.Var(&batchSize, "batch-size", "messages per push, 1-100 (default 10)")
-	f.Var(&window, "batch-window-ms", "how long to wait to fill a batch, 0-10000 ms (default 0)")
-	f.Var(&inFlight, "max-in-flight", "concurrent pushes, 1-100 (default 10)")
-	f.Var(&timeout, "timeout", "push timeout, 1-60 s (default 30)")
-	f.BoolVar(&paused, "paused", false, "create it paused")
-	f.Var(&disableAfter, "disable-after", "disable it after every push failed this long, e.g. 48h (default 120h; 0 never)")
-	flow.add(cmd)
+	sf.add(cmd, true)
+	cmd.Flags().BoolVar(&paused, "paused", false, "create it paused")
 	return cmd
+}
+
+func (c *cli) subUpdateCmd() *cobra.Command {
+	var sf subFlags
+	cmd := c.leaf(clientSpec{
+		use: "update QUEUE", short: "change a subscription's settings (only the flags given)", minArgs: 1, maxArgs: 1,
+		example: `  queues sub update orders --max-messages-per-second 500
+  queues sub update orders --flow-key customer --flow-parallelism 2 --flow-messages-per-second 10
+  queues sub update orders --no-flow-control`,
+		completeArgs: c.queueArg,
+		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
+			in, err := sf.input()
+			if err != nil {
+				return err
+			}
+			s, err := c.client.UpdateSubscription(ctx, args[0], in)
+			if err != nil {
+				return err
+			}
+			return c.out(s, func(w io.Writer) { printSub(w, s) })
+		},
+	})
+	sf.add(cmd, false)
+	return cmd
+}
+
+// subFlags are the settings flags sub create and sub update share.
+type subFlags struct {
+	endpoint                    string
+	batchSize, window, inFlight intValue
+	timeout, disableAfter       secondsValue
+	flow                        flowFlags
+}
+
+// add defines the flags on cmd; create's help names the defaults an unset flag takes.
+func (sf *subFlags) add(cmd *cobra.Command, create bool) {
+	def := func(d string) string {
+		if create {
+			return " (default " + d + ")"
+		}
+		return ""
+	}
+	f := cmd.Flags()
+	if create {
+		f.StringVar(&sf.endpoint, "endpoint", "", "the https URL pushes go to (required)")
+	} else {
+		f.StringVar(&sf.endpoint, "endpoint", "", "a new https URL for the pushes")
+	}
+	f.Var(&sf.batchSize, "batch-size", "messages per push, 1-100"+def("10"))
+	f.Var(&sf.window, "batch-window-ms", "how long to wait to fill a batch, 0-10000 ms"+def("0"))
+	f.Var(&sf.inFlight, "max-in-flight", "concurrent pushes, 1-100"+def("10"))
+	f.Var(&sf.timeout, "timeout", "push timeout, 1-60 s"+def("30"))
+	never := " (0 never)"
+	if create {
+		never = " (default 120h; 0 never)"
+	}
+	f.Var(&sf.disableAfter, "disable-after", "disable it after every push failed this long, e.g. 48h"+never)
+	sf.flow.add(cmd)
+}
+
+// input is the subscription input of the flags given.
+func (sf *subFlags) input() (client.SubscriptionInput, error) {
+	in := client.SubscriptionInput{Endpoint: sf.endpoint, BatchSize: sf.batchSize.ptr(), BatchWindowMs: sf.window.ptr(),
+		MaxInFlight: sf.inFlight.ptr(), TimeoutSeconds: sf.timeout.ptr(), DisableAfterSeconds: sf.disableAfter.ptr()}
+	return in, sf.flow.apply(&in)
 }
 
 // flowFlags are the rate and keyed flow control flags of sub create and sub update.
@@ -204,41 +258,6 @@ func (ff *flowFlags) apply(in *client.SubscriptionInput) error {
 		return usagef("--flow-parallelism and --flow-messages-per-second need --flow-key")
 	}
 	return nil
-}
-
-func (c *cli) subUpdateCmd() *cobra.Command {
-	var endpoint string
-	var batchSize, window, inFlight intValue
-	var timeout, disableAfter secondsValue
-	var flow flowFlags
-	cmd := c.leaf(clientSpec{
-		use: "update QUEUE", short: "change a subscription's settings (only the flags given)", minArgs: 1, maxArgs: 1,
-		example: `  queues sub update orders --max-messages-per-second 500
-  queues sub update orders --flow-key customer --flow-parallelism 2 --flow-messages-per-second 10
-  queues sub update orders --no-flow-control`,
-		completeArgs: c.queueArg,
-		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
-			in := client.SubscriptionInput{Endpoint: endpoint, BatchSize: batchSize.ptr(), BatchWindowMs: window.ptr(), MaxInFlight: inFlight.ptr(), TimeoutSeconds: timeout.ptr(),
-				DisableAfterSeconds: disableAfter.ptr()}
-			if err := flow.apply(&in); err != nil {
-				return err
-			}
-			s, err := c.client.UpdateSubscription(ctx, args[0], in)
-			if err != nil {
-				return err
-			}
-			return c.out(s, func(w io.Writer) { printSub(w, s) })
-		},
-	})
-	f := cmd.Flags()
-	f.StringVar(&endpoint, "endpoint", "", "a new https URL for the pushes")
-	f.Var(&batchSize, "batch-size", "messages per push, 1-100")
-	f.Var(&window, "batch-window-ms", "how long to wait to fill a batch, 0-10000 ms")
-	f.Var(&inFlight, "max-in-flight", "concurrent pushes, 1-100")
-	f.Var(&timeout, "timeout", "push timeout, 1-60 s")
-	f.Var(&disableAfter, "disable-after", "disable it after every push failed this long, e.g. 48h (0 never)")
-	flow.add(cmd)
-	return cmd
 }
 
 func (c *cli) subAttemptsCmd() *cobra.Command {
