@@ -648,7 +648,9 @@ func (s *Server) listGroups(c echo.Context) error {
 }
 
 // releaseGroup ends a parked group's parking (POST …/groups/{group}/release, docs/fifo.md).
-func (s *Server) releaseGroup(c echo.Context) error { return s.groupAction(c, s.cfg.Engine.ReleaseGroup) }
+func (s *Server) releaseGroup(c echo.Context) error {
+	return s.groupAction(c, s.cfg.Engine.ReleaseGroup)
+}
 
 func (s *Server) purgeGroup(c echo.Context) error { return s.groupAction(c, s.cfg.Engine.PurgeGroup) }
 
