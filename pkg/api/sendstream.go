@@ -198,12 +198,19 @@ func (ss *sendStream) take() bool {
 	return true
 }
 
-// done1 ends one taken frame.
+// done1 ends one taken frame that was not stored.
 func (ss *sendStream) done1() {
+	ss.settle()
+	ss.taken.Done()
+}
+
+// settle records a taken frame's end as the stream's activity: it no longer counts as out.
+func (ss *sendStream) settle() {
+	now := ss.s.cfg.Clock.Now()
 	ss.mu.Lock()
 	ss.out--
+	ss.g.active = now
 	ss.mu.Unlock()
-	ss.taken.Done()
 }
 
 // parseSendFrame reads a frame: {"seq": n, "messages": […], "traceparent"?: "…"}. Only a frame
@@ -232,7 +239,7 @@ func parseSendFrame(typ websocket.MessageType, data []byte) (sendFrame, *apierr.
 func (ss *sendStream) store(ctx context.Context) {
 	for f := range ss.work {
 		ss.storeFrame(ctx, f)
-		ss.done1()
+		ss.taken.Done()
 	}
 }
 
@@ -248,8 +255,11 @@ func (ss *sendStream) storeFrame(ctx context.Context, f sendFrame) {
 		}
 	}
 	b := appendSendConfirmation(make([]byte, 0, 64+96*len(out.sent)), f.seq, out, err)
+	// The frame's confirmation is activity, and the frame is no longer out: both are recorded
+	// before the write, so a producer that read the confirmation sees a stream whose idleness
+	// counts from it.
+	ss.settle()
 	_ = ss.write(ctx, b)
-	ss.touch()
 	if err == nil {
 		// Metered once its confirmation was written, as the HTTP send meters once answered
 		// (whether or not the peer read it).
