@@ -9,9 +9,9 @@ import (
 	"github.com/queueshq/queues/pusher"
 )
 
-// TestBatchBytes: a push carries at most pusher.MaxBatchBytes (5 MiB) of messages (SPEC §4),
-// whatever its batchSize: on a queue of 1 MiB messages a receive takes no more than fit, so
-// twelve near-1 MiB messages go as 5 + 5 + 2, each received once; on a queue whose
+// TestBatchBytes: a push carries at most pusher.MaxBatchBytes (5 MiB) of messages
+// (docs/api-tour.md), whatever its batchSize: on a queue of 1 MiB messages a receive takes no more
+// than fit, so twelve near-1 MiB messages go as 5 + 5 + 2, each received once; on a queue whose
 // maxMessageBytes was lowered under the messages it holds, a batch over the bound is cut and
 // the rest given back. Every message is pushed.
 func TestBatchBytes(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// flow is a subscription's flow control (SPEC §6): the batches it may have in flight start at
+// flow is a subscription's flow control (docs/push.md): the batches it may have in flight start at
 // maxInFlight, halve (to no less than 1) on each throttle (429, 503 or timeout) and grow by one
 // per successful batch back to maxInFlight (additive increase, multiplicative decrease).
 type flow struct {

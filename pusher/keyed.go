@@ -558,7 +558,7 @@ func (w *worker) renewHeld(sub meta.Subscription, q queueInfo) {
 }
 
 // cancelHeld returns held messages that were never pushed without counting their delivery
-// (the cancel of SPEC §12, bounded by the queue's maxCancels).
+// (the cancel of docs/delivery-options.md#cancel, bounded by the queue's maxCancels).
 func (w *worker) cancelHeld(q queueInfo, msgs []engine.Received) {
 	if q.eq.AtMostOnce || len(msgs) == 0 {
 		return

@@ -20,9 +20,9 @@ import (
 	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
-// TestPushShapeAndSignature: a TLS (HTTP/2) endpoint trusted through RootCAs gets the SPEC §6
-// body, Standard Webhooks headers that the reference verifier accepts, and after a rotation
-// two signatures, one per secret.
+// TestPushShapeAndSignature: a TLS (HTTP/2) endpoint trusted through RootCAs gets the push
+// body (docs/push.md), Standard Webhooks headers that the reference verifier accepts, and after a
+// rotation two signatures, one per secret.
 func TestPushShapeAndSignature(t *testing.T) {
 	e := newEnv(t)
 	ep := newEndpoint(t, true, status(204))
@@ -561,7 +561,7 @@ func TestFIFOThroughPush(t *testing.T) {
 }
 
 // TestPriorityThroughPush: push takes the highest priority first, the oldest first within
-// one, as a receive does (SPEC §12).
+// one, as a receive does (docs/delivery-options.md#priority).
 func TestPriorityThroughPush(t *testing.T) {
 	e := newEnv(t)
 	ep := newEndpoint(t, false, status(200))
@@ -620,7 +620,7 @@ func TestAtMostOncePush(t *testing.T) {
 }
 
 // TestCancelOutcome: the outcome "cancel" returns the message at once without counting the
-// delivery (SPEC §12): it is pushed again with the same receiveCount.
+// delivery (docs/delivery-options.md#cancel): it is pushed again with the same receiveCount.
 func TestCancelOutcome(t *testing.T) {
 	e := newEnv(t)
 	q := e.queue("standard", nil)

@@ -1,4 +1,4 @@
-// Package pusher is the push delivery fleet (SPEC §6): every replica runs a Pusher, which
+// Package pusher is the push delivery fleet (docs/push.md): every replica runs a Pusher, which
 // takes a fair share of the push subscriptions through leases (Coordinator), receives their
 // messages through the queue engine like any pull consumer, POSTs them in signed batches to
 // the subscriber's endpoint and settles each message from the response.
@@ -44,7 +44,7 @@ const (
 	DefaultIdlePoll   = time.Second
 	DefaultSendMargin = time.Second
 	DefaultGrace      = 30 * time.Second
-	// DeadlineMargin is what a pushed message's deadline adds to the push timeout (SPEC §6).
+	// DeadlineMargin is what a pushed message's deadline adds to the push timeout (docs/push.md).
 	DeadlineMargin = 5 * time.Second
 )
 
@@ -70,7 +70,7 @@ type Config struct {
 	// subscription before answering it (RedisGenerations, LocalGenerations.Get). Every push
 	// first compares it with the generation its subscription copy reflects and re-reads the
 	// subscription when it moved, so no push starts under a state older than an answered
-	// change (SPEC §6), however late the announcement on Changes arrives.
+	// change (docs/push.md), however late the announcement on Changes arrives.
 	Generation func(ctx context.Context, queue ids.ID) (int64, error)
 	// Client sends the pushes; nil builds NewHTTPClient(AllowPrivate, RootCAs).
 	Client       *http.Client

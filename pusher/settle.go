@@ -12,7 +12,7 @@ import (
 // The reading of a receiver's answer is package webhook's (shared with `queues listen`);
 // these are the pusher's names for it.
 
-// MaxResponseBytes is how much of a response the pusher reads (SPEC §6).
+// MaxResponseBytes is how much of a response the pusher reads (docs/push.md).
 const MaxResponseBytes = webhook.MaxResponseBytes
 
 // Outcomes of one message, as a receiver names them in results.
@@ -21,7 +21,8 @@ const (
 	OutcomeRetry      = webhook.OutcomeRetry
 	OutcomeDeadLetter = webhook.OutcomeDeadLetter
 	OutcomeDefer      = webhook.OutcomeDefer
-	// OutcomeCancel returns the message without counting the delivery (SPEC §12).
+	// OutcomeCancel returns the message without counting the delivery
+	// (docs/delivery-options.md#cancel).
 	OutcomeCancel = webhook.OutcomeCancel
 )
 

@@ -13,9 +13,9 @@ import (
 const DefaultMaxInFlight = 1000
 
 // shares is a replica's bound on batches in flight across subscriptions, shared fairly so
-// that no tenant's slow endpoints can take every slot (SPEC §10): the projects with
-// subscriptions here split the bound evenly, and each project's share is split evenly
-// between its subscriptions. A subscription takes a slot only while it is below its share
+// that no tenant's slow endpoints can take every slot (docs/security.md#what-one-tenant-can-cost):
+// the projects with subscriptions here split the bound evenly, and each project's share is split
+// evenly between its subscriptions. A subscription takes a slot only while it is below its share
 // and its project below the project's; the shares add up to no more than the bound, so a
 // subscription below its share always finds a slot free, however long other subscriptions'
 // pushes take. (A subscription's own flow control, maxInFlight, applies inside its share.)

@@ -9,10 +9,10 @@ import (
 	"github.com/queueshq/queues/pusher"
 )
 
-// TestSlowEndpointsHoldOnlyTheirShare (SPEC §10): project A's subscription pushes to an
-// endpoint that never answers and, alone on the replica, takes the whole bound of 8 batches.
-// Then project B's subscription joins: B's share is half the bound, so B takes slots from
-// A's stuck pushes (preemption gives A's batches back) and every one of B's messages is
+// TestSlowEndpointsHoldOnlyTheirShare (docs/security.md#what-one-tenant-can-cost): project A's
+// subscription pushes to an endpoint that never answers and, alone on the replica, takes the whole
+// bound of 8 batches. Then project B's subscription joins: B's share is half the bound, so B takes
+// slots from A's stuck pushes (preemption gives A's batches back) and every one of B's messages is
 // pushed and acknowledged while A's pushes are still stuck, the bound never passed.
 func TestSlowEndpointsHoldOnlyTheirShare(t *testing.T) {
 	e := newEnv(t)

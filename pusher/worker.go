@@ -347,7 +347,7 @@ func (w *worker) collect(sub meta.Subscription, q queueInfo, watch, changed, los
 	}
 }
 
-// MaxBatchBytes bounds the messages of one push (SPEC §4: a push batch carries at most
+// MaxBatchBytes bounds the messages of one push (docs/api-tour.md: a push batch carries at most
 // 5 MiB of messages, engine.PayloadBytes each); a single message larger than that still goes,
 // alone.
 const MaxBatchBytes = 5 << 20

@@ -18,7 +18,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Bindings: a queue's sources (SPEC §14, docs/topics.md). The stored binding (filter, from)
+// Bindings: a queue's sources (docs/topics.md). The stored binding (filter, from)
 // is in Config.Topics, its fan-out state (cursor, counts, last refusal) beside the topic's
 // log in Config.TopicEngine; answers merge the two.
 

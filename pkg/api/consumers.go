@@ -12,11 +12,11 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Consumers and fairness (SPEC §12). A receive may name consumerId and maxBacklog; the engine
-// keeps the consumer's holdings (engine/consumers.go), and its receipt handles carry the
-// consumer's tag so that every settlement through /v1/receipts (or the SQS door) tells the
-// engine which holdings to change (heldSettled). The queue setting fairness decides between
-// long polls parked on the queue at the same moment (fairness.go).
+// Consumers and fairness (docs/delivery-options.md#consumers-backlogs-and-fairness). A receive may
+// name consumerId and maxBacklog; the engine keeps the consumer's holdings (engine/consumers.go),
+// and its receipt handles carry the consumer's tag so that every settlement through /v1/receipts
+// (or the SQS door) tells the engine which holdings to change (heldSettled). The queue setting
+// fairness decides between long polls parked on the queue at the same moment (fairness.go).
 
 // Fairness settings.
 const (

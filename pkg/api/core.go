@@ -18,7 +18,7 @@ import (
 // the same queues (the SQS protocol, package sqs): each does what the /v1 route does after
 // decoding its request, so both doors share one behaviour.
 
-// Setting defaults and ranges (SPEC §3), for other doors.
+// Setting defaults and ranges (docs/api-tour.md), for other doors.
 const (
 	DefaultVisibilitySeconds = defaultVisibility
 	MaxVisibilitySeconds     = maxVisibility
@@ -34,8 +34,8 @@ const FIFOSuffix = ".fifo"
 
 // ValidateQueueName checks a new queue's name (field "name"): 1 to 80 of A-Z, a-z, 0-9, _
 // and -, or, on a fifo queue, such a name ending in ".fifo" (80 in all), not starting with
-// the queue slug prefix. A name may look like a UUID (SQS code often names queues so, SPEC
-// §2): a UUID-shaped reference is tried as an id and then as a name (lookupQueue).
+// the queue slug prefix. A name may look like a UUID (SQS code often names queues so,
+// docs/api-tour.md): a UUID-shaped reference is tried as an id and then as a name (lookupQueue).
 func ValidateQueueName(name string, fifo bool) *apierr.Error {
 	switch {
 	case !looksLikeQueueName(name):
@@ -260,7 +260,7 @@ func (s *Server) Ack(ctx context.Context, ds []engine.Delivery) ([]error, error)
 	})
 }
 
-// Cancel returns deliveries without counting them (SPEC §12), as Ack does.
+// Cancel returns deliveries without counting them (docs/delivery-options.md#cancel), as Ack does.
 func (s *Server) Cancel(ctx context.Context, ds []engine.Delivery) ([]error, error) {
 	return s.byQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
 		sub := make([]engine.Delivery, len(idx))

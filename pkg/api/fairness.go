@@ -11,10 +11,10 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Fairness between waiting receives (SPEC §12). On a queue whose fairness is roundRobin or
-// proportional, the long polls parked at this replica do not race for a wake-up: the queue's
-// arbiter watches it and hands the turn to one waiter at a time, in the queue's order, until a
-// turn finds the queue empty:
+// Fairness between waiting receives (docs/delivery-options.md#consumers-backlogs-and-fairness). On
+// a queue whose fairness is roundRobin or proportional, the long polls parked at this replica do
+// not race for a wake-up: the queue's arbiter watches it and hands the turn to one waiter at a
+// time, in the queue's order, until a turn finds the queue empty:
 //
 //   - roundRobin: the consumer served longest ago first (never served: first), then the one
 //     parked longest; a waiter whose backlog is full passes its turn on;

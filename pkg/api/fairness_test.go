@@ -78,10 +78,10 @@ func recvAs(ctx context.Context, s *Server, q meta.Queue, id string, bound, max 
 		Consumer: &engine.ConsumerOf{ID: id, MaxBacklog: bound}}, wait)
 }
 
-// The seed's example (SPEC §12): consumers with backlogs 2, 4 and 10 holding 1, 3 and 4 wait
-// on a proportional queue; the next message goes to the third (share 0.4), the one after to
-// the first (0.5), then the second (0.75). They park in the order first, second, third, so
-// arrival order or a race would not give this.
+// The seed's example (docs/delivery-options.md#consumers-backlogs-and-fairness): consumers with
+// backlogs 2, 4 and 10 holding 1, 3 and 4 wait on a proportional queue; the next message goes to
+// the third (share 0.4), the one after to the first (0.5), then the second (0.75). They park in the
+// order first, second, third, so arrival order or a race would not give this.
 func TestProportionalFairnessSeedExample(t *testing.T) {
 	s, _, q := fairServer(t, FairnessProportional)
 	consumers := []struct {

@@ -10,10 +10,10 @@ import (
 	"github.com/queueshq/queues/pkg/filter"
 )
 
-// Filtered receive and browse (SPEC §12). A receive's body takes the filter object as
-// "filter"; browse and the receive stream are GETs, whose query takes it as
-// attribute.<name>=<value>, repeated: every name must match, and a name given twice lists
-// values any of which matches (attribute.color=red&attribute.color=blue). Errors name the
+// Filtered receive and browse (docs/delivery-options.md#filtered-receive-and-browse). A receive's
+// body takes the filter object as "filter"; browse and the receive stream are GETs, whose query
+// takes it as attribute.<name>=<value>, repeated: every name must match, and a name given twice
+// lists values any of which matches (attribute.color=red&attribute.color=blue). Errors name the
 // query parameter, and for one bad value its occurrence: attribute.color[1].
 
 // filterQueryPrefix begins every filter parameter of a query.

@@ -13,9 +13,9 @@ import (
 )
 
 // sendRules are what a send's messages are checked against: the queue's type and retention
-// (a standard queue's per-message delay goes up to its retention, SPEC §13) and the time the
-// send arrived (deliverAt is relative to it), and the queue's maxMessageBytes (0: the
-// ceiling, engine.MaxMessageBytes).
+// (a standard queue's per-message delay goes up to its retention,
+// docs/lifecycle.md#long-delays-and-deliverat) and the time the send arrived (deliverAt is relative
+// to it), and the queue's maxMessageBytes (0: the ceiling, engine.MaxMessageBytes).
 type sendRules struct {
 	fifo      bool
 	retention time.Duration
@@ -72,8 +72,8 @@ func parseSchedule(o *object, m *engine.Message, r sendRules) *apierr.Error {
 	return nil
 }
 
-// parseConflation reads key and merge (SPEC §13; standard queues only). A "patch" body must
-// be a JSON object.
+// parseConflation reads key and merge (docs/lifecycle.md#conflation-and-delta-publish; standard
+// queues only). A "patch" body must be a JSON object.
 func parseConflation(o *object, m *engine.Message, fifo bool) *apierr.Error {
 	key, ok, err := o.str("key")
 	if err != nil {
@@ -113,8 +113,9 @@ func parseConflation(o *object, m *engine.Message, fifo bool) *apierr.Error {
 	return nil
 }
 
-// deleteMessage removes one visible or delayed message (SPEC §13): 204; 409
-// message_in_flight while a consumer holds it; 404 when the queue holds no such message.
+// deleteMessage removes one visible or delayed message
+// (docs/lifecycle.md#delete-a-waiting-message): 204; 409 message_in_flight while a consumer holds
+// it; 404 when the queue holds no such message.
 func (s *Server) deleteMessage(c echo.Context) error {
 	id, perr := ids.ParseUUID(c.Param("message"))
 	if perr != nil {

@@ -28,7 +28,7 @@ type sendOK struct {
 	SequenceNumber seqNumber `json:"sequenceNumber,omitempty"`
 }
 
-// seqNumber is a fifo sequence number, a JSON decimal string (SPEC §5) as received messages
+// seqNumber is a fifo sequence number, a JSON decimal string (docs/fifo.md) as received messages
 // carry it; kept as a number so that the send's hot path formats it into the answer's buffer
 // (appendSendAnswer) instead of allocating a string. Sequence numbers start at 1: 0 is none.
 type seqNumber uint64
@@ -174,8 +174,8 @@ func parseAttributes(o *object, bodyBytes, limit int) (map[string]string, *apier
 	return attrs, nil
 }
 
-// parsePriority reads a message's priority (SPEC §12): 0 to 9 on standard queues; a fifo
-// queue takes only 0, its order being the group's.
+// parsePriority reads a message's priority (docs/delivery-options.md#priority): 0 to 9 on standard
+// queues; a fifo queue takes only 0, its order being the group's.
 func parsePriority(o *object, m *engine.Message, fifo bool) *apierr.Error {
 	p, ok, err := o.integer("priority", 0, engine.MaxPriority)
 	if err != nil || !ok {
@@ -361,7 +361,8 @@ func attrsOut(a map[string]string) map[string]string {
 	return a
 }
 
-// prioOut is a message's priority as answered: on standard queues only (SPEC §12).
+// prioOut is a message's priority as answered: on standard queues only
+// (docs/delivery-options.md#priority).
 func prioOut(fifo bool, p int) *int {
 	if fifo {
 		return nil
@@ -430,7 +431,7 @@ func (s *Server) receive(c echo.Context) error {
 
 // receivedOut is the answer's form of received messages, receipt handles signed. A message of
 // an at-most-once queue was removed by its receive: it has neither a handle nor a deadline,
-// and the fields are left out (SPEC §12: no receiptHandle).
+// and the fields are left out (docs/delivery-options.md#at-most-once-queues: no receiptHandle).
 func (s *Server) receivedOut(q meta.Queue, msgs []engine.Received) []receivedJSON {
 	fifo := q.Type == string(engine.FIFO)
 	amo := q.AtMostOnce()
@@ -493,7 +494,8 @@ func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 			// Only a receive that found nothing watches (most find messages at once), and it
 			// looks once more after it started watching, so a send in between is not missed.
 			// A filtered one is woken only by sends that may hold a message it selects, so a
-			// storm of others costs it nothing (SPEC §12).
+			// storm of others costs it nothing
+			// (docs/delivery-options.md#consumers-backlogs-and-fairness).
 			ch, stop := s.cfg.Engine.WatchFilter(q.ID, req.Filter)
 			defer stop()
 			wake = ch

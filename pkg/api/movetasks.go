@@ -16,8 +16,8 @@ import (
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
-// Move tasks (SPEC §13): the routes write and read tasks in the metadata store; the replicas'
-// movetask.Runner does the moving.
+// Move tasks (docs/redrive.md): the routes write and read tasks in the metadata store; the
+// replicas' movetask.Runner does the moving.
 const (
 	defaultMoveRate = 500
 	maxMoveRate     = 10_000
@@ -26,7 +26,7 @@ const (
 
 var moveTaskFields = []string{"destination", "filter", "maxMessagesPerSecond", "dryRun", "action"}
 
-// MoveTaskRequest is what starting a move task asks for (SPEC §13).
+// MoveTaskRequest is what starting a move task asks for (docs/redrive.md).
 type MoveTaskRequest struct {
 	// Destination is the queue moved to; nil: each message back to its dead-letter source.
 	// A delete task has none.
@@ -165,7 +165,7 @@ func moveAction(o *object) (string, *apierr.Error) {
 	return a, nil
 }
 
-// StartMoveTask starts a move task of src (SPEC §13) as req asks: it is stored running, and
+// StartMoveTask starts a move task of src (docs/redrive.md) as req asks: it is stored running, and
 // the runner counts toMove, then moves; a dry run is a task too, which ends once counted. It
 // is the /v1 route's and the SQS door's StartMessageMoveTask.
 func (s *Server) StartMoveTask(ctx context.Context, src meta.Queue, req MoveTaskRequest) (meta.MoveTask, error) {

@@ -16,7 +16,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Publish (SPEC §14, docs/topics.md): a send's body and per-message failures, each message
+// Publish (docs/topics.md): a send's body and per-message failures, each message
 // appended to the topic's log at the next sequence.
 
 type publishOK struct {

@@ -16,7 +16,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Queue setting defaults and ranges (SPEC §3).
+// Queue setting defaults and ranges (docs/api-tour.md).
 const (
 	defaultVisibility = 30
 	maxVisibility     = 43200
@@ -88,10 +88,10 @@ func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
 	return out
 }
 
-// lookupQueue resolves the {queue} path value of the caller's project (SPEC §2): a UUID-shaped
-// value is tried as an id and then as a name (a name may look like a UUID; one equal to another
-// queue's id is then reached by its own id or slug), a que_ value is a slug, anything else a
-// name. Another project's queue is NotFound, the same answer as a missing one.
+// lookupQueue resolves the {queue} path value of the caller's project (docs/api-tour.md): a
+// UUID-shaped value is tried as an id and then as a name (a name may look like a UUID; one equal to
+// another queue's id is then reached by its own id or slug), a que_ value is a slug, anything else
+// a name. Another project's queue is NotFound, the same answer as a missing one.
 func (s *Server) lookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error) {
 	switch {
 	case ids.LooksLikeUUID(ref):
@@ -324,8 +324,8 @@ func (s *Server) createQueue(c echo.Context) error {
 	return c.JSON(http.StatusCreated, s.queueOut(q, engine.Stats{Partitions: 1}))
 }
 
-// delivery reads a new queue's delivery mode (SPEC §12): atLeastOnce (the default) or
-// atMostOnce, which only a standard queue may have.
+// delivery reads a new queue's delivery mode (docs/delivery-options.md#at-most-once-queues):
+// atLeastOnce (the default) or atMostOnce, which only a standard queue may have.
 func delivery(o *object, typ string) (string, *apierr.Error) {
 	v, ok, err := o.str("delivery")
 	switch {

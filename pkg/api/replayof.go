@@ -6,9 +6,9 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// replayOfJSON is a replayed message's origin (SPEC §14): the topic's id and the log entry's
-// sequence. The engine keeps it under the reserved engine.ReplayOfAttribute, which no answer
-// shows among the attributes.
+// replayOfJSON is a replayed message's origin (docs/topics.md#replay): the topic's id and the log
+// entry's sequence. The engine keeps it under the reserved engine.ReplayOfAttribute, which no
+// answer shows among the attributes.
 type replayOfJSON struct {
 	Topic    string `json:"topic"`
 	Sequence uint64 `json:"sequence"`

@@ -18,7 +18,7 @@ import (
 	"github.com/queueshq/queues/pkg/movetask"
 )
 
-// Replays (SPEC §14, docs/topics.md "Replay"): a replay is a move task whose source is a
+// Replays (docs/topics.md#replay): a replay is a move task whose source is a
 // topic's log (meta.MoveTask with TopicID), stored and listed under the topic and run by the
 // replicas' movetask.Runner; it holds its destination queue while it runs (one running task
 // per queue: 409 move_task_running) and counts in the project's running move tasks.

@@ -1,7 +1,7 @@
-// Package api is the HTTP API of the service (SPEC §5) on echo v4: routing, authentication,
-// request validation and the JSON error model. It holds no state of its own: messages live in
-// an engine.Engine and metadata in a Metadata store (the API tier's cache in front of DynamoDB,
-// or the embedded store).
+// Package api is the HTTP API of the service (docs/api-tour.md) on echo v4: routing,
+// authentication, request validation and the JSON error model. It holds no state of its own:
+// messages live in an engine.Engine and metadata in a Metadata store (the API tier's cache in front
+// of DynamoDB, or the embedded store).
 package api
 
 import (
@@ -32,7 +32,7 @@ import (
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
-// MaxRequestBytes bounds a request body (SPEC §4: 3 MiB per request).
+// MaxRequestBytes bounds a request body (docs/api-tour.md: 3 MiB per request).
 const MaxRequestBytes = 3 << 20
 
 // Metadata is the metadata the API reads and writes; Gone reports a queue deleted recently
@@ -54,7 +54,7 @@ type Rates struct {
 	FIFOSend, FIFOReceive         int
 }
 
-// DefaultRates are SPEC §3's defaults.
+// DefaultRates are the per-queue request rates' defaults (docs/configuration.md).
 var DefaultRates = Rates{StandardSend: 3000, StandardReceive: 3000, FIFOSend: 300, FIFOReceive: 300}
 
 // Config wires the API to its dependencies.
@@ -119,7 +119,7 @@ type Config struct {
 	MoveRunner MoveTaskRunner
 
 	// Topics keeps topics and bindings and TopicEngine their logs, keyed state and binding
-	// cursors (SPEC §14, topics.go); with either nil the topic and source routes are not
+	// cursors (docs/topics.md, topics.go); with either nil the topic and source routes are not
 	// served. Topics should be the metadata cache's (metacache.Topics): a publish resolves
 	// its topic through it.
 	Topics      meta.TopicStore

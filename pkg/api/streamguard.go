@@ -244,7 +244,8 @@ func (st *stream) admitted(ctx context.Context, cancel context.CancelFunc, msgs 
 
 // giveBack returns received messages that were never written, so they are visible again at
 // once instead of after their visibility timeout, and not counted as a receive (Cancel,
-// SPEC §12). At-most-once deliveries (no visibility deadline) are gone and stay so.
+// docs/delivery-options.md#at-most-once-queues). At-most-once deliveries (no visibility deadline)
+// are gone and stay so.
 func (st *stream) giveBack(ctx context.Context, msgs []engine.Received) {
 	ds := make([]engine.Delivery, 0, len(msgs))
 	for _, m := range msgs {

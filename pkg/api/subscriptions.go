@@ -19,7 +19,7 @@ import (
 	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
-// Push subscription settings (SPEC §6).
+// Push subscription settings (docs/push.md).
 const (
 	defaultBatchSize   = 10
 	maxBatchSize       = 100

@@ -6,7 +6,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// The topic stream's frames and its delta delivery (delta=true, SPEC §14 "delta subscribe"):
+// The topic stream's frames and its delta delivery (delta=true, docs/streaming.md#delta-delivery):
 // an entry with a key goes out as the RFC 7396 merge patch from the last version of the key
 // this stream delivered, so a subscriber holding the state of the world receives only what
 // changed.

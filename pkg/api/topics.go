@@ -16,7 +16,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Topics (SPEC §14, docs/topics.md): a topic's settings live in Config.Topics (through the
+// Topics (docs/topics.md): a topic's settings live in Config.Topics (through the
 // metadata cache, so a publish does not read the store), its log, keyed state and binding
 // cursors in Config.TopicEngine.
 

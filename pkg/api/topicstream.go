@@ -17,13 +17,13 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// The topic stream (GET /v1/topics/{topic}/stream, SPEC §14, docs/streaming.md "The topic
-// stream"): publish/subscribe delivery of a topic's log over a WebSocket. Every entry the
-// filter selects, from the asked position on, in sequence order; no acks and no leases — the
-// subscriber keeps its bookmark (the last sequence it took) and reconnects with from = last+1.
-// It shares the receive stream's connection handling, credit, token re-check, idle close and
-// caps (stream.go, streamguard.go): a topic stream is a stream without a queue whose one
-// sender reads the log where the receive stream's fetchers receive.
+// The topic stream (GET /v1/topics/{topic}/stream, docs/streaming.md#the-topic-stream):
+// publish/subscribe delivery of a topic's log over a WebSocket. Every entry the filter selects,
+// from the asked position on, in sequence order; no acks and no leases — the subscriber keeps its
+// bookmark (the last sequence it took) and reconnects with from = last+1. It shares the receive
+// stream's connection handling, credit, token re-check, idle close and caps (stream.go,
+// streamguard.go): a topic stream is a stream without a queue whose one sender reads the log where
+// the receive stream's fetchers receive.
 
 const (
 	// defaultTopicFrame and maxTopicFrame bound the entries one frame carries (maxMessages).

@@ -34,12 +34,12 @@ const (
 	RateLimited             Code = "rate_limited"
 	Unavailable             Code = "unavailable"
 	Internal                Code = "internal"
-	// MessageInFlight refuses deleting a message by id while a consumer holds it (SPEC §13):
-	// settle it with its receipt handle instead.
+	// MessageInFlight refuses deleting a message by id while a consumer holds it
+	// (docs/lifecycle.md#delete-a-waiting-message): settle it with its receipt handle instead.
 	MessageInFlight Code = "message_in_flight"
-	// TopicExists refuses creating a topic under a name the project already uses (SPEC §14).
+	// TopicExists refuses creating a topic under a name the project already uses (docs/topics.md).
 	TopicExists Code = "topic_exists"
-	// BindingExists refuses binding a queue to a topic it is already bound to (SPEC §14):
+	// BindingExists refuses binding a queue to a topic it is already bound to (docs/topics.md):
 	// a second binding would copy every message twice; change the filter instead.
 	BindingExists Code = "binding_exists"
 	// GroupNotParked refuses releasing a fifo group that no poison policy parked

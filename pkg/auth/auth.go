@@ -153,7 +153,7 @@ func (a *Authority) Verify(bearer string) (Principal, error) {
 	return Principal{ProjectID: pid, TokenID: tid, Scopes: c.Scopes}, nil
 }
 
-// SQSSecret is a token's SQS secret access key (SPEC §11): derived from the token id with the
+// SQSSecret is a token's SQS secret access key (docs/sqs.md): derived from the token id with the
 // signing key, so it is never stored and the operator can show it again.
 func (a *Authority) SQSSecret(tokenID ids.ID) string { return sqsSecret(a.sqs[0], tokenID) }
 

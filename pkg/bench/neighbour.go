@@ -122,7 +122,8 @@ type ATraffic struct {
 	Refusals map[string]int64 `json:"refusals"`
 	// ExtraPolls is how many long polls A tried beyond its maxWaitingReceives while all its
 	// slots were held; ExtraAtOnce how many of those were answered empty while every slot was
-	// still held (the quiet answer of SPEC §10); ExtraLatency their latency.
+	// still held (the quiet answer; docs/security.md#what-one-tenant-can-cost); ExtraLatency their
+	// latency.
 	ExtraPolls   int64    `json:"extraPolls"`
 	ExtraAtOnce  int64    `json:"extraAtOnce"`
 	ExtraLatency *Latency `json:"extraLatency,omitempty"`

@@ -16,7 +16,7 @@ import (
 // capacity): see publish.
 const PhasePublish = "publish"
 
-// MaxBindings bounds Config.Bindings (a topic's bindings, SPEC §14).
+// MaxBindings bounds Config.Bindings (a topic's bindings, docs/topics.md).
 const MaxBindings = 100
 
 func topicPath(name string) string { return "/v1/topics/" + url.PathEscape(name) }

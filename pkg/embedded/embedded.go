@@ -1,7 +1,7 @@
 // Package embedded wires embedded mode (`queues serve`) together the way package stack wires
 // a production replica: the embedded engine and the embedded metadata store in one data
 // directory, the metadata cache on an in-process bus, the in-process rate limiter, auth and
-// receipt signing, the sweeper, the same api.Config, and a pusher (SPEC §6) in the same
+// receipt signing, the sweeper, the same api.Config, and a pusher (docs/push.md) in the same
 // process. The serve command and the HTTP tests of embedded mode build it, so tests run what
 // serve runs.
 //
@@ -237,7 +237,8 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 		Engine: eng, Store: store, Receipts: signer, Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Generation: gens.Get, Health: health,
 		AllowPrivate: o.Push.AllowPrivate, RootCAs: o.Push.RootCAs, Clock: clk, Logger: o.Logger.With("component", "pusher"),
 		Registry: reg, Member: "serve", Refresh: o.Push.Refresh, Grace: o.Push.Grace, OnAttempt: o.Push.OnAttempt,
-		// The engine is in this process: more receive loops keep more batches collecting (docs/push.md).
+		// The engine is in this process: more receive loops keep more batches collecting
+		// (docs/push.md).
 		ReceiveLoops: ServeReceiveLoops,
 	})
 	if err != nil {

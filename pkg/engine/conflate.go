@@ -8,7 +8,8 @@ import (
 	"github.com/queueshq/queues/pkg/engine/internal/mergepatch"
 )
 
-// MaxKeyLength is the longest conflation key (SPEC §13: 1–128 characters from ! to ~).
+// MaxKeyLength is the longest conflation key (docs/lifecycle.md#conflation-and-delta-publish: 1–128
+// characters from ! to ~).
 const MaxKeyLength = 128
 
 // MaxPatchDepth is how deep a "patch" body, new or waiting, may nest objects and arrays ({}
@@ -49,15 +50,15 @@ func (b *MergeBudget) charge(n int64) error {
 	return nil
 }
 
-// Merged is what a keyed send makes of the waiting message of its key (SPEC §13): with
-// MergeReplace the new body and attributes; with MergePatch the waiting body merged with the
-// new one as an RFC 7396 JSON Merge Patch, and the attributes merged, the new values winning.
-// Both engines call it, so a merge is the same whichever stores the message. A patch merge is
-// charged to budget (the send call's). The error, for that message only, is
-// ErrPatchNotObject or ErrPatchWaitingNotObject when a patch's body (new or waiting) is not a
-// JSON object, ErrPatchTooDeep or ErrPatchWaitingTooDeep when it nests past MaxPatchDepth, and
-// a Refusal of ErrMergeBudget past the budget, of ErrMergedAttributes or ErrMergedTooLarge
-// when the result passes MaxAttributes or the budget's message limit.
+// Merged is what a keyed send makes of the waiting message of its key
+// (docs/lifecycle.md#conflation-and-delta-publish): with MergeReplace the new body and attributes;
+// with MergePatch the waiting body merged with the new one as an RFC 7396 JSON Merge Patch, and the
+// attributes merged, the new values winning. Both engines call it, so a merge is the same whichever
+// stores the message. A patch merge is charged to budget (the send call's). The error, for that
+// message only, is ErrPatchNotObject or ErrPatchWaitingNotObject when a patch's body (new or
+// waiting) is not a JSON object, ErrPatchTooDeep or ErrPatchWaitingTooDeep when it nests past
+// MaxPatchDepth, and a Refusal of ErrMergeBudget past the budget, of ErrMergedAttributes or
+// ErrMergedTooLarge when the result passes MaxAttributes or the budget's message limit.
 func Merged(budget *MergeBudget, body string, attrs map[string]string, m Message) (string, map[string]string, error) {
 	if m.Merge != MergePatch {
 		return m.Body, m.Attributes, nil

@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// Consumer backlogs (SPEC §12): a receive may name its consumer and a backlog bound; the
-// engine then keeps the consumer's holdings — the messages it received and has not settled,
-// whose visibility has not lapsed — and never hands it more than the bound.
+// Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness): a receive may name
+// its consumer and a backlog bound; the engine then keeps the consumer's holdings — the messages it
+// received and has not settled, whose visibility has not lapsed — and never hands it more than the
+// bound.
 const (
 	MaxConsumerIDLen = 128             // consumerId: 1–128 characters from '!' to '~'
 	MaxBacklogHi     = 10_000          // maxBacklog: 1–10,000

@@ -41,14 +41,15 @@ const (
 	RedriveReason     = "maxReceiveCount" // reason recorded for redrive at receive time
 	PurgeInterval     = 60 * time.Second  // at most one purge per queue per interval
 	MaxReceiveCountHi = 1000
-	MaxPriority       = 9 // highest message priority (SPEC §12)
-	// DefaultMaxCancels and MaxCancelsHi bound a queue's maxCancels (SPEC §12).
+	MaxPriority       = 9 // highest message priority (docs/delivery-options.md#priority)
+	// DefaultMaxCancels and MaxCancelsHi bound a queue's maxCancels
+	// (docs/delivery-options.md#cancel).
 	DefaultMaxCancels = 10
 	MaxCancelsHi      = 1000
 	// CancelReason is the dead-letter reason of the cancel beyond a queue's maxCancels.
 	CancelReason = "max_cancels"
 	// DefaultMaxMessageBytes and MinMaxMessageBytes are a queue's maxMessageBytes when unset
-	// and the least it may be (SPEC §3; SQS's MaximumMessageSize default and minimum).
+	// and the least it may be (docs/api-tour.md; SQS's MaximumMessageSize default and minimum).
 	DefaultMaxMessageBytes = 256 * 1024
 	MinMaxMessageBytes     = 1024
 )
@@ -64,8 +65,8 @@ const DeliveryJump = 1 << 24
 // reads them from its metadata cache.
 type Queue struct {
 	ID ids.ID
-	// Project owns the queue; the engine keeps the project's stored-bytes counter (SPEC §10)
-	// beside its messages.
+	// Project owns the queue; the engine keeps the project's stored-bytes counter
+	// (docs/stored-bytes.md) beside its messages.
 	Project ids.ID
 	// MaxStoredBytes is the project's maxStoredBytes limit: a send that would take the
 	// project's stored bytes past it fails whole and stores nothing. 0 means no limit.
@@ -75,17 +76,17 @@ type Queue struct {
 	Retention         time.Duration
 	Delay             time.Duration
 	ContentBasedDedup bool
-	// AtMostOnce is an at-most-once queue (standard only, SPEC §12): a receive removes every
-	// message it returns in the same atomic step as the hand-out, so nothing is ever in flight
-	// or delivered twice, and the deliveries it returns name no live message (their handles
-	// are stale from the start).
+	// AtMostOnce is an at-most-once queue (standard only,
+	// docs/delivery-options.md#at-most-once-queues): a receive removes every message it returns in
+	// the same atomic step as the hand-out, so nothing is ever in flight or delivered twice, and
+	// the deliveries it returns name no live message (their handles are stale from the start).
 	AtMostOnce bool
-	// MaxCancels is how many cancels a message may take (SPEC §12): the one beyond it
-	// dead-letters the message with CancelReason. The caller sets it (meta gives the
+	// MaxCancels is how many cancels a message may take (docs/delivery-options.md#cancel): the one
+	// beyond it dead-letters the message with CancelReason. The caller sets it (meta gives the
 	// default, DefaultMaxCancels); 0 means the first cancel dead-letters.
 	MaxCancels int
-	// MaxMessageBytes is the queue's maxMessageBytes (SPEC §3): the most a message's body and
-	// attributes may hold together (PayloadBytes). 0 means the ceiling, MaxMessageBytes; meta
+	// MaxMessageBytes is the queue's maxMessageBytes (docs/api-tour.md): the most a message's body
+	// and attributes may hold together (PayloadBytes). 0 means the ceiling, MaxMessageBytes; meta
 	// gives the default (DefaultMaxMessageBytes) of a queue stored without one.
 	MaxMessageBytes int
 	// Redrive is nil when the queue has no redrive policy.
@@ -168,19 +169,21 @@ type Message struct {
 	Delay   *time.Duration
 	GroupID string // fifo only, required there
 	DedupID string // fifo only, optional
-	// Key conflates the message (standard queues only, SPEC §13): when a message sent with
-	// the same key waits in the queue never delivered, this send changes that one (Merge says
-	// how) instead of storing another. "" stores a new message as usual.
+	// Key conflates the message (standard queues only,
+	// docs/lifecycle.md#conflation-and-delta-publish): when a message sent with the same key waits
+	// in the queue never delivered, this send changes that one (Merge says how) instead of storing
+	// another. "" stores a new message as usual.
 	Key string
 	// Merge is how a keyed send changes the waiting message; ignored without Key.
 	Merge MergeMode
-	// Barrier marks a barrier message (standard queues, SPEC §12): it is delivered only once
-	// every message the queue accepted before it has left the queue, and no message accepted
-	// after it is delivered until it has left. Ignored on fifo queues (the API refuses it).
+	// Barrier marks a barrier message (standard queues, docs/delivery-options.md#barrier-messages):
+	// it is delivered only once every message the queue accepted before it has left the queue, and
+	// no message accepted after it is delivered until it has left. Ignored on fifo queues (the API
+	// refuses it).
 	Barrier bool
-	// Priority is 0 to MaxPriority (standard queues, SPEC §12): a receive takes the visible
-	// messages of the highest priority first, oldest first within one. Ignored on fifo
-	// queues (the API refuses it). A dead-lettered or moved message arrives at priority 0.
+	// Priority is 0 to MaxPriority (standard queues, docs/delivery-options.md#priority): a receive
+	// takes the visible messages of the highest priority first, oldest first within one. Ignored on
+	// fifo queues (the API refuses it). A dead-lettered or moved message arrives at priority 0.
 	Priority int
 	// EndGroup marks the last message of a piece of a fifo group's work: on an exclusive
 	// queue its settlement (ack or dead-letter) ends the group's binding (grouppolicy.go).
@@ -230,14 +233,16 @@ type SendResult struct {
 type ReceiveRequest struct {
 	Max        int
 	Visibility time.Duration
-	// Consumer, when set, names the receiving consumer (SPEC §12, consumers.go): the receive
-	// takes no more than the room left in its backlog, and its deliveries carry its tag.
+	// Consumer, when set, names the receiving consumer
+	// (docs/delivery-options.md#consumers-backlogs-and-fairness, consumers.go): the receive takes
+	// no more than the room left in its backlog, and its deliveries carry its tag.
 	Consumer *ConsumerOf
-	// Filter, when not empty, selects the messages to take by their attributes (SPEC §12):
-	// the receive examines at most filter.MaxCandidates candidates in its normal delivery
-	// order (fifo: each available group's next message; a group ends its batch at its first
-	// message that does not match) and takes the matching ones. A message that does not match
-	// is left as it was: not claimed, not dead-lettered, its receiveCount unchanged.
+	// Filter, when not empty, selects the messages to take by their attributes
+	// (docs/delivery-options.md#filtered-receive-and-browse): the receive examines at most
+	// filter.MaxCandidates candidates in its normal delivery order (fifo: each available group's
+	// next message; a group ends its batch at its first message that does not match) and takes the
+	// matching ones. A message that does not match is left as it was: not claimed, not
+	// dead-lettered, its receiveCount unchanged.
 	Filter *filter.Filter
 	// BindTo is the consumer an exclusive fifo queue binds groups to (grouppolicy.go). The
 	// engines set it from Consumer; a receive of an exclusive queue with neither is
@@ -340,9 +345,10 @@ type BrowseRequest struct {
 	State  State
 	Limit  int
 	Cursor string // opaque, from a previous page; "" for the first
-	// Filter, when not empty, leaves out the messages it does not select (SPEC §12). A page
-	// then examines at most filter.MaxCandidates messages, so it may hold fewer than Limit
-	// (none, even) and still name a next cursor; it names none once no message follows.
+	// Filter, when not empty, leaves out the messages it does not select
+	// (docs/delivery-options.md#filtered-receive-and-browse). A page then examines at most
+	// filter.MaxCandidates messages, so it may hold fewer than Limit (none, even) and still name a
+	// next cursor; it names none once no message follows.
 	Filter *filter.Filter
 	// MaxBytes, when positive, bounds the bytes of the messages the page reads (each one's
 	// stored payload as the engine keeps it): the page holds at least one message, ends
@@ -433,9 +439,9 @@ type Engine interface {
 	// ChangeVisibility extends, releases or delays deliveries (12 h cap from the receive).
 	ChangeVisibility(ctx context.Context, q Queue, cs []VisibilityChange) ([]error, error)
 	// Cancel makes deliveries' messages visible again at once without counting the delivery
-	// (SPEC §12): receiveCount goes back by one. A message cancelled more than q.MaxCancels
-	// times goes to the dead-letter queue with CancelReason instead (deleted without a
-	// redrive policy). Cancelling a cancelled delivery again succeeds and counts nothing.
+	// (docs/delivery-options.md#cancel): receiveCount goes back by one. A message cancelled more
+	// than q.MaxCancels times goes to the dead-letter queue with CancelReason instead (deleted
+	// without a redrive policy). Cancelling a cancelled delivery again succeeds and counts nothing.
 	Cancel(ctx context.Context, q Queue, ds []Delivery) ([]error, error)
 	// CancelAfter is the pusher's answer to a throttle (a 429 or 503 with Retry-After): like
 	// Cancel it does not count the delivery, but the message stays in flight until delay has
@@ -448,9 +454,9 @@ type Engine interface {
 	// queue has no redrive policy).
 	DeadLetter(ctx context.Context, q Queue, rs []DeadLetterRequest) ([]error, error)
 
-	// DeleteMessage removes one visible or delayed message by id (SPEC §13): nil when it was
-	// removed, apierr.MessageInFlight while a consumer holds it, apierr.NotFound when the
-	// queue holds no such message.
+	// DeleteMessage removes one visible or delayed message by id
+	// (docs/lifecycle.md#delete-a-waiting-message): nil when it was removed, apierr.MessageInFlight
+	// while a consumer holds it, apierr.NotFound when the queue holds no such message.
 	DeleteMessage(ctx context.Context, q Queue, id ids.ID) error
 
 	// Purge removes every message sent before it; later sends are kept.
@@ -474,10 +480,11 @@ type Engine interface {
 	// coalesce) whenever messages may have become visible in queue q on any replica: a send, a
 	// release, a purge or delete of the queue. Call cancel to stop watching.
 	Watch(q ids.ID) (ch <-chan struct{}, cancel func())
-	// WatchFilter is Watch for a receive with filter f (SPEC §12): a send signals it only when
-	// the send may hold a message f selects (its messages' attribute digests,
-	// filter.WakeDigests, travel with the wake-up; a collision may wake it needlessly, nothing
-	// f selects is missed). Every other wake-up signals it as Watch's do. An empty f is Watch.
+	// WatchFilter is Watch for a receive with filter f
+	// (docs/delivery-options.md#filtered-receive-and-browse): a send signals it only when the send
+	// may hold a message f selects (its messages' attribute digests, filter.WakeDigests, travel
+	// with the wake-up; a collision may wake it needlessly, nothing f selects is missed). Every
+	// other wake-up signals it as Watch's do. An empty f is Watch.
 	WatchFilter(q ids.ID, f *filter.Filter) (ch <-chan struct{}, cancel func())
 
 	// StoredBytes is the project's stored payload bytes (PayloadBytes of every message it
@@ -503,8 +510,8 @@ type Engine interface {
 }
 
 // PayloadBytes is a message's size as a queue's maxMessageBytes measures it and as stored bytes are
-// counted (SPEC §10): the UTF-8 bytes of its body and of every attribute name and value (the
-// reserved TraceparentAttribute and ReplayOfAttribute excepted).
+// counted (docs/stored-bytes.md#what-is-counted): the UTF-8 bytes of its body and of every
+// attribute name and value (the reserved TraceparentAttribute and ReplayOfAttribute excepted).
 func PayloadBytes(body string, attrs map[string]string) int64 {
 	n := int64(len(body))
 	for k, v := range attrs {

@@ -16,7 +16,7 @@ const MaxMoveBatchBytes = 4 << 20
 // with "action": "delete"). It is compared by identity; it names no queue.
 var Discard = &Queue{}
 
-// MoveRequest asks for one batch of a move task (SPEC §13, redrive and replay): the engine
+// MoveRequest asks for one batch of a move task (docs/redrive.md, redrive and replay): the engine
 // pages through the source queue's visible messages from Cursor, asks Choose about each, and
 // moves the chosen ones.
 type MoveRequest struct {

@@ -7,8 +7,8 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// ReplayOfAttribute is the reserved attribute under which a replayed copy (SPEC §14, replay
-// tasks) names the log entry it copies: "<topic id>:<sequence>". Like TraceparentAttribute
+// ReplayOfAttribute is the reserved attribute under which a replayed copy (docs/topics.md#replay,
+// replay tasks) names the log entry it copies: "<topic id>:<sequence>". Like TraceparentAttribute
 // its "#" keeps it out of every client's reach; the API and the pusher take it out of the
 // attributes on every read and show it as the message's replayOf field, and it counts toward
 // neither MaxAttributes nor PayloadBytes.

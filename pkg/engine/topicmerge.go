@@ -6,7 +6,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 )
 
-// MergeState is what keyed publish message i makes of its key's state (SPEC §14): cur is the
+// MergeState is what keyed publish message i makes of its key's state (docs/topics.md): cur is the
 // state before it (nil when the key has none). It returns the new state's body and
 // attributes, which are also what the log holds; deleted is true when the message deletes
 // the state. A patch merges into the state as a keyed send into its waiting message

@@ -7,7 +7,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Topics (SPEC §14) are logs that feed queues. A publish appends messages to a topic's log,
+// Topics (docs/topics.md) are logs that feed queues. A publish appends messages to a topic's log,
 // each at the next sequence; the fan-out (package fanout) copies every log entry into each
 // queue bound to the topic, exactly once per binding, by way of Copy and the bindings'
 // cursors kept here beside the log.
@@ -211,7 +211,7 @@ type PublishMessage struct {
 	Delete bool
 }
 
-// StateEntry is the latest value of one key of a topic (SPEC §14, keyed state).
+// StateEntry is the latest value of one key of a topic (docs/topics.md, keyed state).
 type StateEntry struct {
 	Key         string
 	Body        string

@@ -245,7 +245,7 @@ func (h *holder) copyBinding(ctx context.Context, b engine.Binding, f *filter.Fi
 }
 
 // copyWithin copies the messages of b that fit q's maxMessageBytes (a topic takes messages up
-// to engine.MaxMessageBytes; its queues may take less, SPEC §3 and §14). The others are
+// to engine.MaxMessageBytes; its queues may take less, docs/topics.md). The others are
 // refused with engine.Queue.CheckSize's answer, which the binding records, and cost no store
 // round trip. errs lines up with b.Messages.
 func copyWithin(ctx context.Context, e engine.Topics, q engine.Queue, b engine.CopyBatch) ([]error, error) {

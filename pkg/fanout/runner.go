@@ -1,4 +1,4 @@
-// Package fanout moves topics' log entries into their bound queues (SPEC §14), exactly once
+// Package fanout moves topics' log entries into their bound queues (docs/topics.md), exactly once
 // per binding. Every `queues api` replica and `serve` run one Runner. A runner holds a topic
 // by its engine lease (engine.Topics.LeaseTopic) and, while it holds it, reads the log after
 // the smallest binding cursor, reads the bindings again (their filters judge what was read),

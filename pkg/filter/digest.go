@@ -6,11 +6,11 @@ import (
 	"sort"
 )
 
-// Wake filtering (SPEC §12): a send wakes only the parked receives whose filter could select
-// one of its messages. A send tells what it holds by the digests of its messages' attribute
-// pairs, and a parked receive is woken when, for each attribute its filter names, the digest
-// of one of the allowed values is among them. Digests may collide (a spurious wake-up costs
-// one look, as every wake-up did before), never miss.
+// Wake filtering (docs/delivery-options.md#filtered-receive-and-browse): a send wakes only the
+// parked receives whose filter could select one of its messages. A send tells what it holds by the
+// digests of its messages' attribute pairs, and a parked receive is woken when, for each attribute
+// its filter names, the digest of one of the allowed values is among them. Digests may collide (a
+// spurious wake-up costs one look, as every wake-up did before), never miss.
 
 // MaxWakeDigests is how many distinct attribute pairs a wake-up carries at most: a send with
 // more names none (WakeDigests answers nil) and wakes every parked receive, as before. It is

@@ -1,6 +1,7 @@
-// Package filter is the attribute filter of SPEC §12 ("filtered receive and browse") and of
-// move tasks (§13): {"attributes": {"<name>": "<value>" | ["<value>", …]}}. Every named
-// attribute must be present with one of its values; a list matches any of its values.
+// Package filter is the attribute filter of filtered receive and browse
+// (docs/delivery-options.md#filtered-receive-and-browse) and of move tasks (docs/redrive.md):
+// {"attributes": {"<name>": "<value>" | ["<value>", …]}}. Every named attribute must be present
+// with one of its values; a list matches any of its values.
 //
 // The package parses and validates the JSON form with errors that name the field at fault
 // (relative to the filter object: "attributes.color[1]"; callers add their own prefix with
@@ -25,12 +26,13 @@ const (
 	MaxAttributes = 10         // attribute names per filter
 	MaxValues     = 100        // values per attribute
 	MaxValueBytes = 256 * 1024 // one value, in UTF-8 bytes (a message's whole payload limit)
-	// MaxCandidates is how many messages a filtered receive or browse examines per call (§12).
+	// MaxCandidates is how many messages a filtered receive or browse examines per call
+	// (docs/delivery-options.md#filtered-receive-and-browse).
 	MaxCandidates = 1000
 	// MaxScanBytes is how many bytes of stored messages a filtered receive reads per call to
 	// match candidates (one message more at most: the one that crosses it), and how many
-	// bytes of messages a browse page holds at most (§12). Without it a call could read
-	// MaxCandidates messages of 256 KiB: 256 MiB.
+	// bytes of messages a browse page holds at most (docs/delivery-options.md). Without it a call
+	// could read MaxCandidates messages of 256 KiB: 256 MiB.
 	MaxScanBytes = 4 << 20
 )
 
@@ -210,7 +212,7 @@ func parseValues(v []byte) ([]string, *apierr.Error) {
 
 // parseString decodes a JSON string literal, refusing what encoding/json would silently turn
 // into U+FFFD (invalid UTF-8, unpaired surrogate escapes): such a value could never equal a
-// stored attribute, and SPEC §4 refuses them everywhere.
+// stored attribute, and the API refuses them everywhere.
 func parseString(raw []byte) (string, *apierr.Error) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", apierr.Invalid("", "must be a string")

@@ -56,19 +56,21 @@ type Queue struct {
 	ReceiveWaitSeconds       int
 	Redrive                  *Redrive
 	ContentBasedDedup        bool
-	// Fairness decides between receives waiting on the queue (SPEC §12): "fast" (also ""),
-	// "roundRobin" or "proportional".
+	// Fairness decides between receives waiting on the queue
+	// (docs/delivery-options.md#consumers-backlogs-and-fairness): "fast" (also ""), "roundRobin" or
+	// "proportional".
 	Fairness string
-	// Delivery is DeliveryAtLeastOnce or DeliveryAtMostOnce (SPEC §12), fixed at creation; ""
-	// (queues stored before the setting existed) reads as DeliveryAtLeastOnce.
+	// Delivery is DeliveryAtLeastOnce or DeliveryAtMostOnce
+	// (docs/delivery-options.md#at-most-once-queues), fixed at creation; "" (queues stored before
+	// the setting existed) reads as DeliveryAtLeastOnce.
 	Delivery string
-	// MaxCancels is how many cancels a message of the queue may take (SPEC §12); nil (queues
-	// stored before the setting existed, or created without it) reads as
-	// engine.DefaultMaxCancels.
+	// MaxCancels is how many cancels a message of the queue may take
+	// (docs/delivery-options.md#cancel); nil (queues stored before the setting existed, or created
+	// without it) reads as engine.DefaultMaxCancels.
 	MaxCancels *int
-	// MaxMessageBytes is the most a message's body and attributes may hold together (SPEC
-	// §3, 1,024 to engine.MaxMessageBytes); 0 (queues stored before the setting existed)
-	// reads as MaxMessageBytesOrDefault says.
+	// MaxMessageBytes is the most a message's body and attributes may hold together
+	// (docs/api-tour.md, 1,024 to engine.MaxMessageBytes); 0 (queues stored before the setting
+	// existed) reads as MaxMessageBytesOrDefault says.
 	MaxMessageBytes int
 	// GroupPolicy is a fifo queue's group policy (engine.GroupPolicy): "sequenced" (also "",
 	// queues stored before the setting existed) or "exclusive".
@@ -91,7 +93,7 @@ type Queue struct {
 	Version int64
 }
 
-// Delivery modes of a queue (SPEC §12).
+// Delivery modes of a queue (docs/delivery-options.md#at-most-once-queues).
 const (
 	DeliveryAtLeastOnce = "atLeastOnce"
 	DeliveryAtMostOnce  = "atMostOnce"

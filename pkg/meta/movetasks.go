@@ -12,7 +12,7 @@ import (
 // ErrMoveTaskConflict is returned by UpdateMoveTask when the task changed since it was read.
 var ErrMoveTaskConflict = errors.New("meta: move task changed concurrently")
 
-// Move task statuses (SPEC §13).
+// Move task statuses (docs/redrive.md).
 const (
 	MoveRunning   = "running"
 	MoveCompleted = "completed"
@@ -20,7 +20,7 @@ const (
 	MoveFailed    = "failed"
 )
 
-// Move task actions (SPEC §13): a task moves the messages it selects, or deletes them.
+// Move task actions (docs/redrive.md): a task moves the messages it selects, or deletes them.
 const (
 	ActionMove   = "move"
 	ActionDelete = "delete"
@@ -50,8 +50,8 @@ type MoveTask struct {
 	// QueueID is the source: the queue moved from, or, for a replay, the topic replayed (its
 	// tasks are listed by it).
 	QueueID ids.ID
-	// TopicID is non-zero for a replay (SPEC §14): the topic whose log range FromSequence
-	// to ToSequence (inclusive) is copied into Destination; it equals QueueID.
+	// TopicID is non-zero for a replay (docs/topics.md#replay): the topic whose log range
+	// FromSequence to ToSequence (inclusive) is copied into Destination; it equals QueueID.
 	TopicID      ids.ID
 	FromSequence uint64
 	ToSequence   uint64
@@ -107,8 +107,8 @@ type MoveTaskStore interface {
 	UpdateMoveTask(ctx context.Context, t MoveTask) (MoveTask, error)
 }
 
-// IsReplay reports whether t replays a topic's log (SPEC §14) rather than moving a queue's
-// messages.
+// IsReplay reports whether t replays a topic's log (docs/topics.md#replay) rather than moving a
+// queue's messages.
 func (t MoveTask) IsReplay() bool { return !t.TopicID.IsZero() }
 
 // RunQueue is the queue t holds while it runs, at most one running task per queue: a move

@@ -12,7 +12,7 @@ import (
 // it was read (its Version differs).
 var ErrSubscriptionConflict = errors.New("meta: subscription changed concurrently")
 
-// Subscription is a queue's push subscription (SPEC §6): at most one per queue.
+// Subscription is a queue's push subscription (docs/push.md): at most one per queue.
 type Subscription struct {
 	ID             ids.ID
 	QueueID        ids.ID

@@ -16,7 +16,7 @@ var ErrTopicConflict = errors.New("meta: topic changed concurrently")
 // ErrBindingConflict is returned by UpdateBinding when the binding changed since it was read.
 var ErrBindingConflict = errors.New("meta: binding changed concurrently")
 
-// Topic and binding bounds (SPEC §14).
+// Topic and binding bounds (docs/topics.md).
 const (
 	// MaxSourcesPerQueue bounds the bindings of one queue.
 	MaxSourcesPerQueue = 10
@@ -34,7 +34,7 @@ const (
 	LimitBindingsPerTopic = "bindingsPerTopic"
 )
 
-// Topic is a topic's stored settings (SPEC §14).
+// Topic is a topic's stored settings (docs/topics.md).
 type Topic struct {
 	ID        ids.ID
 	ProjectID ids.ID
@@ -49,7 +49,7 @@ type Topic struct {
 	Version int64
 }
 
-// Binding is a queue's source: one topic, with a filter (SPEC §14). Its fan-out state (the
+// Binding is a queue's source: one topic, with a filter (docs/topics.md). Its fan-out state (the
 // cursor, copied and failed counts) lives in the engine beside the topic's log.
 type Binding struct {
 	ID        ids.ID

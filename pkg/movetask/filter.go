@@ -1,5 +1,5 @@
-// Package movetask runs move tasks (SPEC §13, redrive and replay): it parses a task's filter,
-// decides which messages a task moves and where (Chooser), and runs tasks on the engine's
+// Package movetask runs move tasks (docs/redrive.md, redrive and replay): it parses a task's
+// filter, decides which messages a task moves and where (Chooser), and runs tasks on the engine's
 // move primitive with their progress and lease in the metadata store (Runner), so a task
 // outlives the replica running it.
 package movetask
@@ -22,7 +22,7 @@ type Filter struct {
 	SentAfter  *time.Time `json:"sentAfter,omitempty"`
 	SentBefore *time.Time `json:"sentBefore,omitempty"`
 	GroupID    string     `json:"groupId,omitempty"`
-	// Attributes is SPEC §12's attribute filter (pkg/filter).
+	// Attributes is the attribute filter of a filtered receive (pkg/filter).
 	Attributes map[string][]string `json:"attributes,omitempty"`
 }
 

@@ -13,9 +13,9 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// Replays (SPEC §14) are move tasks whose source is a topic's log: the runner reads the range
-// FromSequence..ToSequence in batches (engine.Topics.ReadLog: at most MaxReplayBatch entries
-// and engine.MaxLogReadBytes), sends the entries the filter selects into the destination as
+// Replays (docs/topics.md#replay) are move tasks whose source is a topic's log: the runner reads
+// the range FromSequence..ToSequence in batches (engine.Topics.ReadLog: at most MaxReplayBatch
+// entries and engine.MaxLogReadBytes), sends the entries the filter selects into the destination as
 // new messages carrying engine.ReplayOfAttribute, and checkpoints the next sequence with the
 // counts after each batch. A crash between a batch's send and its checkpoint sends that
 // batch again (new message ids; on a fifo queue the dedup id, derived from the task and the
@@ -67,7 +67,7 @@ func EngineTopic(t meta.Topic) engine.Topic {
 		Retention: time.Duration(t.RetentionSeconds) * time.Second}
 }
 
-// DecodeReplayFilter reads a replay's stored filter (SPEC §12's filter object; "" for none).
+// DecodeReplayFilter reads a replay's stored filter (a receive's filter object; "" for none).
 func DecodeReplayFilter(s string) (*filter.Filter, error) {
 	if s == "" {
 		return nil, nil

@@ -150,7 +150,8 @@ func (l *Leased) take(ctx context.Context, rkey string, limit redis_rate.Limit, 
 // fullStore reports a limiter write refused because Redis is at its maxmemory. The request is
 // then let through unlimited: at full memory the engine refuses every send (its high-water
 // mark is below maxmemory), so what remains is receives and settlements draining the store,
-// which a limiter that cannot write must not stop (SPEC §10's headroom).
+// which a limiter that cannot write must not stop
+// (docs/stored-bytes.md#headroom-of-the-shared-store-queues_redis_send_limit).
 func fullStore(err error) bool { return err != nil && redis.HasErrorPrefix(err, "OOM") }
 
 func unavailable(ctx context.Context, err error) error {

@@ -7,8 +7,9 @@
 //
 //	version(1)=1 | len(kid)(1) | kid | queue(16) | partition(1) | message(16) | attempt(4, BE) | mac(16)
 //
-// A delivery to a named consumer (SPEC §12) is version 2, which adds its consumer tag before
-// the mac, so that settling it updates that consumer's holdings:
+// A delivery to a named consumer (docs/delivery-options.md#consumers-backlogs-and-fairness) is
+// version 2, which adds its consumer tag before the mac, so that settling it updates that
+// consumer's holdings:
 //
 //	version(1)=2 | len(kid)(1) | kid | queue(16) | partition(1) | message(16) | attempt(4, BE) | consumer tag(8, BE) | mac(16)
 //

@@ -30,7 +30,7 @@ import (
 //	                          followed by the payload (see payload.go): state and payload in one
 //	                          field, so a message costs one hash entry; a cancelled message's
 //	                          attempt field is "attempt:cancels" ('*' appended while the current
-//	                          delivery stands cancelled; SPEC §12, scripts/cancel.lua)
+//	                          delivery stands cancelled; docs/delivery-options.md#cancel, scripts/cancel.lua)
 //	{q:<id>:<p>}:s      HASH  message id -> state, of messages stored before state moved into m
 //	                          (their m field is the payload alone, which starts with byte 1): still
 //	                          read, removed when such a message is received or deleted
@@ -41,7 +41,7 @@ import (
 //	{q:<id>:<p>}:mt     HASH  move task id -> messages it took out of the partition
 //	{q:<id>:<p>}:k      HASH  conflation key -> id (16 raw bytes) + version (decimal, raised by
 //	                          every merge) of the keyed message that waits never delivered
-//	                          (SPEC §13; ksend.lua). Keyed messages never go to l.
+//	                          (docs/lifecycle.md#conflation-and-delta-publish; ksend.lua). Keyed messages never go to l.
 //	{q:<id>:<p>}:ki     HASH  message id -> its conflation key, while it waits: the scripts
 //	                          that take a message out of the waiting state free its key
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
@@ -54,16 +54,17 @@ import (
 //	{q:<id>}:p          HASH  n = partition count (absent: 1), at = last growth (ms)
 //	{q:<id>}:purge      STRING time of the last purge (ms; expires after the purge interval)
 //
-// Priority (standard queues, SPEC §12) adds no key: a message of priority b > 0 never goes
-// to l, and its r and f scores are its time plus b * 2^43 ms (redisengine priorityBand;
-// prelude.lua: BAND), so r and f each hold ten bands, band 0 being priority 0 as before. A
-// receive reads the due members of each band present from the highest down, one range read
-// each (the highest band present is one ZRANGE -1 -1), so it stays within its scan bound.
+// Priority (standard queues, docs/delivery-options.md#priority) adds no key: a message of priority
+// b > 0 never goes to l, and its r and f scores are its time plus b * 2^43 ms (redisengine
+// priorityBand; prelude.lua: BAND), so r and f each hold ten bands, band 0 being priority 0 as
+// before. A receive reads the due members of each band present from the highest down, one range
+// read each (the highest band present is one ZRANGE -1 -1), so it stays within its scan bound.
 // Field pr of the queue's partitions hash {q:<id>}:p is set by the first send of a priority
 // above 0; a receive on such a queue of several partitions probes them all first
 // (redisengine priority.go, ppeek.lua).
 //
-// Barrier messages (standard queues, barrier.go; SPEC §12) add, per queue:
+// Barrier messages (standard queues, barrier.go; docs/delivery-options.md#barrier-messages) add,
+// per queue:
 //
 //	{q:<id>}:p          fields of the partitions hash: bon = generation of the pending
 //	                          barrier mode (absent: no barrier pending, the default path),
@@ -82,7 +83,8 @@ import (
 //	                          send.lua (-2), ksend.lua (-3) and dlqinsert.lua (-2: dead-letter
 //	                          moves and move tasks) refuse, and the message goes to the hold
 //
-// Consumer backlogs (SPEC §12, redisengine consumers.go) add, per queue:
+// Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness, redisengine
+// consumers.go) add, per queue:
 //
 //	{q:<id>}:cr         HASH  consumerId -> "<maxBacklog>|<last seen ms>" of the consumers that
 //	                          named themselves on a receive

@@ -2,7 +2,7 @@ package rediskeys
 
 import "github.com/queueshq/queues/pkg/ids"
 
-// Topics (SPEC §14; pkg/engine/redisengine topics.go). Every key of one topic shares the hash
+// Topics (docs/topics.md; pkg/engine/redisengine topics.go). Every key of one topic shares the hash
 // tag {tp:<topic id>}, so on Redis Cluster a topic is one slot and a publish is one script
 // (all or nothing). The tag is "tp:", not the "t:" of the project keys below: a topic's byte
 // hash would otherwise be spelled exactly as a project's ({t:<id>}:b), and an operator could

@@ -15,8 +15,8 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// How SQS message attributes are stored. A message has string attributes only (SPEC §4), so
-// that the /v1 API shows every SQS attribute as a string attribute of the same name:
+// How SQS message attributes are stored. A message has string attributes only (docs/api-tour.md),
+// so that the /v1 API shows every SQS attribute as a string attribute of the same name:
 //
 //   - a String, Number or custom String.x / Number.x attribute keeps its value as it is;
 //   - a Binary (or Binary.x) attribute keeps its value in standard base64;

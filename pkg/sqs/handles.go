@@ -13,8 +13,8 @@ import (
 // it is now (localstack, whose tests are validated against AWS, keeps all of a message's
 // handles until it is deleted, and suites verified against AWS rely on it). DeleteMessage
 // with an older handle succeeds without deleting (AWS's DeleteMessage reference), which the
-// engine's stale answer already gives. /v1 keeps SPEC §4: a handle is stale once the message
-// is received again.
+// engine's stale answer already gives. /v1 keeps its rule (docs/api-tour.md): a handle is stale
+// once the message is received again.
 //
 // The engine knows a handle by its delivery's attempt number, which every later receive of
 // the message raises by one; so a stale change is tried again, in one more storage call, on

@@ -11,7 +11,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// MoveTasks is what the door needs of the service's move tasks (SPEC §13), mapped onto SQS's
+// MoveTasks is what the door needs of the service's move tasks (docs/redrive.md), mapped onto SQS's
 // StartMessageMoveTask, ListMessageMoveTasks and CancelMessageMoveTask.
 type MoveTasks interface {
 	StartMoveTask(ctx context.Context, src meta.Queue, req api.MoveTaskRequest) (meta.MoveTask, error)
@@ -26,7 +26,7 @@ var (
 )
 
 // SQS's range of MaxNumberOfMessagesPerSecond is 1–500; this service allows up to 10,000,
-// and without the parameter the task runs at SPEC §13's default of 500.
+// and without the parameter the task runs at the default of 500 a second (docs/redrive.md).
 const (
 	sqsMoveRateMax     = 10_000
 	sqsMoveRateDefault = 500

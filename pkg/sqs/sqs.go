@@ -1,4 +1,4 @@
-// Package sqs is the SQS door to the service's queues (SPEC §11): Amazon SQS's JSON 1.0
+// Package sqs is the SQS door to the service's queues (docs/sqs.md): Amazon SQS's JSON 1.0
 // protocol (X-Amz-Target: AmazonSQS.<Action>) and its older query protocol (form-encoded
 // Action=…, XML answers), both verified with AWS Signature Version 4 and served on the same
 // paths as the /v1 API. Each action decodes its SQS input, calls the same operations the /v1
@@ -182,7 +182,7 @@ func (d *Door) serve(c *call) (any, error) {
 	if err := d.authenticate(c, body, act.scope); err != nil {
 		return nil, err
 	}
-	// The project's request rate covers this door as it does /v1 (SPEC §10).
+	// The project's request rate covers this door as it does /v1 (docs/tenancy.md).
 	if err := d.cfg.Backend.Admit(r.Context(), c.principal.ProjectID); err != nil {
 		return nil, err
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/queueshq/queues/sdk/go/client"
 )
 
-// filterFlag is the repeatable --filter NAME=VALUE of receive, tail and browse (SPEC §12):
-// every name given must match, and a name given twice lists values any of which matches.
+// filterFlag is the repeatable --filter NAME=VALUE of receive, tail and browse
+// (docs/delivery-options.md#filtered-receive-and-browse): every name given must match, and a name
+// given twice lists values any of which matches.
 type filterFlag []string
 
 const filterUsage = "only messages with attribute NAME=VALUE (repeatable: every name must match; a name given twice matches either value)"

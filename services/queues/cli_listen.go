@@ -1,7 +1,7 @@
 package main
 
 // queues listen: take a queue's messages over the receive stream and POST them to a local
-// URL exactly as the pusher would (SPEC §6: the same body, headers and Standard Webhooks
+// URL exactly as the pusher would (docs/push.md: the same body, headers and Standard Webhooks
 // signature, from package webhook), then settle each message from the answer as the pusher
 // does (webhook.Classify). What `stripe listen` does for Stripe's events, for a push endpoint
 // on a laptop, with no public URL.
@@ -43,7 +43,7 @@ func (c *cli) listenCmd() *cobra.Command {
 		use: "listen QUEUE", short: "forward a queue's messages to a local URL as signed pushes, and settle them from its answers",
 		long: `Takes QUEUE's messages over the receive stream and POSTs each batch to --forward exactly as
 the pusher would (body, headers, Standard Webhooks signature), then settles every message from
-the endpoint's answer as a push subscription does (SPEC §6). Signs with --secret, else with a
+the endpoint's answer as a push subscription does (docs/push.md). Signs with --secret, else with a
 development secret printed at start. Ctrl-C stops taking messages; batches being forwarded get
 --shutdown-timeout to be answered, and every message not settled is released (visible again at
 once).`,
@@ -259,7 +259,7 @@ type listenSettlement struct {
 	deferred      int
 }
 
-// plan turns a verdict into receipt calls, as the pusher's settle does (SPEC §6 and §7).
+// plan turns a verdict into receipt calls, as the pusher's settle does (docs/push.md).
 func plan(msgs []client.Message, v webhook.Verdict) listenSettlement {
 	var p listenSettlement
 	for _, m := range msgs {

@@ -8,8 +8,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// messageCmd groups the commands on one message: delete by id (SPEC §13), and the
-// settlements of received messages by receipt handle (cli_settle.go).
+// messageCmd groups the commands on one message: delete by id
+// (docs/lifecycle.md#delete-a-waiting-message), and the settlements of received messages by receipt
+// handle (cli_settle.go).
 func (c *cli) messageCmd() *cobra.Command {
 	return c.group("message", "act on a message: by the id its send answered (delete), or settle a received one by its receipt handle",
 		`  queues message delete orders 0193a5b4-3c4d-7e5f-8061-7c8d9e0f1a2b

@@ -14,7 +14,7 @@ import (
 )
 
 // moveCmd groups the move-task commands: redrive a dead-letter queue, or replay a queue's
-// messages into another (SPEC §13, docs/redrive.md).
+// messages into another (docs/redrive.md).
 func (c *cli) moveCmd() *cobra.Command {
 	return c.group("move", "move tasks: send a dead-letter queue's messages back (redrive) or a queue's to another (replay)",
 		`  queues move start orders-dlq                      # each message back to its source queue

@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/sdk/go/client"
 )
 
-// topicReplayCmd groups the replay commands (SPEC §14, docs/topics.md "Replay"): copy a range
+// topicReplayCmd groups the replay commands (docs/topics.md#replay): copy a range
 // of a topic's log into a queue, as a task with a move task's lifecycle.
 func (c *cli) topicReplayCmd() *cobra.Command {
 	return c.group("replay", "replay a range of a topic's log into a queue (a task: list, follow, cancel)",

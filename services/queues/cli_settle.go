@@ -14,7 +14,7 @@ import (
 	"github.com/queueshq/queues/sdk/go/client"
 )
 
-// Settling received messages by receipt handle (SPEC §7, §12): the message subcommands ack,
+// Settling received messages by receipt handle (docs/cli.md): the message subcommands ack,
 // release, visibility, cancel and dead-letter. Handles come as arguments or, with none, one a
 // line of standard input — a bare handle, or a JSON object with a receiptHandle, so the
 // output of receive --no-ack --json pipes in as it is. They go in batches of up to

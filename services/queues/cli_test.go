@@ -190,7 +190,7 @@ func TestCLIMessages(t *testing.T) {
 	// A message the service refuses fails the command with its code and field.
 	e.run(t, "", "send", "work", "ok", "--delay", "345601").fails(t, exitError, "invalid_argument", "field messages[0].delaySeconds", "1 of 1 messages not sent")
 
-	// Conflation, deliverAt and delete by id (SPEC §13).
+	// Conflation, deliverAt and delete by id (docs/lifecycle.md).
 	e.run(t, "", "send", "work", `{"a":1}`, "--key", "k", "--deliver-at", "2099-01-01T00:00:00Z").fails(t, exitError, "field messages[0].deliverAt")
 	k1 := jsonOf[client.SentMessage](t, e.run(t, "", "send", "work", `{"a":1}`, "--key", "k", "--merge", "patch", "--deliver-at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--json").ok(t))
 	e.run(t, "", "send", "work", `{"b":2}`, "--key", "k", "--merge", "patch").ok(t).has(t, "sent "+k1.MessageID, "merged")

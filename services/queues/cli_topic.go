@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/sdk/go/client"
 )
 
-// topicCmd groups the topic commands (SPEC §14, docs/topics.md): manage topics, publish,
+// topicCmd groups the topic commands (docs/topics.md): manage topics, publish,
 // bind queues, read the log and the keyed state.
 func (c *cli) topicCmd() *cobra.Command {
 	return c.group("topic", "topics: publish once into every bound queue, read the log and the keyed state",

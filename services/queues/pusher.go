@@ -21,7 +21,7 @@ import (
 )
 
 // runPusher runs one replica of the push fleet: it shares the subscriptions with the other
-// replicas through leases in Redis and pushes their messages (SPEC §6).
+// replicas through leases in Redis and pushes their messages (docs/push.md).
 func runPusher(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pusher", flag.ContinueOnError)
 	var c pusherConfig

@@ -14,8 +14,8 @@ import (
 	"github.com/queueshq/queues/pkg/keys"
 )
 
-// runServe runs everything in one process on the embedded store (SPEC §1, §9): the API, the
-// sweeper and the pusher, with messages and metadata in bbolt files under the data directory.
+// runServe runs everything in one process on the embedded store (docs/architecture.md): the API,
+// the sweeper and the pusher, with messages and metadata in bbolt files under the data directory.
 // It needs no flags: the first start creates the directory, signing keys, a project "default"
 // and an all-scopes token, which it prints and writes to <data-dir>/token; later starts reuse
 // them. Being for development and single-node use, it lets push endpoints be plain http and

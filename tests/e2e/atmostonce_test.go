@@ -2,9 +2,10 @@ package e2e
 
 import "testing"
 
-// TestAtMostOnce: an at-most-once queue (SPEC §12) shows its delivery, refuses it on fifo and
-// in a PATCH, and a receive through either replica hands each message out once, without a
-// receipt handle or deadline, leaving nothing in flight and no bytes stored.
+// TestAtMostOnce: an at-most-once queue (docs/delivery-options.md#at-most-once-queues) shows its
+// delivery, refuses it on fifo and in a PATCH, and a receive through either replica hands each
+// message out once, without a receipt handle or deadline, leaving nothing in flight and no bytes
+// stored.
 func TestAtMostOnce(t *testing.T) {
 	tn := newTenant(t)
 	a, b := tn.a, tn.b

@@ -3,7 +3,8 @@ package e2e
 import "testing"
 
 // TestCancel: POST /v1/receipts/cancel returns a message without counting the delivery, and
-// the queue's maxCancels sends the cancel beyond it to the dead-letter queue (SPEC §12).
+// the queue's maxCancels sends the cancel beyond it to the dead-letter queue
+// (docs/delivery-options.md#cancel).
 func TestCancel(t *testing.T) {
 	tn := newTenant(t)
 	c, anon := tn.a, tn.a.as("")

@@ -48,7 +48,7 @@ func TestFIFOSendSequenceNumber(t *testing.T) {
 }
 
 // TestFIFOHashDedupID: with contentBasedDedup, a dedupId equal to a body's SHA-256 in
-// lowercase hex is that body's content-based id, either way round (SPEC §11).
+// lowercase hex is that body's content-based id, either way round (docs/sqs.md).
 func TestFIFOHashDedupID(t *testing.T) {
 	tn := newTenant(t)
 	tn.queue(t, "hash", map[string]any{"type": "fifo", "contentBasedDedup": true})

@@ -1,6 +1,6 @@
 // Package e2e tests the whole API tier end to end over HTTP, the way users reach it, every
-// response checked against openapi.yaml. The suite runs once per backend (SPEC §1: embedded
-// mode runs the same public API with the same semantics):
+// response checked against openapi.yaml. The suite runs once per backend (docs/architecture.md:
+// embedded mode runs the same public API with the same semantics):
 //
 //	stack     two API replicas built exactly as production builds them (pkg/stack) on one
 //	          real redis-server and DynamoDB Local

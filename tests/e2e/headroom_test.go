@@ -16,7 +16,8 @@ import (
 // A replica whose Redis fills up (a small maxmemory, noeviction) pauses sends with 503 and
 // Retry-After, and every queue can still be drained to empty: receive, ack, dead-letter moves,
 // purge, group purge and queue delete all succeed at full memory, and sends come back once
-// the store has room again (SPEC §10, headroom of the shared store).
+// the store has room again
+// (docs/stored-bytes.md#headroom-of-the-shared-store-queues_redis_send_limit).
 func TestFullMemoryDrains(t *testing.T) {
 	requireStack(t, "a replica on a small Redis of its own")
 	tn := newTenant(t)

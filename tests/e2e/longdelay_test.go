@@ -8,9 +8,9 @@ import (
 	"github.com/queueshq/queues/pkg/embedded"
 )
 
-// The long polls of SPEC §13's long and scheduled delays: a receive parked on a queue answers
-// a delayed message once it becomes visible, whether the delay was a delaySeconds past the
-// old 900 s bound or a deliverAt.
+// The long polls of long and scheduled delays (docs/lifecycle.md#long-delays-and-deliverat): a
+// receive parked on a queue answers a delayed message once it becomes visible, whether the delay
+// was a delaySeconds past the old 900 s bound or a deliverAt.
 
 // pollWait is the parked polls' wait (the most a receive may wait).
 const pollWait = 20 * time.Second

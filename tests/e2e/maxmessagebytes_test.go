@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestMaxMessageBytes: a queue's maxMessageBytes (SPEC §3) is set at creation, changed by
+// TestMaxMessageBytes: a queue's maxMessageBytes (docs/api-tour.md) is set at creation, changed by
 // PATCH and shown by GET (262,144 when unset); values outside 1,024–1,048,576 are refused
 // naming the field; a send over the queue's own limit fails that message, and a 1 MiB message
 // goes through /v1 whole on a queue that allows it.
@@ -62,8 +62,8 @@ func TestMaxMessageBytes(t *testing.T) {
 
 // TestMaxMessageBytesTopics: a topic takes messages up to 1 MiB; a bound queue whose
 // maxMessageBytes is smaller refuses the larger ones, which its binding records as failed
-// (SPEC §14), while another bound queue takes them; a replay into the smaller queue counts
-// the larger one failed too.
+// (docs/topics.md#replay), while another bound queue takes them; a replay into the smaller queue
+// counts the larger one failed too.
 func TestMaxMessageBytesTopics(t *testing.T) {
 	tn := newTenant(t)
 	c := tn.a

@@ -16,7 +16,8 @@ func TestSendReceiveAck(t *testing.T) {
 		map[string]any{"body": ""},
 		map[string]any{"body": "later", "delaySeconds": 1},
 		map[string]any{"body": "x", "groupId": "g"},
-		// Delays reach up to the queue's retention (SPEC §13; default 345,600 s), not past it.
+		// Delays reach up to the queue's retention (docs/lifecycle.md#long-delays-and-deliverat;
+		// default 345,600 s), not past it.
 		map[string]any{"body": "x", "delaySeconds": 345601},
 		map[string]any{"body": "x", "attributes": map[string]any{"bad name": "v"}},
 		map[string]any{"body": strings.Repeat("a", 256*1024+1)},

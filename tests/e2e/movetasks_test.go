@@ -171,7 +171,7 @@ func TestMoveTaskRedrive(t *testing.T) {
 	}
 }
 
-// TestMoveTaskDelete: "action": "delete" (SPEC §13) deletes the matching visible messages
+// TestMoveTaskDelete: "action": "delete" (docs/redrive.md) deletes the matching visible messages
 // with the lifecycle of a move; the rest stay.
 func TestMoveTaskDelete(t *testing.T) {
 	tn := newTenant(t)

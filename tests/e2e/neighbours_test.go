@@ -13,10 +13,10 @@ import (
 	"github.com/queueshq/queues/pkg/embedded"
 )
 
-// TestNoisyNeighbour (SPEC §10, noisy neighbours): project B's ordinary send, receive and ack
-// on one API server (one replica and a pusher on the stack; one node on embedded), alone and
-// then beside a project A at every limit — 256 KiB sends at its rate limit past its byte
-// quota, all the long polls it may park and more, a queue create/delete loop, a push
+// TestNoisyNeighbour (noisy neighbours, docs/security.md#what-one-tenant-can-cost): project B's
+// ordinary send, receive and ack on one API server (one replica and a pusher on the stack; one node
+// on embedded), alone and then beside a project A at every limit — 256 KiB sends at its rate limit
+// past its byte quota, all the long polls it may park and more, a queue create/delete loop, a push
 // subscription whose endpoint answers after 30 s — through the `queues bench` neighbour
 // phase. B gets no errors; A is refused with the right codes only; A's extra long polls are
 // answered at once, empty, while its slots are held; nothing grows without bound: the

@@ -7,7 +7,7 @@ import (
 
 // TestPriority: over /v1 a receive takes the highest priority first and the oldest first
 // within one, receive and browse answer each message's priority, and a bad or fifo priority
-// fails that message naming messages[i].priority (SPEC §12).
+// fails that message naming messages[i].priority (docs/delivery-options.md#priority).
 func TestPriority(t *testing.T) {
 	tn := newTenant(t)
 	a := tn.a

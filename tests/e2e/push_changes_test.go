@@ -15,7 +15,7 @@ import (
 )
 
 // TestSubscriptionChangesApplyAtOnce: every change to a subscription applies in the pusher
-// (a separate component on the stack) as soon as it is answered (SPEC §6 allows up to 1 s; we
+// (a separate component on the stack) as soon as it is answered (docs/push.md allows up to 1 s; we
 // hold the stricter line, so the test needs no waiting): a push after rotate-secret carries the
 // new secret's signature beside the old one's, nothing is pushed while paused or after a
 // delete — those messages reach a pull receive instead. Each step runs a few rounds, sending

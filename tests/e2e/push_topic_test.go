@@ -133,7 +133,7 @@ func (r *topicReceiver) check(t *testing.T, name string, published map[int]strin
 // red is what the filtered binding selects: every third message.
 func red(n int) bool { return n%3 == 0 }
 
-// TestPushFromTopic (SPEC §14: "a queue's push subscription then pushes it"): one publish
+// TestPushFromTopic (docs/topics.md: "a queue's push subscription then pushes it"): one publish
 // reaches every bound endpoint. A topic feeds three queues: two pushed to receivers this test
 // runs (one through a filtered binding), one pulled. 200 numbered messages are published;
 // each receiver is pushed each message it selects exactly once, with the published messageId

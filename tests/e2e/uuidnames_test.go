@@ -7,7 +7,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// TestUUIDShapedQueueNames: a queue name may look like a UUID (SPEC §2). A UUID-shaped
+// TestUUIDShapedQueueNames: a queue name may look like a UUID (docs/api-tour.md). A UUID-shaped
 // {queue} is tried as an id and then as a name, so a queue named with another queue's id is
 // reached by its own id or slug, while the id finds the other queue; the name lookup stays
 // case-sensitive while the id lookup takes any case.

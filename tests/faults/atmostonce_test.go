@@ -11,11 +11,11 @@ import (
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
-// TestAtMostOnceKillAPI (SPEC §12): two API replicas on one Redis; consumers receive from an
-// at-most-once queue through both while one replica is killed with SIGKILL and restarted.
-// No message is delivered twice. A receive the killed replica had claimed but not answered
-// is lost (at most once promises no more): the loss is bounded by the receives in flight at
-// the kill and logged. It runs in the short form too: one kill, a small backlog.
+// TestAtMostOnceKillAPI (docs/delivery-options.md#at-most-once-queues): two API replicas on one
+// Redis; consumers receive from an at-most-once queue through both while one replica is killed with
+// SIGKILL and restarted. No message is delivered twice. A receive the killed replica had claimed
+// but not answered is lost (at most once promises no more): the loss is bounded by the receives in
+// flight at the kill and logged. It runs in the short form too: one kill, a small backlog.
 func TestAtMostOnceKillAPI(t *testing.T) {
 	s := newStack(t, "", 2, 0)
 	tok := s.project()

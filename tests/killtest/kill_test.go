@@ -1,11 +1,11 @@
-// Package killtest kills the API tier with SIGKILL under load and checks what SPEC §4 and §8
-// promise across the crash: every acknowledged send (a 200 listing the message) is received
+// Package killtest kills the API tier with SIGKILL under load and checks what docs/durability.md
+// promises across the crash: every acknowledged send (a 200 listing the message) is received
 // afterwards, a message acknowledged with a 204 is never handed out again, and messages that
 // were in flight at the kill come back at their visibility deadline (and not before).
 //
 // The test runs the real `queues api` binary as a child process on a redis-server with AOF
 // (appendfsync always) and DynamoDB Local, in the style of Jepsen's total-queue checker
-// (shared/reference/reliability.md §2.2, test F2): the history records every operation's
+// (test F2, docs/durability.md#the-fault-suite): the history records every operation's
 // outcome as ok or unknown, and the checks only trust ok outcomes. The load, history and
 // checks are in tests/internal/crashtest, shared with tests/servekill.
 package killtest

@@ -11,7 +11,7 @@ import (
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
-// TestKillMoveTask kills -9 the API replica running a move task (SPEC §13) midway while a
+// TestKillMoveTask kills -9 the API replica running a move task (docs/redrive.md) midway while a
 // consumer drains the destination through the other replica, which then takes the lapsed
 // lease and finishes the task. Checked: every message of the source arrives in the
 // destination with its messageId (nothing lost), at most one batch of them twice, the

@@ -17,7 +17,7 @@ var envName = regexp.MustCompile(`^QUEUES_[A-Z0-9_]+$`)
 // TestConfigurationDocumented: every QUEUES_* variable that production code names (a flag's
 // env binding, an env() default, a client's QUEUES_URL) has its row in docs/configuration.md,
 // so an operator finds every setting in one place. Variables only the test suites read are
-// documented beside their suites (docs/testing.md) and are not checked here.
+// documented beside their suites (docs/development.md) and are not checked here.
 func TestConfigurationDocumented(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "configuration.md"))
 	if err != nil {

@@ -155,7 +155,7 @@ func TestEveryRoute(t *testing.T) {
 	if _, err := c.Send(ctx, "orders", client.SendMessage{Body: "x", GroupID: "g"}); !client.IsInvalid(err) {
 		t.Fatalf("send with a group to a standard queue: %v", err)
 	}
-	// Conflation, scheduling and delete by id (SPEC §13).
+	// Conflation, scheduling and delete by id (docs/lifecycle.md).
 	k1, err := c.Send(ctx, "orders", client.SendMessage{Body: `{"a":1}`, Key: "order-7", Merge: client.MergePatch, DeliverAt: time.Now().Add(time.Hour)})
 	if err != nil || k1.Merged {
 		t.Fatalf("keyed send: %+v %v", k1, err)
@@ -246,7 +246,7 @@ func TestEveryRoute(t *testing.T) {
 	if err != nil || len(msgs) != 1 || msgs[0].Body != "three" || msgs[0].ReceiveCount != 2 {
 		t.Fatalf("receive after release: %+v %v", msgs, err)
 	}
-	// A cancel returns it uncounted (SPEC §12).
+	// A cancel returns it uncounted (docs/delivery-options.md#cancel).
 	if err := anon.Cancel(ctx, msgs[0].ReceiptHandle); err != nil {
 		t.Fatal(err)
 	}

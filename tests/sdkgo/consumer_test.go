@@ -80,7 +80,7 @@ func await[T any](t *testing.T, ch <-chan T, timeout time.Duration, what string)
 	return zero
 }
 
-// Each outcome settles the message as SPEC §7 says: ack deletes, retry (and an error, and a
+// Each outcome settles the message as docs/clients.md says: ack deletes, retry (and an error, and a
 // panic) makes it visible again now, retry after d after d, dead-letter moves it with its
 // reason.
 func TestConsumeOutcomes(t *testing.T) {
@@ -543,8 +543,8 @@ func TestConsumeAtMostOnce(t *testing.T) {
 	}
 }
 
-// TestConsumeCancel: a handler's Cancel() returns the message uncounted (SPEC §12): it comes
-// again with the same receiveCount.
+// TestConsumeCancel: a handler's Cancel() returns the message uncounted
+// (docs/delivery-options.md#cancel): it comes again with the same receiveCount.
 func TestConsumeCancel(t *testing.T) {
 	tn := newTenant(t)
 	tn.queue(t, client.CreateQueueInput{Name: "cancelled"})

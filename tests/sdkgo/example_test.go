@@ -83,7 +83,7 @@ func Example_consume() {
 	// resize c.png
 }
 
-// Settle with the vocabulary of SPEC §7: Ack, Retry, RetryAfter and DeadLetter.
+// Settle with the vocabulary of docs/clients.md: Ack, Retry, RetryAfter and DeadLetter.
 func Example_retryAfter() {
 	handler := func(ctx context.Context, m *client.Message) error {
 		switch {

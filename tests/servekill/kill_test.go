@@ -1,6 +1,6 @@
 // Package servekill kills `queues serve` (embedded mode: API and store in one process) with
 // SIGKILL under a send/receive/ack load, restarts it on the same data directory, and checks
-// what SPEC §4 and §8 promise across the crash: every acknowledged send (a 200 listing the
+// what docs/durability.md promises across the crash: every acknowledged send (a 200 listing the
 // message) is received afterwards, a message acknowledged with a 204 is never handed out
 // again, and messages that were in flight at the kill come back at their visibility deadline
 // (and not before). Unlike tests/killtest, the kill takes the storage down too: what survives

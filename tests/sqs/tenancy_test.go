@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// The project's limits and metering (SPEC §10) hold on the SQS door as on /v1: a quota is
+// The project's limits and metering (docs/tenancy.md) hold on the SQS door as on /v1: a quota is
 // SQS's OverLimit, the request rate its RequestThrottled, and the door's sends and receives
 // are metered to the project.
 func TestProjectLimitsAndMetering(t *testing.T) {

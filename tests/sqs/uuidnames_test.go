@@ -13,7 +13,7 @@ import (
 
 // TestUUIDShapedQueueNames: SQS code often names queues with a UUID; the door creates them and
 // finds them by name, also a name equal to another queue's id (the SQS door names queues by
-// name only, while /v1 tries such a value as an id first: SPEC §2).
+// name only, while /v1 tries such a value as an id first: docs/api-tour.md).
 func TestUUIDShapedQueueNames(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		ctx, c := t.Context(), e.sqs

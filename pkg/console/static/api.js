@@ -60,7 +60,7 @@ export const getQueue = (id) => call('GET', q(id));
 export const createQueue = (body) => call('POST', '/v1/queues', body);
 export const updateQueue = (id, body) => call('PATCH', q(id), body);
 // browse takes an optional filter: [name, value] pairs, sent as attribute.<name>=<value> (a name
-// given twice lists values any of which matches; SPEC §12).
+// given twice lists values any of which matches; docs/delivery-options.md#filtered-receive-and-browse).
 export function browse(id, state, cursor, limit = 20, filter = []) {
   let s = query({ state, cursor, limit });
   const f = new URLSearchParams();

@@ -8,12 +8,12 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Barrier messages (SPEC §12) in the index. Messages carry the queue-wide seq of their
-// acceptance, so the rules read directly: with B the oldest barrier present, a message newer
-// than B is held (stHeld: in no heap, so no receive sees it), and B itself is held while any
-// older message is present (q.before counts them). When a message older than B leaves, the
-// count drops and at 0 B is placed; when B leaves, the index recomputes the barriers and
-// places what they no longer hold (a pass over the queue's messages, once per barrier).
+// Barrier messages (docs/delivery-options.md#barrier-messages) in the index. Messages carry the
+// queue-wide seq of their acceptance, so the rules read directly: with B the oldest barrier
+// present, a message newer than B is held (stHeld: in no heap, so no receive sees it), and B itself
+// is held while any older message is present (q.before counts them). When a message older than B
+// leaves, the count drops and at 0 B is placed; when B leaves, the index recomputes the barriers
+// and places what they no longer hold (a pass over the queue's messages, once per barrier).
 // A queue with no barrier pays one length check per placement.
 //
 // A barrier's flag is the record in bucket "b" (key queue id ‖ message id), so the state

@@ -8,10 +8,10 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// Cancel returns valid deliveries without counting them (SPEC §12): the message is visible
-// again now, as a release makes it, with one more cancel; the cancel beyond q.MaxCancels
-// dead-letters it with engine.CancelReason instead. A delivery cancelled already answers
-// success and changes nothing.
+// Cancel returns valid deliveries without counting them (docs/delivery-options.md#cancel): the
+// message is visible again now, as a release makes it, with one more cancel; the cancel beyond
+// q.MaxCancels dead-letters it with engine.CancelReason instead. A delivery cancelled already
+// answers success and changes nothing.
 func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
 	return e.cancel(ctx, q, ds, 0, false)
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Conflation (SPEC §13). A standard queue's keyed messages that wait never delivered (visible
-// or delayed, receiveCount 0) are in the queue's key index with their body and attributes,
-// so a keyed send merges under the engine's lock without reading the disk (whose latest
-// writes may still be queued for the committer). A message leaves the index when it leaves
-// the waiting state: markTaking (a receive claims it), remove (ack, delete, expiry,
+// Conflation (docs/lifecycle.md#conflation-and-delta-publish). A standard queue's keyed messages
+// that wait never delivered (visible or delayed, receiveCount 0) are in the queue's key index with
+// their body and attributes, so a keyed send merges under the engine's lock without reading the
+// disk (whose latest writes may still be queued for the committer). A message leaves the index when
+// it leaves the waiting state: markTaking (a receive claims it), remove (ack, delete, expiry,
 // dead-letter) and clear (purge, queue delete). The key is kept in the state record (codec.go),
 // so a restart rebuilds the index from the records of never-received messages.
 
@@ -96,9 +96,10 @@ func planKeys(qi *queue, q engine.Queue, msgs []engine.Message, sizes []uint32, 
 	var seen map[string]*cur
 	budget := engine.NewMergeBudget().For(q) // one try under the lock: never spent (MergeBudgetBytes)
 	// A send with a barrier, or one accepted while a barrier is pending, is not conflated
-	// (SPEC §12 over §13): a message accepted behind a barrier must not reach a consumer by
-	// changing one accepted before it, and held keyed messages are ordinary messages (as on
-	// Redis, where they wait in the hold, out of the partitions' key index).
+	// (barriers over conflation: docs/delivery-options.md#barrier-messages): a message accepted
+	// behind a barrier must not reach a consumer by changing one accepted before it, and held keyed
+	// messages are ordinary messages (as on Redis, where they wait in the hold, out of the
+	// partitions' key index).
 	unkeyed := qi.fifo || len(qi.bars) > 0
 	for _, m := range msgs {
 		unkeyed = unkeyed || m.Barrier
@@ -178,7 +179,8 @@ func (e *Engine) merge(w *writes, qi *queue, k *keyed, s *keyStep) {
 	w.put(bucketPayloads, key(qi.id, k.m.id), encodePayload(&payload{Body: s.body, Attributes: s.attrs}))
 }
 
-// DeleteMessage removes a visible or delayed message by id (SPEC §13).
+// DeleteMessage removes a visible or delayed message by id
+// (docs/lifecycle.md#delete-a-waiting-message).
 func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) error {
 	if err := ctxErr(ctx); err != nil {
 		return err

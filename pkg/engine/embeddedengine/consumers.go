@@ -9,13 +9,13 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Consumer backlogs (SPEC §12). Each consumer's holdings are the deliveries it received
-// (message id -> attempt), checked against the message index whenever they are counted: a
-// holding counts while its message is still in flight at that attempt, before its deadline
-// and its expiry. So acknowledgements, releases, dead-letters, expiry, purges and group purges
-// all end a holding without being told, and the count is exact at every moment. A receive
-// reserves its room under the engine's lock before it claims, so concurrent receives of one
-// consumer stay within its bound between them.
+// Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness). Each consumer's
+// holdings are the deliveries it received (message id -> attempt), checked against the message
+// index whenever they are counted: a holding counts while its message is still in flight at that
+// attempt, before its deadline and its expiry. So acknowledgements, releases, dead-letters, expiry,
+// purges and group purges all end a holding without being told, and the count is exact at every
+// moment. A receive reserves its room under the engine's lock before it claims, so concurrent
+// receives of one consumer stay within its bound between them.
 //
 // The holdings live in memory: a restarted process starts every consumer with empty holdings
 // (messages held across the restart still come back at their deadlines).

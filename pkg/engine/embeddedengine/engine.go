@@ -59,7 +59,7 @@ var (
 const (
 	// exactCountLimit is the range in which counts are promised exact.
 	exactCountLimit = 100_000
-	// defaultRetention applies when a Queue carries no retention (SPEC §3's default).
+	// defaultRetention applies when a Queue carries no retention (the API's default).
 	defaultRetention = 345_600 * time.Second
 	// maxCommitOps bounds the operations one transaction groups.
 	maxCommitOps = 512

@@ -6,12 +6,12 @@ import (
 	"github.com/queueshq/queues/pkg/filter"
 )
 
-// Filtered receives (SPEC §12). The index holds no attributes, so a filtered receive looks
-// at its candidates' stored payloads, at most filter.MaxCandidates of them and at most
-// filter.MaxScanBytes of them (and the one that crosses it), in one read transaction under
-// the engine's lock (as the cleaner reads under it); it decodes only their attributes. A candidate whose payload is not
-// on disk yet (its send's commit is still under way) does not match: the send's wake-up,
-// which follows its commit, brings the receive back.
+// Filtered receives (docs/delivery-options.md#filtered-receive-and-browse). The index holds no
+// attributes, so a filtered receive looks at its candidates' stored payloads, at most
+// filter.MaxCandidates of them and at most filter.MaxScanBytes of them (and the one that crosses
+// it), in one read transaction under the engine's lock (as the cleaner reads under it); it decodes
+// only their attributes. A candidate whose payload is not on disk yet (its send's commit is still
+// under way) does not match: the send's wake-up, which follows its commit, brings the receive back.
 
 // takeFiltered offers consider the visible messages of qi that f selects, in delivery order,
 // until want are taken, filter.MaxCandidates were examined or filter.MaxScanBytes read; expired candidates are offered

@@ -28,7 +28,7 @@ type msg struct {
 	at         int64 // never received: visible-from time; received: visibility deadline
 	receivedAt int64 // time of the latest receive (0: never received)
 	attempt    uint32
-	cancels    uint32 // cancelled deliveries (SPEC §12): receiveCount is attempt - cancels
+	cancels    uint32 // cancelled deliveries (docs/delivery-options.md#cancel): receiveCount is attempt - cancels
 	cut        bool   // the delivery of this attempt was cancelled (a repeat counts nothing)
 	// base is where this queue's attempts start among the message id's deliveries (0 until
 	// it leaves a queue by a dead-letter or a move): a delivery's Attempt is base + attempt,
@@ -39,7 +39,7 @@ type msg struct {
 	barrier bool // a barrier message (standard queues, barrier.go)
 	// endGroup ends its group's binding when settled (fifo, engine.Message.EndGroup).
 	endGroup bool
-	prio     uint8 // priority 0 to engine.MaxPriority (standard queues, SPEC §12)
+	prio     uint8 // priority 0 to engine.MaxPriority (standard queues, docs/delivery-options.md#priority)
 	hidx     int32 // index in the heap of its state
 	xidx     int32 // index in the expiry heap
 	g        *group
@@ -514,7 +514,8 @@ func (q *queue) nextAt() int64 {
 	return at
 }
 
-// receiveCount is the message's receives that count: cancelled deliveries do not (SPEC §12).
+// receiveCount is the message's receives that count: cancelled deliveries do not
+// (docs/delivery-options.md#cancel).
 func (m *msg) receiveCount() int { return int(m.attempt) - int(m.cancels) }
 
 // delivery is the Attempt of m's current delivery, as handles name it.

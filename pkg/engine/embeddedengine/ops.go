@@ -103,7 +103,7 @@ func (e *Engine) Send(ctx context.Context, q engine.Queue, msgs []engine.Message
 
 // explicitDedupKey is the dedup key of an explicit dedup id. A content-based key is "h" and
 // the body's SHA-256; an explicit id that spells such a hash (64 lowercase hex digits, as the
-// SQS door shows a content-based message's MessageDeduplicationId) is the same id (SPEC §11),
+// SQS door shows a content-based message's MessageDeduplicationId) is the same id (docs/sqs.md),
 // so it takes that key, and any other id "i" and the id.
 func explicitDedupKey(id string) string {
 	if len(id) == 2*sha256.Size && strings.ToLower(id) == id {

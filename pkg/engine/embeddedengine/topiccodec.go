@@ -9,7 +9,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Topic records (SPEC §14; all start with the version byte, 1). Only buckets were added to
+// Topic records (docs/topics.md; all start with the version byte, 1). Only buckets were added to
 // format version 1 for them: a binary without topics ignores these buckets.
 //
 //	topic   (bucket "t", key topic id): byte flags (bit 0: fifo, bit 1: active, i.e. in

@@ -14,7 +14,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Topics (SPEC §14, engine.Topics). A topic's log and keyed state are on disk, in buckets of
+// Topics (docs/topics.md, engine.Topics). A topic's log and keyed state are on disk, in buckets of
 // their own (topiccodec.go); its counters, fifo dedup windows and bindings are in memory
 // under e.mu, as a queue's index is, and written with every change. Publishes assign
 // sequences under e.mu and hand their writes to the committer in that order, so the disk

@@ -10,9 +10,9 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// At-most-once queues (SPEC §12): a receive removes every message it returns, in the same
-// step as the hand-out: nothing is in flight, nothing comes back, nothing is redriven, and the
-// delivery it returns settles nothing.
+// At-most-once queues (docs/delivery-options.md#at-most-once-queues): a receive removes every
+// message it returns, in the same step as the hand-out: nothing is in flight, nothing comes back,
+// nothing is redriven, and the delivery it returns settles nothing.
 
 func atMostOnceTests(h Harness) []struct {
 	name string

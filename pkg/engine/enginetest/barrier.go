@@ -8,8 +8,9 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// Barrier messages (SPEC §12): a barrier is delivered only once every message accepted before
-// it has left the queue, and no message accepted after it is delivered until it has left.
+// Barrier messages (docs/delivery-options.md#barrier-messages): a barrier is delivered only once
+// every message accepted before it has left the queue, and no message accepted after it is
+// delivered until it has left.
 
 func barrierTests(h Harness) []struct {
 	name string

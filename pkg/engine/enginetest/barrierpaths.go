@@ -8,11 +8,11 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// Barrier messages (SPEC §12) against every way a message becomes deliverable besides a plain
-// send: a message accepted while a barrier is pending waits behind it whether it arrived by a
-// keyed send, a dead-letter move, a redrive at receive or a move task, and a delay ending
-// behind a barrier does not make it deliverable. Browse shows what waits behind a barrier as
-// delayed, as the counts do.
+// Barrier messages (docs/delivery-options.md#barrier-messages) against every way a message becomes
+// deliverable besides a plain send: a message accepted while a barrier is pending waits behind it
+// whether it arrived by a keyed send, a dead-letter move, a redrive at receive or a move task, and
+// a delay ending behind a barrier does not make it deliverable. Browse shows what waits behind a
+// barrier as delayed, as the counts do.
 
 func barrierPathTests() []struct {
 	name string

@@ -7,7 +7,8 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// Cancel (SPEC §12): a cancelled delivery does not count, and maxCancels bounds how often.
+// Cancel (docs/delivery-options.md#cancel): a cancelled delivery does not count, and maxCancels
+// bounds how often.
 func cancelTests() []struct {
 	name string
 	fn   func(t *testing.T, s *suite)

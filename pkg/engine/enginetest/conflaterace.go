@@ -14,8 +14,9 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// testConflateConcurrent races patch sends of one key against receives (SPEC §13: a message
-// received while a merge arrives is merged before the hand-out or not at all).
+// testConflateConcurrent races patch sends of one key against receives
+// (docs/lifecycle.md#conflation-and-delta-publish: a message received while a merge arrives is
+// merged before the hand-out or not at all).
 //
 // Each writer sends its updates 1..updates in turn, update u as the patch
 // {"u<w>.<u>": true, "w<w>": u}. Every delivered body must then hold, for each writer, a run

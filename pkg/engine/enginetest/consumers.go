@@ -9,8 +9,9 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// Consumer backlogs (SPEC §12): a consumer never holds more than its maxBacklog unsettled
-// messages; settlement, lapse and purge free its room; the consumers list pages exactly.
+// Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness): a consumer never
+// holds more than its maxBacklog unsettled messages; settlement, lapse and purge free its room; the
+// consumers list pages exactly.
 func consumerTests(Harness) []struct {
 	name string
 	fn   func(t *testing.T, s *suite)

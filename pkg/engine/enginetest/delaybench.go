@@ -12,10 +12,11 @@ import (
 )
 
 // BenchDelayScale measures receives on a standard queue holding n messages delayed at random
-// over 14 days (SPEC §13's long delays), for each n of sizes: "receive-empty" is a receive
-// that finds none visible (it answers when the next one is due), "send-receive-ack" one
-// visible message's round trip beside the delayed ones. The delay index is the partition's
-// ready set (a sorted set on Redis, a heap embedded): both should stay flat as n grows.
+// over 14 days (long delays: docs/lifecycle.md#long-delays-and-deliverat), for each n of sizes:
+// "receive-empty" is a receive that finds none visible (it answers when the next one is due),
+// "send-receive-ack" one visible message's round trip beside the delayed ones. The delay index is
+// the partition's ready set (a sorted set on Redis, a heap embedded): both should stay flat as n
+// grows.
 func BenchDelayScale(b *testing.B, h BenchHarness, sizes ...int) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("delayed=%d", n), func(b *testing.B) {

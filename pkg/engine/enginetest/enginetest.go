@@ -685,8 +685,8 @@ func testRetentionSweep(t *testing.T, s *suite) {
 	wantNil(t, "second sweep", s.e.Sweep(s.ctx, []engine.Queue{q}))
 }
 
-// testRetentionShortened: a new retention applies to messages sent from then on (SPEC §3), so
-// after it is shortened newer messages expire before older ones, and both are removed on time.
+// testRetentionShortened: a new retention applies to messages sent from then on (docs/api-tour.md),
+// so after it is shortened newer messages expire before older ones, and both are removed on time.
 func testRetentionShortened(t *testing.T, s *suite) {
 	q := s.queue(withRetention(time.Hour))
 	s.send(q, "long-1", "long-2")

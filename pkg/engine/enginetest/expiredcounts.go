@@ -8,7 +8,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// testCountsLeaveOutExpired: a message past its retention is gone (SPEC §4), so no count
+// testCountsLeaveOutExpired: a message past its retention is gone (docs/api-tour.md), so no count
 // includes it and it is not the oldest, whether or not a sweep or a receive removed it yet —
 // visible, in flight and delayed, on standard and fifo queues, with live messages behind the
 // expired ones.

@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// fifoTests are the conformance cases of fifo queues (SPEC §3: message groups, strict
+// fifoTests are the conformance cases of fifo queues (docs/fifo.md: message groups, strict
 // per-group order, deduplication, group management).
 func fifoTests(h Harness) []struct {
 	name string

@@ -10,8 +10,8 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// What a fifo send answers (SPEC §5, §11): each stored message's sequence number, the one
-// its receives report, and a duplicate the original's; and which sends are duplicates of
+// What a fifo send answers (docs/fifo.md, docs/sqs.md): each stored message's sequence number, the
+// one its receives report, and a duplicate the original's; and which sends are duplicates of
 // which when an explicit dedup id spells a body's content hash.
 
 // testFIFOSendSequence: a send's SequenceNumber is the one a receive of the message reports,

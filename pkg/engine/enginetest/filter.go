@@ -11,7 +11,8 @@ import (
 	"github.com/queueshq/queues/pkg/filter"
 )
 
-// filterTests are the conformance cases of SPEC §12's filtered receive and browse.
+// filterTests are the conformance cases of filtered receive and browse
+// (docs/delivery-options.md#filtered-receive-and-browse).
 func filterTests(h Harness) []struct {
 	name string
 	fn   func(t *testing.T, s *suite)

@@ -9,7 +9,7 @@ import (
 )
 
 // testLastPageNoCursor: a page that ends a listing answers no cursor, even when it is full
-// (SPEC §5: nextCursor is null exactly when nothing follows) — browse in every state, on
+// (docs/api-tour.md: nextCursor is null exactly when nothing follows) — browse in every state, on
 // standard and fifo queues, and fifo groups.
 func testLastPageNoCursor(t *testing.T, s *suite) {
 	for _, typ := range []engine.Type{engine.Standard, engine.FIFO} {

@@ -14,8 +14,8 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// lifecycleTests are the conformance cases of SPEC §13's conflation, long delays and delete
-// by id (the concurrency case is in conflaterace.go).
+// lifecycleTests are the conformance cases of conflation, long delays and delete by id
+// (docs/lifecycle.md) (the concurrency case is in conflaterace.go).
 func lifecycleTests(h Harness) []struct {
 	name string
 	fn   func(t *testing.T, s *suite)
@@ -169,7 +169,7 @@ func testConflatePatchNotObject(t *testing.T, s *suite) {
 }
 
 // testConflatePatchOverQueueLimit: a patch merge whose result passes the queue's own
-// maxMessageBytes (SPEC §3) fails that message with the limit quoted and changes nothing;
+// maxMessageBytes (docs/api-tour.md) fails that message with the limit quoted and changes nothing;
 // the same merge in a queue of the ceiling is stored.
 func testConflatePatchOverQueueLimit(t *testing.T, s *suite) {
 	small := s.queue(func(q *engine.Queue) { q.MaxMessageBytes = 1024 })

@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Move tasks' primitive (engine.Mover, SPEC §13): a moved message keeps its id, body,
+// Move tasks' primitive (engine.Mover, docs/redrive.md): a moved message keeps its id, body,
 // attributes and group, restarts at receiveCount 0, leaves the source only while visible, and
 // the task's count is exact.
 func moveTests(h Harness) []struct {

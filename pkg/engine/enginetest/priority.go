@@ -9,7 +9,8 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// priorityTests are the conformance cases of SPEC §12's message priority.
+// priorityTests are the conformance cases of message priority
+// (docs/delivery-options.md#priority).
 func priorityTests(h Harness) []struct {
 	name string
 	fn   func(t *testing.T, s *suite)

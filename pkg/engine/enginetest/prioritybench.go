@@ -12,9 +12,9 @@ import (
 )
 
 // BenchPriorityScale measures receive latency on a standard queue holding n visible messages
-// spread evenly over the ten priorities (SPEC §12), for each n of sizes: one op receives a
-// batch of 10, acknowledges it and sends 10 new ones at random priorities, so the backlog
-// stays n. A receive reads only the highest priority's messages, so the figure should stay
+// spread evenly over the ten priorities (docs/delivery-options.md#priority), for each n of sizes:
+// one op receives a batch of 10, acknowledges it and sends 10 new ones at random priorities, so the
+// backlog stays n. A receive reads only the highest priority's messages, so the figure should stay
 // flat as n grows. levels=1 is the same with every message at priority 0, for comparison.
 func BenchPriorityScale(b *testing.B, h BenchHarness, sizes ...int) {
 	for _, n := range sizes {

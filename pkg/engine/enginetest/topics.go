@@ -15,7 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// topicTests are the conformance cases of engine.Topics (SPEC §14: the log, keyed state,
+// topicTests are the conformance cases of engine.Topics (docs/topics.md: the log, keyed state,
 // bindings' fan-out state, exactly-once copies into queues, leases and the work list). An
 // engine that does not implement engine.Topics skips them.
 //

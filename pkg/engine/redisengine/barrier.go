@@ -14,10 +14,10 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Barrier messages (SPEC §12) on standard queues. A queue's messages are spread over
-// partitions (one slot each on Cluster), so no script sees them all; the design keeps the
-// partitions holding only messages that may be delivered, and puts the queue-wide order where
-// it is needed, in one slot:
+// Barrier messages (docs/delivery-options.md#barrier-messages) on standard queues. A queue's
+// messages are spread over partitions (one slot each on Cluster), so no script sees them all; the
+// design keeps the partitions holding only messages that may be delivered, and puts the queue-wide
+// order where it is needed, in one slot:
 //
 //   - Sending a barrier turns barrier mode on (bhold.lua: field bon of the queue's partitions
 //     hash, a new generation) and appends it to the queue's hold list hl; before the send is
@@ -458,8 +458,9 @@ func (e *Engine) receiveBarrier(ctx context.Context, q engine.Queue, req engine.
 // once their bytes reach byteCap. It answers one message and one cursor per element read
 // (and the bytes read); a message whose State is "" is
 // expired or unreadable (left out, its cursor still counts). Held messages browse as delayed:
-// accepted, not deliverable before their barrier (SPEC §12), as Stats counts them; VisibleAt
-// is when they would be visible but for the barrier, so it may have passed.
+// accepted, not deliverable before their barrier (docs/delivery-options.md#barrier-messages), as
+// Stats counts them; VisibleAt is when they would be visible but for the barrier, so it may have
+// passed.
 func (e *Engine) browseHold(ctx context.Context, q engine.Queue, si int, cur browseCursor, hasCur bool, ask, byteCap int, now int64) ([]engine.BrowsedMessage, []browseCursor, int, error) {
 	if q.Type != engine.Standard {
 		return nil, nil, 0, nil

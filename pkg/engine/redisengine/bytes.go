@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Stored bytes (SPEC §10's storedBytes; keys.go's b keys). Every partition script that stores
+// Stored bytes (docs/stored-bytes.md; keys.go's b keys). Every partition script that stores
 // or removes payload moves its partition's byte hash in the same step. On a single server the
 // script also folds the change into the project's byte hash, so the project's total is exact
 // at every moment and a send checks maxStoredBytes in the script that stores it. On Redis

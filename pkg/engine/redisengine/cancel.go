@@ -10,9 +10,9 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 )
 
-// Cancel returns valid deliveries without counting them (SPEC §12; scripts/cancel.lua): the
-// message is visible again now with one more cancel recorded in its state, or, past
-// q.MaxCancels, leaves for the dead-letter queue through the outbox like DeadLetter.
+// Cancel returns valid deliveries without counting them (docs/delivery-options.md#cancel;
+// scripts/cancel.lua): the message is visible again now with one more cancel recorded in its state,
+// or, past q.MaxCancels, leaves for the dead-letter queue through the outbox like DeadLetter.
 func (e *Engine) Cancel(ctx context.Context, q engine.Queue, ds []engine.Delivery) ([]error, error) {
 	return e.cancel(ctx, q, ds, 0, false)
 }

@@ -13,12 +13,12 @@ import (
 	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
-// Conflation (SPEC §13). A keyed message lives in the partition its key hashes to (jump
-// consistent hash over the partition count), so one key's messages are in one slot and a
-// script changes the waiting one atomically with the receives of that partition: a receive
-// either takes the message before the merge (which then stores a new one) or after it. The
-// partition's key index (keys.go: k, ki) names the waiting keyed message and a version that
-// every merge raises.
+// Conflation (docs/lifecycle.md#conflation-and-delta-publish). A keyed message lives in the
+// partition its key hashes to (jump consistent hash over the partition count), so one key's
+// messages are in one slot and a script changes the waiting one atomically with the receives of
+// that partition: a receive either takes the message before the merge (which then stores a new one)
+// or after it. The partition's key index (keys.go: k, ki) names the waiting keyed message and a
+// version that every merge raises.
 //
 // "replace" merges need no read: ksend.lua swaps the payload in. "patch" merges are computed
 // here, by the same code as the embedded engine's (engine.Merged, one RFC 7396
@@ -438,10 +438,11 @@ func sortedInts(a []int) []int {
 // list into m when they are not the one wanted): a page bounds what one call copies.
 const deleteScan = 100
 
-// DeleteMessage removes a visible or delayed message by id (SPEC §13). The id does not name
-// its partition, so every partition is asked (pipelined); a partition that has not finished
-// looking through its list is asked again (mdelete.lua moves each page it looked at out of the
-// list, where ids are found by hash lookup, so the next call starts at the list's new head).
+// DeleteMessage removes a visible or delayed message by id
+// (docs/lifecycle.md#delete-a-waiting-message). The id does not name its partition, so every
+// partition is asked (pipelined); a partition that has not finished looking through its list is
+// asked again (mdelete.lua moves each page it looked at out of the list, where ids are found by
+// hash lookup, so the next call starts at the list's new head).
 func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) error {
 	if err := e.clockOK(); err != nil {
 		return err

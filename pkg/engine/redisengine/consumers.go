@@ -11,8 +11,8 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Consumer backlogs (SPEC §12). A receive that names a consumer runs in three steps around
-// the ordinary receive, whose scripts stay as they are:
+// Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness). A receive that
+// names a consumer runs in three steps around the ordinary receive, whose scripts stay as they are:
 //
 //  1. creserve.lua drops the consumer's lapsed holdings and reserves the room left under its
 //     bound as placeholders (one script call on the queue's own slot);

@@ -67,7 +67,7 @@ const (
 	// outboxGrace is how old (engine clock) an outbox entry must be before Sweep finishes its
 	// move: younger ones are most likely being finished by the operation that made them.
 	outboxGrace = 10 * time.Second
-	// defaultRetention applies when a Queue carries no retention (SPEC §3's default).
+	// defaultRetention applies when a Queue carries no retention (the API's default).
 	defaultRetention = 345_600 * time.Second
 )
 

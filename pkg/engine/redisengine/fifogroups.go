@@ -1,6 +1,6 @@
 package redisengine
 
-// A fifo queue's groups: listing them and purging one (SPEC §5). fifo.go has the rest.
+// A fifo queue's groups: listing them and purging one (docs/fifo.md). fifo.go has the rest.
 
 import (
 	"context"

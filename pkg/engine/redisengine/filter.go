@@ -10,12 +10,12 @@ import (
 	"github.com/queueshq/queues/pkg/filter"
 )
 
-// Filtered receives (SPEC §12). The receive scripts match a candidate's attributes before
-// they decide anything about it, so a message that does not match is left exactly as it was;
-// the filter travels as one ARGV in the form encodeFilter gives. A filtered receive examines
-// at most filter.MaxCandidates candidates in all: it does not share the claim lane (whose
-// calls would each spend the bound for all of them) and visits the partitions holding
-// visible messages one after another, each with what is left of the bound.
+// Filtered receives (docs/delivery-options.md#filtered-receive-and-browse). The receive scripts
+// match a candidate's attributes before they decide anything about it, so a message that does not
+// match is left exactly as it was; the filter travels as one ARGV in the form encodeFilter gives. A
+// filtered receive examines at most filter.MaxCandidates candidates in all: it does not share the
+// claim lane (whose calls would each spend the bound for all of them) and visits the partitions
+// holding visible messages one after another, each with what is left of the bound.
 
 // encodeFilter is the receive scripts' form of f (prelude.lua: fparse): per attribute, in
 // name order, "<len>:<name><count>:" then "<len>:<value>" for each value. Lengths are in

@@ -15,11 +15,12 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 )
 
-// Headroom of the shared store (SPEC §10). Once Redis's used_memory passes the high-water
-// mark, sends are refused (503 unavailable, Retry-After) while everything that drains —
-// receive, settlements, purge, group purge, delete, the sweeper — keeps working, up to and
-// past maxmemory (those scripts carry the allow-oom flag, scripts.go). The mark leaves the
-// room between it and maxmemory for the drain's own small writes (a received message's
+// Headroom of the shared store
+// (docs/stored-bytes.md#headroom-of-the-shared-store-queues_redis_send_limit). Once Redis's
+// used_memory passes the high-water mark, sends are refused (503 unavailable, Retry-After) while
+// everything that drains — receive, settlements, purge, group purge, delete, the sweeper — keeps
+// working, up to and past maxmemory (those scripts carry the allow-oom flag, scripts.go). The mark
+// leaves the room between it and maxmemory for the drain's own small writes (a received message's
 // state, a dead-letter move, the limiter), so a full store can always be emptied.
 //
 // used_memory is sampled at most once per memorySample per Engine: the first send after a

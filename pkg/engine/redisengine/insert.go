@@ -12,8 +12,8 @@ import (
 // into a dead-letter queue, move tasks into their destination (move.go) or back into their
 // source. Each goes to the partition its id names, so a retried insert finds the first
 // (dlqinsert.lua leaves an id already there alone). A message arriving while the queue has a
-// barrier pending is accepted after that barrier (SPEC §12): the partition's fence refuses it
-// and it goes to the barrier hold like a send (barrier.go).
+// barrier pending is accepted after that barrier (docs/delivery-options.md#barrier-messages): the
+// partition's fence refuses it and it goes to the barrier hold like a send (barrier.go).
 
 // insert is one message on its way into a standard queue.
 type insert struct {

@@ -29,7 +29,7 @@ import (
 // The attempt base is set by the scripts that take a message out of its queue for a
 // dead-letter or a move (prelude.lua: rebase), so that the message arrives in the next queue
 // with its attempt field at its base: its delivery attempts, which handles name, never repeat,
-// while its receiveCount (attempt - cancels - base) starts again at 0 (SPEC §13).
+// while its receiveCount (attempt - cancels - base) starts again at 0 (docs/redrive.md).
 //
 // Group id and sequence number are there so fifo queues can use the same format.
 type payload struct {
@@ -131,8 +131,8 @@ type state struct {
 }
 
 // ReceiveCount is the receives that count in the message's present queue: cancelled
-// deliveries do not (SPEC §12), nor the attempts before its attempt base (its payload's
-// Base: the attempts of the queues it left by a dead-letter or a move).
+// deliveries do not (docs/delivery-options.md#cancel), nor the attempts before its attempt base
+// (its payload's Base: the attempts of the queues it left by a dead-letter or a move).
 func (s state) ReceiveCount(base uint32) int {
 	return max(int(s.Attempt)-int(s.Cancels)-int(base), 0)
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// Priority across partitions (SPEC §12: a receive returns the highest-priority visible
-// messages first). Within a partition receive.lua takes the highest band first, but a
-// queue's messages are spread over partitions and a receive claims from one partition first
-// (messages.go), which would hand out one partition's priority 0 while another holds a 9. So
+// Priority across partitions (docs/delivery-options.md#priority: a receive returns the
+// highest-priority visible messages first). Within a partition receive.lua takes the highest band
+// first, but a queue's messages are spread over partitions and a receive claims from one partition
+// first (messages.go), which would hand out one partition's priority 0 while another holds a 9. So
 // a queue that has had a message of priority above 0 is flagged (field pr of its partitions
 // hash, set by the first such send of each process and cached with the partition count), and
 // a receive on a flagged queue of several partitions first probes every partition's visible

@@ -102,11 +102,12 @@ var (
 	tActiveScript  = loadDrainScript("tactive")
 )
 
-// allowOOM is the shebang of the scripts that must run when Redis is at its maxmemory (SPEC
-// §10's headroom: receive, every settlement, purge, group purge, delete, sweeps and reads keep
-// working at full memory, so every queue can be drained). Without it Redis refuses a
-// script's first write that may allocate. Sends are refused first by the engine's own
-// high-water mark (headroom.go) and by Redis at maxmemory.
+// allowOOM is the shebang of the scripts that must run when Redis is at its maxmemory
+// (docs/stored-bytes.md#headroom-of-the-shared-store-queues_redis_send_limit's headroom: receive,
+// every settlement, purge, group purge, delete, sweeps and reads keep working at full memory, so
+// every queue can be drained). Without it Redis refuses a script's first write that may allocate.
+// Sends are refused first by the engine's own high-water mark (headroom.go) and by Redis at
+// maxmemory.
 const allowOOM = "#!lua flags=allow-oom\n"
 
 // loadDrainScript is loadScript for a script that runs at full memory.

@@ -15,7 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
-// Topics (SPEC §14). A topic's log, keyed state, bindings, lease and stored bytes live under
+// Topics (docs/topics.md). A topic's log, keyed state, bindings, lease and stored bytes live under
 // its own hash tag (rediskeys topic.go), so a publish is one script, all or nothing
 // (tpublish.lua). A publish first names the topic in {active}:topics (ActiveTopics, the
 // fan-out's work list), then appends, then wakes the fan-out on every replica through the

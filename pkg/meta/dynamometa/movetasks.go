@@ -1,6 +1,6 @@
 package dynamometa
 
-// Move tasks (SPEC §13):
+// Move tasks (docs/redrive.md):
 //
 //	pk=MOVES#<queue id>  sk=meta.MoveTaskKey(task id)  a task: request, progress, lease (a
 //	                     queue's tasks are one partition, newest first)

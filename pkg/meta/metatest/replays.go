@@ -15,9 +15,9 @@ func newReplay(topic, dest ids.ID) meta.MoveTask {
 	return tk
 }
 
-// testReplays: a replay (SPEC §14) is stored and listed under its topic with its range, and
-// holds its destination queue while it runs — a second replay into that queue, or a move task
-// from it, is refused move_task_running, while the topic may replay into another queue at
+// testReplays: a replay (docs/topics.md#replay) is stored and listed under its topic with its
+// range, and holds its destination queue while it runs — a second replay into that queue, or a move
+// task from it, is refused move_task_running, while the topic may replay into another queue at
 // once; the replay's end frees the queue.
 func testReplays(t *testing.T, s meta.MoveTaskStore) {
 	ctx := t.Context()

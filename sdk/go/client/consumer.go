@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Handler processes one message. What it returns settles the message (SPEC §7):
+// Handler processes one message. What it returns settles the message (docs/clients.md):
 //
 //	nil or Ack()        acknowledged (deleted)
 //	Retry()             visible again now
@@ -95,8 +95,9 @@ func DeadLetter(reason string) error { return &Outcome{Kind: OutcomeDeadLetter, 
 // receipt handle (Client.Ack, ChangeVisibility, DeadLetter) before its deadline.
 func Defer() error { return &Outcome{Kind: OutcomeDefer} }
 
-// Cancel returns the message without counting this delivery (SPEC §12): visible again now,
-// its receiveCount one lower. The cancel beyond the queue's maxCancels dead-letters it.
+// Cancel returns the message without counting this delivery (docs/delivery-options.md#cancel):
+// visible again now, its receiveCount one lower. The cancel beyond the queue's maxCancels
+// dead-letters it.
 func Cancel() error { return &Outcome{Kind: OutcomeCancel} }
 
 // PanicError is a handler's panic, recovered.
@@ -143,11 +144,12 @@ type ConsumeOptions struct {
 	Pollers int
 	// WaitSeconds is each receive's long-polling wait (default 20).
 	WaitSeconds int
-	// Filter, when set, receives only the messages it selects (SPEC §12); the others stay
-	// for other consumers.
+	// Filter, when set, receives only the messages it selects
+	// (docs/delivery-options.md#filtered-receive-and-browse); the others stay for other consumers.
 	Filter *Filter
-	// ConsumerID names this consumer on every receive (SPEC §12): required on an exclusive
-	// fifo queue, whose groups bind to it (docs/fifo.md "Group policies").
+	// ConsumerID names this consumer on every receive
+	// (docs/delivery-options.md#consumers-backlogs-and-fairness): required on an exclusive fifo
+	// queue, whose groups bind to it (docs/fifo.md "Group policies").
 	ConsumerID string
 	// VisibilityTimeout is each receive's visibility timeout, rounded up to seconds. Default:
 	// the queue's (read once with GetQueue), or 30 s when the token may not read the queue.

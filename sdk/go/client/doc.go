@@ -19,7 +19,7 @@
 // # Consumer
 //
 // Consume long-polls a queue and runs a Handler per message with bounded concurrency. What
-// the handler returns settles the message (SPEC §7): nil or Ack() acknowledges it, Retry()
+// the handler returns settles the message (docs/clients.md): nil or Ack() acknowledges it, Retry()
 // makes it visible again now, RetryAfter(d) after d, DeadLetter(reason) moves it to the
 // dead-letter queue, and an error or a panic retries it. Handlers that run long get their
 // message's visibility extended (heartbeat); acknowledgements are sent in batches; when the

@@ -6,10 +6,11 @@ import (
 	"sort"
 )
 
-// Filter selects messages by their attributes (SPEC §12) for Receive, Browse, Stream and
-// Consume: every named attribute must be present with one of its values. A receive with a
-// filter examines at most 1,000 messages in delivery order and takes the matching ones; the
-// others stay as they are for other receives. Nil (or no attributes) selects every message.
+// Filter selects messages by their attributes
+// (docs/delivery-options.md#filtered-receive-and-browse) for Receive, Browse, Stream and Consume:
+// every named attribute must be present with one of its values. A receive with a filter examines at
+// most 1,000 messages in delivery order and takes the matching ones; the others stay as they are
+// for other receives. Nil (or no attributes) selects every message.
 type Filter struct {
 	// Attributes maps an attribute name to the values it may have (at least one each).
 	Attributes map[string][]string `json:"attributes"`

@@ -312,9 +312,10 @@ func (c *Client) AckBatch(ctx context.Context, receiptHandles []string) (BatchEr
 	return c.batch(ctx, "/v1/receipts/ack", map[string]any{"receiptHandles": receiptHandles}, len(receiptHandles))
 }
 
-// Cancel returns one delivery's message without counting the delivery (SPEC §12): visible
-// again at once, its receiveCount one lower; the cancel beyond the queue's maxCancels moves
-// it to the dead-letter queue with reason "max_cancels". A stale handle is ErrStale.
+// Cancel returns one delivery's message without counting the delivery
+// (docs/delivery-options.md#cancel): visible again at once, its receiveCount one lower; the cancel
+// beyond the queue's maxCancels moves it to the dead-letter queue with reason "max_cancels". A
+// stale handle is ErrStale.
 func (c *Client) Cancel(ctx context.Context, receiptHandle string) error {
 	return c.Do(ctx, http.MethodPost, "/v1/receipts/cancel", nil, map[string]string{"receiptHandle": receiptHandle}, nil)
 }

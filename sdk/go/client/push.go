@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/sdk/go/webhook"
 )
 
-// Standard Webhooks headers of a push (SPEC §6).
+// Standard Webhooks headers of a push (docs/push.md).
 const (
 	HeaderWebhookID        = webhook.HeaderID
 	HeaderWebhookTimestamp = webhook.HeaderTimestamp

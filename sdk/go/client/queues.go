@@ -215,7 +215,8 @@ type CreateQueueInput struct {
 	Delivery Delivery `json:"delivery,omitempty"`
 }
 
-// Fairness decides between receives waiting on a queue at the same moment (SPEC §12).
+// Fairness decides between receives waiting on a queue at the same moment
+// (docs/delivery-options.md#consumers-backlogs-and-fairness).
 type Fairness string
 
 // Fairness settings.
@@ -247,7 +248,7 @@ const (
 	OnDeadLetterParkGroup OnDeadLetter = "parkGroup" // the group's later messages follow it to the dead-letter queue
 )
 
-// Delivery is a queue's delivery mode (SPEC §12).
+// Delivery is a queue's delivery mode (docs/delivery-options.md#at-most-once-queues).
 type Delivery string
 
 // Delivery modes. DeliveryAtMostOnce (standard queues only) removes every message a receive
@@ -462,7 +463,8 @@ func (c *Client) ReleaseGroup(ctx context.Context, queue, groupID string) error 
 	return c.Do(ctx, http.MethodPost, "/v1/queues/"+seg(queue)+"/groups/"+seg(groupID)+"/release", nil, nil, nil)
 }
 
-// Consumer is a consumer of a queue seen in the last 5 minutes (SPEC §12).
+// Consumer is a consumer of a queue seen in the last 5 minutes
+// (docs/delivery-options.md#consumers-backlogs-and-fairness).
 type Consumer struct {
 	ConsumerID string `json:"consumerId"`
 	// InFlight is what it holds now: received, not settled, visibility not lapsed.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Subscription is a queue's push subscription (SPEC §6).
+// Subscription is a queue's push subscription (docs/push.md).
 type Subscription struct {
 	ID             string `json:"id"`
 	Slug           string `json:"slug"`

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Topics (SPEC §14, docs/topics.md): a publish appends to a topic's log, and every queue
+// Topics (docs/topics.md): a publish appends to a topic's log, and every queue
 // bound to the topic receives its own copy of each message its binding's filter selects.
 
 // Topic is a topic's settings and the state of its log.

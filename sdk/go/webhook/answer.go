@@ -1,6 +1,6 @@
 package webhook
 
-// What a push's answer means (SPEC §6): the one reading of a receiver's response, shared by
+// What a push's answer means (docs/push.md): the one reading of a receiver's response, shared by
 // the pusher and `queues listen`, and the backoff after a failed push.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxResponseBytes is how much of a response the pusher reads (SPEC §6).
+// MaxResponseBytes is how much of a response the pusher reads (docs/push.md).
 const MaxResponseBytes = 64 << 10
 
 // Outcomes of one message, as a receiver names them in results.
@@ -25,7 +25,8 @@ const (
 	OutcomeRetry      = "retry"
 	OutcomeDeadLetter = "dead-letter"
 	OutcomeDefer      = "defer"
-	// OutcomeCancel returns the message without counting the delivery (SPEC §12).
+	// OutcomeCancel returns the message without counting the delivery
+	// (docs/delivery-options.md#cancel).
 	OutcomeCancel = "cancel"
 )
 
@@ -191,7 +192,7 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Backoff bounds (SPEC §6).
+// Backoff bounds (docs/push.md).
 const (
 	backoffUnit = time.Second
 	backoffCap  = 10 * time.Minute

@@ -1,6 +1,6 @@
 package webhook
 
-// The push request (SPEC §6) as the pusher and `queues listen` send it: its body and its
+// The push request (docs/push.md) as the pusher and `queues listen` send it: its body and its
 // headers. One definition, so a local forward is byte-for-byte the shape of a real push.
 
 import (
@@ -23,8 +23,8 @@ type Message struct {
 	ReplayOf           *ReplayOf         `json:"replayOf,omitempty"`
 }
 
-// ReplayOf is a replayed message's origin (SPEC §14): the topic's id and the log entry's
-// sequence.
+// ReplayOf is a replayed message's origin (docs/topics.md#replay): the topic's id and the log
+// entry's sequence.
 type ReplayOf struct {
 	Topic    string `json:"topic"`
 	Sequence uint64 `json:"sequence"`

@@ -1,5 +1,5 @@
 // Package webhook is what the pusher, the API and the SDKs share about push deliveries
-// (SPEC §6), signed the Standard Webhooks way: the signing secret (whsec_ + base64 of the
+// (docs/push.md), signed the Standard Webhooks way: the signing secret (whsec_ + base64 of the
 // HMAC key), the signature of one request (HMAC-SHA256 of "id.timestamp.body"), its
 // verification, and the policy of which endpoints a push may go to. It is a leaf: no Redis,
 // no storage, no HTTP server — the API imports it without the pusher.

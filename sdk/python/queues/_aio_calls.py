@@ -140,7 +140,7 @@ class AsyncCalls:
         ends with none. ``consumer_id`` names the consumer, whose unsettled messages
         ``max_backlog`` bounds (it needs ``consumer_id``). ``filter`` (attribute name to a
         value or a list of values, any of which matches; every name must match) takes only
-        matching messages and leaves the others untouched (SPEC §12)."""
+        matching messages and leaves the others untouched (docs/delivery-options.md)."""
         return await self.run(self.sync.receive, queue, max_messages=max_messages, visibility_timeout_seconds=visibility_timeout_seconds, wait_seconds=wait_seconds, consumer_id=consumer_id, max_backlog=max_backlog, filter=filter)
 
     async def browse(self, queue: str, *, state: str | None = None, limit: int | None = None, cursor: str | None = None, filter: Mapping[str, str | Sequence[str]] | None = None) -> Page[BrowsedMessage]:  # noqa: A002

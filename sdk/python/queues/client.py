@@ -362,7 +362,7 @@ class Client:
         names the consumer, whose unsettled messages ``max_backlog`` bounds (it needs
         ``consumer_id``). ``filter`` (attribute name to a value or a list of values, any of
         which matches; every name must match) takes only matching messages and leaves the
-        others untouched (SPEC §12)."""
+        others untouched (docs/delivery-options.md)."""
         body: dict[str, Any] = {}
         if filter:
             body["filter"] = filter_body(filter)
@@ -521,7 +521,7 @@ class Client:
         finished task is answered as it is."""
         return MoveTask.from_dict(self.call("POST", _q(queue) + "/move-tasks/" + _seg(task) + "/cancel"))
 
-    # Topics (SPEC §14, docs/topics.md).
+    # Topics (docs/topics.md).
 
     def create_topic(self, name: str, *, type: str = UNSET, retention_seconds: int = UNSET) -> Topic:  # noqa: A002
         """Creates a topic (``type`` "standard", the default, or "fifo", fixed;

@@ -1,5 +1,5 @@
 """A threaded consumer with the Go SDK's semantics: the handler's result settles each
-message (SPEC §7), visibility heartbeats, batched acknowledgements, graceful stop."""
+message (docs/clients.md), visibility heartbeats, batched acknowledgements, graceful stop."""
 
 from __future__ import annotations
 
@@ -152,9 +152,9 @@ class Consumer:
     pollers: int | None = None
     wait_seconds: int = 20
     #: Receive only messages whose attributes match (name to a value or a list of values;
-    #: SPEC §12); the others stay for other consumers.
+    #: docs/delivery-options.md#consumers-backlogs-and-fairness); the others stay for other consumers.
     filter: Mapping[str, str | Sequence[str]] | None = None  # noqa: A003 (the API's name)
-    #: Names this consumer on every receive (SPEC §12); required on an exclusive fifo queue,
+    #: Names this consumer on every receive (docs/delivery-options.md#consumers-backlogs-and-fairness); required on an exclusive fifo queue,
     #: whose groups bind to it (docs/fifo.md "Group policies").
     consumer_id: str | None = None
     visibility_timeout: float | None = None

@@ -102,7 +102,7 @@ class ProjectUsage(Model):
 
 @dataclass
 class Project(Model):
-    """A project; ``limits`` and ``usage`` are set on the single-project answers (SPEC §10)."""
+    """A project; ``limits`` and ``usage`` are set on the single-project answers (docs/tenancy.md)."""
 
     id: str = ""
     slug: str = ""
@@ -289,7 +289,7 @@ class Group(Model):
 
 @dataclass
 class ConsumerInfo(Model):
-    """A consumer that named itself on a receive in the last 5 minutes (SPEC §12)."""
+    """A consumer that named itself on a receive in the last 5 minutes (docs/delivery-options.md#consumers-backlogs-and-fairness)."""
 
     consumer_id: str = ""
     in_flight: int = 0

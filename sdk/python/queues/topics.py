@@ -1,4 +1,4 @@
-"""The topic resources (SPEC §14, docs/topics.md): a publish appends to a topic's log, and
+"""The topic resources (docs/topics.md): a publish appends to a topic's log, and
 every queue bound to the topic receives its own copy of each message its binding's filter
 selects."""
 

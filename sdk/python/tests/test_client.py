@@ -16,7 +16,7 @@ from .server import unique
 
 
 def project_routes_served(c: Client) -> bool:
-    """Whether the server has SPEC §10's project routes (GET /v1/project)."""
+    """Whether the server has the project routes (docs/tenancy.md#routes) (GET /v1/project)."""
     try:
         c.get_own_project()
         return True

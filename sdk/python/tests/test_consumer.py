@@ -79,7 +79,7 @@ class ConsumerTest(unittest.TestCase):
         return self.c.get_queue(queue).counts
 
     def test_outcomes(self) -> None:
-        """Each outcome settles as SPEC §7 says: ack deletes; retry, an exception and a wrong
+        """Each outcome settles as docs/clients.md says: ack deletes; retry, an exception and a wrong
         return value make the message visible again now; retry after d after d; dead-letter
         moves it with its reason; defer leaves it in flight."""
         name = unique("work")

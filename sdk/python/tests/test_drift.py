@@ -11,7 +11,7 @@ from queues import ROUTES, Client
 
 OPENAPI = Path(__file__).resolve().parents[3] / "openapi.yaml"
 
-# Routes SPEC §10 adds and the client already calls, which an openapi.yaml from before that
+# Project routes (docs/tenancy.md#routes) and the client already calls, which an openapi.yaml from before that
 # work does not list yet. Once the document lists them they are checked like the others.
 PENDING = {
     ("PATCH", "/v1/projects/{project}"),

@@ -62,7 +62,7 @@ export interface ListQueuesOptions extends PageOptions {
 export interface BrowseOptions extends PageOptions {
   state?: api.MessageState;
   /**
-   * Only messages whose attributes match (SPEC §12): name to a value or a list of values,
+   * Only messages whose attributes match (docs/delivery-options.md#filtered-receive-and-browse): name to a value or a list of values,
    * any of which matches; every name must match. Sent as `attribute.<name>=<value>`.
    */
   filter?: api.FilterAttributes;
@@ -430,7 +430,7 @@ export class QueuesClient {
     await this.call('deleteMessage', { path: { queue, messageId }, signal: o.signal });
   }
 
-  // ---- consumers (SPEC §12) ----
+  // ---- consumers (docs/delivery-options.md#consumers-backlogs-and-fairness) ----
 
   /** Lists the consumers that named themselves on a receive in the last 5 minutes. */
   listConsumers(queue: string, o: PageOptions = {}): Promise<api.ConsumerList> {
@@ -599,7 +599,7 @@ export class QueuesClient {
     return paginate((cursor) => this.listSubscriptionAttempts(queue, { ...o, cursor }), (p) => p.attempts);
   }
 
-  // ---- topics (SPEC §14, docs/topics.md) ----
+  // ---- topics (docs/topics.md) ----
 
   /** Creates a topic (scope `queues:admin`): `topic_exists` (409) for a taken name. */
   createTopic(req: api.CreateTopicRequest, o: CallOptions = {}): Promise<api.Topic> {

@@ -58,10 +58,10 @@ export interface ConsumeOptions {
    * extended by this much again (heartbeat), until it returns.
    */
   visibilityTimeoutSeconds?: number;
-  /** Receive only the messages this filter selects (SPEC §12); the others stay for other consumers. */
+  /** Receive only the messages this filter selects (docs/delivery-options.md#filtered-receive-and-browse); the others stay for other consumers. */
   filter?: AttributeFilter;
   /**
-   * Names this consumer on every receive (SPEC §12). Required on a fifo queue whose
+   * Names this consumer on every receive (docs/delivery-options.md#consumers-backlogs-and-fairness). Required on a fifo queue whose
    * groupPolicy is "exclusive": its message groups bind to this consumer (docs/fifo.md).
    */
   consumerId?: string;

@@ -375,9 +375,9 @@ export interface SendMessageEntry {
   groupId?: string;
   /** string, fifo only, optional: the deduplication id, 1–128 characters from `!` to `~`. */
   dedupId?: string;
-  /** boolean, standard queues only, optional (default false): a barrier message (SPEC §12): delivered only once every message the queue accepted before it has left the queue (acknowledged, dead-lettered, expired or purged), and no message accepted after it is delivered until it has left. While a barrier waits, the messages behind it count as `delayed`. `true` on a fifo queue fails that message with `invalid_argument`. */
+  /** boolean, standard queues only, optional (default false): a barrier message (docs/delivery-options.md#barrier-messages): delivered only once every message the queue accepted before it has left the queue (acknowledged, dead-lettered, expired or purged), and no message accepted after it is delivered until it has left. While a barrier waits, the messages behind it count as `delayed`. `true` on a fifo queue fails that message with `invalid_argument`. */
   barrier?: boolean;
-  /** integer 0–9, standard queues, optional (default 0): the message's priority (SPEC §12). A receive, and push, takes the visible messages of the highest priority first, the oldest first within one priority. Out of range or not an integer fails the message with `invalid_argument`, `details.field` `messages[i].priority`; other than 0 on a fifo queue fails it likewise. A dead-lettered or moved message arrives at priority 0. */
+  /** integer 0–9, standard queues, optional (default 0): the message's priority (docs/delivery-options.md#priority). A receive, and push, takes the visible messages of the highest priority first, the oldest first within one priority. Out of range or not an integer fails the message with `invalid_argument`, `details.field` `messages[i].priority`; other than 0 on a fifo queue fails it likewise. A dead-lettered or moved message arrives at priority 0. */
   priority?: number;
   /** boolean, fifo queues only, optional (default false): on a queue whose `groupPolicy` is `exclusive`, settling this message (ack or dead-letter) ends its group's binding, so the group's next message goes to whichever consumer receives first. `true` on a standard queue fails the message with `invalid_argument`, `details.field` `messages[i].endGroup`. */
   endGroup?: boolean;
@@ -535,7 +535,7 @@ export type BindingFrom = string | number;
 export interface CreateBindingRequest {
   /** The topic's id, slug or name. */
   topic: string;
-  /** Only messages whose attributes match enter the queue (SPEC §12's filter object); null or absent is none. */
+  /** Only messages whose attributes match enter the queue (the filter object of docs/delivery-options.md#filtered-receive-and-browse); null or absent is none. */
   filter?: AttributeFilter | null;
   from?: BindingFrom;
 }
@@ -594,7 +594,7 @@ export interface ReceiveRequest {
   /** Long-polling wait; absent, the queue's `receiveWaitSeconds`; 0 answers at once. */
   waitSeconds?: number;
   /**
-   * Names the receiving consumer (SPEC §12): its deliveries count as its holdings until
+   * Names the receiving consumer (docs/delivery-options.md#consumers-backlogs-and-fairness): its deliveries count as its holdings until
    * they are settled (ack, release, dead-letter) or their visibility lapses, and it is
    * listed by `GET /v1/queues/{queue}/consumers`. Required on a fifo queue whose
    * `groupPolicy` is `exclusive` (400 naming `consumerId`): groups bind to it.
@@ -607,7 +607,7 @@ export interface ReceiveRequest {
    */
   maxBacklog?: number;
   /**
-   * Takes only messages whose attributes match (SPEC §12); messages that do not
+   * Takes only messages whose attributes match (docs/delivery-options.md#filtered-receive-and-browse); messages that do not
    * match are left as they are (not claimed, not counted, not dead-lettered) for other
    * receives. The receive examines at most 1,000 messages in delivery order and
    * returns the matching ones among them; on a fifo queue each available group's
@@ -694,7 +694,7 @@ export interface ConsumerList {
   nextCursor: NextCursor;
 }
 
-/** The message's priority (SPEC §12), on standard queues only (absent on fifo queues). */
+/** The message's priority (docs/delivery-options.md#priority), on standard queues only (absent on fifo queues). */
 export type Priority = number;
 
 /**

@@ -1,4 +1,4 @@
-// The topic request shapes the client takes beyond the generated ones (SPEC §14,
+// The topic request shapes the client takes beyond the generated ones (docs/topics.md,
 // docs/topics.md). The wire types (Topic, Binding, LogEntry, StateEntry, PublishResult, …)
 // are generated from openapi.yaml into openapi.ts, drift-checked like every other.
 import type { AttributeFilter } from './openapi.js';

@@ -1,13 +1,14 @@
 // Package crashtest is what tests/killtest and tests/servekill share: they kill a `queues`
 // server with SIGKILL under a send/receive/ack load, restart it on the same storage, and
-// check what SPEC §4 and §8 promise across the crash: every acknowledged send (a 200 listing
+// check what docs/durability.md promises across the crash: every acknowledged send (a 200 listing
 // the message) is received afterwards, a message acknowledged with a 204 is never handed out
 // again, and messages that were in flight at the kill come back at their visibility deadline
 // (and not before).
 //
-// In the style of Jepsen's total-queue checker (shared/reference/reliability.md §2.2, test
-// F2), the history records every operation's outcome as ok or unknown, and the checks only
-// trust ok outcomes. The drain awaits returning messages with long polls, never with sleeps.
+// In the style of Jepsen's total-queue checker (test
+// F2, docs/durability.md#the-fault-suite), the history records every operation's outcome as ok or
+// unknown, and the checks only trust ok outcomes. The drain awaits returning messages with long
+// polls, never with sleeps.
 //
 // What differs between the tests is a Server: how the process under test is started (its
 // subcommand and environment) and how the test gets a token for it.

@@ -6,9 +6,9 @@ import (
 	"errors"
 )
 
-// Diff is the other direction of Apply, for the topic stream's delta delivery (SPEC §14,
-// "delta subscribe"): the patch that turns one version of a key's body into the next, so a
-// subscriber that holds the last version receives only what changed.
+// Diff is the other direction of Apply, for the topic stream's delta delivery
+// (docs/streaming.md#the-topic-stream, "delta subscribe"): the patch that turns one version of a
+// key's body into the next, so a subscriber that holds the last version receives only what changed.
 
 // ErrNotJSON is returned by Diff when the new value is not JSON.
 var ErrNotJSON = errors.New("mergepatch: not JSON")

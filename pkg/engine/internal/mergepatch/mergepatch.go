@@ -1,12 +1,12 @@
 // Package mergepatch applies RFC 7396 JSON Merge Patches to JSON objects, for conflated sends
-// with "merge": "patch" (SPEC §13). Both engines use it, so a patch merges the same way
-// whichever engine stores the message.
+// with "merge": "patch" (docs/lifecycle.md#conflation-and-delta-publish). Both engines use it, so a
+// patch merges the same way whichever engine stores the message.
 //
 // Values the patch does not change are copied byte for byte (numbers keep every digit, arrays
 // and strings their escapes), members keep the target's order, and members the patch adds
 // follow in the patch's order. Only a JSON object is a valid target or patch: the service
-// patches whole message bodies, and SPEC §13 refuses a patch whose body, new or waiting, is
-// anything else.
+// patches whole message bodies, and refuses a patch whose body, new or waiting, is anything
+// else (docs/lifecycle.md#conflation-and-delta-publish).
 //
 // The work is linear in the bytes of the target and the patch (issue 31: a lookup by scanning
 // the members made a body of 20,000 names cost a billion name comparisons): each object is

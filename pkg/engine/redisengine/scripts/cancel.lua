@@ -1,9 +1,10 @@
--- cancel: return valid deliveries of a standard queue without counting them (SPEC §12): each
--- message is visible again now (or after a delay: CancelAfter), in its priority band, with one more cancel in its state
--- (prelude.lua: attempt_field), so its receiveCount is one lower. The cancel beyond maxCancels
--- moves it to the outbox (with a redrive policy) or deletes it, like deadletter.lua. The
--- attempt stays, so a receive still makes the handle stale; the cancelled mark makes a second
--- cancel of the same delivery succeed without counting again.
+-- cancel: return valid deliveries of a standard queue without counting them
+-- (docs/delivery-options.md#cancel): each message is visible again now (or after a delay:
+-- CancelAfter), in its priority band, with one more cancel in its state (prelude.lua:
+-- attempt_field), so its receiveCount is one lower. The cancel beyond maxCancels moves it to the
+-- outbox (with a redrive policy) or deletes it, like deadletter.lua. The attempt stays, so a
+-- receive still makes the handle stale; the cancelled mark makes a second cancel of the same
+-- delivery succeed without counting again.
 -- With ARGV 9 "keep", a delivery whose cancel would pass maxCancels is left unchanged with
 -- code 3 instead (CancelAfter retries it, counted).
 -- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 o, 7 B, [8 P] (stored bytes, as in deadletter.lua)

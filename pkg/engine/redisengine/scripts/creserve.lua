@@ -1,7 +1,8 @@
 -- creserve: a named consumer's receive takes room in its backlog before it claims messages
--- (SPEC §12, consumers.go). Lapsed holdings are dropped first, then up to ARGV[2] slots are
--- reserved as placeholders that lapse with the messages they stand for, so concurrent
--- receives of one consumer never take more than its bound between them.
+-- (docs/delivery-options.md#consumers-backlogs-and-fairness, consumers.go). Lapsed holdings are
+-- dropped first, then up to ARGV[2] slots are reserved as placeholders that lapse with the messages
+-- they stand for, so concurrent receives of one consumer never take more than its bound between
+-- them.
 -- KEYS: 1 the consumer's holdings (ZSET member -> lapse ms), 2 the queue's consumer registry
 --       (HASH consumerId -> "maxBacklog|lastSeenMs"), 3 the queue's consumer names (ZSET, all
 --       scores 0, member consumerId)

@@ -1,6 +1,6 @@
--- fcancel: return valid deliveries of a fifo partition without counting them (SPEC §12;
--- cancel.lua says how the count is kept): each message is visible again now (or after a delay:
--- CancelAfter) and its group
+-- fcancel: return valid deliveries of a fifo partition without counting them
+-- (docs/delivery-options.md#cancel; cancel.lua says how the count is kept): each message is
+-- visible again now (or after a delay: CancelAfter) and its group
 -- rescheduled as a release (fvisibility.lua with d = 0) does. A delivery whose cancel would be
 -- beyond maxCancels is left unchanged with code 3: the engine dead-letters it next (through
 -- fdeadletter.lua, which keeps the group bookkeeping).

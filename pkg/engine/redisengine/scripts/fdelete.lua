@@ -1,5 +1,6 @@
--- fdelete: delete one visible or delayed message of a fifo queue's partition by id (SPEC
--- §13) and place its group again (the next message may become available: wake the pollers).
+-- fdelete: delete one visible or delayed message of a fifo queue's partition by id
+-- (docs/lifecycle.md#delete-a-waiting-message) and place its group again (the next message may
+-- become available: wake the pollers).
 -- KEYS: 1 r, 2 f, 3 m, 4 s, 5 x, 6 gm, 7 gi, 8 gs, 9 gl, 10 B, [11 P]
 -- ARGV: 1 now ms, 2 message id (16 raw bytes), 3 wake channel, 4 wake payload (queue id)
 -- Returns: {1} deleted; {2} in flight (nothing changed); {0} not here (or expired: left to

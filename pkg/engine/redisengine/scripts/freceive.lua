@@ -20,10 +20,10 @@
 -- continue), or is parked (prelude.lua: gpark) and gives nothing more (park), its later
 -- messages following the dead one to the outbox in order (parkGroup). A
 -- taken batch locks its group until its deadline (gl). All reads come first.
--- With a filter (SPEC §12) a group's batch ends at its first message that does not match,
--- which stays as it is (before the dead-letter decision): a group whose head does not match
--- gives nothing, and no group's order is broken. Unmatched heads are not a reason to look
--- again at once.
+-- With a filter (docs/delivery-options.md#filtered-receive-and-browse) a group's batch ends at its
+-- first message that does not match, which stays as it is (before the dead-letter decision): a
+-- group whose head does not match gives nothing, and no group's order is broken. Unmatched heads
+-- are not a reason to look again at once.
 -- Exclusive (ARGV 10 set; engine/grouppolicy.go): the consumer's own live bindings are
 -- candidates too, whatever their place; a group bound (live) to another consumer is passed
 -- over; an unbound group (or one whose binding lapsed) is taken only while the consumer has

@@ -1,8 +1,8 @@
--- ksend: store a send that has conflation keys (SPEC §13) in one partition, all or nothing,
--- in order: a keyed message whose key's message waits never delivered changes that message
--- (its payload; it keeps id, state, place and delay) instead of being stored; the rest are
--- stored as new messages (in m, r and x, never the list l: a waiting keyed message must be
--- changeable in place).
+-- ksend: store a send that has conflation keys (docs/lifecycle.md#conflation-and-delta-publish) in
+-- one partition, all or nothing, in order: a keyed message whose key's message waits never
+-- delivered changes that message (its payload; it keeps id, state, place and delay) instead of
+-- being stored; the rest are stored as new messages (in m, r and x, never the list l: a waiting
+-- keyed message must be changeable in place).
 -- KEYS: 1 r, 2 m, 3 s, 4 x, 5 send counter of the current second, 6 f, 7 k (key -> id ..
 --       version), 8 ki (id -> key), 9 bf (the partition's barrier fence, bfence.lua), 10 B,
 --       [11 P]

@@ -1,6 +1,6 @@
 -- mdelete: delete one visible or delayed message of a standard queue's partition by id
--- (SPEC §13). m is indexed by id; the list l is not (an element is id + times + payload, and
--- Redis reads no part of one), so a message not in m is looked for in l a page at a time, and
+-- (docs/lifecycle.md#delete-a-waiting-message). m is indexed by id; the list l is not (an
+-- element is id + times + payload, and Redis reads no part of one), so a message not in m is looked for in l a page at a time, and
 -- every element of the page that is not the one wanted becomes a never-received message of m,
 -- r and x, as a move task's take leaves the elements it passes (movetake.lua): those are found
 -- by id from then on. A delete of an unknown id so reads each list element once, ever, instead

@@ -80,7 +80,7 @@ local function del(K, id)
   redis.call('HDEL', K[4], id)
   redis.call('ZREM', K[5], id)
 end
--- Delivery attempts never repeat for a message id (handles name them; SPEC §13): a message
+-- Delivery attempts never repeat for a message id (handles name them; docs/lifecycle.md): a message
 -- that leaves its queue by a dead-letter or a move carries an attempt base in its payload
 -- (payload.go: flag bit 1, 4 bytes big-endian at its end), and it arrives with its attempt
 -- field at that base (dlqinsert.lua, fsend.lua), so its attempts go on from there and its
@@ -332,9 +332,10 @@ local function psize(v, at)
   end
   return s
 end
--- Attribute filters (SPEC §12; filter.go encodes them): per attribute, in name order,
--- "<len>:<name><count>:" and then "<len>:<value>" for each of its values, so any UTF-8
--- value fits. fparse reads one into name -> {value -> true} and the number of names.
+-- Attribute filters (docs/delivery-options.md#filtered-receive-and-browse; filter.go encodes them):
+-- per attribute, in name order, "<len>:<name><count>:" and then "<len>:<value>" for each of its
+-- values, so any UTF-8 value fits. fparse reads one into name -> {value -> true} and the number of
+-- names.
 local function fparse(s)
   local f, n, i = {}, 0, 1
   local function num()
@@ -461,10 +462,10 @@ local function kwaiting(k, m, s, f, key, now)
   return id, tonumber(string.sub(v, 17)) or 0, mv, at
 end
 
--- Priority (SPEC §12; keys.go): a message of priority b > 0 never goes to l, and its r and f
--- scores are its time plus b * BAND, so each zset holds up to ten bands of scores, band 0
--- (priority 0, every message stored before priorities existed) unchanged. A band's due
--- members are one score range, so a script reads them from the highest band down.
+-- Priority (docs/delivery-options.md#priority; keys.go): a message of priority b > 0 never goes to
+-- l, and its r and f scores are its time plus b * BAND, so each zset holds up to ten bands of
+-- scores, band 0 (priority 0, every message stored before priorities existed) unchanged. A band's
+-- due members are one score range, so a script reads them from the highest band down.
 local BAND = 8796093022208 -- 2^43 ms (about 278 years): every time fits below it
 local function pband(s) return math.floor(s / BAND) end
 local function ptime(s) return s - pband(s) * BAND end

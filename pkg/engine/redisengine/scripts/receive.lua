@@ -25,12 +25,12 @@
 -- message taken from l moves into m, f and x. All reads come first, and every write that
 -- needs memory comes before anything is removed, so a script refused for lack of memory stops
 -- before it changed anything.
--- With a filter (SPEC §12), a candidate whose attributes do not match is left exactly as it
--- is (before the dead-letter decision: its receives are not counted against it); the list is
--- read up to the scan too, and a list element taken behind one left in place is cut out
--- where it is (LSET to a marker, LREM: as mdelete.lua does). Unmatched candidates are not a
--- reason to look again at once: the caller waits for a wake-up as for an empty queue. A
--- filtered receive also stops once it read ARGV 9 bytes of candidates (the list is read a
+-- With a filter (docs/delivery-options.md#filtered-receive-and-browse), a candidate whose
+-- attributes do not match is left exactly as it is (before the dead-letter decision: its receives
+-- are not counted against it); the list is read up to the scan too, and a list element taken behind
+-- one left in place is cut out where it is (LSET to a marker, LREM: as mdelete.lua does). Unmatched
+-- candidates are not a reason to look again at once: the caller waits for a wake-up as for an empty
+-- queue. A filtered receive also stops once it read ARGV 9 bytes of candidates (the list is read a
 -- few elements at a time for that), so one call never reads up to scan whole messages.
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])

@@ -1,4 +1,4 @@
--- tpublish: append a publish to a topic's log, all or nothing (SPEC §14; topics.go): per
+-- tpublish: append a publish to a topic's log, all or nothing (docs/topics.md; topics.go): per
 -- message the next sequence, its keyed state change and its fifo dedup marker, the stored
 -- bytes of log and state (prelude.lua: bchg), then the wake-up of the fan-out.
 -- KEYS: 1 log (stream), 2 sequence counter, 3 state hash, 4 state keys zset, 5 B (the
