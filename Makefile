@@ -46,7 +46,7 @@ fuzz-long: ## every fuzz target for FUZZTIME (default 10m) each, one at a time (
 move100k: ## 100,000 messages moved back from a dead-letter queue at 5,000/s (docs/redrive.md)
 	QUEUES_E2E_BACKEND=stack QUEUES_MOVE_N=100000 go test -count=1 -v -timeout 30m -run TestMoveBackWhileDraining ./tests/e2e/
 
-# The noisy-neighbour measurement of docs/tenancy-neighbours.md at length: project B alone for
+# The noisy-neighbour measurement of docs/measurements/tenancy-neighbours.md at length: project B alone for
 # NEIGHBOUR_WINDOW, then beside a project A at its limits for as long, on `queues serve`
 # (NEIGHBOUR_ON=api: one `queues api` and a `queues pusher` on Redis and DynamoDB Local);
 # scripts/bench.sh starts and stops it. A's load runs in a process of its own, and the
@@ -57,5 +57,5 @@ NEIGHBOUR_WINDOW ?= 60s
 NEIGHBOUR_ON ?= serve
 NEIGHBOUR_SERVICE_NICE ?= -10
 NEIGHBOUR_A_NICE ?= 19
-neighbours: ## B alone, then beside a project A at its limits, NEIGHBOUR_WINDOW (60s) each, on NEIGHBOUR_ON (serve|api) (docs/tenancy-neighbours.md)
+neighbours: ## B alone, then beside a project A at its limits, NEIGHBOUR_WINDOW (60s) each, on NEIGHBOUR_ON (serve|api) (docs/measurements/tenancy-neighbours.md)
 	SERVICE_NICE=$(NEIGHBOUR_SERVICE_NICE) bash scripts/bench.sh $(filter serve,$(NEIGHBOUR_ON)) -phases neighbour -neighbour-window $(NEIGHBOUR_WINDOW) -neighbour-settle 5s -neighbour-a-nice $(NEIGHBOUR_A_NICE)

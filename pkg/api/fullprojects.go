@@ -18,7 +18,7 @@ import (
 // (not merely near it), every send fails (a message's body is never empty), so the send is
 // refused before its body is decoded. A tenant sending 256 KiB payloads at its rate limit past its quota otherwise
 // costs the replica a full decode of each refused body, CPU its neighbours wait for
-// (docs/tenancy-neighbours.md). Projects not marked pay one map lookup.
+// (docs/measurements/tenancy-neighbours.md). Projects not marked pay one map lookup.
 type fullProjects struct{ m sync.Map } // ids.ID → struct{}
 
 func (f *fullProjects) mark(project ids.ID) { f.m.Store(project, struct{}{}) }

@@ -45,7 +45,7 @@ type lease struct {
 	// Nothing but admissions moves a GCRA budget, and they only make it later, so until then
 	// a call for refusedN or more is refused here, without a round trip: a tenant calling
 	// far over its limit costs a map lookup a call, not two Redis scripts
-	// (docs/tenancy-neighbours.md).
+	// (docs/measurements/tenancy-neighbours.md).
 	refusedUntil time.Time
 	refusedN     int
 }

@@ -34,7 +34,7 @@ in the order given (-phases):
            low: 256 KiB sends at its rate limit past its byte quota, every long poll it may
            park and more, a queue create/delete loop, and a push subscription whose
            endpoint (on -push-listen) takes -neighbour-push-delay to answer. Prints B's
-           p99 alone and beside A and A's refusals by code (docs/tenancy-neighbours.md)
+           p99 alone and beside A and A's refusals by code (docs/measurements/tenancy-neighbours.md)
   publish  producers publish -count messages to a topic bound to -bindings queues, each
            drained by its own consumers: publish msg/s, copies delivered/s, publish ->
            delivery at that load; then -wakeups messages published one at a time, each

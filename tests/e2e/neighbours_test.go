@@ -21,7 +21,7 @@ import (
 // phase. B gets no errors; A is refused with the right codes only; A's extra long polls are
 // answered at once, empty, while its slots are held; nothing grows without bound: the
 // server's parked receives stay at A's limit and the process's goroutines come back down.
-// B's latency beside A is the bench's to report (docs/tenancy-neighbours.md), not asserted.
+// B's latency beside A is the bench's to report (docs/measurements/tenancy-neighbours.md), not asserted.
 func TestNoisyNeighbour(t *testing.T) {
 	srv, _, _ := pushServers(t)
 	var watchers func() int

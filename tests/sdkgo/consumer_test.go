@@ -368,7 +368,7 @@ func consumeRate(t testing.TB, n int) float64 {
 }
 
 // The consumer's throughput with 32 concurrent handlers on this machine (one API replica,
-// Redis and DynamoDB Local in the same box), logged for docs/performance-consumer.md.
+// Redis and DynamoDB Local in the same box), logged for docs/measurements/consumer.md.
 func TestConsumerThroughput(t *testing.T) {
 	n := 3000
 	if testing.Short() {

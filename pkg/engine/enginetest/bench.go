@@ -26,11 +26,11 @@ type BenchHarness struct {
 }
 
 // BacklogsEnv names the backlogs (messages queued) the op=receive-ack/backlog=… benchmarks
-// run with, comma-separated (default "1000,100000"; docs/performance.md's scale curve adds 1000000).
+// run with, comma-separated (default "1000,100000"; docs/measurements/performance.md's scale curve adds 1000000).
 const BacklogsEnv = "QUEUES_BENCH_BACKLOGS"
 
 // QueuesEnv is how many queues the op=send/queues=… benchmark spreads its sends over (default
-// 1000; docs/performance.md's scale curve uses 10000).
+// 1000; docs/measurements/performance.md's scale curve uses 10000).
 const QueuesEnv = "QUEUES_BENCH_QUEUES"
 
 // BenchSizes is the backlogs named by BacklogsEnv, or def when it is not set.
@@ -237,7 +237,7 @@ func benchReceiveAck(b *testing.B, h BenchHarness, batch int) {
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
 }
 
-// smallBody is the body size of the scale benchmarks (docs/performance.md's 64-byte workload), so large
+// smallBody is the body size of the scale benchmarks (docs/measurements/performance.md's 64-byte workload), so large
 // backlogs fit in memory.
 const smallBody = 64
 

@@ -19,7 +19,7 @@ import (
 
 // TestMemoryBeyondBody measures Redis memory per queued message beyond its body: used_memory
 // before and after sending N messages (1 KiB bodies, no attributes) to one partition of a
-// standard queue, less N bodies. N is 20,000, or $QUEUES_MEMTEST_N (docs/performance.md's figure uses
+// standard queue, less N bodies. N is 20,000, or $QUEUES_MEMTEST_N (docs/measurements/performance.md's figure uses
 // 1,000,000); $QUEUES_MEMTEST_BODY sets the body size. It logs each key's MEMORY USAGE too,
 // and fails above 200 bytes beyond the body (the budget; $QUEUES_MEMTEST_LIMIT).
 func TestMemoryBeyondBody(t *testing.T) {
