@@ -19,9 +19,6 @@ from pathlib import Path
 from queues import Client
 
 REPO = Path(__file__).resolve().parents[3]
-# The server's public URL as push receivers know it (QUEUES_PUBLIC_URL): the iss of its push
-# tokens. Receivers fetch the keys from the server's real URL; nothing listens here.
-PUBLIC_URL = "https://queues.test"
 
 
 @dataclass
@@ -79,8 +76,11 @@ def _start() -> Server:
     port = _free_port()
     operator = "op_" + secrets.token_hex(16)
     env = {**os.environ, "QUEUES_DATA_DIR": data, "QUEUES_LISTEN": f"127.0.0.1:{port}",
-           "QUEUES_OPERATOR_TOKEN": operator, "QUEUES_LOG_LEVEL": "warn", "QUEUES_PUBLIC_URL": PUBLIC_URL,
+           "QUEUES_OPERATOR_TOKEN": operator, "QUEUES_LOG_LEVEL": "warn",
            "QUEUES_ADMIN_LISTEN": f"127.0.0.1:{_free_port()}"}
+    # Its own URL is its public URL (the iss of push tokens), so a TokenVerifier given just the
+    # issuer finds the keys at <issuer>/.well-known/jwks.json, as a receiver's would.
+    env["QUEUES_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
     log = open(os.path.join(tmp, "serve.log"), "wb")
     proc = subprocess.Popen([b, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
 

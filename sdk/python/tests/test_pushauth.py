@@ -9,13 +9,17 @@ import base64
 import hashlib
 import http.server
 import json
+import os
 import queue as _queue
 import random
+import re
 import threading
 import time
 import unittest
 import urllib.request
+from pathlib import Path
 from typing import Any, Callable
+from unittest import mock
 
 from queues import (Message, PushAuth, Redrive, TokenVerificationError, TokenVerifier, WebhookVerificationError,
                     handle_push, sign, verify)
@@ -305,7 +309,7 @@ class TokenTest(unittest.TestCase):
         cls.jwks_url = server.get().url + "/.well-known/jwks.json"
 
     def verifier(self, **kw: Any) -> TokenVerifier:
-        return TokenVerifier(kw.pop("issuer", server.PUBLIC_URL), kw.pop("audience", AUDIENCE), jwks_url=self.jwks_url, **kw)
+        return TokenVerifier(kw.pop("issuer", server.get().url), kw.pop("audience", AUDIENCE), jwks_url=self.jwks_url, **kw)
 
     def test_verifies_and_caches_the_keys(self) -> None:
         fetched: list[str] = []
@@ -317,7 +321,7 @@ class TokenTest(unittest.TestCase):
 
         v = self.verifier(fetch=fetch)
         claims = v.verify_request(self.headers)
-        self.assertEqual((claims.iss, claims.aud), (server.PUBLIC_URL, AUDIENCE))
+        self.assertEqual((claims.iss, claims.aud), (server.get().url, AUDIENCE))
         self.assertTrue(claims.sub.endswith("/" + self.queue), claims.sub)
         self.assertEqual(claims.exp - claims.iat, 300)
         self.assertEqual(v.verify(self.jwt), claims)
@@ -393,11 +397,11 @@ class TokenTest(unittest.TestCase):
         v.verify(self.jwt)  # the real one still verifies
 
     def test_unreachable_key_set(self) -> None:
-        v = TokenVerifier(server.PUBLIC_URL, AUDIENCE, jwks_url=server.get().url + "/no-such-jwks.json")
+        v = TokenVerifier(server.get().url, AUDIENCE, jwks_url=server.get().url + "/no-such-jwks.json")
         with self.assertRaises(TokenVerificationError) as e:
             v.verify(self.jwt)
         self.assertEqual(e.exception.reason, "jwks_unavailable")
-        bad = TokenVerifier(server.PUBLIC_URL, AUDIENCE, fetch=lambda url: b"[1]")
+        bad = TokenVerifier(server.get().url, AUDIENCE, fetch=lambda url: b"[1]")
         with self.assertRaises(TokenVerificationError) as e:
             bad.verify(self.jwt)
         self.assertEqual(e.exception.reason, "jwks_unavailable")
@@ -424,6 +428,41 @@ class SubscriptionFieldsTest(unittest.TestCase):
         if got.health is not None:
             self.assertGreaterEqual(got.health.flow_control_limit, 1)
         self.assertEqual(c.update_subscription(name, state="active").state, "active")
+
+
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "receiving-pushes.md"
+
+
+def guide_block(heading: str) -> str:
+    """The first python code block under heading in docs/receiving-pushes.md."""
+    text = GUIDE.read_text()
+    m = re.compile(r"```python\n(.*?)```", re.S).search(text, text.index(heading))
+    assert m is not None, f"no python block under {heading}"
+    return m.group(1)
+
+
+class GuideTest(unittest.TestCase):
+    """docs/receiving-pushes.md's v1a and token receivers, run as written on a real push."""
+
+    def test_v1a_and_token_snippets(self) -> None:
+        srv = server.get()
+        headers, body, sub, _ = first_push(self.addCleanup, signing="ed25519",
+                                           auth=PushAuth(audience="https://example.com/queues"))
+        handled: list[str] = []
+        ns: dict[str, Any] = {"handler": lambda m: handled.append(m.body)}
+        env = {"QUEUES_SIGNING_PUBLIC_KEY": sub.signing_public_key or "", "QUEUES_PUBLIC_URL": srv.url}
+        with mock.patch.dict(os.environ, env):
+            exec(guide_block("## Asymmetric signatures"), ns)  # noqa: S102
+            self.assertEqual(ns["receive"](headers, body)[0], 200)
+            self.assertEqual(ns["receive"](headers, body + b" ")[0], 401)
+            exec(guide_block("## Token auth"), ns)  # noqa: S102 (PUBLIC_KEY and handler from above)
+            self.assertEqual(ns["receive"](headers, body)[0], 200)
+            no_token = {k: v for k, v in headers.items() if k != "authorization"}
+            self.assertEqual(ns["receive"](no_token, body)[0], 401)
+            self.assertEqual(ns["receive"]({**headers, "authorization": headers["authorization"] + "x"}, body)[0], 401)
+        self.assertEqual(handled, ['{"hello": "ü"}'] * 2)
+        with mock.patch.dict(os.environ, {"QUEUES_SIGNING_PUBLIC_KEY": "whsec_notakey"}), self.assertRaises(SystemExit):
+            exec(guide_block("## Asymmetric signatures"), {})  # noqa: S102
 
 
 if __name__ == "__main__":
