@@ -6,19 +6,21 @@
 // only v1 (HMAC) signatures, so it checks the service's and the SDK's v1 here.
 import assert from 'node:assert/strict';
 import { createPublicKey, generateKeyPairSync, randomBytes, verify as cryptoVerify } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server as HTTPServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { Webhook } from 'standardwebhooks';
+import ts from 'typescript';
 import { TokenVerificationError, WebhookVerificationError, createTokenVerifier, sign, verify as verifySync, verifyAsync } from '../src/node.js';
 import type { PushBatch } from '../src/openapi.js';
-import { edgeCheck, qname, startServer, until, type Server } from './server.js';
+import { edgeCheck, freePort, pkgRoot, qname, startServer, until, type Server } from './server.js';
 
-// The service's public URL as receivers know it: the tokens' iss. It need not be where the
-// test reaches the server; the JWKS is fetched from the server's real URL.
-const ISSUER = 'https://queues.test';
-const AUDIENCE = 'https://receiver.test/hook';
+// The audience of the test's subscriptions: the docs' example, so the guide's snippets run as written.
+const AUDIENCE = 'https://example.com/queues';
 
 /** A push as the receiver got it: headers (lower-case names) and the raw body. */
 interface Captured {
@@ -27,11 +29,15 @@ interface Captured {
 }
 
 let srv: Server;
+// The service's public URL (the tokens' iss) is its own, so the keys are at <issuer>/.well-known/jwks.json.
+let issuer: string;
 let jwksUrl: string;
 const hooks: HTTPServer[] = [];
 
 before(async () => {
-  srv = await startServer({ QUEUES_PUBLIC_URL: ISSUER });
+  const port = await freePort();
+  srv = await startServer({ QUEUES_LISTEN: `127.0.0.1:${port}`, QUEUES_PUBLIC_URL: `http://127.0.0.1:${port}` });
+  issuer = srv.url;
   jwksUrl = `${srv.url}/.well-known/jwks.json`;
 });
 after(async () => {
@@ -202,9 +208,9 @@ describe('push token: auth {type: "oidc"}', () => {
   test('createTokenVerifier accepts the real token against the real JWKS, fetched once for many', async () => {
     let fetches = 0;
     const counting: typeof fetch = (input, init) => (fetches++, fetch(input, init));
-    const verify = createTokenVerifier({ issuer: ISSUER, audience: AUDIENCE, jwksUrl, fetch: counting });
+    const verify = createTokenVerifier({ issuer, audience: AUDIENCE, jwksUrl, fetch: counting });
     const claims = await verify(`Bearer ${jwt}`);
-    assert.equal(claims.iss, ISSUER);
+    assert.equal(claims.iss, issuer);
     assert.equal(claims.aud, AUDIENCE);
     assert.match(claims.sub, new RegExp(`/${queueName}$`));
     assert.equal(claims.exp - claims.iat, 300, 'a five-minute token');
@@ -213,7 +219,7 @@ describe('push token: auth {type: "oidc"}', () => {
   });
 
   test('jose (jwtVerify, createRemoteJWKSet) accepts the real token against the real JWKS', async () => {
-    const { payload, protectedHeader } = await jwtVerify(jwt, createRemoteJWKSet(new URL(jwksUrl)), { issuer: ISSUER, audience: AUDIENCE, algorithms: ['RS256'] });
+    const { payload, protectedHeader } = await jwtVerify(jwt, createRemoteJWKSet(new URL(jwksUrl)), { issuer, audience: AUDIENCE, algorithms: ['RS256'] });
     assert.equal(protectedHeader.alg, 'RS256');
     const jwks = (await (await fetch(jwksUrl)).json()) as { keys: { kid: string }[] };
     assert.ok(jwks.keys.some((k) => k.kid === decodeProtectedHeader(jwt).kid));
@@ -223,9 +229,9 @@ describe('push token: auth {type: "oidc"}', () => {
   test('both refuse a wrong audience, a wrong issuer and an expired token', async () => {
     const exp = part(jwt, 1).exp as number;
     const cases: [string, { issuer: string; audience: string; nowSeconds?: number }][] = [
-      ['wrong audience', { issuer: ISSUER, audience: `${AUDIENCE}/other` }],
+      ['wrong audience', { issuer, audience: `${AUDIENCE}/other` }],
       ['wrong issuer', { issuer: 'https://evil.test', audience: AUDIENCE }],
-      ['expired', { issuer: ISSUER, audience: AUDIENCE, nowSeconds: exp + 1 }],
+      ['expired', { issuer, audience: AUDIENCE, nowSeconds: exp + 1 }],
     ];
     for (const [name, c] of cases) {
       const now = c.nowSeconds === undefined ? undefined : () => c.nowSeconds! * 1000;
@@ -234,18 +240,18 @@ describe('push token: auth {type: "oidc"}', () => {
       const opts = { issuer: c.issuer, audience: c.audience, algorithms: ['RS256'], currentDate: c.nowSeconds === undefined ? undefined : new Date(c.nowSeconds * 1000) };
       await assert.rejects(jwtVerify(jwt, createRemoteJWKSet(new URL(jwksUrl)), opts), /JWTClaimValidationFailed|JWTExpired|claim/i, `jose: ${name}`);
     }
-    const justInTime = createTokenVerifier({ issuer: ISSUER, audience: AUDIENCE, jwksUrl, now: () => exp * 1000 });
+    const justInTime = createTokenVerifier({ issuer, audience: AUDIENCE, jwksUrl, now: () => exp * 1000 });
     assert.equal(await reason(() => justInTime(jwt)), 'verified', 'valid until exp');
   });
 
   test('both refuse an unknown kid, a tampered payload, alg none or HS256, and a malformed token', async () => {
     const f = forged();
     const want: Record<keyof typeof f, string> = { tampered: 'bad_token', unknownKid: 'unknown_key', algNone: 'bad_token', hs256: 'bad_token', truncated: 'bad_token' };
-    const verify = createTokenVerifier({ issuer: ISSUER, audience: AUDIENCE, jwksUrl });
+    const verify = createTokenVerifier({ issuer, audience: AUDIENCE, jwksUrl });
     const jwks = createRemoteJWKSet(new URL(jwksUrl));
     for (const [name, token] of Object.entries(f) as [keyof typeof f, string][]) {
       assert.equal(await reason(() => verify(token)), want[name], name);
-      await assert.rejects(jwtVerify(token, jwks, { issuer: ISSUER, audience: AUDIENCE, algorithms: ['RS256'] }), Error, `jose: ${name}`);
+      await assert.rejects(jwtVerify(token, jwks, { issuer, audience: AUDIENCE, algorithms: ['RS256'] }), Error, `jose: ${name}`);
     }
     assert.equal(await reason(() => verify(undefined)), 'no_token');
     assert.equal(await reason(() => verify('')), 'no_token');
@@ -253,7 +259,7 @@ describe('push token: auth {type: "oidc"}', () => {
   });
 
   test('an unreachable key set is jwks_unavailable, not a verified token', async () => {
-    const verify = createTokenVerifier({ issuer: ISSUER, audience: AUDIENCE, jwksUrl: `${srv.url}/no-such-jwks.json` });
+    const verify = createTokenVerifier({ issuer, audience: AUDIENCE, jwksUrl: `${srv.url}/no-such-jwks.json` });
     assert.equal(await reason(() => verify(jwt)), 'jwks_unavailable');
   });
 
@@ -270,9 +276,55 @@ describe('push token: auth {type: "oidc"}', () => {
       url: srv.url,
       token: srv.token,
       queue: qname('edge-jwt'),
-      pushToken: { jwt, issuer: ISSUER, audience: AUDIENCE, jwksUrl },
+      pushToken: { jwt, issuer: issuer, audience: AUDIENCE, jwksUrl },
     });
     assert.match(String(out.token), new RegExp(`/${queueName}$`));
     assert.equal(out.tokenWrongAudience, 'bad_claims');
   });
+});
+
+// docs/receiving-pushes.md's TypeScript receivers of the v1a and token sections, run as
+// written: each block is transpiled (its types stripped), given what the guide leaves to the
+// reader (`work`; the token block also the block before's `publicKey`), written inside the
+// package so `@queueshq/queues` is this package, built, and its POST handed a real push.
+type Route = { POST(req: Request): Promise<Response> };
+const worked: string[] = [];
+(globalThis as { __guideWorked?: string[] }).__guideWorked = worked;
+
+async function guideRoute(heading: string, file: string, prelude: string, env: Record<string, string>): Promise<Route> {
+  const text = await readFile(join(pkgRoot, '..', '..', 'docs', 'receiving-pushes.md'), 'utf8');
+  const start = text.indexOf(heading);
+  assert.ok(start >= 0, `docs/receiving-pushes.md has no "${heading}"`);
+  const block = /```ts\n([\s\S]*?)```/.exec(text.slice(start));
+  assert.ok(block, `no ts block under "${heading}"`);
+  const js = ts.transpileModule(block[1]!, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+  const dir = join(pkgRoot, 'build-test', 'snippets');
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, file);
+  // Import declarations are hoisted, so the prelude may come first.
+  await writeFile(path, `const work = async (m) => { globalThis.__guideWorked.push(m.body); };\n${prelude}\n${js}`);
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  try {
+    return (await import(`${pathToFileURL(path).href}?${Date.now()}`)) as Route;
+  } finally {
+    process.env = saved;
+  }
+}
+
+test("docs/receiving-pushes.md's v1a and token receivers accept a real push and refuse a forged one", async () => {
+  const { push, sub } = await firstPush({ signing: 'ed25519', auth: { type: 'oidc', audience: AUDIENCE } });
+  const env = { QUEUES_SIGNING_PUBLIC_KEY: sub.signingPublicKey!, QUEUES_PUBLIC_URL: issuer };
+  const req = (headers: Record<string, string>, body = push.body) => new Request('http://127.0.0.1/queues', { method: 'POST', headers, body });
+  const v1a = await guideRoute('## Asymmetric signatures', 'v1a.mjs', '', env);
+  assert.equal((await v1a.POST(req(push.headers))).status, 200);
+  assert.equal((await v1a.POST(req(push.headers, `${push.body} `))).status, 401);
+  const token = await guideRoute('## Token auth', 'token.mjs', 'const publicKey = process.env.QUEUES_SIGNING_PUBLIC_KEY;', env);
+  assert.equal((await token.POST(req(push.headers))).status, 200);
+  const { authorization, ...noToken } = push.headers;
+  assert.equal((await token.POST(req(noToken))).status, 401);
+  assert.equal((await token.POST(req({ ...noToken, authorization: `${authorization}x` }))).status, 401);
+  assert.equal((await token.POST(req(push.headers, `${push.body} `))).status, 401, 'the signature is still checked');
+  assert.deepEqual(worked, [JSON.parse(push.body).messages[0].body, JSON.parse(push.body).messages[0].body]);
+  await assert.rejects(guideRoute('## Asymmetric signatures', 'v1a-bad.mjs', '', { ...env, QUEUES_SIGNING_PUBLIC_KEY: 'whsec_notakey' }), /QUEUES_SIGNING_PUBLIC_KEY/);
 });

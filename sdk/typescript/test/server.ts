@@ -3,6 +3,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -100,4 +101,16 @@ export async function edgeCheck(config: Record<string, unknown>): Promise<Record
   const script = join(pkgRoot, 'build-test', 'test', 'edgecheck.js');
   const { stdout } = await promisify(execFile)(process.execPath, ['--experimental-vm-modules', '--no-warnings', script, join(pkgRoot, 'dist', 'esm'), JSON.stringify(config)]);
   return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+/** A TCP port free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
 }
