@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .client import Client
     from .errors import QueuesError
     from .models import (BrowsedMessage, ConsumerInfo, FlowControl, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
-                         PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription,
+                         PurgeResult, PushAttempt, PushAuth, Queue, SendMessage, SendResult, SentMessage, Subscription,
                          TokenCreated, UsageHour)
     from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay, StateEntry, Topic
     from .topicstream import TopicStreamConnection

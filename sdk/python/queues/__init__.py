@@ -8,15 +8,16 @@ from .client import MAX_RECEIPT_BATCH, MAX_RECEIVE_BATCH, MAX_SEND_BATCH, ROUTES
 from .consumer import Ack, Cancel, Consumer, ConsumerError, DeadLetter, Defer, Outcome, Retry, RetryAfter, outcome_of
 from .errors import (AlreadyExistsError, AuthError, ConflictError, ForbiddenError, InternalError, InvalidReceiptError,
                      NotFoundError, PurgeTooSoonError, QueuesError, QuotaExceededError, RateLimitedError, StaleReceiptError,
-                     TransportError, UnavailableError, ValidationError, VisibilityLimitError, WebhookVerificationError,
+                     TokenVerificationError, TransportError, UnavailableError, ValidationError, VisibilityLimitError,
+                     WebhookVerificationError,
                      error_class)
 from .models import (BrowsedMessage, ConsumerInfo, DeadLetterInfo, FlowControl, Group, Limits, Message, MoveFilter, MoveTask, Page, Project, ProjectUsage,
-                     PurgeResult, PushAttempt, Queue, QueueCounts, Redrive, ReplayOf, SendMessage, SendResult, SentMessage,
-                     Subscription, TokenCreated, UsageHour)
+                     PurgeResult, PushAttempt, PushAuth, PushError, Queue, QueueCounts, Redrive, ReplayOf, SendMessage,
+                     SendResult, SentMessage, Subscription, SubscriptionHealth, TokenCreated, UsageHour)
 from .topics import (Binding, BindingFailure, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay,
                      StateEntry, Topic)
 from .topicstream import StreamEntry, TopicEvent, TopicGap, TopicStream, TopicStreamConnection
-from .webhooks import PushBatch, handle_push, sign, verify
+from .webhooks import PushBatch, PushTokenClaims, TokenVerifier, handle_push, sign, verify
 from .aio import AsyncClient, AsyncConsumer, handle_push_async
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "ROUTES", "Redrive", "Retry", "RetryAfter", "RetryPolicy", "SCOPE_ALL", "SendMessage", "SendResult",
     "SentMessage", "Subscription", "FlowControl", "TokenCreated", "TransportError", "UNSET", "UsageHour",
     "WebhookVerificationError", "handle_push", "outcome_of", "sign", "verify",
+    "PushAuth", "PushError", "SubscriptionHealth", "PushTokenClaims", "TokenVerifier", "TokenVerificationError",
     "Binding", "BindingFailure", "LogEntry", "PublishMessage", "PublishResult", "PublishedMessage", "StateEntry", "Topic",
     "Replay", "ReplayOf", "StreamEntry", "TopicEvent", "TopicGap", "TopicStream", "TopicStreamConnection",
 ]

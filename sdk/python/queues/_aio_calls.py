@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .client import Client
     from .errors import QueuesError
     from .models import (BrowsedMessage, ConsumerInfo, FlowControl, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
-                         PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription,
+                         PurgeResult, PushAttempt, PushAuth, Queue, SendMessage, SendResult, SentMessage, Subscription,
                          TokenCreated, UsageHour)
     from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay, StateEntry, Topic
     from .topicstream import TopicStreamConnection
@@ -191,19 +191,22 @@ class AsyncCalls:
         """Client.delete_group, awaited. Purges one message group of a fifo queue."""
         return await self.run(self.sync.delete_group, queue, group_id)
 
-    async def create_subscription(self, queue: str, endpoint: str, *, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET, max_messages_per_second: int = UNSET, flow_control: FlowControl = UNSET) -> Subscription:  # noqa: A002
+    async def create_subscription(self, queue: str, endpoint: str, *, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET, max_messages_per_second: int = UNSET, flow_control: FlowControl = UNSET, disable_after_seconds: int = UNSET, signing: str = UNSET, auth: PushAuth = UNSET) -> Subscription:  # noqa: A002
         """Client.create_subscription, awaited. Creates the queue's push subscription; the answer
-        holds ``signing_secret`` (once)."""
-        return await self.run(self.sync.create_subscription, queue, endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused, max_messages_per_second=max_messages_per_second, flow_control=flow_control)
+        holds ``signing_secret`` (once). ``signing="ed25519"`` signs v1a (the answer's
+        ``signing_public_key`` verifies them); ``auth=PushAuth()`` adds a push token whose
+        audience is the endpoint unless set."""
+        return await self.run(self.sync.create_subscription, queue, endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused, max_messages_per_second=max_messages_per_second, flow_control=flow_control, disable_after_seconds=disable_after_seconds, signing=signing, auth=auth)
 
     async def get_subscription(self, queue: str) -> Subscription:  # noqa: A002
         """Client.get_subscription, awaited."""
         return await self.run(self.sync.get_subscription, queue)
 
-    async def update_subscription(self, queue: str, *, endpoint: str = UNSET, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET, max_messages_per_second: int = UNSET, flow_control: FlowControl | None = UNSET) -> Subscription:  # noqa: A002
+    async def update_subscription(self, queue: str, *, endpoint: str = UNSET, batch_size: int = UNSET, batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET, paused: bool = UNSET, max_messages_per_second: int = UNSET, flow_control: FlowControl | None = UNSET, disable_after_seconds: int = UNSET, state: str = UNSET, signing: str = UNSET, auth: PushAuth | None = UNSET) -> Subscription:  # noqa: A002
         """Client.update_subscription, awaited. Changes the settings given; ``flow_control``
-        replaces the whole setting, None turns it off."""
-        return await self.run(self.sync.update_subscription, queue, endpoint=endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused, max_messages_per_second=max_messages_per_second, flow_control=flow_control)
+        replaces the whole setting, None turns it off. ``state="active"`` resumes a disabled
+        subscription (``"disabled"`` stops it); ``auth=None`` removes the push token."""
+        return await self.run(self.sync.update_subscription, queue, endpoint=endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms, max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused, max_messages_per_second=max_messages_per_second, flow_control=flow_control, disable_after_seconds=disable_after_seconds, state=state, signing=signing, auth=auth)
 
     async def delete_subscription(self, queue: str) -> None:  # noqa: A002
         """Client.delete_subscription, awaited."""

@@ -11,7 +11,7 @@ from ._http import RetryPolicy, Transport
 from ._version import __version__
 from .errors import QueuesError
 from .models import (BrowsedMessage, ConsumerInfo, FailedMessage, FlowControl, Group, Limits, Message, MoveFilter, MoveTask, Page, Project,
-                     PurgeResult, PushAttempt, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
+                     PurgeResult, PushAttempt, PushAuth, Queue, SendMessage, SendResult, SentMessage, Subscription, TokenCreated,
                      UsageHour)
 from .topics import Binding, LogEntry, PublishedMessage, PublishMessage, PublishResult, Replay, StateEntry, Topic
 from .topicstream import DEFAULT_WINDOW, TopicStream, TopicStreamConnection, stream_query
@@ -142,6 +142,13 @@ def _settings(**kw: Any) -> dict[str, Any]:
             v = v.to_dict()
         out[camel(k)] = v
     return out
+
+
+def _auth(auth: Any) -> Any:
+    """A PushAuth as the API takes it: an unset audience left out (the endpoint's is the default)."""
+    if auth is UNSET or auth is None or not hasattr(auth, "to_dict"):
+        return auth
+    return {k: v for k, v in auth.to_dict().items() if not (k == "audience" and not v)}
 
 
 def _batch_errors(answer: Any, n: int) -> list[QueuesError | None]:
@@ -436,12 +443,16 @@ class Client:
     def create_subscription(self, queue: str, endpoint: str, *, batch_size: int = UNSET, batch_window_ms: int = UNSET,
                             max_in_flight: int = UNSET, timeout_seconds: int = UNSET,
                             paused: bool = UNSET, max_messages_per_second: int = UNSET,
-                            flow_control: FlowControl = UNSET) -> Subscription:
-        """Creates the queue's push subscription; the answer holds ``signing_secret`` (once)."""
+                            flow_control: FlowControl = UNSET, disable_after_seconds: int = UNSET,
+                            signing: str = UNSET, auth: PushAuth = UNSET) -> Subscription:
+        """Creates the queue's push subscription; the answer holds ``signing_secret`` (once).
+        ``signing="ed25519"`` signs v1a (the answer's ``signing_public_key`` verifies them);
+        ``auth=PushAuth()`` adds a push token whose audience is the endpoint unless set."""
         body = {"endpoint": endpoint, **_settings(batch_size=batch_size, batch_window_ms=batch_window_ms,
                                                   max_in_flight=max_in_flight, timeout_seconds=timeout_seconds,
                                                   paused=paused, max_messages_per_second=max_messages_per_second,
-                                                  flow_control=flow_control)}
+                                                  flow_control=flow_control, disable_after_seconds=disable_after_seconds,
+                                                  signing=signing, auth=_auth(auth))}
         return Subscription.from_dict(self.call("POST", _q(queue) + "/subscription", body=body))
 
     def get_subscription(self, queue: str) -> Subscription:
@@ -450,11 +461,15 @@ class Client:
     def update_subscription(self, queue: str, *, endpoint: str = UNSET, batch_size: int = UNSET,
                             batch_window_ms: int = UNSET, max_in_flight: int = UNSET, timeout_seconds: int = UNSET,
                             paused: bool = UNSET, max_messages_per_second: int = UNSET,
-                            flow_control: FlowControl | None = UNSET) -> Subscription:
-        """Changes the settings given; ``flow_control`` replaces the whole setting, None turns it off."""
+                            flow_control: FlowControl | None = UNSET, disable_after_seconds: int = UNSET,
+                            state: str = UNSET, signing: str = UNSET, auth: PushAuth | None = UNSET) -> Subscription:
+        """Changes the settings given; ``flow_control`` replaces the whole setting, None turns it off.
+        ``state="active"`` resumes a disabled subscription (``"disabled"`` stops it); ``auth=None``
+        removes the push token."""
         body = _settings(endpoint=endpoint, batch_size=batch_size, batch_window_ms=batch_window_ms,
                          max_in_flight=max_in_flight, timeout_seconds=timeout_seconds, paused=paused,
-                         max_messages_per_second=max_messages_per_second, flow_control=flow_control)
+                         max_messages_per_second=max_messages_per_second, flow_control=flow_control,
+                         disable_after_seconds=disable_after_seconds, state=state, signing=signing, auth=_auth(auth))
         return Subscription.from_dict(self.call("PATCH", _q(queue) + "/subscription", body=body))
 
     def delete_subscription(self, queue: str) -> None:

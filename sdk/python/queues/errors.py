@@ -228,3 +228,14 @@ class TransportError(QueuesError):
 
 class WebhookVerificationError(Exception):
     """A push whose Standard Webhooks signature does not verify."""
+
+
+class TokenVerificationError(Exception):
+    """A push token (``Authorization: Bearer <JWT>``, auth type "oidc") that does not verify.
+    ``reason`` says why: no_token, bad_token (not an RS256 JWT, or the signature does not
+    verify), unknown_key (its kid is not in the service's key set), bad_claims (iss, aud, exp
+    or nbf), jwks_unavailable (the key set could not be fetched)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"queues push token: {message}")
+        self.reason = reason

@@ -310,10 +310,61 @@ class FlowControl(Model):
 
 
 @dataclass
-class Subscription(Model):
-    """A queue's push subscription; ``signing_secret`` only on create and rotate-secret."""
+class PushAuth(Model):
+    """Token auth of a subscription: each push carries ``Authorization: Bearer <JWT>`` signed by
+    the service, whose ``aud`` is ``audience`` (the endpoint URL unless set); ``type`` is "oidc"."""
 
-    _nested: ClassVar[dict[str, type[Model]]] = {"flowControl": FlowControl}
+    type: str = "oidc"
+    audience: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PushError(Model):
+    """The last failed push attempt of a subscription (``SubscriptionHealth.last_error``):
+    ``status`` is the HTTP status, None when no response came; ``error`` the class
+    (http_status, timeout, connection_error, …)."""
+
+    status: int | None = None
+    error: str = ""
+    message: str = ""
+    at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SubscriptionHealth(Model):
+    """The endpoint's health as the pusher fleet records it (GET only). A success rate is None
+    when its window (5 minutes, 24 hours) had no attempt; ``flow_control_limit`` is the batches
+    the subscription may have in flight now; ``throttled_until`` the end of the endpoint's last
+    Retry-After while it lasts."""
+
+    _nested: ClassVar[dict[str, type[Model]]] = {"lastError": PushError}
+
+    success_rate5m: float | None = None
+    success_rate24h: float | None = None
+    attempts5m: int = 0
+    attempts24h: int = 0
+    last_success_at: str | None = None
+    last_error: PushError | None = None
+    consecutive_failures: int = 0
+    failing_since: str | None = None
+    flow_control_limit: int = 0
+    throttled_until: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Subscription(Model):
+    """A queue's push subscription; ``signing_secret`` only on create and rotate-secret.
+
+    ``state`` is "active" or "disabled" (every attempt failed for ``disable_after_seconds``, or
+    a PATCH disabled it: ``disabled_reason``, ``disabled_at``). ``signing`` is "hmac" (v1, the
+    shared ``signing_secret``) or "ed25519" (v1a, verified with ``signing_public_key``,
+    ``whpk_…``); ``auth`` adds a push token (docs/push.md)."""
+
+    _nested: ClassVar[dict[str, type[Model]]] = {"flowControl": FlowControl, "health": SubscriptionHealth,
+                                                 "auth": PushAuth}
 
     id: str = ""
     slug: str = ""
@@ -324,11 +375,21 @@ class Subscription(Model):
     max_in_flight: int = 0
     timeout_seconds: int = 0
     paused: bool = False
+    # Endpoint health (docs/push.md).
+    disable_after_seconds: int = 0
+    state: str = "active"
+    disabled_reason: str | None = None
+    disabled_at: str | None = None
+    health: SubscriptionHealth | None = None
     # Rate and keyed flow control (docs/push.md).
     max_messages_per_second: int = 0
     flow_control: FlowControl | None = None
     created_at: str = ""
     updated_at: str = ""
+    # Signatures and token auth (docs/push.md).
+    signing: str = "hmac"
+    signing_public_key: str | None = None
+    auth: PushAuth | None = None
     signing_secret: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -78,6 +78,9 @@ def _start() -> Server:
     env = {**os.environ, "QUEUES_DATA_DIR": data, "QUEUES_LISTEN": f"127.0.0.1:{port}",
            "QUEUES_OPERATOR_TOKEN": operator, "QUEUES_LOG_LEVEL": "warn",
            "QUEUES_ADMIN_LISTEN": f"127.0.0.1:{_free_port()}"}
+    # Its own URL is its public URL (the iss of push tokens), so a TokenVerifier given just the
+    # issuer finds the keys at <issuer>/.well-known/jwks.json, as a receiver's would.
+    env["QUEUES_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
     log = open(os.path.join(tmp, "serve.log"), "wb")
     proc = subprocess.Popen([b, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
 

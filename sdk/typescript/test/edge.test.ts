@@ -2,13 +2,10 @@
 // modules in @edge-runtime/vm's context (no node: modules, no process or Buffer) against a
 // real `queues serve`, and a push signed here (node:crypto) verifies there (WebCrypto).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
 import { sign } from '../src/node.js';
-import { pkgRoot, qname, startServer, type Server } from './server.js';
+import { edgeCheck, qname, startServer, type Server } from './server.js';
 
 let srv: Server;
 before(async () => {
@@ -21,9 +18,7 @@ test('the core runs on an edge runtime: WebCrypto verify and sign, the fetch pus
   const ts = Math.floor(Date.now() / 1000);
   const body = JSON.stringify({ subscription: 'qsb_edge', messages: [{ messageId: 'm1', body: 'hi', attributes: {}, receiveCount: 1 }] });
   const config = { secret, id: 'msg_edge', ts, body, sig: sign(secret, 'msg_edge', ts, body), url: srv.url, token: srv.token, queue: qname('edge') };
-  const run = promisify(execFile);
-  const { stdout } = await run(process.execPath, ['--experimental-vm-modules', '--no-warnings', join(pkgRoot, 'build-test', 'test', 'edgecheck.js'), join(pkgRoot, 'dist', 'esm'), JSON.stringify(config)]);
-  const out = JSON.parse(stdout) as Record<string, unknown>;
+  const out = await edgeCheck(config);
   assert.equal(out.globals, 'undefined undefined undefined', 'the edge context has no process, Buffer or require');
   assert.equal(out.verified, true);
   assert.equal(out.forged, 'no_matching_signature');

@@ -3,7 +3,8 @@
 // (@edge-runtime/vm: Vercel's Edge Runtime globals — fetch, crypto.subtle, Request — and no
 // process, Buffer or require), refusing every import that is not a file of the package
 // (node:crypto above all). There it verifies and signs pushes, answers one through
-// createPushHandler, and sends, receives and acknowledges a message on the real server.
+// createPushHandler, and sends, receives and acknowledges a message on the real server; when
+// the config has them, it verifies a real v1a push and a real push token (pushauth.test.ts).
 // Prints the results as JSON. Args: the dist/esm folder, then a JSON config.
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -45,6 +46,20 @@ globalThis.__result = (async () => {
   await client.ack(m.receiptHandle);
   out.received = m.body;
   out.notFound = await client.getQueue(c.queue + '-missing').then(() => 'found', (e) => e instanceof q.NotFoundError && e instanceof q.QueuesError);
+  if (c.v1a) {
+    // A push the real service signed with ed25519 (v1a), verified with the public key (WebCrypto Ed25519).
+    const p = c.v1a;
+    out.v1a = await q.verifyAsync(p.publicKey, p.headers, p.body).then(() => 'verified', (e) => e.reason);
+    out.v1aForged = await q.verifyAsync(p.publicKey, p.headers, p.body + ' ').then(() => 'accepted', (e) => e.reason);
+  }
+  if (c.pushToken) {
+    // A push token of the real service, checked against its real JWKS (fetch, WebCrypto RSASSA-PKCS1-v1_5).
+    const t = c.pushToken;
+    const verify = q.createTokenVerifier({ issuer: t.issuer, audience: t.audience, jwksUrl: t.jwksUrl });
+    out.token = await verify('Bearer ' + t.jwt).then((claims) => claims.sub, (e) => e.reason);
+    const wrong = q.createTokenVerifier({ issuer: t.issuer, audience: t.audience + '/other', jwksUrl: t.jwksUrl });
+    out.tokenWrongAudience = await wrong('Bearer ' + t.jwt).then(() => 'accepted', (e) => e.reason);
+  }
   return out;
 })();
 `;

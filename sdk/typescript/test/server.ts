@@ -1,12 +1,14 @@
 // Starts a real `queues serve` for a test file: embedded store in a temporary directory, a
 // free port, an operator credential; stops it and removes the directory after.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { QueuesClient } from '../src/index.js';
 
 export const pkgRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -24,7 +26,8 @@ export interface Server {
   close(): Promise<void>;
 }
 
-export async function startServer(): Promise<Server> {
+/** Starts a server; env adds to (or overrides) its environment, e.g. QUEUES_PUBLIC_URL. */
+export async function startServer(env: Record<string, string> = {}): Promise<Server> {
   const bin = process.env.QUEUES_BIN || join(binDir, 'queues');
   const dataDir = await mkdtemp(join(tmpdir(), 'queues-sdk-ts-'));
   const operatorToken = `op-${randomBytes(16).toString('hex')}`;
@@ -36,6 +39,7 @@ export async function startServer(): Promise<Server> {
       QUEUES_ADMIN_LISTEN: '127.0.0.1:0',
       QUEUES_OPERATOR_TOKEN: operatorToken,
       QUEUES_LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -87,4 +91,26 @@ export async function until(cond: () => boolean | Promise<boolean>, ms = 10000, 
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * Runs edgecheck.ts in a child node: the built core on an edge runtime (no node: modules),
+ * against the server and pushes the config names. Returns what it printed.
+ */
+export async function edgeCheck(config: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const script = join(pkgRoot, 'build-test', 'test', 'edgecheck.js');
+  const { stdout } = await promisify(execFile)(process.execPath, ['--experimental-vm-modules', '--no-warnings', script, join(pkgRoot, 'dist', 'esm'), JSON.stringify(config)]);
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+/** A TCP port free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
 }

@@ -7,12 +7,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { sign } from '../src/node.js';
-import { pkgRoot, qname, startServer, until, type Server } from './server.js';
+import { freePort, pkgRoot, qname, startServer, until, type Server } from './server.js';
 
 const guide = join(pkgRoot, '..', '..', 'docs', 'receiving-pushes.md');
 
@@ -34,17 +33,6 @@ async function expressSnippet(): Promise<string> {
   const listen = 'app.listen(3000);';
   assert.ok(m[1]!.includes(listen), `the snippet no longer ends with ${listen}`);
   return m[1]!.replace(listen, "app.listen(Number(process.env.PORT), () => console.log('LISTENING'));") + record;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 interface Receiver {
