@@ -39,8 +39,8 @@ func subAuthOut(s meta.Subscription) subAuthJSON {
 }
 
 // applySubAuth applies "signing" and "auth" when present. A change to ed25519 makes a new key
-// pair (the private key never leaves the service); back to hmac drops it. "auth": null
-// removes the token.
+// pair (the private key never leaves the service); back to hmac drops it, and the previous
+// key of a rotation with it. "auth": null removes the token.
 func (s *Server) applySubAuth(o *object, sub *meta.Subscription) error {
 	if o.has("signing") {
 		v, _, err := o.str("signing")
@@ -50,9 +50,12 @@ func (s *Server) applySubAuth(o *object, sub *meta.Subscription) error {
 		switch v {
 		case meta.SigningHMAC:
 			sub.Signing, sub.SigningPublicKey, sub.SigningPrivateKey = meta.SigningHMAC, "", ""
+			sub.PreviousSigningPrivateKey = ""
 		case meta.SigningEd25519:
 			if sub.Signing != meta.SigningEd25519 || sub.SigningPrivateKey == "" {
+				// A new pair has no predecessor: a key dropped by a switch to hmac signs no more.
 				sub.SigningPublicKey, sub.SigningPrivateKey = webhook.NewKeyPair()
+				sub.PreviousSigningPrivateKey = ""
 			}
 			sub.Signing = meta.SigningEd25519
 		default:

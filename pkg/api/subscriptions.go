@@ -341,14 +341,26 @@ func (s *Server) rotateSecret(c echo.Context) error {
 		return apierr.Invalid(k, "unknown field %q: rotate-secret takes no settings", k)
 	}
 	out, err := s.changeSubscription(c, func(sub *meta.Subscription) error {
-		sub.PreviousSecret, sub.Secret = sub.Secret, webhook.NewSecret()
-		sub.PreviousExpiresAt = s.cfg.Clock.Now().UTC().Truncate(time.Millisecond).Add(secretOverlap)
+		rotate(sub, s.cfg.Clock.Now().UTC().Truncate(time.Millisecond))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, subscriptionOut(out, true))
+}
+
+// rotate makes a new signing secret (SPEC §6) and, for ed25519 signing, a new key pair too:
+// the replaced secret and private key keep signing beside the new ones for secretOverlap, so
+// each push carries both signatures and a receiver switches keys without a rejected push. A
+// second rotation within the overlap retires the oldest at once.
+func rotate(sub *meta.Subscription, now time.Time) {
+	sub.PreviousSecret, sub.Secret = sub.Secret, webhook.NewSecret()
+	if sub.Signing == meta.SigningEd25519 {
+		sub.PreviousSigningPrivateKey = sub.SigningPrivateKey
+		sub.SigningPublicKey, sub.SigningPrivateKey = webhook.NewKeyPair()
+	}
+	sub.PreviousExpiresAt = now.Add(secretOverlap)
 }
 
 func (s *Server) deleteSubscription(c echo.Context) error {

@@ -44,13 +44,17 @@ type Subscription struct {
 	// secrets above) or "ed25519": then SigningPrivateKey ("whsk_" + base64 of the 64-byte
 	// ed25519 private key) signs v1a and SigningPublicKey ("whpk_" + base64) is shown.
 	// AuthType "oidc" adds a bearer JWT whose aud is AuthAudience (empty: the endpoint).
-	Signing           string
-	SigningPublicKey  string
-	SigningPrivateKey string
-	AuthType          string
-	AuthAudience      string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// PreviousSigningPrivateKey, when not empty, is the private key a rotation replaced: it
+	// keeps signing beside the new one until PreviousExpiresAt, as the previous secret does,
+	// so a receiver still holding the old public key verifies every push while it switches.
+	Signing                   string
+	SigningPublicKey          string
+	SigningPrivateKey         string
+	PreviousSigningPrivateKey string
+	AuthType                  string
+	AuthAudience              string
+	CreatedAt                 time.Time
+	UpdatedAt                 time.Time
 	// Version increases with every update (optimistic concurrency for UpdateSubscription).
 	Version int64
 }
@@ -69,14 +73,16 @@ type FlowControl struct {
 func (f FlowControl) Keyed() bool { return f.KeyAttribute != "" }
 
 // Secrets returns the secrets that sign at time now: the current one, and the previous one
-// while its overlap lasts — or, for ed25519 signing, the private key alone.
+// while its overlap lasts — for ed25519 signing, the private keys (current, then previous)
+// instead of the HMAC secrets.
 func (s Subscription) Secrets(now time.Time) []string {
+	current, previous := s.Secret, s.PreviousSecret
 	if s.Signing == SigningEd25519 {
-		return []string{s.SigningPrivateKey}
+		current, previous = s.SigningPrivateKey, s.PreviousSigningPrivateKey
 	}
-	out := []string{s.Secret}
-	if s.PreviousSecret != "" && now.Before(s.PreviousExpiresAt) {
-		out = append(out, s.PreviousSecret)
+	out := []string{current}
+	if previous != "" && now.Before(s.PreviousExpiresAt) {
+		out = append(out, previous)
 	}
 	return out
 }

@@ -21,7 +21,7 @@ func (c *cli) subCmd() *cobra.Command {
 		c.subSimpleCmd("get", "show a queue's subscription", (*client.Client).GetSubscription),
 		c.subSimpleCmd("pause", "stop pushing (messages wait in the queue)", (*client.Client).PauseSubscription),
 		c.subSimpleCmd("resume", "start pushing again (a paused or disabled subscription)", (*client.Client).ResumeSubscription),
-		c.subSimpleCmd("rotate-secret", "issue a new signing secret (printed once; the old one verifies for a while)", (*client.Client).RotateSecret),
+		c.subSimpleCmd("rotate-secret", "issue a new signing secret (printed once) and, with ed25519 signing, a new key pair; the old ones sign beside them for 24 h", (*client.Client).RotateSecret),
 		c.subAttemptsCmd(), c.subDeleteCmd())
 }
 
@@ -79,6 +79,7 @@ func printSub(w io.Writer, s *client.Subscription) {
 		}
 		rows = append(rows, [2]string{"flow control", fmt.Sprintf("per %s: %d in flight, %s", f.KeyAttribute, f.Parallelism, rate)})
 	}
+	rows = append(rows, signingRows(s)...)
 	if s.SigningSecret != "" {
 		rows = append(rows, [2]string{"signing secret", s.SigningSecret + "  (shown only now: keep it)"})
 	}
@@ -86,6 +87,23 @@ func printSub(w io.Writer, s *client.Subscription) {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}
 	tw.Flush()
+}
+
+// signingRows are printSub's lines on how pushes are signed and authenticated.
+func signingRows(s *client.Subscription) [][2]string {
+	signing := s.Signing
+	if signing == "" {
+		signing = "hmac"
+	}
+	rows := [][2]string{{"signing", signing}}
+	if s.SigningPublicKey != "" {
+		rows = append(rows, [2]string{"signing public key", s.SigningPublicKey})
+	}
+	auth := "none"
+	if a := s.Auth; a != nil {
+		auth = a.Type + " (audience " + a.Audience + ")"
+	}
+	return append(rows, [2]string{"auth", auth})
 }
 
 func disableAfter(secs int) string {
@@ -167,7 +185,9 @@ func (c *cli) subUpdateCmd() *cobra.Command {
 		use: "update QUEUE", short: "change a subscription's settings (only the flags given)", minArgs: 1, maxArgs: 1,
 		example: `  queues sub update orders --max-messages-per-second 500
   queues sub update orders --flow-key customer --flow-parallelism 2 --flow-messages-per-second 10
-  queues sub update orders --no-flow-control`,
+  queues sub update orders --no-flow-control
+  queues sub update orders --signing ed25519 --oidc-audience https://example.com/hooks
+  queues sub update orders --signing hmac --no-auth`,
 		completeArgs: c.queueArg,
 		run: func(ctx context.Context, _ *cobra.Command, args []string) error {
 			in, err := sf.input()
@@ -191,6 +211,7 @@ type subFlags struct {
 	batchSize, window, inFlight intValue
 	timeout, disableAfter       secondsValue
 	flow                        flowFlags
+	auth                        authFlags
 }
 
 // add defines the flags on cmd; create's help names the defaults an unset flag takes.
@@ -217,13 +238,57 @@ func (sf *subFlags) add(cmd *cobra.Command, create bool) {
 	}
 	f.Var(&sf.disableAfter, "disable-after", "disable it after every push failed this long, e.g. 48h"+never)
 	sf.flow.add(cmd)
+	sf.auth.add(cmd, create)
 }
 
 // input is the subscription input of the flags given.
 func (sf *subFlags) input() (client.SubscriptionInput, error) {
 	in := client.SubscriptionInput{Endpoint: sf.endpoint, BatchSize: sf.batchSize.ptr(), BatchWindowMs: sf.window.ptr(),
 		MaxInFlight: sf.inFlight.ptr(), TimeoutSeconds: sf.timeout.ptr(), DisableAfterSeconds: sf.disableAfter.ptr()}
+	if err := sf.auth.apply(&in); err != nil {
+		return in, err
+	}
 	return in, sf.flow.apply(&in)
+}
+
+// authFlags are the signing and token auth flags of sub create and sub update.
+type authFlags struct {
+	signing, audience string
+	oidc, off         bool
+}
+
+func (af *authFlags) add(cmd *cobra.Command, create bool) {
+	f := cmd.Flags()
+	def := ""
+	if create {
+		def = " (default hmac)"
+	}
+	f.StringVar(&af.signing, "signing", "", "how pushes are signed: hmac (the whsec_ secret) or ed25519 (a new key pair; the public key is shown)"+def)
+	_ = cmd.RegisterFlagCompletionFunc("signing", cobra.FixedCompletions([]string{"hmac", "ed25519"}, cobra.ShellCompDirectiveNoFileComp))
+	f.BoolVar(&af.oidc, "oidc", false, "token auth: each push carries a service-signed JWT whose audience is the endpoint URL")
+	f.StringVar(&af.audience, "oidc-audience", "", "token auth with this JWT audience (implies --oidc)")
+	if !create {
+		f.BoolVar(&af.off, "no-auth", false, "remove token auth")
+	}
+}
+
+// apply sets the flags given on in.
+func (af *authFlags) apply(in *client.SubscriptionInput) error {
+	switch af.signing {
+	case "", "hmac", "ed25519":
+		in.Signing = af.signing
+	default:
+		return usagef("--signing is hmac or ed25519, not %q", af.signing)
+	}
+	switch {
+	case af.off && (af.oidc || af.audience != ""):
+		return usagef("--no-auth takes no --oidc or --oidc-audience")
+	case af.off:
+		in.NoAuth = true
+	case af.oidc || af.audience != "":
+		in.Auth = &client.PushAuth{Type: "oidc", Audience: af.audience}
+	}
+	return nil
 }
 
 // flowFlags are the rate and keyed flow control flags of sub create and sub update.

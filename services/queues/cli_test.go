@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
@@ -507,4 +508,44 @@ func TestCLISettle(t *testing.T) {
 	e.run(t, "", "message", "visibility", "--timeout", "60", again[1].ReceiptHandle, again[2].ReceiptHandle).ok(t).has(t, "2 of 2")
 	e.run(t, "", "message", "ack").fails(t, exitUsage, "no receipt handles")
 	e.run(t, `{"messageId":"x"}`+"\n", "message", "ack").fails(t, exitUsage, "line 1", "receiptHandle")
+}
+
+// TestCLISubSigningAndAuth: --signing and --oidc/--oidc-audience set on create and update,
+// --no-auth removes token auth, and sub get prints signing, the public key and auth (on a
+// replica with a public URL, which token auth needs).
+func TestCLISubSigningAndAuth(t *testing.T) {
+	e := newCLIEnv(t)
+	srv, err := stacktest.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, closeReplica, err := srv.Replica(t.Context(), stack.Options{PublicURL: "https://queues.test", PushAllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeReplica()
+	e.env[client.EnvURL] = url
+	e.run(t, "", "queue", "create", "signed").ok(t)
+	e.run(t, "", "sub", "create", "signed", "--endpoint", "http://127.0.0.1:9/hook", "--signing", "rsa").fails(t, exitUsage, "--signing")
+	created := e.run(t, "", "sub", "create", "signed", "--endpoint", "http://127.0.0.1:9/hook", "--paused", "--signing", "ed25519", "--oidc").ok(t)
+	created.has(t, "signing: ed25519", "signing public key: whpk_", "auth: oidc (audience http://127.0.0.1:9/hook)")
+	s := jsonOf[client.Subscription](t, e.run(t, "", "sub", "get", "signed", "--json").ok(t))
+	if s.Signing != "ed25519" || !strings.HasPrefix(s.SigningPublicKey, "whpk_") || s.Auth == nil || s.Auth.Audience != "http://127.0.0.1:9/hook" {
+		t.Fatalf("sub get --json: %+v", s)
+	}
+	e.run(t, "", "sub", "get", "signed").ok(t).has(t, "signing: ed25519", "signing public key: "+s.SigningPublicKey, "auth: oidc")
+	rotated := jsonOf[client.Subscription](t, e.run(t, "", "sub", "rotate-secret", "signed", "--json").ok(t))
+	if !strings.HasPrefix(rotated.SigningPublicKey, "whpk_") || rotated.SigningPublicKey == s.SigningPublicKey {
+		t.Fatalf("rotate-secret of an ed25519 subscription: %+v", rotated)
+	}
+	e.run(t, "", "sub", "update", "signed", "--oidc-audience", "my-service").ok(t).has(t, "auth: oidc (audience my-service)", "signing: ed25519")
+	e.run(t, "", "sub", "update", "signed", "--no-auth", "--oidc").fails(t, exitUsage, "--no-auth")
+	e.run(t, "", "sub", "update", "signed", "--oidc-audience", strings.Repeat("a", 1025)).fails(t, exitError, "auth.audience")
+	back := e.run(t, "", "sub", "update", "signed", "--signing", "hmac", "--no-auth").ok(t).has(t, "signing: hmac", "auth: none")
+	if strings.Contains(back.out, "whpk_") {
+		t.Fatalf("hmac subscription shows a public key:\n%s", back.out)
+	}
+	if s := jsonOf[client.Subscription](t, e.run(t, "", "sub", "get", "signed", "--json").ok(t)); s.Signing != "hmac" || s.Auth != nil || s.SigningPublicKey != "" {
+		t.Fatalf("after --signing hmac --no-auth: %+v", s)
+	}
 }

@@ -121,3 +121,87 @@ func TestPushTokenAndEd25519(t *testing.T) {
 		t.Fatalf("audience: %s", aud.raw)
 	}
 }
+
+// TestPushEd25519Rotation: rotate-secret on an ed25519 subscription makes a new key pair (and,
+// as on every subscription, a new signingSecret); for the overlap each push carries two v1a
+// signatures, so a receiver holding either public key verifies it; a second rotation retires
+// the oldest key at once; a switch to hmac and back starts a pair with no predecessor.
+func TestPushEd25519Rotation(t *testing.T) {
+	srv, srvA, srvB := pushServers(t)
+	type push struct {
+		raw    []byte
+		header http.Header
+	}
+	got := make(chan push, 10)
+	ep := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		got <- push{raw, r.Header.Clone()}
+		rw.WriteHeader(204)
+	}))
+	defer ep.Close()
+	tn := newTenantOn(t, srvA, srvB)
+	op := newClient(t, srv, tn.token)
+	tn.queue(t, "rotating", nil)
+	path := "/v1/queues/rotating/subscription"
+	created := op.do("POST", path, map[string]any{"endpoint": ep.URL + "/hook", "signing": "ed25519"}).must(t, 201)
+	// pushed sends one message and returns its push's signatures, checking which keys verify it.
+	pushed := func(step string, verifying []string, failing ...string) []string {
+		t.Helper()
+		tn.a.send(t, "rotating", step)
+		var p push
+		select {
+		case p = <-got:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: nothing pushed within 30 s", step)
+		}
+		h := p.header
+		check := func(pub string) error {
+			return webhook.Verify([]string{pub}, h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), p.raw, time.Now(), 0)
+		}
+		for _, pub := range verifying {
+			if err := check(pub); err != nil {
+				t.Fatalf("%s: key %s… does not verify %q: %v", step, pub[:12], h.Get("webhook-signature"), err)
+			}
+		}
+		for _, pub := range failing {
+			if check(pub) == nil {
+				t.Fatalf("%s: retired key %s… still verifies %q", step, pub[:12], h.Get("webhook-signature"))
+			}
+		}
+		sigs := strings.Fields(h.Get("webhook-signature"))
+		for _, s := range sigs {
+			if !strings.HasPrefix(s, "v1a,") {
+				t.Fatalf("%s: signature %q is not v1a", step, s)
+			}
+		}
+		return sigs
+	}
+	pub1 := created.str("signingPublicKey")
+	if sigs := pushed("before", []string{pub1}); len(sigs) != 1 {
+		t.Fatalf("before any rotation: %d signatures, want 1", len(sigs))
+	}
+
+	rotated := op.do("POST", path+"/rotate-secret", nil).must(t, 200)
+	pub2 := rotated.str("signingPublicKey")
+	if !strings.HasPrefix(pub2, "whpk_") || pub2 == pub1 || rotated.str("signingSecret") == created.str("signingSecret") ||
+		rotated.str("signing") != "ed25519" || strings.Contains(string(rotated.raw), "whsk_") {
+		t.Fatalf("rotated: %s", rotated.raw)
+	}
+	if g := op.do("GET", path, nil).must(t, 200); g.str("signingPublicKey") != pub2 || strings.Contains(string(g.raw), "whsk_") {
+		t.Fatalf("get after the rotation: %s", g.raw)
+	}
+	if sigs := pushed("overlap", []string{pub1, pub2}); len(sigs) != 2 {
+		t.Fatalf("during the overlap: %d signatures, want the new key's and the previous one's", len(sigs))
+	}
+
+	pub3 := op.do("POST", path+"/rotate-secret", map[string]any{}).must(t, 200).str("signingPublicKey")
+	if sigs := pushed("second rotation", []string{pub3, pub2}, pub1); len(sigs) != 2 {
+		t.Fatalf("after a second rotation: %d signatures", len(sigs))
+	}
+
+	op.do("PATCH", path, map[string]any{"signing": "hmac"}).must(t, 200)
+	pub4 := op.do("PATCH", path, map[string]any{"signing": "ed25519"}).must(t, 200).str("signingPublicKey")
+	if sigs := pushed("new pair", []string{pub4}, pub3, pub2); len(sigs) != 1 {
+		t.Fatalf("a new pair after hmac: %d signatures, want 1", len(sigs))
+	}
+}

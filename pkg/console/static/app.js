@@ -217,7 +217,7 @@ function openQueue(id) {
   schedule(async () => {
     renderQueueHeader(await api.getQueue(id));
     // The attempts log is live while it is on screen, and so is a running redrive.
-    if (state.tab === 'subscription' && state.sub && $('secret-box').hidden) await loadAttempts();
+    if (state.tab === 'subscription' && state.sub && $('secret-box').hidden) { await refreshSubState(); await loadAttempts(); }
     if (state.tab === 'deadletters' && state.task && state.task.status === 'running') await pollRedrive();
     if (state.tab === 'sources') await topics.loadSources(id);
   });
@@ -433,11 +433,52 @@ async function loadSubscription() {
 }
 
 function renderSubscription(sub) {
-  $('sub-status').textContent = sub.paused ? 'paused' : 'active';
-  $('sub-status').className = 'badge ' + (sub.paused ? 'paused' : 'active');
-  $('sub-toggle').textContent = sub.paused ? 'Resume' : 'Pause';
+  renderSubState(sub);
   for (const k of ['endpoint', 'batchSize', 'batchWindowMs', 'maxInFlight', 'timeoutSeconds']) $('sub-' + k).value = sub[k];
   $('sub-meta').textContent = `${sub.slug} · created ${shortTime(sub.createdAt)} · updated ${shortTime(sub.updatedAt)}`;
+}
+
+// renderSubState shows the state (active, paused, or disabled with its reason and a Resume
+// button) and, when the answer carries it (GET does, PATCH does not), the endpoint's health.
+function renderSubState(sub) {
+  const disabled = sub.state === 'disabled';
+  const st = disabled ? 'disabled' : sub.paused ? 'paused' : 'active';
+  $('sub-status').textContent = st;
+  $('sub-status').className = 'badge ' + st;
+  $('sub-toggle').textContent = sub.paused ? 'Resume' : 'Pause';
+  $('sub-toggle').hidden = disabled;
+  $('sub-resume').hidden = !disabled;
+  $('sub-disabled-reason').hidden = !disabled;
+  $('sub-disabled-reason').textContent = disabled ? `Disabled ${shortTime(sub.disabledAt)}: ${sub.disabledReason}` : '';
+  if (sub.health) renderHealth(sub.health, sub.maxInFlight);
+}
+
+const pct = (r) => (r == null ? '—' : `${Math.round(r * 1000) / 10}%`);
+
+function renderHealth(h, maxInFlight) {
+  const throttled = h.throttledUntil != null;
+  const kind = throttled ? 'throttled' : h.consecutiveFailures > 0 ? 'failing' : h.attempts24h === 0 ? 'idle' : 'healthy';
+  $('sub-health').textContent = `${kind} · ${pct(h.successRate5m)} (5 min) · ${pct(h.successRate24h)} (24 h)`;
+  $('sub-health').className = 'badge ' + kind;
+  const parts = [`${h.consecutiveFailures} consecutive failures`, `flow-control limit ${h.flowControlLimit} of ${maxInFlight}`];
+  if (throttled) parts.push(`throttled until ${shortTime(h.throttledUntil)}`);
+  if (h.lastSuccessAt) parts.push(`last success ${shortTime(h.lastSuccessAt)}`);
+  if (h.lastError) parts.push(`last error ${h.lastError.status ?? 'no response'} ${h.lastError.error}: ${h.lastError.message} (${shortTime(h.lastError.at)})`);
+  $('sub-health-detail').textContent = parts.join(' · ');
+}
+
+// refreshSubState re-reads the subscription for its state and health alone, leaving the
+// settings form as the user may be editing it.
+async function refreshSubState() {
+  const id = state.current;
+  let sub;
+  try { sub = await api.getSubscription(id); } catch (err) {
+    if (err instanceof api.APIError && err.status === 404) return; // deleted meanwhile
+    throw err;
+  }
+  if (id !== state.current || !state.sub) return;
+  state.sub = sub;
+  renderSubState(sub);
 }
 
 async function loadAttempts() {
@@ -488,6 +529,10 @@ function bindSubscription() {
     if (sub) banner('Subscription saved.', 'info');
   });
   $('sub-toggle').addEventListener('click', () => subAction(() => api.updateSubscription(state.current, { paused: !state.sub.paused })));
+  $('sub-resume').addEventListener('click', async () => {
+    // A disabled subscription resumes with PATCH {"state":"active"}; GET then shows the new health.
+    if (await subAction(() => api.updateSubscription(state.current, { state: 'active' }))) await refreshSubState().catch(showError);
+  });
   $('sub-rotate').addEventListener('click', async () => {
     const sub = await subAction(() => api.rotateSecret(state.current));
     if (sub) showSecret(sub.signingSecret);

@@ -55,6 +55,7 @@ type subItem struct {
 	Signing             string     `dynamodbav:"signing,omitempty"`
 	SigningPublicKey    string     `dynamodbav:"signingPublicKey,omitempty"`
 	SigningPrivateKey   string     `dynamodbav:"signingPrivateKey,omitempty"`
+	PreviousSigningKey  string     `dynamodbav:"previousSigningPrivateKey,omitempty"`
 	AuthType            string     `dynamodbav:"authType,omitempty"`
 	AuthAudience        string     `dynamodbav:"authAudience,omitempty"`
 	CreatedAt           time.Time  `dynamodbav:"createdAt"`
@@ -72,7 +73,8 @@ func toSubItem(s meta.Subscription) subItem {
 		FlowParallelism: s.FlowControl.Parallelism, FlowRate: s.FlowControl.MessagesPerSecond,
 		Secret: s.Secret, PreviousSecret: s.PreviousSecret,
 		Signing: s.Signing, SigningPublicKey: s.SigningPublicKey, SigningPrivateKey: s.SigningPrivateKey,
-		AuthType: s.AuthType, AuthAudience: s.AuthAudience,
+		PreviousSigningKey: s.PreviousSigningPrivateKey,
+		AuthType:           s.AuthType, AuthAudience: s.AuthAudience,
 		CreatedAt: utc(s.CreatedAt), UpdatedAt: utc(s.UpdatedAt), Version: s.Version,
 	}
 	if !s.PreviousExpiresAt.IsZero() {
@@ -102,7 +104,8 @@ func (it subItem) subscription() (meta.Subscription, error) {
 		FlowControl:          meta.FlowControl{KeyAttribute: it.FlowKey, Parallelism: it.FlowParallelism, MessagesPerSecond: it.FlowRate},
 		Secret:               it.Secret, PreviousSecret: it.PreviousSecret,
 		Signing: it.Signing, SigningPublicKey: it.SigningPublicKey, SigningPrivateKey: it.SigningPrivateKey,
-		AuthType: it.AuthType, AuthAudience: it.AuthAudience,
+		PreviousSigningPrivateKey: it.PreviousSigningKey,
+		AuthType:                  it.AuthType, AuthAudience: it.AuthAudience,
 		CreatedAt: utc(it.CreatedAt), UpdatedAt: utc(it.UpdatedAt), Version: it.Version,
 	}
 	if it.PreviousExpiresAt != nil {

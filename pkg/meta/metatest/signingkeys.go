@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,12 +15,20 @@ func testSubAuthFields(t *testing.T, s SubscriptionStore) {
 	q := newQueue(t, s, p.ID, "q", nil)
 	sub := subValue(q)
 	sub.Signing, sub.SigningPublicKey, sub.SigningPrivateKey = meta.SigningEd25519, "whpk_cHVi", "whsk_cHJpdg=="
+	sub.PreviousSigningPrivateKey, sub.PreviousExpiresAt = "whsk_b2xk", base.Add(24*time.Hour)
 	sub.AuthType, sub.AuthAudience = meta.AuthOIDC, "https://aud.example"
 	must(t, s.CreateSubscription(ctxOf(t), sub), "CreateSubscription")
 	sub.Version = 1
 	got, err := s.GetSubscription(ctxOf(t), q.ID)
 	must(t, err, "GetSubscription")
 	sameSub(t, "read back", got, sub)
+	if keys := got.Secrets(base.Add(time.Hour)); !slices.Equal(keys, []string{"whsk_cHJpdg==", "whsk_b2xk"}) {
+		t.Fatalf("ed25519 keys signing during the overlap: %v", keys)
+	}
+	if keys := got.Secrets(base.Add(25 * time.Hour)); !slices.Equal(keys, []string{"whsk_cHJpdg=="}) {
+		t.Fatalf("ed25519 keys signing after the overlap: %v", keys)
+	}
+	got.PreviousSigningPrivateKey = ""
 	got.AuthAudience, got.Signing, got.SigningPublicKey, got.SigningPrivateKey = "", meta.SigningHMAC, "", ""
 	upd, err := s.UpdateSubscription(ctxOf(t), got)
 	must(t, err, "UpdateSubscription")

@@ -109,6 +109,11 @@ type SubscriptionInput struct {
 	// FlowControl sets keyed flow control (the whole setting); NoFlowControl turns it off.
 	FlowControl   *FlowControl `json:"-"`
 	NoFlowControl bool         `json:"-"`
+	// Signing is "hmac" or "ed25519" (a new key pair; "" leaves it as it is).
+	Signing string `json:"signing,omitempty"`
+	// Auth sets token auth (an empty Audience: the endpoint URL); NoAuth removes it.
+	Auth   *PushAuth `json:"-"`
+	NoAuth bool      `json:"-"`
 }
 
 // FlowControl is keyed flow control: messages whose attribute KeyAttribute has the same value
@@ -120,24 +125,46 @@ type FlowControl struct {
 	MessagesPerSecond int    `json:"messagesPerSecond"`
 }
 
-// MarshalJSON writes the input, with flowControl an object, null (NoFlowControl) or absent.
+// MarshalJSON writes the input, with flowControl and auth each an object, null (NoFlowControl,
+// NoAuth) or absent.
 func (in SubscriptionInput) MarshalJSON() ([]byte, error) {
 	type plain SubscriptionInput
 	raw, err := json.Marshal(plain(in))
-	if err != nil || (in.FlowControl == nil && !in.NoFlowControl) {
+	if err != nil || (in.FlowControl == nil && !in.NoFlowControl && in.Auth == nil && !in.NoAuth) {
 		return raw, err
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	m["flowControl"] = json.RawMessage("null")
-	if in.FlowControl != nil {
-		if m["flowControl"], err = json.Marshal(in.FlowControl); err != nil {
-			return nil, err
+	if err := setOrNull(m, "flowControl", in.FlowControl, in.FlowControl != nil, in.NoFlowControl); err != nil {
+		return nil, err
+	}
+	var auth map[string]string
+	if in.Auth != nil {
+		// An empty audience is omitted, not sent: the service reads it as the endpoint URL.
+		auth = map[string]string{"type": in.Auth.Type}
+		if in.Auth.Audience != "" {
+			auth["audience"] = in.Auth.Audience
 		}
 	}
+	if err := setOrNull(m, "auth", auth, in.Auth != nil, in.NoAuth); err != nil {
+		return nil, err
+	}
 	return json.Marshal(m)
+}
+
+// setOrNull sets m[key] to v's JSON when set, to null when clear, else leaves it out.
+func setOrNull(m map[string]json.RawMessage, key string, v any, set, clear bool) error {
+	switch {
+	case set:
+		raw, err := json.Marshal(v)
+		m[key] = raw
+		return err
+	case clear:
+		m[key] = json.RawMessage("null")
+	}
+	return nil
 }
 
 // Attempt is one push request as the subscription's attempts log keeps it.
