@@ -61,10 +61,11 @@ type Producer struct {
 	pumped     chan struct{}
 }
 
-// DefaultProducerWindow is a Producer's default Window. Measured end to end (docs/streaming.md),
-// a small window keeps delivery p99 low: batches grow while the window is full instead of
-// queueing as many small frames, which a consumer then waits behind.
-const DefaultProducerWindow = 4
+// DefaultProducerWindow is a Producer's default Window: as many frames as a standard queue's
+// send stream stores at once (16), so a busy producer keeps the service's storers busy and
+// their sends share script calls. A smaller window caps the rate at 4 frames a round trip
+// (docs/streaming.md "Why the default window is 16").
+const DefaultProducerWindow = 16
 
 // ProducerOptions tune a Producer; the zero value takes the defaults.
 type ProducerOptions struct {
