@@ -102,8 +102,8 @@ type Config struct {
 	// SendBatch makes the SDK's producers send with SendBatch requests (one in flight per
 	// producer) instead of one Producer on the send stream.
 	SendBatch bool
-	// SendWindow is the Producer's Window, its batches in flight (default 4, the SDK's: a
-	// wide window queues frames a consumer then waits behind, which makes delivery p99 worse).
+	// SendWindow is the Producer's Window, its batches in flight (0: the SDK's
+	// DefaultProducerWindow, what a user gets).
 	SendWindow int
 	// Poll makes the SDK's consumers poll (ConsumeOptions.Polling) instead of using the
 	// receive stream.

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	qclient "github.com/queueshq/queues/sdk/go/client"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/api"
@@ -338,12 +340,12 @@ func TestConfigDefaultsAndClient(t *testing.T) {
 		client string
 		window int
 	}{
-		{Config{URL: "http://x"}, "sdk", 4},
+		{Config{URL: "http://x"}, "sdk", qclient.DefaultProducerWindow},
 		{Config{URL: "http://x", SendWindow: 16}, "sdk", 16},
-		{Config{URL: "http://x", SendBatch: true}, "sdk-sendbatch", 4},
-		{Config{URL: "http://x", Poll: true}, "sdk-poll", 4},
-		{Config{URL: "http://x", Raw: true}, "raw", 4},
-		{Config{URL: "http://x", Raw: true, Stream: true}, "raw-stream", 4},
+		{Config{URL: "http://x", SendBatch: true}, "sdk-sendbatch", qclient.DefaultProducerWindow},
+		{Config{URL: "http://x", Poll: true}, "sdk-poll", qclient.DefaultProducerWindow},
+		{Config{URL: "http://x", Raw: true}, "raw", qclient.DefaultProducerWindow},
+		{Config{URL: "http://x", Raw: true, Stream: true}, "raw-stream", qclient.DefaultProducerWindow},
 	} {
 		cfg := c.cfg
 		if err := cfg.defaults(); err != nil {

@@ -97,7 +97,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.PushListen, "push-listen", "127.0.0.1:0", "address of the push phase's receiver (the pusher must reach it)")
 	fs.BoolVar(&cfg.Raw, "raw", false, "drive produce, consume and e2e with the generator's raw HTTP/1.1 client instead of the Go SDK (diagnosis)")
 	fs.BoolVar(&cfg.SendBatch, "sendbatch", false, "the SDK's producers send with SendBatch requests (one in flight each) instead of a Producer on the send stream")
-	fs.IntVar(&cfg.SendWindow, "send-window", 4, "the Producer's window: batches in flight on the send stream (a wide one makes delivery p99 worse)")
+	fs.IntVar(&cfg.SendWindow, "send-window", 0, "the Producer's window: batches in flight on the send stream (0: the SDK's DefaultProducerWindow)")
 	fs.BoolVar(&cfg.Poll, "poll", false, "the SDK's consumers poll (ConsumeOptions.Polling) instead of using the receive stream")
 	fs.BoolVar(&cfg.Stream, "stream", false, "with -raw: consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")

@@ -61,10 +61,11 @@ type Producer struct {
 	pumped     chan struct{}
 }
 
-// DefaultProducerWindow is a Producer's default Window. Measured end to end (docs/streaming.md),
-// a small window keeps delivery p99 low: batches grow while the window is full instead of
-// queueing as many small frames, which a consumer then waits behind.
-const DefaultProducerWindow = 4
+// DefaultProducerWindow is a Producer's default Window: as many frames as a standard queue's
+// send stream stores at once (16), so a busy producer keeps the service's storers busy and
+// their sends share script calls. A smaller window caps the rate at 4 frames a round trip
+// (docs/streaming.md "Why the default window is 16").
+const DefaultProducerWindow = 16
 
 // ProducerOptions tune a Producer; the zero value takes the defaults.
 type ProducerOptions struct {
@@ -161,13 +162,19 @@ func (p *Producer) Send(ctx context.Context, m SendMessage) *SendFuture {
 		propagation.TraceContext{}.Inject(ctx, mc)
 		m.Traceparent = mc["traceparent"]
 	}
-	stop := context.AfterFunc(ctx, p.wake)
-	defer stop()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for !p.closed && len(p.pending) >= p.o.MaxPending && ctx.Err() == nil {
-		p.cond.Wait()
+	if p.full(ctx) {
+		// Only a Send that must wait registers for ctx's end (a registration per Send cost
+		// the hot path a lock of ctx's and an allocation).
+		p.mu.Unlock()
+		stop := context.AfterFunc(ctx, p.wake)
+		defer stop()
+		p.mu.Lock()
+		for p.full(ctx) {
+			p.cond.Wait()
+		}
 	}
+	defer p.mu.Unlock()
 	switch {
 	case p.closed:
 		f.resolveNow(SentMessage{}, ErrProducerClosed)
@@ -181,6 +188,11 @@ func (p *Producer) Send(ctx context.Context, m SendMessage) *SendFuture {
 	p.pending = append(p.pending, pendingSend{m: m, f: f})
 	p.cond.Broadcast()
 	return f
+}
+
+// full reports whether a Send must wait for room (under mu).
+func (p *Producer) full(ctx context.Context) bool {
+	return !p.closed && len(p.pending) >= p.o.MaxPending && ctx.Err() == nil
 }
 
 // wake wakes every waiter, to look at its context.
@@ -360,44 +372,51 @@ func (p *Producer) resolveBatch(batch []pendingSend, r *SendResult, err error) {
 		return
 	}
 	out := make([]bool, len(batch))
+	did := make([]bool, len(batch))
 	for _, m := range r.Messages {
 		if m.Index >= 0 && m.Index < len(batch) && !out[m.Index] {
 			out[m.Index] = true
 			i := m.Index
 			m.Index = 0
-			p.resolve(batch[i].f, m, nil)
+			did[i] = batch[i].f.resolveNow(m, nil)
 		}
 	}
 	for _, f := range r.Failed {
 		if f.Index >= 0 && f.Index < len(batch) && !out[f.Index] {
 			out[f.Index] = true
-			p.resolve(batch[f.Index].f, SentMessage{}, f.Err.typed())
+			did[f.Index] = batch[f.Index].f.resolveNow(SentMessage{}, f.Err.typed())
 		}
 	}
 	for i, done := range out {
 		if !done {
-			p.resolve(batch[i].f, SentMessage{}, fmt.Errorf("queues: the send's answer did not name message %d", i))
+			did[i] = batch[i].f.resolveNow(SentMessage{}, fmt.Errorf("queues: the send's answer did not name message %d", i))
 		}
 	}
+	p.resolved(batch, did)
 }
 
 func (p *Producer) resolveAll(batch []pendingSend, err error) {
-	for _, s := range batch {
-		p.resolve(s.f, SentMessage{}, err)
+	did := make([]bool, len(batch))
+	for i, s := range batch {
+		did[i] = s.f.resolveNow(SentMessage{}, err)
 	}
+	p.resolved(batch, did)
 }
 
-// resolve gives f its outcome and counts it resolved for Flush.
-func (p *Producer) resolve(f *SendFuture, m SentMessage, err error) {
-	if !f.resolveNow(m, err) {
-		return
-	}
+// resolved counts the futures of batch that did[i] says were resolved, for Flush, under one
+// lock for the batch (one per message cost the confirmation's reader a lock each).
+func (p *Producer) resolved(batch []pendingSend, did []bool) {
 	p.mu.Lock()
-	if p.unresolved[f.epoch]--; p.unresolved[f.epoch] <= 0 {
-		delete(p.unresolved, f.epoch)
-		p.cond.Broadcast()
+	defer p.mu.Unlock()
+	for i, s := range batch {
+		if !did[i] {
+			continue
+		}
+		if p.unresolved[s.f.epoch]--; p.unresolved[s.f.epoch] <= 0 {
+			delete(p.unresolved, s.f.epoch)
+			p.cond.Broadcast()
+		}
 	}
-	p.mu.Unlock()
 }
 
 // resolveNow sets f's outcome once; it reports whether this call did.

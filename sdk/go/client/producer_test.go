@@ -219,3 +219,61 @@ func FuzzDecodeBinaryBatch(f *testing.F) {
 		}
 	})
 }
+
+// A Send beyond MaxPending waits for room, and its context's end (while it waits) resolves its
+// future with the context's error; the sends before it stay pending.
+func TestProducerSendWaitsForRoom(t *testing.T) {
+	read := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		for { // reads, never confirms
+			if _, _, err := conn.Read(context.Background()); err != nil {
+				return
+			}
+			read <- struct{}{}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.NewProducer("q", ProducerOptions{Window: 1, MaxBatch: 1, MaxPending: 1})
+	first := p.Send(context.Background(), SendMessage{Body: "in flight"})
+	<-read // the window is full: the next send stays pending
+	second := p.Send(context.Background(), SendMessage{Body: "pending"})
+	inner, cancel := context.WithCancel(context.Background())
+	ctx := &watchedCtx{Context: inner, watched: make(chan struct{})}
+	third := make(chan *SendFuture, 1)
+	go func() { third <- p.Send(ctx, SendMessage{Body: "no room"}) }()
+	<-ctx.watched // the send registered for the context's end: it is about to wait for room
+	cancel()
+	if _, err := (<-third).Result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the send beyond MaxPending: %v, want context.Canceled", err)
+	}
+	for _, f := range []*SendFuture{first, second} {
+		select {
+		case <-f.Done():
+			t.Fatal("a send before it resolved")
+		default:
+		}
+	}
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	_ = p.Close(gone)
+}
+
+// watchedCtx is a context that says (watched closed) when something first asks for its Done.
+type watchedCtx struct {
+	context.Context
+	once    sync.Once
+	watched chan struct{}
+}
+
+func (c *watchedCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.watched) })
+	return c.Context.Done()
+}
