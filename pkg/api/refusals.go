@@ -54,7 +54,8 @@ func refusal(err error) *apierr.Error {
 	return nil
 }
 
-// metaRefusal answers a metadata store's refusal as the stores did when they named fields.
+// metaRefusal answers a metadata store's refusal as the stores did when they wrote the
+// answers themselves.
 func metaRefusal(err error) *apierr.Error {
 	var r meta.Refusal // the figures the answer quotes; a bare sentinel has none
 	var with *meta.Refusal
@@ -66,15 +67,89 @@ func metaRefusal(err error) *apierr.Error {
 	case meta.ErrZeroID:
 		return apierr.Invalid("id", "%s id is zero", r.Record)
 	case meta.ErrDeadLetterNotFound:
-		return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", r.Queue)
+		return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", r.ID)
 	case meta.ErrQueueNameTaken:
 		return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", r.Name)
+	case meta.ErrNotFound:
+		return notFoundAnswer(r)
+	case meta.ErrIDTaken:
+		return idTakenAnswer(r)
+	case meta.ErrQuota:
+		return quotaAnswer(r.Name, r.N)
+	}
+	if ae := recordAnswer(sentinel, r); ae != nil {
+		return ae
 	}
 	if ae, ok := metaAnswers[sentinel]; ok {
 		c := *ae // callers may prefix the copy's field
 		return &c
 	}
 	return apierr.New(apierr.CodeOf(sentinel), "the request was refused")
+}
+
+// recordAnswer answers the refusals about one record that a create or delete ran into, nil
+// for the others.
+func recordAnswer(sentinel error, r meta.Refusal) *apierr.Error {
+	switch sentinel {
+	case meta.ErrQueueInUse:
+		return apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", r.ID)
+	case meta.ErrSubscriptionExists:
+		return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", r.ID)
+	case meta.ErrMoveTaskRunning:
+		if r.Other.IsZero() {
+			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", r.ID)
+		}
+		return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", r.ID, r.Other)
+	case meta.ErrTopicNameTaken:
+		return apierr.New(apierr.TopicExists, "topic name %q is taken in this project", r.Name)
+	case meta.ErrBindingExists:
+		return apierr.New(apierr.BindingExists, "queue %s is bound to topic %s already; change that binding's filter instead", r.ID, r.Other)
+	}
+	return nil
+}
+
+// notFoundAnswer answers meta.ErrNotFound: the record by kind and id or name ("not found"
+// alone when the refusal names none).
+func notFoundAnswer(r meta.Refusal) *apierr.Error {
+	switch {
+	case r.Record == meta.KindSubscription:
+		return apierr.New(apierr.NotFound, "queue %s has no subscription", r.ID)
+	case r.Record == "":
+		return apierr.New(apierr.NotFound, "not found")
+	case r.Name != "":
+		return apierr.New(apierr.NotFound, "%s %q not found", r.Record, r.Name)
+	}
+	return apierr.New(apierr.NotFound, "%s %s not found", r.Record, r.ID)
+}
+
+// idTakenAnswer answers meta.ErrIDTaken (an internal error: ids are the service's, not the
+// client's).
+func idTakenAnswer(r meta.Refusal) *apierr.Error {
+	if r.Record == meta.KindProject || r.Record == meta.KindToken {
+		return apierr.New(apierr.Internal, "%s %s already exists", r.Record, r.ID)
+	}
+	return apierr.New(apierr.Internal, "%s id %s already exists", r.Record, r.ID)
+}
+
+// quotaHints is what a project past each limit can do, as its answer says.
+var quotaHints = map[string]string{
+	meta.LimitMaxQueues:        "delete a queue or ask for a higher limit",
+	meta.LimitMaxSubscriptions: "delete a subscription or ask for a higher limit",
+	meta.LimitMaxTopics:        "delete a topic or ask for a higher limit",
+	meta.LimitRunningMoveTasks: "cancel one of its running move tasks or wait for one to end",
+}
+
+// quotaAnswer answers meta.ErrQuota about the limit named, of value max.
+func quotaAnswer(limit string, max int64) *apierr.Error {
+	switch limit {
+	case meta.LimitSourcesPerQueue:
+		return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": limit},
+			Message: fmt.Sprintf("a queue has at most %d sources: unbind one first", max)}
+	case meta.LimitBindingsPerTopic:
+		return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": limit},
+			Message: fmt.Sprintf("a topic has at most %d bindings: unbind a queue first", max)}
+	}
+	return apierr.Quota(limit, max, quotaHints[limit])
 }
 
 // engineRefusal answers an engine's refusal.

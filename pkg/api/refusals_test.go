@@ -62,7 +62,7 @@ func TestRefusalAnswers(t *testing.T) {
 // it), on the HTTP error path byte for byte, also wrapped, and for the SQS door (Answer).
 func TestMetaRefusalAnswers(t *testing.T) {
 	t.Parallel()
-	dlq := ids.New()
+	dlq, id := ids.New(), ids.New()
 	for _, c := range []struct {
 		err    error
 		before *apierr.Error
@@ -77,6 +77,35 @@ func TestMetaRefusalAnswers(t *testing.T) {
 		{meta.ErrSelfDeadLetter, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")},
 		{meta.DeadLetterNotFound(dlq), apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", dlq)},
 		{meta.QueueNameTaken("orders"), apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", "orders")},
+		{meta.ErrNotFound, apierr.ErrNotFound},
+		{meta.NotFound(meta.KindProject, id), apierr.New(apierr.NotFound, "project %s not found", id)},
+		{meta.NotFound(meta.KindToken, id), apierr.New(apierr.NotFound, "token %s not found", id)},
+		{meta.NotFound(meta.KindQueue, id), apierr.New(apierr.NotFound, "queue %s not found", id)},
+		{meta.NameNotFound(meta.KindQueue, "orders"), apierr.New(apierr.NotFound, "queue %q not found", "orders")},
+		{meta.NotFound(meta.KindTopic, id), apierr.New(apierr.NotFound, "topic %s not found", id)},
+		{meta.NameNotFound(meta.KindTopic, "events"), apierr.New(apierr.NotFound, "topic %q not found", "events")},
+		{meta.NotFound(meta.KindBinding, id), apierr.New(apierr.NotFound, "binding %s not found", id)},
+		{meta.NotFound(meta.KindMoveTask, id), apierr.New(apierr.NotFound, "move task %s not found", id)},
+		{meta.NotFound(meta.KindSubscription, id), apierr.New(apierr.NotFound, "queue %s has no subscription", id)},
+		{meta.IDTaken(meta.KindProject, id), apierr.New(apierr.Internal, "project %s already exists", id)},
+		{meta.IDTaken(meta.KindToken, id), apierr.New(apierr.Internal, "token %s already exists", id)},
+		{meta.IDTaken(meta.KindQueue, id), apierr.New(apierr.Internal, "queue id %s already exists", id)},
+		{meta.IDTaken(meta.KindTopic, id), apierr.New(apierr.Internal, "topic id %s already exists", id)},
+		{meta.IDTaken(meta.KindBinding, id), apierr.New(apierr.Internal, "binding id %s already exists", id)},
+		{meta.QueueInUse(id), apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", id)},
+		{meta.SubscriptionExists(id), apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", id)},
+		{meta.MoveTaskRunning(id, ids.ID{}), apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", id)},
+		{meta.MoveTaskRunning(id, dlq), apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", id, dlq)},
+		{meta.TopicNameTaken("events"), apierr.New(apierr.TopicExists, "topic name %q is taken in this project", "events")},
+		{meta.BindingTaken(id, dlq), apierr.New(apierr.BindingExists, "queue %s is bound to topic %s already; change that binding's filter instead", id, dlq)},
+		{meta.QuotaReached(meta.LimitMaxQueues, 5), apierr.Quota(meta.LimitMaxQueues, 5, "delete a queue or ask for a higher limit")},
+		{meta.QuotaReached(meta.LimitMaxSubscriptions, 5), apierr.Quota(meta.LimitMaxSubscriptions, 5, "delete a subscription or ask for a higher limit")},
+		{meta.TopicQuota(7), apierr.Quota(meta.LimitMaxTopics, 7, "delete a topic or ask for a higher limit")},
+		{meta.RunningQuota(), apierr.Quota(meta.LimitRunningMoveTasks, meta.MaxRunningMoveTasks, "cancel one of its running move tasks or wait for one to end")},
+		{meta.SourcesQuota(), &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitSourcesPerQueue},
+			Message: fmt.Sprintf("a queue has at most %d sources: unbind one first", meta.MaxSourcesPerQueue)}},
+		{meta.BindingsQuota(), &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitBindingsPerTopic},
+			Message: fmt.Sprintf("a topic has at most %d bindings: unbind a queue first", meta.MaxBindingsPerTopic)}},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("list queues: %w", c.err)} {
 			ae, want := asAPI(err), c.before
