@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -31,6 +32,11 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrPatchWaitingNotObject: apierr.Invalid("body", "merge \"patch\" needs JSON objects; the waiting message's body is not one"),
 	engine.ErrPatchTooDeep:          apierr.Invalid("body", "merge \"patch\" needs JSON objects nesting at most %d deep; the new body nests deeper", engine.MaxPatchDepth),
 	engine.ErrPatchWaitingTooDeep:   apierr.Invalid("body", "merge \"patch\" needs JSON objects nesting at most %d deep; the waiting message's body nests deeper", engine.MaxPatchDepth),
+	engine.ErrStale:                 apierr.ErrStale,
+	engine.ErrNoMessage:             apierr.New(apierr.NotFound, "the queue holds no such message (unknown, or acknowledged, expired, purged or dead-lettered)"),
+	engine.ErrMessageInFlight:       apierr.New(apierr.MessageInFlight, "the message is in flight: a consumer holds it; settle it with its receipt handle"),
+	engine.ErrNoBinding:             apierr.New(apierr.NotFound, "the topic has no such binding"),
+	engine.ErrVisibilityLimit:       apierr.New(apierr.VisibilityLimitExceeded, "the new deadline would be more than %s after the message was received", engine.MaxInFlight),
 }
 
 // metaAnswers maps the metadata stores' refusals whose answer quotes nothing.
@@ -165,6 +171,15 @@ func engineRefusal(err error) *apierr.Error {
 			return apierr.Field(apierr.PayloadTooLarge, "body", "this send's patch merges would read %d bytes of waiting bodies and patches; the limit is %d a send (merges are made again when concurrent sends change the key): send fewer or smaller patches, or retry", r.N, engine.MergeBudgetBytes)
 		case engine.ErrMergedTooLarge:
 			return apierr.Field(apierr.PayloadTooLarge, "", "the merged message would be %d bytes (body and attributes); the queue's maxMessageBytes is %d", r.N, cmp.Or(r.Limit, int64(engine.MaxMessageBytes)))
+		case engine.ErrNoState:
+			return apierr.New(apierr.NotFound, "the topic holds no state for key %q", r.Key)
+		case engine.ErrNoBinding:
+			if !r.Binding.IsZero() {
+				return apierr.New(apierr.NotFound, "the topic has no binding %s", r.Binding)
+			}
+		case engine.ErrPurgeTooSoon:
+			return apierr.New(apierr.PurgeTooSoon, "a queue can be purged once every %s; the next purge is possible in %s",
+				engine.PurgeInterval, r.Wait.Round(time.Second)).WithRetryAfter(r.Wait)
 		}
 	}
 	for sentinel, ae := range refusalAnswers {

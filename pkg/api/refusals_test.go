@@ -1,9 +1,12 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,6 +20,7 @@ import (
 // it themselves (code, field and text), also wrapped, and the Refusal figures land in the text.
 func TestRefusalAnswers(t *testing.T) {
 	t.Parallel()
+	bindingID := ids.New()
 	for _, c := range []struct {
 		err   error
 		code  apierr.Code
@@ -39,6 +43,14 @@ func TestRefusalAnswers(t *testing.T) {
 		{&engine.Refusal{Err: engine.ErrGroupRequired, Index: 3}, apierr.InvalidArgument, "messages[3].groupId", "is required on a fifo queue"},
 		{&engine.Refusal{Err: engine.ErrMergedAttributes, N: 11}, apierr.InvalidArgument, "attributes", "the merged message would have 11 attributes; the limit is 10"},
 		{&engine.Refusal{Err: engine.ErrMergedTooLarge, N: 300000, Limit: 262144}, apierr.PayloadTooLarge, "", "the merged message would be 300000 bytes (body and attributes); the queue's maxMessageBytes is 262144"},
+		{engine.ErrStale, apierr.ReceiptHandleStale, "", "the receipt handle is stale: the message was received again, acknowledged, dead-lettered, purged or expired"},
+		{engine.ErrNoMessage, apierr.NotFound, "", "the queue holds no such message (unknown, or acknowledged, expired, purged or dead-lettered)"},
+		{engine.ErrMessageInFlight, apierr.MessageInFlight, "", "the message is in flight: a consumer holds it; settle it with its receipt handle"},
+		{engine.NoState("k1"), apierr.NotFound, "", `the topic holds no state for key "k1"`},
+		{engine.ErrNoBinding, apierr.NotFound, "", "the topic has no such binding"},
+		{&engine.Refusal{Err: engine.ErrNoBinding, Binding: bindingID}, apierr.NotFound, "", "the topic has no binding " + bindingID.String()},
+		{engine.ErrVisibilityLimit, apierr.VisibilityLimitExceeded, "", "the new deadline would be more than 12h0m0s after the message was received"},
+		{&engine.Refusal{Err: engine.ErrPurgeTooSoon, Wait: 40400 * time.Millisecond}, apierr.PurgeTooSoon, "", "a queue can be purged once every 1m0s; the next purge is possible in 40s"},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("browse: %w", c.err)} {
 			ae := asAPI(err)
@@ -51,6 +63,17 @@ func TestRefusalAnswers(t *testing.T) {
 	_ = asAPI(engine.ErrBadCursor).WithPrefix("entries[0]")
 	if f := asAPI(engine.ErrBadCursor).Field; f != "cursor" {
 		t.Fatalf("after a prefix the next answer names %q", f)
+	}
+	if ae := asAPI(&engine.Refusal{Err: engine.ErrPurgeTooSoon, Wait: 40400 * time.Millisecond}); ae.RetryAfter != 40400*time.Millisecond {
+		t.Fatalf("a purge too soon answers Retry-After %s", ae.RetryAfter)
+	}
+	for _, f := range []error{engine.StoreUnavailable("ack", errors.New("dial tcp 10.1.2.3:6379")), &engine.Failure{Err: engine.ErrUnavailable, Op: "send", RetryAfter: 3 * time.Second}} {
+		if got := httpAnswer(f); !strings.HasPrefix(got, "503 ") || strings.Contains(got, "10.1.2.3") || strings.Contains(got, "send") {
+			t.Fatalf("%v: over HTTP %s", f, got)
+		}
+	}
+	if ae := asAPI(&engine.Failure{Err: engine.ErrUnavailable, Op: "send", RetryAfter: 3 * time.Second}); ae.Code != apierr.Unavailable || ae.RetryAfter != 3*time.Second {
+		t.Fatalf("a full store answers %s, Retry-After %s", ae.Code, ae.RetryAfter)
 	}
 	if ae := Answer(apierr.ErrStale); ae != apierr.ErrStale {
 		t.Fatalf("Answer changed an API error: %v", ae)
