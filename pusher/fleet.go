@@ -5,11 +5,11 @@ package pusher
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"slices"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -118,9 +118,9 @@ func (p *Pusher) pref(q ids.ID) uint64 {
 // startWorker begins pushing for s under lease token tok.
 func (p *Pusher) startWorker(ctx context.Context, s meta.Subscription, tok int64) bool {
 	q, err := p.engineQueue(ctx, s.QueueID)
-	if apierr.CodeOf(err) == apierr.NotFound {
+	if errors.Is(err, meta.ErrNotFound) {
 		// The queue was deleted and its subscription outlived it: finish the delete.
-		if err := p.cfg.Store.DeleteSubscription(ctx, s.QueueID); err != nil && apierr.CodeOf(err) != apierr.NotFound {
+		if err := p.cfg.Store.DeleteSubscription(ctx, s.QueueID); err != nil && !errors.Is(err, meta.ErrNotFound) {
 			p.log.Warn("deleting the subscription of a deleted queue failed", "queue", s.QueueID.String(), "err", err)
 		}
 		_ = p.cfg.Coordinator.Release(ctx, s.QueueID, p.cfg.Member, tok)

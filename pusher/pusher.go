@@ -19,7 +19,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
-	"github.com/queueshq/queues/pkg/pushauth"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -27,6 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queueshq/queues/pkg/pushauth"
 
 	"github.com/prometheus/client_golang/prometheus"
 

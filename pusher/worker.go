@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -63,7 +62,7 @@ func (w *worker) snapshot() (meta.Subscription, queueInfo, <-chan struct{}) {
 func (w *worker) apply(ctx context.Context, s meta.Subscription, reloadQueue bool) {
 	if reloadQueue {
 		q, err := w.p.engineQueue(ctx, w.qid)
-		if apierr.CodeOf(err) == apierr.NotFound {
+		if errors.Is(err, meta.ErrNotFound) {
 			w.p.drop(w, true)
 			return
 		}
@@ -101,7 +100,7 @@ func (w *worker) refresh(ctx context.Context) bool {
 	s, err := w.p.cfg.Store.GetSubscription(ctx, w.qid)
 	cur, _, _ := w.snapshot()
 	switch {
-	case apierr.CodeOf(err) == apierr.NotFound:
+	case errors.Is(err, meta.ErrNotFound):
 		w.p.drop(w, true)
 		return false
 	case err != nil:

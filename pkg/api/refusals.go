@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -31,6 +32,11 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrPatchWaitingNotObject: apierr.Invalid("body", "merge \"patch\" needs JSON objects; the waiting message's body is not one"),
 	engine.ErrPatchTooDeep:          apierr.Invalid("body", "merge \"patch\" needs JSON objects nesting at most %d deep; the new body nests deeper", engine.MaxPatchDepth),
 	engine.ErrPatchWaitingTooDeep:   apierr.Invalid("body", "merge \"patch\" needs JSON objects nesting at most %d deep; the waiting message's body nests deeper", engine.MaxPatchDepth),
+	engine.ErrStale:                 apierr.ErrStale,
+	engine.ErrNoMessage:             apierr.New(apierr.NotFound, "the queue holds no such message (unknown, or acknowledged, expired, purged or dead-lettered)"),
+	engine.ErrMessageInFlight:       apierr.New(apierr.MessageInFlight, "the message is in flight: a consumer holds it; settle it with its receipt handle"),
+	engine.ErrNoBinding:             apierr.New(apierr.NotFound, "the topic has no such binding"),
+	engine.ErrVisibilityLimit:       apierr.New(apierr.VisibilityLimitExceeded, "the new deadline would be more than %s after the message was received", engine.MaxInFlight),
 }
 
 // metaAnswers maps the metadata stores' refusals whose answer quotes nothing.
@@ -54,7 +60,8 @@ func refusal(err error) *apierr.Error {
 	return nil
 }
 
-// metaRefusal answers a metadata store's refusal as the stores did when they named fields.
+// metaRefusal answers a metadata store's refusal as the stores did when they wrote the
+// answers themselves.
 func metaRefusal(err error) *apierr.Error {
 	var r meta.Refusal // the figures the answer quotes; a bare sentinel has none
 	var with *meta.Refusal
@@ -66,15 +73,89 @@ func metaRefusal(err error) *apierr.Error {
 	case meta.ErrZeroID:
 		return apierr.Invalid("id", "%s id is zero", r.Record)
 	case meta.ErrDeadLetterNotFound:
-		return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", r.Queue)
+		return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", r.ID)
 	case meta.ErrQueueNameTaken:
 		return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", r.Name)
+	case meta.ErrNotFound:
+		return notFoundAnswer(r)
+	case meta.ErrIDTaken:
+		return idTakenAnswer(r)
+	case meta.ErrQuota:
+		return quotaAnswer(r.Name, r.N)
+	}
+	if ae := recordAnswer(sentinel, r); ae != nil {
+		return ae
 	}
 	if ae, ok := metaAnswers[sentinel]; ok {
 		c := *ae // callers may prefix the copy's field
 		return &c
 	}
 	return apierr.New(apierr.CodeOf(sentinel), "the request was refused")
+}
+
+// recordAnswer answers the refusals about one record that a create or delete ran into, nil
+// for the others.
+func recordAnswer(sentinel error, r meta.Refusal) *apierr.Error {
+	switch sentinel {
+	case meta.ErrQueueInUse:
+		return apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", r.ID)
+	case meta.ErrSubscriptionExists:
+		return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", r.ID)
+	case meta.ErrMoveTaskRunning:
+		if r.Other.IsZero() {
+			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", r.ID)
+		}
+		return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", r.ID, r.Other)
+	case meta.ErrTopicNameTaken:
+		return apierr.New(apierr.TopicExists, "topic name %q is taken in this project", r.Name)
+	case meta.ErrBindingExists:
+		return apierr.New(apierr.BindingExists, "queue %s is bound to topic %s already; change that binding's filter instead", r.ID, r.Other)
+	}
+	return nil
+}
+
+// notFoundAnswer answers meta.ErrNotFound: the record by kind and id or name ("not found"
+// alone when the refusal names none).
+func notFoundAnswer(r meta.Refusal) *apierr.Error {
+	switch {
+	case r.Record == meta.KindSubscription:
+		return apierr.New(apierr.NotFound, "queue %s has no subscription", r.ID)
+	case r.Record == "":
+		return apierr.New(apierr.NotFound, "not found")
+	case r.Name != "":
+		return apierr.New(apierr.NotFound, "%s %q not found", r.Record, r.Name)
+	}
+	return apierr.New(apierr.NotFound, "%s %s not found", r.Record, r.ID)
+}
+
+// idTakenAnswer answers meta.ErrIDTaken (an internal error: ids are the service's, not the
+// client's).
+func idTakenAnswer(r meta.Refusal) *apierr.Error {
+	if r.Record == meta.KindProject || r.Record == meta.KindToken {
+		return apierr.New(apierr.Internal, "%s %s already exists", r.Record, r.ID)
+	}
+	return apierr.New(apierr.Internal, "%s id %s already exists", r.Record, r.ID)
+}
+
+// quotaHints is what a project past each limit can do, as its answer says.
+var quotaHints = map[string]string{
+	meta.LimitMaxQueues:        "delete a queue or ask for a higher limit",
+	meta.LimitMaxSubscriptions: "delete a subscription or ask for a higher limit",
+	meta.LimitMaxTopics:        "delete a topic or ask for a higher limit",
+	meta.LimitRunningMoveTasks: "cancel one of its running move tasks or wait for one to end",
+}
+
+// quotaAnswer answers meta.ErrQuota about the limit named, of value max.
+func quotaAnswer(limit string, max int64) *apierr.Error {
+	switch limit {
+	case meta.LimitSourcesPerQueue:
+		return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": limit},
+			Message: fmt.Sprintf("a queue has at most %d sources: unbind one first", max)}
+	case meta.LimitBindingsPerTopic:
+		return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": limit},
+			Message: fmt.Sprintf("a topic has at most %d bindings: unbind a queue first", max)}
+	}
+	return apierr.Quota(limit, max, quotaHints[limit])
 }
 
 // engineRefusal answers an engine's refusal.
@@ -90,6 +171,15 @@ func engineRefusal(err error) *apierr.Error {
 			return apierr.Field(apierr.PayloadTooLarge, "body", "this send's patch merges would read %d bytes of waiting bodies and patches; the limit is %d a send (merges are made again when concurrent sends change the key): send fewer or smaller patches, or retry", r.N, engine.MergeBudgetBytes)
 		case engine.ErrMergedTooLarge:
 			return apierr.Field(apierr.PayloadTooLarge, "", "the merged message would be %d bytes (body and attributes); the queue's maxMessageBytes is %d", r.N, cmp.Or(r.Limit, int64(engine.MaxMessageBytes)))
+		case engine.ErrNoState:
+			return apierr.New(apierr.NotFound, "the topic holds no state for key %q", r.Key)
+		case engine.ErrNoBinding:
+			if !r.Binding.IsZero() {
+				return apierr.New(apierr.NotFound, "the topic has no binding %s", r.Binding)
+			}
+		case engine.ErrPurgeTooSoon:
+			return apierr.New(apierr.PurgeTooSoon, "a queue can be purged once every %s; the next purge is possible in %s",
+				engine.PurgeInterval, r.Wait.Round(time.Second)).WithRetryAfter(r.Wait)
 		}
 	}
 	for sentinel, ae := range refusalAnswers {

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,6 +20,7 @@ import (
 // it themselves (code, field and text), also wrapped, and the Refusal figures land in the text.
 func TestRefusalAnswers(t *testing.T) {
 	t.Parallel()
+	bindingID := ids.New()
 	for _, c := range []struct {
 		err   error
 		code  apierr.Code
@@ -39,6 +43,14 @@ func TestRefusalAnswers(t *testing.T) {
 		{&engine.Refusal{Err: engine.ErrGroupRequired, Index: 3}, apierr.InvalidArgument, "messages[3].groupId", "is required on a fifo queue"},
 		{&engine.Refusal{Err: engine.ErrMergedAttributes, N: 11}, apierr.InvalidArgument, "attributes", "the merged message would have 11 attributes; the limit is 10"},
 		{&engine.Refusal{Err: engine.ErrMergedTooLarge, N: 300000, Limit: 262144}, apierr.PayloadTooLarge, "", "the merged message would be 300000 bytes (body and attributes); the queue's maxMessageBytes is 262144"},
+		{engine.ErrStale, apierr.ReceiptHandleStale, "", "the receipt handle is stale: the message was received again, acknowledged, dead-lettered, purged or expired"},
+		{engine.ErrNoMessage, apierr.NotFound, "", "the queue holds no such message (unknown, or acknowledged, expired, purged or dead-lettered)"},
+		{engine.ErrMessageInFlight, apierr.MessageInFlight, "", "the message is in flight: a consumer holds it; settle it with its receipt handle"},
+		{engine.NoState("k1"), apierr.NotFound, "", `the topic holds no state for key "k1"`},
+		{engine.ErrNoBinding, apierr.NotFound, "", "the topic has no such binding"},
+		{&engine.Refusal{Err: engine.ErrNoBinding, Binding: bindingID}, apierr.NotFound, "", "the topic has no binding " + bindingID.String()},
+		{engine.ErrVisibilityLimit, apierr.VisibilityLimitExceeded, "", "the new deadline would be more than 12h0m0s after the message was received"},
+		{&engine.Refusal{Err: engine.ErrPurgeTooSoon, Wait: 40400 * time.Millisecond}, apierr.PurgeTooSoon, "", "a queue can be purged once every 1m0s; the next purge is possible in 40s"},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("browse: %w", c.err)} {
 			ae := asAPI(err)
@@ -52,6 +64,17 @@ func TestRefusalAnswers(t *testing.T) {
 	if f := asAPI(engine.ErrBadCursor).Field; f != "cursor" {
 		t.Fatalf("after a prefix the next answer names %q", f)
 	}
+	if ae := asAPI(&engine.Refusal{Err: engine.ErrPurgeTooSoon, Wait: 40400 * time.Millisecond}); ae.RetryAfter != 40400*time.Millisecond {
+		t.Fatalf("a purge too soon answers Retry-After %s", ae.RetryAfter)
+	}
+	for _, f := range []error{engine.StoreUnavailable("ack", errors.New("dial tcp 10.1.2.3:6379")), &engine.Failure{Err: engine.ErrUnavailable, Op: "send", RetryAfter: 3 * time.Second}} {
+		if got := httpAnswer(f); !strings.HasPrefix(got, "503 ") || strings.Contains(got, "10.1.2.3") || strings.Contains(got, "send") {
+			t.Fatalf("%v: over HTTP %s", f, got)
+		}
+	}
+	if ae := asAPI(&engine.Failure{Err: engine.ErrUnavailable, Op: "send", RetryAfter: 3 * time.Second}); ae.Code != apierr.Unavailable || ae.RetryAfter != 3*time.Second {
+		t.Fatalf("a full store answers %s, Retry-After %s", ae.Code, ae.RetryAfter)
+	}
 	if ae := Answer(apierr.ErrStale); ae != apierr.ErrStale {
 		t.Fatalf("Answer changed an API error: %v", ae)
 	}
@@ -62,7 +85,7 @@ func TestRefusalAnswers(t *testing.T) {
 // it), on the HTTP error path byte for byte, also wrapped, and for the SQS door (Answer).
 func TestMetaRefusalAnswers(t *testing.T) {
 	t.Parallel()
-	dlq := ids.New()
+	dlq, id := ids.New(), ids.New()
 	for _, c := range []struct {
 		err    error
 		before *apierr.Error
@@ -77,6 +100,35 @@ func TestMetaRefusalAnswers(t *testing.T) {
 		{meta.ErrSelfDeadLetter, apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")},
 		{meta.DeadLetterNotFound(dlq), apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "dead-letter queue %s not found", dlq)},
 		{meta.QueueNameTaken("orders"), apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists", "orders")},
+		{meta.ErrNotFound, apierr.ErrNotFound},
+		{meta.NotFound(meta.KindProject, id), apierr.New(apierr.NotFound, "project %s not found", id)},
+		{meta.NotFound(meta.KindToken, id), apierr.New(apierr.NotFound, "token %s not found", id)},
+		{meta.NotFound(meta.KindQueue, id), apierr.New(apierr.NotFound, "queue %s not found", id)},
+		{meta.NameNotFound(meta.KindQueue, "orders"), apierr.New(apierr.NotFound, "queue %q not found", "orders")},
+		{meta.NotFound(meta.KindTopic, id), apierr.New(apierr.NotFound, "topic %s not found", id)},
+		{meta.NameNotFound(meta.KindTopic, "events"), apierr.New(apierr.NotFound, "topic %q not found", "events")},
+		{meta.NotFound(meta.KindBinding, id), apierr.New(apierr.NotFound, "binding %s not found", id)},
+		{meta.NotFound(meta.KindMoveTask, id), apierr.New(apierr.NotFound, "move task %s not found", id)},
+		{meta.NotFound(meta.KindSubscription, id), apierr.New(apierr.NotFound, "queue %s has no subscription", id)},
+		{meta.IDTaken(meta.KindProject, id), apierr.New(apierr.Internal, "project %s already exists", id)},
+		{meta.IDTaken(meta.KindToken, id), apierr.New(apierr.Internal, "token %s already exists", id)},
+		{meta.IDTaken(meta.KindQueue, id), apierr.New(apierr.Internal, "queue id %s already exists", id)},
+		{meta.IDTaken(meta.KindTopic, id), apierr.New(apierr.Internal, "topic id %s already exists", id)},
+		{meta.IDTaken(meta.KindBinding, id), apierr.New(apierr.Internal, "binding id %s already exists", id)},
+		{meta.QueueInUse(id), apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", id)},
+		{meta.SubscriptionExists(id), apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", id)},
+		{meta.MoveTaskRunning(id, ids.ID{}), apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", id)},
+		{meta.MoveTaskRunning(id, dlq), apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", id, dlq)},
+		{meta.TopicNameTaken("events"), apierr.New(apierr.TopicExists, "topic name %q is taken in this project", "events")},
+		{meta.BindingTaken(id, dlq), apierr.New(apierr.BindingExists, "queue %s is bound to topic %s already; change that binding's filter instead", id, dlq)},
+		{meta.QuotaReached(meta.LimitMaxQueues, 5), apierr.Quota(meta.LimitMaxQueues, 5, "delete a queue or ask for a higher limit")},
+		{meta.QuotaReached(meta.LimitMaxSubscriptions, 5), apierr.Quota(meta.LimitMaxSubscriptions, 5, "delete a subscription or ask for a higher limit")},
+		{meta.TopicQuota(7), apierr.Quota(meta.LimitMaxTopics, 7, "delete a topic or ask for a higher limit")},
+		{meta.RunningQuota(), apierr.Quota(meta.LimitRunningMoveTasks, meta.MaxRunningMoveTasks, "cancel one of its running move tasks or wait for one to end")},
+		{meta.SourcesQuota(), &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitSourcesPerQueue},
+			Message: fmt.Sprintf("a queue has at most %d sources: unbind one first", meta.MaxSourcesPerQueue)}},
+		{meta.BindingsQuota(), &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitBindingsPerTopic},
+			Message: fmt.Sprintf("a topic has at most %d bindings: unbind a queue first", meta.MaxBindingsPerTopic)}},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("list queues: %w", c.err)} {
 			ae, want := asAPI(err), c.before

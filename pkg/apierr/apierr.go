@@ -1,6 +1,8 @@
-// Package apierr defines the error values the service returns. Each Code maps one-to-one to an
-// error code of the HTTP API and to one HTTP status, so every layer (engine, metadata store,
-// handlers) reports failures in the API's own vocabulary and the HTTP layer only renders them.
+// Package apierr defines the error values the service answers with. Each Code maps one-to-one
+// to an error code of the HTTP API and to one HTTP status. The engines and the metadata stores
+// return their own sentinels (package engine's and package meta's errors.go), which read as a
+// Code for callers that switch on codes but carry no client text: pkg/api (refusals.go) words
+// each as an *Error, and the SQS door reads that answer.
 package apierr
 
 import (

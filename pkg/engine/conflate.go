@@ -4,7 +4,6 @@ import (
 	"errors"
 	"maps"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine/internal/mergepatch"
 )
 
@@ -116,17 +115,6 @@ func MergeRefused(err error) bool {
 		}
 	}
 	return false
-}
-
-// ErrNoMessage answers DeleteMessage for a message the queue does not hold: unknown, or gone
-// (acknowledged, expired, purged, dead-lettered).
-func ErrNoMessage() error {
-	return apierr.New(apierr.NotFound, "the queue holds no such message (unknown, or acknowledged, expired, purged or dead-lettered)")
-}
-
-// ErrMessageInFlight answers DeleteMessage for a message a consumer holds.
-func ErrMessageInFlight() error {
-	return apierr.New(apierr.MessageInFlight, "the message is in flight: a consumer holds it; settle it with its receipt handle")
 }
 
 // CheckPatch returns nil when body is one JSON object nesting at most MaxPatchDepth deep, as

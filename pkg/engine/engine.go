@@ -222,8 +222,9 @@ type SendResult struct {
 	// (Received.SequenceNumber); a duplicate answers the original's.
 	SequenceNumber uint64
 	// Err is nil when the message was stored (or answered as a duplicate). Non-nil, the
-	// message was not stored by this call and MessageID is zero; the error is an
-	// *apierr.Error or a context error. When the storage failed without an answer (a lost
+	// message was not stored by this call and MessageID is zero; the error is one of the
+	// errors of errors.go (a refusal or a failure), an *apierr.Error (ErrStoredBytesExceeded,
+	// CheckSize, ErrCopyDedupTaken) or a context error. When the storage failed without an answer (a lost
 	// connection, a timeout) the message may in fact have been stored: a retry of a fifo
 	// message with the same dedup id then answers it as a duplicate.
 	Err error
@@ -413,9 +414,12 @@ type GroupPage struct {
 	NextCursor string
 }
 
-// Engine is the queue data plane. All methods are safe for concurrent use. Errors are
-// *apierr.Error values where the caller can act on them (not found, stale handle, limits);
-// storage failures are apierr.Unavailable.
+// Engine is the queue data plane. All methods are safe for concurrent use. Errors are the
+// sentinels of errors.go where the caller can act on them (ErrStale, ErrNoMessage,
+// ErrPurgeTooSoon, …, matched with errors.Is; they carry no client text: the doors word
+// them); storage failures are ErrUnavailable or ErrFault with their cause. The project byte
+// quota and the size check are still *apierr.Error values: the fan-out records their text
+// on a binding.
 //
 // Batch settle operations return one error per entry (nil for success) in request order, and a
 // non-nil error of their own only when the whole call failed before changing anything.
@@ -455,8 +459,8 @@ type Engine interface {
 	DeadLetter(ctx context.Context, q Queue, rs []DeadLetterRequest) ([]error, error)
 
 	// DeleteMessage removes one visible or delayed message by id
-	// (docs/lifecycle.md#delete-a-waiting-message): nil when it was removed, apierr.MessageInFlight
-	// while a consumer holds it, apierr.NotFound when the queue holds no such message.
+	// (docs/lifecycle.md#delete-a-waiting-message): nil when it was removed, ErrMessageInFlight
+	// while a consumer holds it, ErrNoMessage when the queue holds no such message.
 	DeleteMessage(ctx context.Context, q Queue, id ids.ID) error
 
 	// Purge removes every message sent before it; later sends are kept.

@@ -3,8 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/ids"
 )
 
 // ErrInvalidState is a browse of a state other than visible, inFlight and delayed. The API
@@ -17,17 +19,85 @@ func (s State) Valid() bool {
 	return s == StateVisible || s == StateInFlight || s == StateDelayed
 }
 
-// StoreUnavailable is the error of a store that did not answer (worth a retry): op names the
-// operation and cause is the store's own error, kept for logs and errors.As but out of the
-// message, so no store detail (addresses, paths, script text) can reach a client.
-func StoreUnavailable(op string, cause error) error {
-	return &apierr.Error{Code: apierr.Unavailable, Message: op + ": storage unavailable", Cause: cause}
+// Failures: the store did not do what was asked. They read as their API code (apierr.CodeOf)
+// with a message naming only the operation, keep the store's own error as their cause (for
+// logs and errors.As), and are never refusals.
+var (
+	// ErrUnavailable is a store that did not answer, or that asks callers to come back (a
+	// full store, a skewed clock, lasting contention): worth a retry.
+	ErrUnavailable error = &failed{code: apierr.Unavailable, text: "storage unavailable"}
+	// ErrFault is a store that answered with a failure no retry mends (a script or data
+	// error).
+	ErrFault error = &failed{code: apierr.Internal, text: "storage error"}
+)
+
+// failed is the type of the failures' sentinels.
+type failed struct {
+	code apierr.Code
+	text string
 }
 
-// StoreFault is the error of a store that answered with a failure no retry mends (a script or
-// data error); as StoreUnavailable, the cause stays out of the message.
+func (f *failed) Error() string { return "engine: " + f.text }
+
+// Is makes errors.Is(err, apierr.ErrUnavailable) match an unavailable store.
+func (f *failed) Is(target error) bool {
+	t, ok := target.(*apierr.Error)
+	return ok && t.Code == f.code
+}
+
+// Failure is a failure while doing Op: Err is ErrUnavailable or ErrFault, Cause the store's
+// own error (nil when the engine itself gave up), RetryAfter how long callers should wait
+// where the engine knows.
+type Failure struct {
+	Err        error
+	Op         string
+	Cause      error
+	RetryAfter time.Duration
+}
+
+func (f *Failure) Error() string {
+	if f.Cause == nil {
+		return fmt.Sprintf("%s: %v", f.Op, f.Err)
+	}
+	return fmt.Sprintf("%s: %v: %v", f.Op, f.Err, f.Cause)
+}
+
+// Unwrap returns the sentinel and the cause.
+func (f *Failure) Unwrap() []error {
+	if f.Cause == nil {
+		return []error{f.Err}
+	}
+	return []error{f.Err, f.Cause}
+}
+
+// As lets apierr.As read the failure's code and RetryAfter; the message names the operation
+// only, so no store detail (addresses, paths, script text) can reach a client.
+func (f *Failure) As(target any) bool {
+	t, ok := target.(**apierr.Error)
+	if ok {
+		fe, _ := f.Err.(*failed)
+		*t = &apierr.Error{Code: apierr.CodeOf(f.Err), Message: f.Op + ": " + fe.text, RetryAfter: f.RetryAfter}
+	}
+	return ok
+}
+
+// As lets apierr.CodeOf read a bare failure sentinel's code.
+func (f *failed) As(target any) bool {
+	t, ok := target.(**apierr.Error)
+	if ok {
+		*t = &apierr.Error{Code: f.code, Message: f.text}
+	}
+	return ok
+}
+
+// StoreUnavailable is ErrUnavailable while doing op, caused by cause.
+func StoreUnavailable(op string, cause error) error {
+	return &Failure{Err: ErrUnavailable, Op: op, Cause: cause}
+}
+
+// StoreFault is ErrFault while doing op, caused by cause.
 func StoreFault(op string, cause error) error {
-	return &apierr.Error{Code: apierr.Internal, Message: op + ": storage error", Cause: cause}
+	return &Failure{Err: ErrFault, Op: op, Cause: cause}
 }
 
 // Refusals: an engine's answers to a request it will not carry out. They are sentinels for
@@ -75,15 +145,68 @@ var (
 	ErrMergedTooLarge   error = refused("the merged message is too large")
 )
 
-// refused is the type of the refusals, so IsRefusal can tell them from failures.
-type refused string
+// Refusals that callers outside the doors tell apart by their API code (a stale handle, a
+// message or binding not found, a purge too soon): they read as that code through
+// apierr.CodeOf and errors.Is(err, &apierr.Error{Code: …}), with no client text either.
+var (
+	// ErrStale is a receipt handle of a delivery that is over (the message was received
+	// again, acknowledged, dead-lettered, purged or expired).
+	ErrStale error = refusedAs(apierr.ReceiptHandleStale, "stale receipt handle")
+	// ErrNoMessage is a delete by id of a message the queue does not hold (unknown, or
+	// acknowledged, expired, purged, dead-lettered).
+	ErrNoMessage error = refusedAs(apierr.NotFound, "no such message")
+	// ErrMessageInFlight is a delete by id of a message a consumer holds.
+	ErrMessageInFlight error = refusedAs(apierr.MessageInFlight, "the message is in flight")
+	// ErrNoState is a keyed state read of a key without state (Refusal.Key names it).
+	ErrNoState error = refusedAs(apierr.NotFound, "no state for the key")
+	// ErrNoBinding is a change of a binding the topic does not have (Refusal.Binding names
+	// it where the engine does).
+	ErrNoBinding error = refusedAs(apierr.NotFound, "no such binding")
+	// ErrPurgeTooSoon is a purge within PurgeInterval of the last (Refusal.Wait is the time
+	// until the next may run).
+	ErrPurgeTooSoon error = refusedAs(apierr.PurgeTooSoon, "purged too recently")
+	// ErrVisibilityLimit is a visibility change that would end the delivery more than
+	// MaxInFlight after the message was received.
+	ErrVisibilityLimit error = refusedAs(apierr.VisibilityLimitExceeded, "the deadline would pass the in-flight limit")
+)
 
-func (r refused) Error() string { return "engine: " + string(r) }
+// NoState is ErrNoState about key.
+func NoState(key string) error { return &Refusal{Err: ErrNoState, Key: key} }
+
+// refusal is the type of the refusals, so IsRefusal can tell them from failures. Those with
+// a code read as it (as the *apierr.Error values the engines returned before); the others
+// read as none.
+type refusal struct {
+	code apierr.Code
+	text string
+}
+
+func refused(text string) *refusal { return &refusal{text: text} }
+
+func refusedAs(code apierr.Code, text string) *refusal { return &refusal{code: code, text: text} }
+
+func (r *refusal) Error() string { return "engine: " + r.text }
+
+// As lets apierr.CodeOf read a coded refusal's code (a fresh error each time).
+func (r *refusal) As(target any) bool {
+	t, ok := target.(**apierr.Error)
+	if ok && r.code != "" {
+		*t = &apierr.Error{Code: r.code, Message: r.Error()}
+		return true
+	}
+	return false
+}
+
+// Is makes errors.Is(err, apierr.ErrStale) and the like match a refusal of that code.
+func (r *refusal) Is(target error) bool {
+	t, ok := target.(*apierr.Error)
+	return ok && r.code != "" && t.Code == r.code
+}
 
 // IsRefusal reports whether err is one of the refusals above (a Refusal included): an answer
 // about the request, not a failure of the store.
 func IsRefusal(err error) bool {
-	var r refused
+	var r *refusal
 	return errors.As(err, &r)
 }
 
@@ -96,6 +219,11 @@ type Refusal struct {
 	// Limit is the limit N passed, where the answer quotes one (ErrMergedTooLarge: the
 	// queue's maxMessageBytes).
 	Limit int64
+	// Key is the key of ErrNoState, Binding the binding of ErrNoBinding, Wait the time
+	// until ErrPurgeTooSoon's next purge.
+	Key     string
+	Binding ids.ID
+	Wait    time.Duration
 }
 
 func (r *Refusal) Error() string { return fmt.Sprintf("%v (message %d, %d)", r.Err, r.Index, r.N) }

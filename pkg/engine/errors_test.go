@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -25,5 +27,39 @@ func TestStoreErrorsKeepCausesOutOfMessages(t *testing.T) {
 		if !errors.Is(tc.err, cause) || !strings.Contains(tc.err.Error(), "10.1.2.3") {
 			t.Errorf("%v: the cause is lost", tc.err)
 		}
+	}
+}
+
+// TestCodedRefusals: the refusals callers tell apart by code read as it (wrapped or not),
+// match errors.Is on their sentinel and on an *apierr.Error of the code, are refusals, and
+// an *apierr.Error of the same code is not them; failures are no refusals.
+func TestCodedRefusals(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err, sentinel error
+		code          apierr.Code
+	}{
+		{engine.ErrStale, engine.ErrStale, apierr.ReceiptHandleStale},
+		{engine.ErrNoMessage, engine.ErrNoMessage, apierr.NotFound},
+		{engine.ErrMessageInFlight, engine.ErrMessageInFlight, apierr.MessageInFlight},
+		{engine.NoState("k"), engine.ErrNoState, apierr.NotFound},
+		{&engine.Refusal{Err: engine.ErrNoBinding}, engine.ErrNoBinding, apierr.NotFound},
+		{&engine.Refusal{Err: engine.ErrPurgeTooSoon, Wait: time.Second}, engine.ErrPurgeTooSoon, apierr.PurgeTooSoon},
+		{engine.ErrVisibilityLimit, engine.ErrVisibilityLimit, apierr.VisibilityLimitExceeded},
+	} {
+		for _, err := range []error{c.err, fmt.Errorf("settle: %w", c.err)} {
+			if apierr.CodeOf(err) != c.code || !errors.Is(err, c.sentinel) || !errors.Is(err, &apierr.Error{Code: c.code}) || !engine.IsRefusal(err) {
+				t.Errorf("%v: code %s, is %v, refusal %v", err, apierr.CodeOf(err), errors.Is(err, c.sentinel), engine.IsRefusal(err))
+			}
+		}
+		if errors.Is(apierr.New(c.code, "other"), c.sentinel) {
+			t.Errorf("an *apierr.Error of code %s reads as %v", c.code, c.sentinel)
+		}
+	}
+	if apierr.CodeOf(engine.ErrBadCursor) != apierr.Internal {
+		t.Errorf("an uncoded refusal reads as %s", apierr.CodeOf(engine.ErrBadCursor))
+	}
+	if engine.IsRefusal(engine.StoreUnavailable("ack", nil)) || !errors.Is(engine.StoreUnavailable("ack", nil), engine.ErrUnavailable) {
+		t.Errorf("a failure reads as a refusal, or not as ErrUnavailable")
 	}
 }

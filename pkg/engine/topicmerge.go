@@ -41,8 +41,3 @@ func MergeState(budget *MergeBudget, i int, cur *StateEntry, m PublishMessage) (
 func ErrCopyDedupTaken(dedupID string) error {
 	return apierr.New(apierr.InvalidArgument, "the queue's deduplication window holds dedup id %q for another message", dedupID)
 }
-
-// ErrNoState answers State for a key without state.
-func ErrNoState(key string) error {
-	return apierr.New(apierr.NotFound, "the topic holds no state for key %q", key)
-}

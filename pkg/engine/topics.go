@@ -120,8 +120,9 @@ type CopyBatch struct {
 }
 
 // Topics is the part of an engine that keeps topics' logs, keyed state and bindings, and
-// copies entries into queues. Errors are *apierr.Error values where the caller can act on
-// them (not found, limits); storage failures are apierr.Unavailable.
+// copies entries into queues. Errors are the sentinels of errors.go where the caller can act
+// on them (ErrNoState, ErrNoBinding), *apierr.Error values for the limits a copy passes
+// (recorded on the binding as its failure); storage failures are ErrUnavailable or ErrFault.
 type Topics interface {
 	// CreateTopic prepares storage for a new topic (an empty log at sequence 0).
 	CreateTopic(ctx context.Context, t Topic) error
@@ -150,7 +151,7 @@ type Topics interface {
 	// steps.
 	Trim(ctx context.Context, t Topic) error
 
-	// State reads one key's state (apierr.NotFound when the key has none); StatePage pages
+	// State reads one key's state (ErrNoState when the key has none); StatePage pages
 	// through every key in key order ("" cursor: the first page).
 	State(ctx context.Context, t Topic, key string) (StateEntry, error)
 	StatePage(ctx context.Context, t Topic, limit int, cursor string) ([]StateEntry, string, error)

@@ -183,8 +183,8 @@ func (f *fakeTopics) Trim(_ context.Context, t engine.Topic) error {
 	f.touch()
 	return nil
 }
-func (f *fakeTopics) State(context.Context, engine.Topic, string) (engine.StateEntry, error) {
-	return engine.StateEntry{}, apierr.New(apierr.NotFound, "no state")
+func (f *fakeTopics) State(_ context.Context, _ engine.Topic, key string) (engine.StateEntry, error) {
+	return engine.StateEntry{}, engine.NoState(key)
 }
 func (f *fakeTopics) StatePage(context.Context, engine.Topic, int, string) ([]engine.StateEntry, string, error) {
 	return nil, "", nil
@@ -360,7 +360,7 @@ func (m *metaWorld) GetTopicByID(_ context.Context, id ids.ID) (meta.Topic, erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if id != m.topic.ID {
-		return meta.Topic{}, apierr.New(apierr.NotFound, "no such topic")
+		return meta.Topic{}, meta.NotFound(meta.KindTopic, id)
 	}
 	return m.topic, nil
 }
@@ -370,7 +370,7 @@ func (m *metaWorld) GetQueueByID(_ context.Context, id ids.ID) (meta.Queue, erro
 	defer m.mu.Unlock()
 	q, ok := m.queues[id]
 	if !ok {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "no such queue")
+		return meta.Queue{}, meta.NotFound(meta.KindQueue, id)
 	}
 	return q, nil
 }

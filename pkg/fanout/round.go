@@ -207,7 +207,7 @@ func (h *holder) copyBinding(ctx context.Context, b engine.Binding, f *filter.Fi
 		return adv, true, nil
 	}
 	q, err := r.Queues.GetQueueByID(ctx, b.Queue)
-	if apierr.CodeOf(err) == apierr.NotFound {
+	if errors.Is(err, meta.ErrNotFound) {
 		h.unbind(ctx, b, "its queue was deleted")
 		return adv, false, nil
 	}

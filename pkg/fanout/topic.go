@@ -6,10 +6,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
 )
 
 // holder is one held topic's state, owned by the goroutine that fans the topic out.
@@ -45,7 +45,7 @@ func (r *Runner) hold(ctx context.Context, topic ids.ID) (again bool) {
 	defer h.release()
 	if err := h.load(ctx); err != nil {
 		switch {
-		case apierr.CodeOf(err) == apierr.NotFound:
+		case errors.Is(err, meta.ErrNotFound):
 			// Deleted from the metadata but not (yet) from the engine: the API's delete was cut
 			// short, or is under way. Nothing can be fanned out without its settings; look
 			// again in a minute rather than every poll.

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -197,7 +196,7 @@ func EngineQueue(ctx context.Context, store QueueByID, q Queue) (engine.Queue, e
 	switch {
 	case err == nil:
 		return q.Engine(&dlq), nil
-	case apierr.CodeOf(err) == apierr.NotFound:
+	case errors.Is(err, ErrNotFound):
 		return q.Engine(nil), nil
 	default:
 		return engine.Queue{}, err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -28,7 +27,7 @@ const (
 
 // MaxRunningMoveTasks bounds the running move tasks of one project (dry runs included): each
 // holds a runner's goroutine and scans storage at up to its rate, so one project could
-// otherwise start one per queue it owns. Past it, CreateMoveTask fails with apierr.Quota
+// otherwise start one per queue it owns. Past it, CreateMoveTask fails with ErrQuota
 // naming LimitRunningMoveTasks.
 const MaxRunningMoveTasks = 10
 
@@ -38,7 +37,7 @@ const LimitRunningMoveTasks = "runningMoveTasks"
 
 // RunningQuota is the error of a project at MaxRunningMoveTasks.
 func RunningQuota() error {
-	return apierr.Quota(LimitRunningMoveTasks, MaxRunningMoveTasks, "cancel one of its running move tasks or wait for one to end")
+	return QuotaReached(LimitRunningMoveTasks, MaxRunningMoveTasks)
 }
 
 // MoveTask is a move task (redrive and replay) as stored: its request, its progress, and the

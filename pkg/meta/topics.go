@@ -3,10 +3,8 @@ package meta
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 )
 
@@ -135,40 +133,28 @@ func (b Binding) CheckNew() error {
 	return nil
 }
 
-// TopicNameTaken is the TopicExists error of a create under a name the project's topics use.
-func TopicNameTaken(name string) error {
-	return apierr.New(apierr.TopicExists, "topic name %q is taken in this project", name)
-}
+// TopicNameTaken is ErrTopicNameTaken about name.
+func TopicNameTaken(name string) error { return &Refusal{Err: ErrTopicNameTaken, Name: name} }
 
-// BindingTaken is the BindingExists error of a second binding of a queue to one topic.
+// BindingTaken is ErrBindingExists about a second binding of queueID to topicID.
 func BindingTaken(queueID, topicID ids.ID) error {
-	return apierr.New(apierr.BindingExists, "queue %s is bound to topic %s already; change that binding's filter instead", queueID, topicID)
+	return &Refusal{Err: ErrBindingExists, ID: queueID, Other: topicID}
 }
 
-// TopicQuota is the QuotaExceeded error of a topic create past the project's maxTopics.
-func TopicQuota(maxTopics int64) error {
-	return apierr.Quota(LimitMaxTopics, maxTopics, "delete a topic or ask for a higher limit")
-}
+// TopicQuota is the ErrQuota of a topic create past the project's maxTopics.
+func TopicQuota(maxTopics int64) error { return QuotaReached(LimitMaxTopics, maxTopics) }
 
-// SourcesQuota is the QuotaExceeded error of an 11th binding of one queue.
-func SourcesQuota() error {
-	return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": LimitSourcesPerQueue},
-		Message: fmt.Sprintf("a queue has at most %d sources: unbind one first", MaxSourcesPerQueue)}
-}
+// SourcesQuota is the ErrQuota of an 11th binding of one queue.
+func SourcesQuota() error { return QuotaReached(LimitSourcesPerQueue, MaxSourcesPerQueue) }
 
-// BindingsQuota is the QuotaExceeded error of a 101st binding of one topic.
-func BindingsQuota() error {
-	return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": LimitBindingsPerTopic},
-		Message: fmt.Sprintf("a topic has at most %d bindings: unbind a queue first", MaxBindingsPerTopic)}
-}
+// BindingsQuota is the ErrQuota of a 101st binding of one topic.
+func BindingsQuota() error { return QuotaReached(LimitBindingsPerTopic, MaxBindingsPerTopic) }
 
-// TopicNotFound is the NotFound error of a missing topic.
-func TopicNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "topic %s not found", id) }
+// TopicNotFound is ErrNotFound about topic id.
+func TopicNotFound(id ids.ID) error { return NotFound(KindTopic, id) }
 
-// BindingNotFound is the NotFound error of a missing binding.
-func BindingNotFound(id ids.ID) error {
-	return apierr.New(apierr.NotFound, "binding %s not found", id)
-}
+// BindingNotFound is ErrNotFound about binding id.
+func BindingNotFound(id ids.ID) error { return NotFound(KindBinding, id) }
 
 // CloneTopic returns t with its times in UTC.
 func CloneTopic(t Topic) Topic {

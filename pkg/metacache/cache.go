@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -316,7 +315,7 @@ func (c *Cache) GetQueue(ctx context.Context, projectID, queueID ids.ID) (meta.Q
 		return q, err
 	}
 	if q.ProjectID != projectID {
-		return meta.Queue{}, apierr.ErrNotFound
+		return meta.Queue{}, meta.ErrNotFound
 	}
 	return q, nil
 }

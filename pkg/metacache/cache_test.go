@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -74,7 +73,7 @@ func TestCachesWithinTTL(t *testing.T) {
 	if n := store.reads.Load(); n != 2 {
 		t.Fatalf("%d store reads after the TTL, want 2", n)
 	}
-	if _, err := b.GetQueue(ctx, ids.New(), q.ID); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := b.GetQueue(ctx, ids.New(), q.ID); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("another project's view of the queue: %v", err)
 	}
 }
@@ -105,7 +104,7 @@ func TestWritesInvalidateEveryReplica(t *testing.T) {
 	if !b.Gone(q.ID) {
 		t.Fatal("replica b was not told of the deletion")
 	}
-	if _, err := b.GetQueueByName(ctx, q.ProjectID, "q"); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := b.GetQueueByName(ctx, q.ProjectID, "q"); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("deleted queue still served from b's cache: %v", err)
 	}
 }

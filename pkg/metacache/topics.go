@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -58,7 +57,7 @@ func (t *Topics) GetTopic(ctx context.Context, projectID, topicID ids.ID) (meta.
 		return tp, err
 	}
 	if tp.ProjectID != projectID {
-		return meta.Topic{}, apierr.ErrNotFound
+		return meta.Topic{}, meta.ErrNotFound
 	}
 	return tp, nil
 }

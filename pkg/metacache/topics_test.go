@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -30,7 +29,7 @@ func (s *topicStub) GetTopicByID(_ context.Context, id ids.ID) (meta.Topic, erro
 	defer s.mu.Unlock()
 	t, ok := s.m[id]
 	if !ok {
-		return t, apierr.ErrNotFound
+		return t, meta.ErrNotFound
 	}
 	return t, nil
 }
@@ -44,7 +43,7 @@ func (s *topicStub) GetTopicByName(_ context.Context, p ids.ID, name string) (me
 			return t, nil
 		}
 	}
-	return meta.Topic{}, apierr.ErrNotFound
+	return meta.Topic{}, meta.ErrNotFound
 }
 
 func (s *topicStub) UpdateTopic(_ context.Context, t meta.Topic) (meta.Topic, error) {
@@ -86,7 +85,7 @@ func TestTopicsCachedAndInvalidatedEverywhere(t *testing.T) {
 	if n := store.reads.Load(); n != 1 {
 		t.Fatalf("%d store reads within the TTL, want 1", n)
 	}
-	if _, err := tb.GetTopic(ctx, ids.New(), tp.ID); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := tb.GetTopic(ctx, ids.New(), tp.ID); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("another project's view of the topic: %v", err)
 	}
 	tp.RetentionSeconds = 120
@@ -100,7 +99,7 @@ func TestTopicsCachedAndInvalidatedEverywhere(t *testing.T) {
 	if _, _, err := ta.DeleteTopic(ctx, tp.ProjectID, tp.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.GetTopic(ctx, tp.ProjectID, tp.ID); !errors.Is(err, apierr.ErrNotFound) {
+	if _, err := tb.GetTopic(ctx, tp.ProjectID, tp.ID); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("replica b after a delete through a: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package movetask
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
@@ -43,7 +44,7 @@ func NewChooser(ctx context.Context, t meta.MoveTask, src meta.Queue, qs Queues)
 	c := &Chooser{Task: t, Source: src, Filter: f, Queues: qs, back: map[ids.ID]*engine.Queue{}}
 	if !t.Destination.IsZero() {
 		d, err := qs.GetQueueByID(ctx, t.Destination)
-		if apierr.CodeOf(err) == apierr.NotFound || (err == nil && d.ProjectID != src.ProjectID) {
+		if errors.Is(err, meta.ErrNotFound) || (err == nil && d.ProjectID != src.ProjectID) {
 			return nil, apierr.New(apierr.NotFound, "destination queue %s not found", t.Destination).WithPrefix("destination")
 		}
 		if err != nil {
@@ -91,7 +92,7 @@ func (c *Chooser) Choose(ctx context.Context) func(engine.BrowsedMessage) (*engi
 			case err == nil && mq.ProjectID == c.Source.ProjectID && mq.Type == c.Source.Type:
 				eq := mq.Engine(nil)
 				q = &eq
-			case err != nil && apierr.CodeOf(err) != apierr.NotFound:
+			case err != nil && !errors.Is(err, meta.ErrNotFound):
 				c.err = err // not known now: leave it, the batch is retried
 				return nil, false
 			}

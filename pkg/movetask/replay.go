@@ -137,7 +137,7 @@ func (r *Runner) runReplay(ctx context.Context, t meta.MoveTask) {
 		return
 	}
 	tp, err := r.Replays.Topics.GetTopicByID(ctx, t.TopicID)
-	if apierr.CodeOf(err) == apierr.NotFound {
+	if errors.Is(err, meta.ErrNotFound) {
 		r.finish(ctx, t, meta.MoveFailed, "the topic was deleted")
 		return
 	}
@@ -230,14 +230,14 @@ func (g *replayGone) Error() string { return g.why }
 // selects, adding to t's counts. n is how many entries it selected, last the last sequence
 // it read (0: none left in the log).
 func (r *Runner) replayBatch(ctx context.Context, t *meta.MoveTask, run *replayRun, from uint64, limit int, counting bool) (n int, last uint64, err error) {
-	if _, err := r.Replays.Topics.GetTopicByID(ctx, t.TopicID); apierr.CodeOf(err) == apierr.NotFound {
+	if _, err := r.Replays.Topics.GetTopicByID(ctx, t.TopicID); errors.Is(err, meta.ErrNotFound) {
 		return 0, 0, &replayGone{"the topic was deleted while the task ran"}
 	} else if err != nil {
 		return 0, 0, err
 	}
 	if !counting {
 		d, err := r.Queues.GetQueueByID(ctx, t.Destination)
-		if apierr.CodeOf(err) == apierr.NotFound {
+		if errors.Is(err, meta.ErrNotFound) {
 			return 0, 0, &replayGone{"the destination queue was deleted while the task ran"}
 		}
 		if err != nil {

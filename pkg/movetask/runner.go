@@ -163,7 +163,7 @@ func (r *Runner) run(ctx context.Context, t meta.MoveTask) {
 		return
 	}
 	src, err := r.Queues.GetQueueByID(ctx, t.QueueID)
-	if apierr.CodeOf(err) == apierr.NotFound {
+	if errors.Is(err, meta.ErrNotFound) {
 		r.finish(ctx, t, meta.MoveFailed, "the source queue was deleted")
 		return
 	}
@@ -308,7 +308,7 @@ func (r *Runner) destinationsGone(ctx context.Context, t meta.MoveTask, ch *Choo
 	}
 	_, err := r.Queues.GetQueueByID(ctx, ch.Dest.ID)
 	switch {
-	case apierr.CodeOf(err) == apierr.NotFound:
+	case errors.Is(err, meta.ErrNotFound):
 		return "the destination queue was deleted while the task ran; the messages not yet moved stay in the source", nil
 	case err != nil:
 		return "", err
@@ -322,7 +322,7 @@ func (r *Runner) destinationsGone(ctx context.Context, t meta.MoveTask, ch *Choo
 // source and the remains of the deleted queue wiped. It answers why the task fails ("" while
 // the destination lives) and how many messages came back (they do not count as moved).
 func (r *Runner) takeBack(ctx context.Context, t meta.MoveTask, ch *Chooser, sq engine.Queue) (string, int64, error) {
-	if _, err := r.Queues.GetQueueByID(ctx, ch.Dest.ID); apierr.CodeOf(err) != apierr.NotFound {
+	if _, err := r.Queues.GetQueueByID(ctx, ch.Dest.ID); !errors.Is(err, meta.ErrNotFound) {
 		return "", 0, nil
 	}
 	ghost, tag := *ch.Dest, t.ID.String()+"/back"

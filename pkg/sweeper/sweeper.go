@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -66,7 +65,7 @@ func Once(ctx context.Context, store meta.Store, eng engine.Engine) error {
 	var errs []error
 	for _, id := range active {
 		q, err := store.GetQueueByID(ctx, id)
-		if apierr.CodeOf(err) == apierr.NotFound {
+		if errors.Is(err, meta.ErrNotFound) {
 			errs = append(errs, eng.DeleteQueue(ctx, id))
 			continue
 		}
@@ -108,7 +107,7 @@ type queueMap map[ids.ID]meta.Queue
 func (m queueMap) GetQueueByID(_ context.Context, id ids.ID) (meta.Queue, error) {
 	q, ok := m[id]
 	if !ok {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "no such queue")
+		return meta.Queue{}, meta.NotFound(meta.KindQueue, id)
 	}
 	return q, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 )
 
@@ -29,7 +28,7 @@ func (e *Engine) cancel(ctx context.Context, q engine.Queue, ds []engine.Deliver
 	return e.settle(ctx, q, len(ds), func(qi *queue, w *writes, i int, now int64) error {
 		m := live(qi, q, ds[i], now)
 		if m == nil {
-			return apierr.ErrStale
+			return engine.ErrStale
 		}
 		at := max(min(now+delay, m.receivedAt+engine.MaxInFlight.Milliseconds()), now)
 		switch {

@@ -162,7 +162,7 @@ func (e *Engine) mergeStep(w *writes, qi *queue, s *keyStep, stored []*msg) engi
 		k = qi.keyOf[stored[s.intoIdx]]
 	}
 	if k == nil { // cannot happen: the message stored earlier in this send is indexed
-		return engine.SendResult{Partition: -1, Err: engine.ErrNoMessage()}
+		return engine.SendResult{Partition: -1, Err: engine.ErrNoMessage}
 	}
 	e.merge(w, qi, k, s)
 	return engine.SendResult{MessageID: k.m.id, Merged: true}
@@ -200,10 +200,10 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 	switch {
 	case m == nil || m.expiresAt <= now:
 		e.mu.Unlock()
-		return engine.ErrNoMessage()
+		return engine.ErrNoMessage
 	case m.st == stInFlight || m.st == stTaking:
 		e.mu.Unlock()
-		return engine.ErrMessageInFlight()
+		return engine.ErrMessageInFlight
 	}
 	qi.remove(m)
 	w.delMsg(qi, m)

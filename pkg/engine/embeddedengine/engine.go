@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queueshq/queues/pkg/engine/internal/watch"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,9 +36,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queueshq/queues/pkg/engine/internal/watch"
+
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/boltformat"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
@@ -239,7 +239,7 @@ func (e *Engine) Err() error {
 	return nil
 }
 
-var errClosed = &apierr.Error{Code: apierr.Unavailable, Message: "the embedded store is closed"}
+var errClosed = &engine.Failure{Err: engine.ErrUnavailable, Op: "the embedded store is closed"}
 
 func (e *Engine) signal() {
 	select {

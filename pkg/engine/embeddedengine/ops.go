@@ -8,7 +8,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
@@ -437,7 +436,7 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 	return e.settle(ctx, q, len(ds), func(qi *queue, w *writes, i int, now int64) error {
 		m := live(qi, q, ds[i], now)
 		if m == nil {
-			return apierr.ErrStale
+			return engine.ErrStale
 		}
 		qi.settleBinding(m, now) // groupbind.go
 		qi.remove(m)
@@ -459,12 +458,11 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 		}
 		m := live(qi, q, c.Delivery, now)
 		if m == nil {
-			return apierr.ErrStale
+			return engine.ErrStale
 		}
 		d := c.Visibility.Milliseconds()
 		if now+d > m.receivedAt+engine.MaxInFlight.Milliseconds() {
-			return apierr.New(apierr.VisibilityLimitExceeded,
-				"the new deadline would be more than %s after the message was received", engine.MaxInFlight)
+			return engine.ErrVisibilityLimit
 		}
 		m.at = now + d
 		qi.place(m, now)
@@ -486,7 +484,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 			if followed[rs[i].Delivery.MessageID] {
 				return nil
 			}
-			return apierr.ErrStale
+			return engine.ErrStale
 		}
 		reason := rs[i].Reason
 		if reason == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -25,8 +24,7 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 	if next := qi.lastPurge + engine.PurgeInterval.Milliseconds(); qi.lastPurge != 0 && now < next {
 		e.mu.Unlock()
 		d := time.Duration(next-now) * time.Millisecond
-		return apierr.New(apierr.PurgeTooSoon, "a queue can be purged once every %s; the next purge is possible in %s",
-			engine.PurgeInterval, d.Round(time.Second)).WithRetryAfter(d)
+		return &engine.Refusal{Err: engine.ErrPurgeTooSoon, Wait: d}
 	}
 	qi.lastPurge = now
 	done := e.purge(qi)

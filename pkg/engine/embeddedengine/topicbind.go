@@ -9,7 +9,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -57,7 +56,7 @@ func (e *Engine) SetFilter(ctx context.Context, t engine.Topic, binding ids.ID, 
 	}
 	if b == nil {
 		e.mu.Unlock()
-		return apierr.New(apierr.NotFound, "the topic has no binding %s", binding)
+		return &engine.Refusal{Err: engine.ErrNoBinding, Binding: binding}
 	}
 	b.Filter = filter
 	done := e.submit(putBinding(t.ID, b))

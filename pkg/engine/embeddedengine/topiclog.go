@@ -216,7 +216,7 @@ func (e *Engine) State(ctx context.Context, t engine.Topic, key string) (engine.
 	case err != nil:
 		return engine.StateEntry{}, engine.StoreFault("reading a topic's keyed state", err)
 	case !found:
-		return engine.StateEntry{}, engine.ErrNoState(key)
+		return engine.StateEntry{}, engine.NoState(key)
 	}
 	return st, nil
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -342,13 +341,13 @@ func testDeleteMessage(t *testing.T, s *suite) {
 	wantNil(t, "delete delayed", s.e.DeleteMessage(s.ctx, q, ids3[2]))
 	wantNil(t, "delete keyed", s.e.DeleteMessage(s.ctx, q, keyedID))
 	s.wantCounts(q, 1, 0, 0)
-	wantCode(t, "delete again", s.e.DeleteMessage(s.ctx, q, ids3[1]), apierr.NotFound)
-	wantCode(t, "delete unknown", s.e.DeleteMessage(s.ctx, q, ids.New()), apierr.NotFound)
+	wantIs(t, "delete again", s.e.DeleteMessage(s.ctx, q, ids3[1]), engine.ErrNoMessage)
+	wantIs(t, "delete unknown", s.e.DeleteMessage(s.ctx, q, ids.New()), engine.ErrNoMessage)
 	m := s.receiveOne(q, time.Minute)
 	if m.MessageID != ids3[0] {
 		t.Fatalf("received %s, want the one left", m.Body)
 	}
-	wantCode(t, "delete in flight", s.e.DeleteMessage(s.ctx, q, m.MessageID), apierr.MessageInFlight)
+	wantIs(t, "delete in flight", s.e.DeleteMessage(s.ctx, q, m.MessageID), engine.ErrMessageInFlight)
 	s.wantCounts(q, 0, 1, 0)
 	// Its deadline passed, it is visible again: deletable.
 	s.clk.Advance(time.Minute)
@@ -358,7 +357,7 @@ func testDeleteMessage(t *testing.T, s *suite) {
 	s.receiveNone(q)
 	other := s.queue()
 	id := s.send(other, "x")[0]
-	wantCode(t, "delete through another queue", s.e.DeleteMessage(s.ctx, q, id), apierr.NotFound)
+	wantIs(t, "delete through another queue", s.e.DeleteMessage(s.ctx, q, id), engine.ErrNoMessage)
 }
 
 // testDeleteDeep deletes messages far down a backlog, past what one storage step looks at.
@@ -413,10 +412,10 @@ func testDeleteKeepsOrder(t *testing.T, s *suite) {
 	send(0, 250)
 	wantNil(t, "delete 180", s.e.DeleteMessage(s.ctx, q, all[180]))
 	for range 3 {
-		wantCode(t, "delete unknown", s.e.DeleteMessage(s.ctx, q, ids.New()), apierr.NotFound)
+		wantIs(t, "delete unknown", s.e.DeleteMessage(s.ctx, q, ids.New()), engine.ErrNoMessage)
 	}
 	send(250, 260)
-	wantCode(t, "delete unknown after more sends", s.e.DeleteMessage(s.ctx, q, ids.New()), apierr.NotFound)
+	wantIs(t, "delete unknown after more sends", s.e.DeleteMessage(s.ctx, q, ids.New()), engine.ErrNoMessage)
 	send(260, 265)
 	next := 0
 	for {
@@ -446,13 +445,13 @@ func testDeleteFIFO(t *testing.T, s *suite) {
 	if m.Body != "1" {
 		t.Fatalf("received %q, want 1", m.Body)
 	}
-	wantCode(t, "delete in flight", s.e.DeleteMessage(s.ctx, q, m.MessageID), apierr.MessageInFlight)
+	wantIs(t, "delete in flight", s.e.DeleteMessage(s.ctx, q, m.MessageID), engine.ErrMessageInFlight)
 	wantNil(t, "delete the group's second", s.e.DeleteMessage(s.ctx, q, res[1].MessageID))
 	wantNil(t, "ack", s.ack(q, m.Delivery)[0])
 	if got := s.receive(q, engine.MaxBatch, time.Minute); len(got) != 1 || got[0].Body != "3" {
 		t.Fatalf("received %v, want [3]", bodies(got))
 	}
-	wantCode(t, "delete acknowledged", s.e.DeleteMessage(s.ctx, q, m.MessageID), apierr.NotFound)
+	wantIs(t, "delete acknowledged", s.e.DeleteMessage(s.ctx, q, m.MessageID), engine.ErrNoMessage)
 }
 
 func testDeleteStoredBytes(t *testing.T, s *suite, h Harness) {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -441,7 +440,7 @@ func keyed(key, body string, merge engine.MergeMode, attrs map[string]string) en
 func testTopicKeyedState(t *testing.T, ts *topicSuite) {
 	tp := ts.topic()
 	_, err := ts.tp.State(ts.ctx, tp, "k1")
-	wantCode(t, "State of a key never published", err, apierr.NotFound)
+	wantIs(t, "State of a key never published", err, engine.ErrNoState)
 	r := ts.publish(tp, keyed("k1", `{"a":1}`, engine.MergeReplace, map[string]string{"x": "1"}))
 	st := ts.state(tp, "k1")
 	if st.Key != "k1" || st.Body != `{"a":1}` || st.Sequence != r[0].Sequence || !maps.Equal(st.Attributes, map[string]string{"x": "1"}) {
@@ -469,7 +468,7 @@ func testTopicKeyedState(t *testing.T, ts *topicSuite) {
 	}
 	del := ts.publish(tp, engine.PublishMessage{Message: engine.Message{Key: "k1"}, Delete: true})
 	_, err = ts.tp.State(ts.ctx, tp, "k1")
-	wantCode(t, "State of a deleted key", err, apierr.NotFound)
+	wantIs(t, "State of a deleted key", err, engine.ErrNoState)
 	if es := ts.readLog(tp, del[0].Sequence, 1); len(es) != 1 || !es[0].Deleted || es[0].Body != "" || es[0].Key != "k1" {
 		t.Fatalf("the deleting publish's entry: %+v", es)
 	}
@@ -500,7 +499,7 @@ func testTopicPatchRefused(t *testing.T, ts *topicSuite) {
 	if st := ts.state(tp, "obj"); st.Body != `{"a":1}` {
 		t.Fatalf("state %+v after a refused patch", st)
 	}
-	if _, err := ts.tp.State(ts.ctx, tp, "new"); apierr.CodeOf(err) != apierr.NotFound {
+	if _, err := ts.tp.State(ts.ctx, tp, "new"); !errors.Is(err, engine.ErrNoState) {
 		t.Fatalf("a refused publish set state: %v", err)
 	}
 }

@@ -445,7 +445,7 @@ func testTopicDelete(t *testing.T, ts *topicSuite) {
 	st, _, err := ts.tp.StatePage(ts.ctx, tp, 10, "")
 	gone("StatePage", len(st), err)
 	_, err = ts.tp.State(ts.ctx, tp, "k")
-	wantCode(t, "State of a deleted topic", err, apierr.NotFound)
+	wantIs(t, "State of a deleted topic", err, engine.ErrNoState)
 	if b, err := ts.tp.Bounds(ts.ctx, tp); err == nil && b.Bytes != 0 {
 		t.Fatalf("Bounds of a deleted topic: %+v", b)
 	}

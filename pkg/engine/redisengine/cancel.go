@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
-
 	"github.com/queueshq/queues/pkg/engine"
 )
 
@@ -80,7 +78,7 @@ func (e *Engine) retryOver(ctx context.Context, q engine.Queue, ds []engine.Deli
 		switch {
 		case err != nil:
 			errs[i] = err
-		case apierr.CodeOf(cerrs[n]) == apierr.VisibilityLimitExceeded:
+		case errors.Is(cerrs[n], engine.ErrVisibilityLimit):
 			// The delay passes the message's time in flight: it returns as late as it may.
 			errs[i] = nil
 			_, _ = e.ChangeVisibility(ctx, q, []engine.VisibilityChange{{Delivery: ds[i]}})

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
 )
 
 // Replica clocks and deadlines.
@@ -40,8 +40,8 @@ func (e *Engine) checkClock(ctx context.Context) error {
 	off := before.Add(rtt / 2).Sub(rt)
 	var verdict error
 	if off > e.opts.MaxClockSkew || -off > e.opts.MaxClockSkew {
-		verdict = &apierr.Error{Code: apierr.Unavailable,
-			Message: fmt.Sprintf("this replica's clock is %v off the store's (more than %v); it serves again once its clock is corrected", off.Round(time.Millisecond), e.opts.MaxClockSkew)}
+		verdict = &engine.Failure{Err: engine.ErrUnavailable,
+			Op: fmt.Sprintf("this replica's clock is %v off the store's (more than %v); it serves again once its clock is corrected", off.Round(time.Millisecond), e.opts.MaxClockSkew)}
 		if e.ClockErr() == nil {
 			e.log.Error("redisengine: clock skew beyond the bound; refusing to serve", "offset", off.String(), "bound", e.opts.MaxClockSkew.String())
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
 )
 
 // maxCombined bounds how many calls one combined script call carries (each at most
@@ -103,7 +103,7 @@ func (ls *lanes[J]) release(key string, l *lane[J], batch []*ticket[J]) {
 }
 
 // errNotRun is every lane job's outcome until its batch ran.
-var errNotRun = &apierr.Error{Code: apierr.Internal, Message: "the shared storage call did not complete"}
+var errNotRun = &engine.Failure{Err: engine.ErrFault, Op: "the shared storage call did not complete"}
 
 // detached is the context a combined call runs under: the leading request's deadline, but
 // not its cancellation, since the call also carries other requests.

@@ -469,7 +469,7 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 				[]any{now, string(id[:]), deleteScan}})
 		}
 		var next []int
-		var result error = engine.ErrNoMessage()
+		var result error = engine.ErrNoMessage
 		var touched []partKeys
 		for i, cmd := range e.run(ctx, calls) {
 			vals, err := cmd.Int64Slice()
@@ -482,7 +482,7 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 				touched = append(touched, keysOf(q.ID, parts[i]))
 			case 2:
 				if result != nil {
-					result = engine.ErrMessageInFlight()
+					result = engine.ErrMessageInFlight
 				}
 			case 3:
 				next = append(next, parts[i])
@@ -492,10 +492,10 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 			}
 		}
 		e.fold(ctx, q.Project, touched)
-		if result == nil || !errors.Is(result, engine.ErrNoMessage()) {
+		if result == nil || !errors.Is(result, engine.ErrNoMessage) {
 			return result
 		}
 		parts = next
 	}
-	return engine.ErrNoMessage()
+	return engine.ErrNoMessage
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/rediskeys"
 )
@@ -40,7 +39,7 @@ func (e *Engine) Copy(ctx context.Context, q engine.Queue, b engine.CopyBatch) (
 	if e.barrierPending(q.ID) {
 		// A copy stored past a pending barrier would be delivered before it: the fan-out
 		// tries again once the barrier has left the queue.
-		return nil, apierr.New(apierr.Unavailable, "copy: the queue has a pending barrier message; retry")
+		return nil, &engine.Failure{Err: engine.ErrUnavailable, Op: "copy: the queue has a pending barrier message"}
 	}
 	return e.copyStandard(ctx, q, b)
 }

@@ -72,7 +72,7 @@ func TestDeleteUnknownIDCost(t *testing.T) {
 	del := func() map[string]int64 {
 		t.Helper()
 		before := commandStats(t, rdb)
-		if err := e.DeleteMessage(ctx, q, ids.New()); !errors.Is(err, engine.ErrNoMessage()) {
+		if err := e.DeleteMessage(ctx, q, ids.New()); !errors.Is(err, engine.ErrNoMessage) {
 			t.Fatalf("delete of an unknown id: %v, want not found", err)
 		}
 		after := commandStats(t, rdb)

@@ -19,13 +19,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queueshq/queues/pkg/engine/internal/watch"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queueshq/queues/pkg/engine/internal/watch"
 
 	"github.com/redis/go-redis/v9"
 

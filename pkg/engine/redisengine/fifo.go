@@ -66,7 +66,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
@@ -161,8 +160,8 @@ func (e *Engine) storeFIFO(ctx context.Context, q engine.Queue, items []*fitem, 
 	todo := items
 	for round := 0; len(todo) > 0; round++ {
 		if round == maxSendRounds {
-			err := &apierr.Error{Code: apierr.Unavailable,
-				Message: "send: too many concurrent sends to the same message group or dedup id; retry"}
+			err := &engine.Failure{Err: engine.ErrUnavailable,
+				Op: "send: too many concurrent sends to the same message group or dedup id"}
 			for _, it := range todo {
 				s.fail(it, err)
 			}

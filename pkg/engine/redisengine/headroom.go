@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/engine"
 )
 
 // Headroom of the shared store
@@ -100,8 +100,8 @@ func (h *headroom) errFull() error {
 	h.mu.Lock()
 	used, mark := h.lastUsed, h.lastMark
 	h.mu.Unlock()
-	return apierr.New(apierr.Unavailable, "the message store is nearly full (%d of %d bytes used); sends are paused "+
-		"while consumers drain queues; retry", used, mark).WithRetryAfter(sendRetryAfter)
+	return &engine.Failure{Err: engine.ErrUnavailable, RetryAfter: sendRetryAfter, Op: fmt.Sprintf(
+		"the message store is nearly full (%d of %d bytes used); sends are paused while consumers drain queues", used, mark)}
 }
 
 // checkHeadroom refuses a send while the last sample found the store past its mark, and

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
@@ -32,8 +31,7 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 	}
 	if wait > 0 {
 		d := time.Duration(wait) * time.Millisecond
-		return apierr.New(apierr.PurgeTooSoon, "a queue can be purged once every %s; the next purge is possible in %s",
-			engine.PurgeInterval, d.Round(time.Second)).WithRetryAfter(d)
+		return &engine.Refusal{Err: engine.ErrPurgeTooSoon, Wait: d}
 	}
 	n, err := e.partitionsFresh(ctx, q.ID)
 	if err != nil {

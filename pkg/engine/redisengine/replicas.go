@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 )
 
@@ -71,7 +70,7 @@ func (e *Engine) syncReplicas(ctx context.Context, k partKeys) error {
 		return e.wrap(ctx, "send: waiting for replicas", err)
 	}
 	if got := wait.Val(); got < int64(e.opts.SyncReplicas) {
-		return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf(
+		return &engine.Failure{Err: engine.ErrUnavailable, Op: fmt.Sprintf(
 			"send: stored, but confirmed by %d of %d replicas within %v; it may still be delivered", got, e.opts.SyncReplicas, e.opts.SyncTimeout)}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -25,7 +24,7 @@ func (e *Engine) settleBatch(ctx context.Context, q engine.Queue, op string, ds 
 			continue
 		}
 		if d.Queue != q.ID || d.Partition < 0 || d.Partition >= engine.MaxPartitions || d.Attempt == 0 {
-			errs[i] = apierr.ErrStale
+			errs[i] = engine.ErrStale
 			continue
 		}
 		byPart[d.Partition] = append(byPart[d.Partition], i)
@@ -75,7 +74,7 @@ func codes(val any, idx []int, errs []error, other func(code int64) error) error
 		case 1:
 			errs[j] = nil
 		case 0:
-			errs[j] = apierr.ErrStale
+			errs[j] = engine.ErrStale
 		default:
 			errs[j] = other(c)
 		}
@@ -144,11 +143,11 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 		for _, b := range batch {
 			for i, d := range b.ds {
 				if d.Attempt == 0 {
-					b.errs[i] = apierr.ErrStale
+					b.errs[i] = engine.ErrStale
 					continue
 				}
 				if o, ok := owner[d.MessageID]; ok && o != b {
-					b.errs[i] = apierr.ErrStale
+					b.errs[i] = engine.ErrStale
 					continue
 				}
 				owner[d.MessageID] = b
@@ -178,7 +177,7 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 			case 1:
 				s.job.errs[s.i] = nil
 			case 0:
-				s.job.errs[s.i] = apierr.ErrStale
+				s.job.errs[s.i] = engine.ErrStale
 			default:
 				s.job.errs[s.i] = errBadReply
 			}
@@ -222,8 +221,7 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 		func(_ int, idx []int, val any, errs []error) error {
 			return codes(val, idx, errs, func(c int64) error {
 				if c == 2 {
-					return apierr.New(apierr.VisibilityLimitExceeded,
-						"the new deadline would be more than %s after the message was received", engine.MaxInFlight)
+					return engine.ErrVisibilityLimit
 				}
 				return errBadReply
 			})

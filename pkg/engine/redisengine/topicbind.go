@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/rediskeys"
@@ -147,7 +146,7 @@ func (e *Engine) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) e
 func (e *Engine) State(ctx context.Context, t engine.Topic, key string) (engine.StateEntry, error) {
 	v, err := e.rdb.HGet(ctx, rediskeys.TopicState(t.ID), key).Result()
 	if errors.Is(err, redis.Nil) {
-		return engine.StateEntry{}, engine.ErrNoState(key)
+		return engine.StateEntry{}, engine.NoState(key)
 	}
 	if err != nil {
 		return engine.StateEntry{}, e.wrap(ctx, "state", err)
@@ -215,7 +214,7 @@ func (e *Engine) SetFilter(ctx context.Context, t engine.Topic, binding ids.ID, 
 		return e.wrap(ctx, "set filter", err)
 	}
 	if n == 0 {
-		return apierr.New(apierr.NotFound, "the topic has no such binding")
+		return engine.ErrNoBinding
 	}
 	return nil
 }

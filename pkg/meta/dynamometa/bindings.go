@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -127,13 +127,13 @@ func createBindingErr(err error, b meta.Binding) error {
 	}
 	switch {
 	case c.failed(0):
-		return apierr.New(apierr.NotFound, "queue %s not found", b.QueueID)
+		return meta.NotFound(meta.KindQueue, b.QueueID)
 	case topicGone:
 		return meta.TopicNotFound(b.TopicID)
 	case c.failed(3):
 		return meta.BindingTaken(b.QueueID, b.TopicID)
 	case c.failed(4):
-		return apierr.New(apierr.Internal, "binding id %s already exists", b.ID)
+		return meta.IDTaken(meta.KindBinding, b.ID)
 	case c.failed(2):
 		return meta.SourcesQuota()
 	default:
@@ -289,7 +289,7 @@ func (s *Store) DeleteBinding(ctx context.Context, queueID, bindingID ids.ID) (m
 		}
 		// Deleted since the read: read again (NotFound then).
 		if attempt >= casRetries {
-			return meta.Binding{}, apierr.New(apierr.Unavailable, "binding %s keeps changing; retry", bindingID)
+			return meta.Binding{}, meta.Unavailable(fmt.Sprintf("binding %s keeps changing", bindingID), nil)
 		}
 	}
 }
@@ -322,7 +322,7 @@ func (s *Store) DeleteQueueBindings(ctx context.Context, queueID ids.ID) ([]meta
 			return nil, err
 		}
 		if attempt >= casRetries {
-			return nil, apierr.New(apierr.Unavailable, "bindings of queue %s keep changing; retry", queueID)
+			return nil, meta.Unavailable(fmt.Sprintf("bindings of queue %s keep changing", queueID), nil)
 		}
 	}
 }
@@ -355,7 +355,7 @@ func (s *Store) deleteTopicBindings(ctx context.Context, topicID ids.ID) ([]meta
 			out = append(out, chunk...)
 		}
 		if failed && attempt >= casRetries {
-			return nil, apierr.New(apierr.Unavailable, "bindings of topic %s keep changing; retry", topicID)
+			return nil, meta.Unavailable(fmt.Sprintf("bindings of topic %s keep changing", topicID), nil)
 		}
 	}
 }

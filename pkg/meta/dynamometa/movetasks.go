@@ -27,7 +27,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -127,7 +126,7 @@ func (it moveItem) task() (meta.MoveTask, error) {
 	return t.Clone(), nil
 }
 
-func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move task %s not found", id) }
+func moveNotFound(id ids.ID) error { return meta.NotFound(meta.KindMoveTask, id) }
 
 // CreateMoveTask stores a new running task and its queue's MOVERUN item, unless the queue
 // has a running task (MoveTaskRunning).
@@ -163,7 +162,7 @@ func (s *Store) CreateMoveTask(ctx context.Context, t meta.MoveTask) error {
 	case errors.As(err, &c) && c.failed(2) && !c.failed(0):
 		return meta.RunningQuota()
 	case errors.As(err, &c):
-		return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", rq)
+		return meta.MoveTaskRunning(rq, ids.ID{})
 	}
 	return err
 }

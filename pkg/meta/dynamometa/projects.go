@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -52,7 +51,7 @@ func (s *Store) CreateProject(ctx context.Context, p meta.Project) error {
 	})
 	var c *canceled
 	if errors.As(err, &c) {
-		return apierr.New(apierr.Internal, "project %s already exists", p.ID)
+		return meta.IDTaken(meta.KindProject, p.ID)
 	}
 	return err
 }
@@ -65,7 +64,7 @@ func (s *Store) GetProject(ctx context.Context, id ids.ID) (meta.Project, error)
 		return meta.Project{}, err
 	}
 	if !ok {
-		return meta.Project{}, apierr.New(apierr.NotFound, "project %s not found", id)
+		return meta.Project{}, meta.NotFound(meta.KindProject, id)
 	}
 	return it.project()
 }

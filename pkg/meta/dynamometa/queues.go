@@ -3,6 +3,7 @@ package dynamometa
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -105,7 +105,7 @@ func nonEmpty(m map[string]string) map[string]string {
 }
 
 func queueNotFound(id ids.ID) error {
-	return apierr.New(apierr.NotFound, "queue %s not found", id)
+	return meta.NotFound(meta.KindQueue, id)
 }
 
 // addRef adds one reference to dlq, on the condition that it exists in project.
@@ -168,15 +168,15 @@ func (s *Store) CreateQueueWithin(ctx context.Context, q meta.Queue, maxQueues i
 	case !errors.As(err, &c):
 		return err
 	case c.failed(0) && c.item(0) != nil:
-		return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
+		return meta.QuotaReached(meta.LimitMaxQueues, maxQueues)
 	case c.failed(0):
-		return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
+		return meta.NotFound(meta.KindProject, q.ProjectID)
 	case c.failed(1):
 		return meta.QueueNameTaken(q.Name)
 	case c.failed(3):
 		return meta.DeadLetterNotFound(q.Redrive.DeadLetterQueue)
 	default:
-		return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+		return meta.IDTaken(meta.KindQueue, q.ID)
 	}
 }
 
@@ -195,7 +195,7 @@ func (s *Store) GetQueue(ctx context.Context, projectID, queueID ids.ID) (meta.Q
 // GetQueueByName reads a queue by name within a project.
 func (s *Store) GetQueueByName(ctx context.Context, projectID ids.ID, name string) (meta.Queue, error) {
 	if name == "" {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %q not found", name)
+		return meta.Queue{}, meta.NameNotFound(meta.KindQueue, name)
 	}
 	var it queueItem
 	ok, err := s.get(ctx, "get queue", projectPK(projectID), queuePre+name, &it)
@@ -203,7 +203,7 @@ func (s *Store) GetQueueByName(ctx context.Context, projectID ids.ID, name strin
 		return meta.Queue{}, err
 	}
 	if !ok {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %q not found", name)
+		return meta.Queue{}, meta.NameNotFound(meta.KindQueue, name)
 	}
 	return it.queue()
 }
@@ -225,7 +225,7 @@ func (s *Store) GetQueueByID(ctx context.Context, queueID ids.ID) (meta.Queue, e
 	q, err := s.GetQueueByName(ctx, pid, idx.Name)
 	if err != nil || q.ID != queueID {
 		// Deleted (and maybe the name reused) between the two reads.
-		if err == nil || apierr.CodeOf(err) == apierr.NotFound {
+		if err == nil || errors.Is(err, meta.ErrNotFound) {
 			return meta.Queue{}, queueNotFound(queueID)
 		}
 		return meta.Queue{}, err
@@ -358,9 +358,9 @@ func (s *Store) UpdateQueue(ctx context.Context, q meta.Queue) (meta.Queue, erro
 		case c.failed(addAt):
 			return meta.Queue{}, meta.DeadLetterNotFound(next.Redrive.DeadLetterQueue)
 		case c.failed(dropAt):
-			return meta.Queue{}, apierr.New(apierr.Internal, "dead-letter reference of queue %s is missing", q.ID)
+			return meta.Queue{}, meta.Fault(fmt.Sprintf("dead-letter reference of queue %s is missing", q.ID), nil)
 		default:
-			return meta.Queue{}, apierr.New(apierr.Internal, "update queue %s: unexpected condition failure", q.ID)
+			return meta.Queue{}, meta.Fault(fmt.Sprintf("update queue %s: unexpected condition failure", q.ID), nil)
 		}
 	}
 }
@@ -400,14 +400,14 @@ func (s *Store) DeleteQueue(ctx context.Context, projectID, queueID ids.ID) (met
 		case !errors.As(err, &c):
 			return meta.Queue{}, err
 		case c.failed(1) && !c.failed(0):
-			return meta.Queue{}, apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", queueID)
+			return meta.Queue{}, meta.QueueInUse(queueID)
 		case c.failed(0):
 			// Changed or deleted since the read: read again.
 			if attempt >= casRetries {
-				return meta.Queue{}, apierr.New(apierr.Unavailable, "queue %s keeps changing; retry", queueID)
+				return meta.Queue{}, meta.Unavailable(fmt.Sprintf("queue %s keeps changing", queueID), nil)
 			}
 		default:
-			return meta.Queue{}, apierr.New(apierr.Internal, "dead-letter reference of queue %s is missing", queueID)
+			return meta.Queue{}, meta.Fault(fmt.Sprintf("dead-letter reference of queue %s is missing", queueID), nil)
 		}
 	}
 }

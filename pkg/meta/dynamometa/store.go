@@ -99,10 +99,10 @@ func timePtr(t *time.Time) *time.Time {
 // ---- errors ----
 
 func corrupt(format string, args ...any) error {
-	return apierr.New(apierr.Internal, "metadata: malformed item: "+format, args...)
+	return meta.Fault("malformed item", fmt.Errorf(format, args...))
 }
 
-// mapErr turns an SDK error into an *apierr.Error: requests DynamoDB refused as malformed are
+// mapErr turns an SDK error into a meta failure: requests DynamoDB refused as malformed are
 // Internal (a bug here); everything else — network errors, timeouts, throttling, a missing
 // table, bad credentials, server errors — is Unavailable.
 func mapErr(op string, err error) error {
@@ -110,19 +110,19 @@ func mapErr(op string, err error) error {
 		return nil
 	}
 	var ae *apierr.Error
-	if errors.As(err, &ae) {
-		return ae
+	if errors.As(err, &ae) { // the store's own answer (meta's errors read as one)
+		return err
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
 		case "ValidationException", "SerializationException":
-			return apierr.New(apierr.Internal, "metadata %s: %s", op, api.ErrorMessage())
+			return meta.Fault(op, err)
 		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
-			return apierr.New(apierr.Unavailable, "metadata store is throttling (%s); retry", op).WithRetryAfter(time.Second)
+			return &meta.Failure{Err: meta.ErrUnavailable, Op: op + ": throttled", Cause: err, RetryAfter: time.Second}
 		}
 	}
-	return apierr.New(apierr.Unavailable, "metadata store unavailable (%s); retry", op)
+	return meta.Unavailable(op, err)
 }
 
 // canceled is a transaction cancelled by failed conditions; reason i belongs to item i.
@@ -169,10 +169,10 @@ func (s *Store) transact(ctx context.Context, op string, items []types.TransactW
 			}
 		}
 		if !transient {
-			return apierr.New(apierr.Internal, "metadata %s: %s", op, aws.ToString(tc.Message))
+			return meta.Fault(op, err)
 		}
 		if attempt >= transactRetries {
-			return apierr.New(apierr.Unavailable, "metadata %s: too much contention; retry", op).WithRetryAfter(time.Second)
+			return &meta.Failure{Err: meta.ErrUnavailable, Op: op + ": too much contention", Cause: err, RetryAfter: time.Second}
 		}
 		d := backoff/2 + rand.N(backoff)
 		backoff = min(2*backoff, 500*time.Millisecond)
@@ -205,7 +205,7 @@ func (s *Store) get(ctx context.Context, op string, pk, sk string, out any) (boo
 func marshal(v any) (map[string]types.AttributeValue, error) {
 	m, err := attributevalue.MarshalMap(v)
 	if err != nil {
-		return nil, apierr.New(apierr.Internal, "metadata: encode item: %v", err)
+		return nil, meta.Fault("encode item", err)
 	}
 	return m, nil
 }

@@ -12,6 +12,7 @@ package dynamometa
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -119,7 +119,7 @@ func (it subItem) subscription() (meta.Subscription, error) {
 }
 
 func subNotFound(q ids.ID) error {
-	return apierr.New(apierr.NotFound, "queue %s has no subscription", q)
+	return meta.NotFound(meta.KindSubscription, q)
 }
 
 // CreateSubscription stores a queue's subscription with Version 1: the queue must exist in the
@@ -153,11 +153,11 @@ func (s *Store) CreateSubscriptionWithin(ctx context.Context, sub meta.Subscript
 	case !errors.As(err, &c):
 		return err
 	case c.failed(0):
-		return apierr.New(apierr.NotFound, "queue %s not found", sub.QueueID)
+		return meta.NotFound(meta.KindQueue, sub.QueueID)
 	case c.failed(2) && !c.failed(1):
-		return apierr.Quota(meta.LimitMaxSubscriptions, maxSubs, "delete a subscription or ask for a higher limit")
+		return meta.QuotaReached(meta.LimitMaxSubscriptions, maxSubs)
 	default:
-		return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", sub.QueueID)
+		return meta.SubscriptionExists(sub.QueueID)
 	}
 }
 
@@ -245,7 +245,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, queueID ids.ID) error {
 		}
 		// Deleted (or replaced) since the read: read again.
 		if attempt >= casRetries {
-			return apierr.New(apierr.Unavailable, "subscription of queue %s keeps changing; retry", queueID)
+			return meta.Unavailable(fmt.Sprintf("subscription of queue %s keeps changing", queueID), nil)
 		}
 	}
 }

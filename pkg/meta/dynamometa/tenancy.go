@@ -29,7 +29,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -80,7 +79,7 @@ func (s *Store) projectItem(ctx context.Context, op string, project ids.ID) (map
 		return nil, mapErr(op, err)
 	}
 	if res.Item == nil {
-		return nil, apierr.New(apierr.NotFound, "project %s not found", project)
+		return nil, meta.NotFound(meta.KindProject, project)
 	}
 	return res.Item, nil
 }
@@ -153,7 +152,7 @@ func (s *Store) UpdateLimits(ctx context.Context, project ids.ID, patch meta.Lim
 	res, err := s.db.UpdateItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return nil, apierr.New(apierr.NotFound, "project %s not found", project)
+		return nil, meta.NotFound(meta.KindProject, project)
 	}
 	if err != nil {
 		return nil, mapErr("update limits", err)

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -70,9 +69,9 @@ func (s *Store) CreateToken(ctx context.Context, t meta.Token) error {
 	case !errors.As(err, &c):
 		return err
 	case c.failed(0):
-		return apierr.New(apierr.NotFound, "project %s not found", t.ProjectID)
+		return meta.NotFound(meta.KindProject, t.ProjectID)
 	default:
-		return apierr.New(apierr.Internal, "token %s already exists", t.ID)
+		return meta.IDTaken(meta.KindToken, t.ID)
 	}
 }
 
@@ -84,7 +83,7 @@ func (s *Store) GetToken(ctx context.Context, projectID, tokenID ids.ID) (meta.T
 		return meta.Token{}, err
 	}
 	if !ok {
-		return meta.Token{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		return meta.Token{}, meta.NotFound(meta.KindToken, tokenID)
 	}
 	return it.token()
 }
@@ -149,7 +148,7 @@ func (s *Store) backfillTokenIndex(ctx context.Context, tokenID ids.ID) (ids.ID,
 			return t.ProjectID, nil
 		}
 		if len(res.LastEvaluatedKey) == 0 {
-			return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+			return ids.ID{}, meta.NotFound(meta.KindToken, tokenID)
 		}
 		start = res.LastEvaluatedKey
 	}
@@ -159,7 +158,7 @@ func (s *Store) backfillTokenIndex(ctx context.Context, tokenID ids.ID) (ids.ID,
 func (s *Store) RevokeToken(ctx context.Context, projectID, tokenID ids.ID, at time.Time) error {
 	atAV, err := attributevalue.Marshal(utc(at))
 	if err != nil {
-		return apierr.New(apierr.Internal, "metadata: encode time: %v", err)
+		return meta.Fault("encode time", err)
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -170,7 +169,7 @@ func (s *Store) RevokeToken(ctx context.Context, projectID, tokenID ids.ID, at t
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		return meta.NotFound(meta.KindToken, tokenID)
 	}
 	return mapErr("revoke token", err)
 }

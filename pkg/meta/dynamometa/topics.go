@@ -32,7 +32,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -116,13 +115,13 @@ func (s *Store) CreateTopicWithin(ctx context.Context, t meta.Topic, maxTopics i
 	case !errors.As(err, &c):
 		return err
 	case c.failed(0) && c.item(0) == nil:
-		return apierr.New(apierr.NotFound, "project %s not found", t.ProjectID)
+		return meta.NotFound(meta.KindProject, t.ProjectID)
 	case c.failed(1):
 		return meta.TopicNameTaken(t.Name)
 	case c.failed(0):
 		return meta.TopicQuota(maxTopics)
 	default:
-		return apierr.New(apierr.Internal, "topic id %s already exists", t.ID)
+		return meta.IDTaken(meta.KindTopic, t.ID)
 	}
 }
 
@@ -140,7 +139,7 @@ func (s *Store) GetTopic(ctx context.Context, projectID, topicID ids.ID) (meta.T
 
 // GetTopicByName reads a topic by name within a project.
 func (s *Store) GetTopicByName(ctx context.Context, projectID ids.ID, name string) (meta.Topic, error) {
-	notFound := apierr.New(apierr.NotFound, "topic %q not found", name)
+	notFound := meta.NameNotFound(meta.KindTopic, name)
 	if name == "" {
 		return meta.Topic{}, notFound
 	}
@@ -172,7 +171,7 @@ func (s *Store) GetTopicByID(ctx context.Context, topicID ids.ID) (meta.Topic, e
 	t, err := s.GetTopicByName(ctx, pid, idx.Name)
 	if err != nil || t.ID != topicID {
 		// Deleted (and maybe the name reused) between the two reads.
-		if err == nil || apierr.CodeOf(err) == apierr.NotFound {
+		if err == nil || errors.Is(err, meta.ErrNotFound) {
 			return meta.Topic{}, meta.TopicNotFound(topicID)
 		}
 		return meta.Topic{}, err
@@ -188,7 +187,7 @@ func (s *Store) ListTopics(ctx context.Context, projectID ids.ID, prefix string,
 // CountTopics reads the project item's topic count (0 for a missing project).
 func (s *Store) CountTopics(ctx context.Context, projectID ids.ID) (int64, error) {
 	item, err := s.projectItem(ctx, "count topics", projectID)
-	if apierr.CodeOf(err) == apierr.NotFound {
+	if errors.Is(err, meta.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {

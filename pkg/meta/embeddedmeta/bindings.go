@@ -6,7 +6,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -47,7 +46,7 @@ func checkNewBinding(tx *bolt.Tx, b meta.Binding) error {
 		return err
 	}
 	if q == nil || q.Q.ProjectID != b.ProjectID {
-		return apierr.New(apierr.NotFound, "queue %s not found", b.QueueID)
+		return meta.NotFound(meta.KindQueue, b.QueueID)
 	}
 	t, err := getTopic(tx, b.TopicID)
 	if err != nil {
@@ -65,7 +64,7 @@ func checkNewBinding(tx *bolt.Tx, b meta.Binding) error {
 		sources++
 	}
 	if tx.Bucket(bBindings).Get(b.ID[:]) != nil {
-		return apierr.New(apierr.Internal, "binding id %s already exists", b.ID)
+		return meta.IDTaken(meta.KindBinding, b.ID)
 	}
 	switch {
 	case sources >= meta.MaxSourcesPerQueue:

@@ -99,7 +99,7 @@ func storageErr(err error) error {
 		errors.Is(err, meta.ErrMoveTaskConflict) || errors.Is(err, meta.ErrTopicConflict) || errors.Is(err, meta.ErrBindingConflict) {
 		return err
 	}
-	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf("metadata store: %v", err)}
+	return meta.Unavailable("metadata store", err)
 }
 
 func (s *Store) view(fn func(tx *bolt.Tx) error) error   { return storageErr(s.db.View(fn)) }
@@ -148,7 +148,7 @@ func (s *Store) CreateProject(_ context.Context, p meta.Project) error {
 	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bProjects)
 		if b.Get(p.ID[:]) != nil {
-			return apierr.New(apierr.Internal, "project %s already exists", p.ID)
+			return meta.IDTaken(meta.KindProject, p.ID)
 		}
 		return putJSON(b, p.ID[:], p)
 	})
@@ -160,7 +160,7 @@ func (s *Store) GetProject(_ context.Context, id ids.ID) (meta.Project, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		ok, err := getJSON(tx.Bucket(bProjects), id[:], &p)
 		if err == nil && !ok {
-			err = apierr.New(apierr.NotFound, "project %s not found", id)
+			err = meta.NotFound(meta.KindProject, id)
 		}
 		return err
 	})
@@ -236,11 +236,11 @@ func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
 	t = meta.CloneToken(t)
 	return s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bProjects).Get(t.ProjectID[:]) == nil {
-			return apierr.New(apierr.NotFound, "project %s not found", t.ProjectID)
+			return meta.NotFound(meta.KindProject, t.ProjectID)
 		}
 		b, k := tx.Bucket(bTokens), cat(t.ProjectID, t.ID[:])
 		if b.Get(k) != nil {
-			return apierr.New(apierr.Internal, "token %s already exists", t.ID)
+			return meta.IDTaken(meta.KindToken, t.ID)
 		}
 		return putJSON(b, k, t)
 	})
@@ -252,7 +252,7 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	err := s.view(func(tx *bolt.Tx) error {
 		ok, err := getJSON(tx.Bucket(bTokens), cat(projectID, tokenID[:]), &t)
 		if err == nil && !ok {
-			err = apierr.New(apierr.NotFound, "token %s not found", tokenID)
+			err = meta.NotFound(meta.KindToken, tokenID)
 		}
 		return err
 	})
@@ -280,7 +280,7 @@ func (s *Store) TokenProject(_ context.Context, tokenID ids.ID) (ids.ID, error) 
 		return ids.ID{}, err
 	}
 	if !found {
-		return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		return ids.ID{}, meta.NotFound(meta.KindToken, tokenID)
 	}
 	return pid, nil
 }
@@ -295,7 +295,7 @@ func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at tim
 			return err
 		}
 		if !ok {
-			return apierr.New(apierr.NotFound, "token %s not found", tokenID)
+			return meta.NotFound(meta.KindToken, tokenID)
 		}
 		if t.RevokedAt != nil {
 			return nil
@@ -333,7 +333,7 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 	q.Version = 1
 	return s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bProjects).Get(q.ProjectID[:]) == nil {
-			return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
+			return meta.NotFound(meta.KindProject, q.ProjectID)
 		}
 		nk := cat(q.ProjectID, []byte(q.Name))
 		if tx.Bucket(bNames).Get(nk) != nil {
@@ -353,10 +353,10 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 			}
 		}
 		if tx.Bucket(bQueues).Get(q.ID[:]) != nil {
-			return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+			return meta.IDTaken(meta.KindQueue, q.ID)
 		}
 		if maxQueues > 0 && countQueues(tx, q.ProjectID) >= maxQueues {
-			return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
+			return meta.QuotaReached(meta.LimitMaxQueues, maxQueues)
 		}
 		if err := putQueue(tx, &queueRec{Q: q}); err != nil {
 			return err
@@ -369,7 +369,7 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 func (s *Store) GetQueue(_ context.Context, projectID, queueID ids.ID) (meta.Queue, error) {
 	q, err := s.GetQueueByID(context.Background(), queueID)
 	if err == nil && q.ProjectID != projectID {
-		err = apierr.New(apierr.NotFound, "queue %s not found", queueID)
+		err = meta.NotFound(meta.KindQueue, queueID)
 	}
 	if err != nil {
 		return meta.Queue{}, err
@@ -391,7 +391,7 @@ func (s *Store) GetQueueByName(_ context.Context, projectID ids.ID, name string)
 			return err
 		}
 		if r == nil || name == "" {
-			return apierr.New(apierr.NotFound, "queue %q not found", name)
+			return meta.NameNotFound(meta.KindQueue, name)
 		}
 		q = r.Q
 		return nil
@@ -411,7 +411,7 @@ func (s *Store) GetQueueByID(_ context.Context, queueID ids.ID) (meta.Queue, err
 			return err
 		}
 		if r == nil {
-			return apierr.New(apierr.NotFound, "queue %s not found", queueID)
+			return meta.NotFound(meta.KindQueue, queueID)
 		}
 		q = r.Q
 		return nil
@@ -485,7 +485,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 			return err
 		}
 		if r == nil || r.Q.ProjectID != q.ProjectID {
-			return apierr.New(apierr.NotFound, "queue %s not found", q.ID)
+			return meta.NotFound(meta.KindQueue, q.ID)
 		}
 		if r.Q.Version != q.Version {
 			return meta.ErrVersionConflict
@@ -552,10 +552,10 @@ func (s *Store) DeleteQueue(_ context.Context, projectID, queueID ids.ID) (meta.
 			return err
 		}
 		if r == nil || r.Q.ProjectID != projectID {
-			return apierr.New(apierr.NotFound, "queue %s not found", queueID)
+			return meta.NotFound(meta.KindQueue, queueID)
 		}
 		if r.Refs > 0 {
-			return apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", queueID)
+			return meta.QueueInUse(queueID)
 		}
 		if r.Q.Redrive != nil {
 			if err := adjustRefs(tx, r.Q.Redrive.DeadLetterQueue, -1); err != nil {

@@ -18,7 +18,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
@@ -45,7 +44,7 @@ var _ meta.MoveTaskStore = (*Store)(nil)
 
 func moveKey(q, t ids.ID) []byte { return cat(q, []byte(meta.MoveTaskKey(t))) }
 
-func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move task %s not found", id) }
+func moveNotFound(id ids.ID) error { return meta.NotFound(meta.KindMoveTask, id) }
 
 // CreateMoveTask stores a new running task unless its queue has one running.
 func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
@@ -58,7 +57,7 @@ func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
 	return s.update(func(tx *bolt.Tx) error {
 		run := tx.Bucket(bMoveRun)
 		if cur := run.Get(rq[:]); cur != nil {
-			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task", rq)
+			return meta.MoveTaskRunning(rq, ids.ID{})
 		}
 		if projectRunning(tx, t.ProjectID) >= meta.MaxRunningMoveTasks {
 			return meta.RunningQuota()

@@ -20,7 +20,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -46,7 +45,7 @@ func cloneSub(s meta.Subscription) meta.Subscription {
 }
 
 func subNotFound(q ids.ID) error {
-	return apierr.New(apierr.NotFound, "queue %s has no subscription", q)
+	return meta.NotFound(meta.KindSubscription, q)
 }
 
 func getSub(tx *bolt.Tx, queueID ids.ID) (*meta.Subscription, error) {
@@ -79,17 +78,17 @@ func (s *Store) CreateSubscriptionWithin(_ context.Context, sub meta.Subscriptio
 			return err
 		}
 		if q == nil || q.Q.ProjectID != sub.ProjectID {
-			return apierr.New(apierr.NotFound, "queue %s not found", sub.QueueID)
+			return meta.NotFound(meta.KindQueue, sub.QueueID)
 		}
 		b := tx.Bucket(bSubs)
 		if b.Get(sub.QueueID[:]) != nil {
-			return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", sub.QueueID)
+			return meta.SubscriptionExists(sub.QueueID)
 		}
 		if n, err := countSubs(tx, sub.ProjectID); err != nil || (maxSubs > 0 && n >= maxSubs) {
 			if err != nil {
 				return err
 			}
-			return apierr.Quota(meta.LimitMaxSubscriptions, maxSubs, "delete a subscription or ask for a higher limit")
+			return meta.QuotaReached(meta.LimitMaxSubscriptions, maxSubs)
 		}
 		return putJSON(b, sub.QueueID[:], sub)
 	})

@@ -20,7 +20,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -40,7 +39,7 @@ type usageRec struct {
 	Slot int           `json:"slot"` // last storedByteHours sample slot added, -1: none
 }
 
-func projectNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "project %s not found", id) }
+func projectNotFound(id ids.ID) error { return meta.NotFound(meta.KindProject, id) }
 
 func hasProject(tx *bolt.Tx, id ids.ID) bool { return tx.Bucket(bProjects).Get(id[:]) != nil }
 

@@ -20,7 +20,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
@@ -85,7 +84,7 @@ func (s *Store) CreateTopicWithin(_ context.Context, t meta.Topic, maxTopics int
 			return meta.TopicNameTaken(t.Name)
 		}
 		if tx.Bucket(bTopics).Get(t.ID[:]) != nil {
-			return apierr.New(apierr.Internal, "topic id %s already exists", t.ID)
+			return meta.IDTaken(meta.KindTopic, t.ID)
 		}
 		if maxTopics > 0 && countPrefix(tx, bTopicNames, t.ProjectID[:]) >= maxTopics {
 			return meta.TopicQuota(maxTopics)
@@ -133,7 +132,7 @@ func (s *Store) GetTopicByName(_ context.Context, projectID ids.ID, name string)
 			return nil, nil
 		}
 		return getTopic(tx, ids.ID(id))
-	}, apierr.New(apierr.NotFound, "topic %q not found", name))
+	}, meta.NameNotFound(meta.KindTopic, name))
 }
 
 // GetTopicByID reads a topic by id alone.

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
@@ -79,7 +78,7 @@ func (s *Store) CreateProject(_ context.Context, p meta.Project) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.projects[p.ID]; ok {
-		return apierr.New(apierr.Internal, "project %s already exists", p.ID)
+		return meta.IDTaken(meta.KindProject, p.ID)
 	}
 	p.CreatedAt = p.CreatedAt.UTC()
 	s.projects[p.ID] = p
@@ -92,7 +91,7 @@ func (s *Store) GetProject(_ context.Context, id ids.ID) (meta.Project, error) {
 	defer s.mu.Unlock()
 	p, ok := s.projects[id]
 	if !ok {
-		return meta.Project{}, apierr.New(apierr.NotFound, "project %s not found", id)
+		return meta.Project{}, meta.NotFound(meta.KindProject, id)
 	}
 	return p, nil
 }
@@ -136,11 +135,11 @@ func (s *Store) CreateToken(_ context.Context, t meta.Token) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.projects[t.ProjectID]; !ok {
-		return apierr.New(apierr.NotFound, "project %s not found", t.ProjectID)
+		return meta.NotFound(meta.KindProject, t.ProjectID)
 	}
 	k := tokenKey{t.ProjectID, t.ID}
 	if _, ok := s.tokens[k]; ok {
-		return apierr.New(apierr.Internal, "token %s already exists", t.ID)
+		return meta.IDTaken(meta.KindToken, t.ID)
 	}
 	s.tokens[k] = meta.CloneToken(t)
 	return nil
@@ -152,7 +151,7 @@ func (s *Store) GetToken(_ context.Context, projectID, tokenID ids.ID) (meta.Tok
 	defer s.mu.Unlock()
 	t, ok := s.tokens[tokenKey{projectID, tokenID}]
 	if !ok {
-		return meta.Token{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		return meta.Token{}, meta.NotFound(meta.KindToken, tokenID)
 	}
 	return meta.CloneToken(t), nil
 }
@@ -166,7 +165,7 @@ func (s *Store) TokenProject(_ context.Context, tokenID ids.ID) (ids.ID, error) 
 			return k.project, nil
 		}
 	}
-	return ids.ID{}, apierr.New(apierr.NotFound, "token %s not found", tokenID)
+	return ids.ID{}, meta.NotFound(meta.KindToken, tokenID)
 }
 
 // RevokeToken sets RevokedAt unless it is already set.
@@ -176,7 +175,7 @@ func (s *Store) RevokeToken(_ context.Context, projectID, tokenID ids.ID, at tim
 	k := tokenKey{projectID, tokenID}
 	t, ok := s.tokens[k]
 	if !ok {
-		return apierr.New(apierr.NotFound, "token %s not found", tokenID)
+		return meta.NotFound(meta.KindToken, tokenID)
 	}
 	if t.RevokedAt == nil {
 		t.RevokedAt = new(at.UTC())
@@ -209,7 +208,7 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.projects[q.ProjectID]; !ok {
-		return apierr.New(apierr.NotFound, "project %s not found", q.ProjectID)
+		return meta.NotFound(meta.KindProject, q.ProjectID)
 	}
 	nk := nameKey{q.ProjectID, q.Name}
 	if _, ok := s.names[nk]; ok {
@@ -223,10 +222,10 @@ func (s *Store) CreateQueueWithin(_ context.Context, q meta.Queue, maxQueues int
 		}
 	}
 	if _, ok := s.queues[q.ID]; ok {
-		return apierr.New(apierr.Internal, "queue id %s already exists", q.ID)
+		return meta.IDTaken(meta.KindQueue, q.ID)
 	}
 	if n := s.countsLocked(q.ProjectID).Queues; maxQueues > 0 && n >= maxQueues {
-		return apierr.Quota(meta.LimitMaxQueues, maxQueues, "delete a queue or ask for a higher limit")
+		return meta.QuotaReached(meta.LimitMaxQueues, maxQueues)
 	}
 	q = meta.CloneQueue(q)
 	q.Version = 1
@@ -244,7 +243,7 @@ func (s *Store) GetQueue(_ context.Context, projectID, queueID ids.ID) (meta.Que
 	defer s.mu.Unlock()
 	r, ok := s.queues[queueID]
 	if !ok || r.q.ProjectID != projectID {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
+		return meta.Queue{}, meta.NotFound(meta.KindQueue, queueID)
 	}
 	return meta.CloneQueue(r.q), nil
 }
@@ -255,7 +254,7 @@ func (s *Store) GetQueueByName(_ context.Context, projectID ids.ID, name string)
 	defer s.mu.Unlock()
 	id, ok := s.names[nameKey{projectID, name}]
 	if !ok {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %q not found", name)
+		return meta.Queue{}, meta.NameNotFound(meta.KindQueue, name)
 	}
 	return meta.CloneQueue(s.queues[id].q), nil
 }
@@ -266,7 +265,7 @@ func (s *Store) GetQueueByID(_ context.Context, queueID ids.ID) (meta.Queue, err
 	defer s.mu.Unlock()
 	r, ok := s.queues[queueID]
 	if !ok {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
+		return meta.Queue{}, meta.NotFound(meta.KindQueue, queueID)
 	}
 	return meta.CloneQueue(r.q), nil
 }
@@ -310,7 +309,7 @@ func (s *Store) UpdateQueue(_ context.Context, q meta.Queue) (meta.Queue, error)
 	defer s.mu.Unlock()
 	r, ok := s.queues[q.ID]
 	if !ok || r.q.ProjectID != q.ProjectID {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", q.ID)
+		return meta.Queue{}, meta.NotFound(meta.KindQueue, q.ID)
 	}
 	if r.q.Version != q.Version {
 		return meta.Queue{}, meta.ErrVersionConflict
@@ -345,10 +344,10 @@ func (s *Store) DeleteQueue(_ context.Context, projectID, queueID ids.ID) (meta.
 	defer s.mu.Unlock()
 	r, ok := s.queues[queueID]
 	if !ok || r.q.ProjectID != projectID {
-		return meta.Queue{}, apierr.New(apierr.NotFound, "queue %s not found", queueID)
+		return meta.Queue{}, meta.NotFound(meta.KindQueue, queueID)
 	}
 	if r.refs > 0 {
-		return meta.Queue{}, apierr.New(apierr.QueueInUse, "queue %s is the dead-letter queue of another queue", queueID)
+		return meta.Queue{}, meta.QueueInUse(queueID)
 	}
 	if r.q.Redrive != nil {
 		if d, ok := s.queues[r.q.Redrive.DeadLetterQueue]; ok {

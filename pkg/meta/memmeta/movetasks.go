@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
@@ -13,7 +12,7 @@ import (
 
 var _ meta.MoveTaskStore = (*Store)(nil)
 
-func moveNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "move task %s not found", id) }
+func moveNotFound(id ids.ID) error { return meta.NotFound(meta.KindMoveTask, id) }
 
 // CreateMoveTask stores a new running task unless its queue has one running or its project
 // meta.MaxRunningMoveTasks.
@@ -26,7 +25,7 @@ func (s *Store) CreateMoveTask(_ context.Context, t meta.MoveTask) error {
 	running := 0
 	for _, o := range s.moves {
 		if o.RunQueue() == t.RunQueue() && o.Status == meta.MoveRunning {
-			return apierr.New(apierr.MoveTaskRunning, "queue %s has a running move task (%s)", t.RunQueue(), o.ID)
+			return meta.MoveTaskRunning(t.RunQueue(), o.ID)
 		}
 		if o.ProjectID == t.ProjectID && o.Status == meta.MoveRunning {
 			running++

@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
@@ -25,7 +24,7 @@ func cloneSub(s meta.Subscription) meta.Subscription {
 }
 
 func subNotFound(q ids.ID) error {
-	return apierr.New(apierr.NotFound, "queue %s has no subscription", q)
+	return meta.NotFound(meta.KindSubscription, q)
 }
 
 // CreateSubscription stores a queue's subscription with Version 1.
@@ -43,13 +42,13 @@ func (s *Store) CreateSubscriptionWithin(_ context.Context, sub meta.Subscriptio
 	defer s.mu.Unlock()
 	r, ok := s.queues[sub.QueueID]
 	if !ok || r.q.ProjectID != sub.ProjectID {
-		return apierr.New(apierr.NotFound, "queue %s not found", sub.QueueID)
+		return meta.NotFound(meta.KindQueue, sub.QueueID)
 	}
 	if _, ok := s.subs[sub.QueueID]; ok {
-		return apierr.New(apierr.SubscriptionExists, "queue %s already has a subscription", sub.QueueID)
+		return meta.SubscriptionExists(sub.QueueID)
 	}
 	if n := s.countsLocked(sub.ProjectID).Subscriptions; maxSubs > 0 && n >= maxSubs {
-		return apierr.Quota(meta.LimitMaxSubscriptions, maxSubs, "delete a subscription or ask for a higher limit")
+		return meta.QuotaReached(meta.LimitMaxSubscriptions, maxSubs)
 	}
 	sub = cloneSub(sub)
 	sub.Version = 1

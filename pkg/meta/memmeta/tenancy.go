@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -33,7 +32,7 @@ func newTenancy() tenancy {
 	return tenancy{limits: map[ids.ID]meta.Limits{}, hours: map[hourKey]*hourRec{}, flushes: map[string]uint64{}}
 }
 
-func projectNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "project %s not found", id) }
+func projectNotFound(id ids.ID) error { return meta.NotFound(meta.KindProject, id) }
 
 // GetLimits reads a project's own limits.
 func (s *Store) GetLimits(_ context.Context, project ids.ID) (meta.Limits, error) {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/internal/pagecursor"
@@ -51,7 +50,7 @@ func (s *Store) CreateTopicWithin(_ context.Context, t meta.Topic, maxTopics int
 		return meta.TopicNameTaken(t.Name)
 	}
 	if _, ok := s.ts.topics[t.ID]; ok {
-		return apierr.New(apierr.Internal, "topic id %s already exists", t.ID)
+		return meta.IDTaken(meta.KindTopic, t.ID)
 	}
 	if maxTopics > 0 && s.topicsOf(t.ProjectID) >= maxTopics {
 		return meta.TopicQuota(maxTopics)
@@ -80,7 +79,7 @@ func (s *Store) GetTopicByName(_ context.Context, projectID ids.ID, name string)
 	defer s.mu.Unlock()
 	id, ok := s.ts.names[nameKey{projectID, name}]
 	if !ok {
-		return meta.Topic{}, apierr.New(apierr.NotFound, "topic %q not found", name)
+		return meta.Topic{}, meta.NameNotFound(meta.KindTopic, name)
 	}
 	return s.ts.topics[id], nil
 }
@@ -206,7 +205,7 @@ func (s *Store) CreateBinding(_ context.Context, b meta.Binding) error {
 		}
 	}
 	if _, ok := s.ts.bindings[b.ID]; ok {
-		return apierr.New(apierr.Internal, "binding id %s already exists", b.ID)
+		return meta.IDTaken(meta.KindBinding, b.ID)
 	}
 	switch {
 	case ofQueue >= meta.MaxSourcesPerQueue:
@@ -220,7 +219,7 @@ func (s *Store) CreateBinding(_ context.Context, b meta.Binding) error {
 	return nil
 }
 
-func queueNotFound(id ids.ID) error { return apierr.New(apierr.NotFound, "queue %s not found", id) }
+func queueNotFound(id ids.ID) error { return meta.NotFound(meta.KindQueue, id) }
 
 // GetBinding reads one binding of a queue.
 func (s *Store) GetBinding(_ context.Context, queueID, bindingID ids.ID) (meta.Binding, error) {

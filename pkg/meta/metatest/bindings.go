@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -40,9 +41,9 @@ func testBindingCreateGet(t *testing.T, s TopicStore) {
 	must(t, err, "GetBinding")
 	sameBindings(t, "GetBinding", []meta.Binding{got}, []meta.Binding{b})
 	_, err = s.GetBinding(ctx, q2.ID, b.ID)
-	wantCode(t, err, apierr.NotFound, "GetBinding through another queue")
+	wantIs(t, err, meta.ErrNotFound, "GetBinding through another queue")
 	_, err = s.GetBinding(ctx, q1.ID, ids.New())
-	wantCode(t, err, apierr.NotFound, "GetBinding of a missing binding")
+	wantIs(t, err, meta.ErrNotFound, "GetBinding of a missing binding")
 	// Creation order on both sides.
 	b2 := newBinding(t, s, q1, t2)
 	b3 := newBinding(t, s, q2, t1)
@@ -71,7 +72,7 @@ func testBindingRefusals(t *testing.T, s TopicStore) {
 			return b
 		}(),
 	} {
-		wantCode(t, s.CreateBinding(ctx, b), apierr.NotFound, what)
+		wantIs(t, s.CreateBinding(ctx, b), meta.ErrNotFound, what)
 	}
 	zero := bindingValue(q, tp)
 	zero.ID = ids.ID{}
@@ -97,14 +98,14 @@ func testBindingOnePerPair(t *testing.T, s TopicStore) {
 		switch {
 		case err == nil:
 			ok++
-		case apierr.CodeOf(err) != apierr.BindingExists:
+		case !errors.Is(err, meta.ErrBindingExists):
 			t.Fatalf("concurrent create: %v", err)
 		}
 	}
 	if ok != 1 || len(queueBindings(t, s, q.ID)) != 1 || len(topicBindings(t, s, tp.ID)) != 1 {
 		t.Fatalf("%d concurrent binds of one pair succeeded, want exactly 1", ok)
 	}
-	wantCode(t, s.CreateBinding(ctx, bindingValue(q, tp)), apierr.BindingExists, "a second binding")
+	wantIs(t, s.CreateBinding(ctx, bindingValue(q, tp)), meta.ErrBindingExists, "a second binding")
 }
 
 // raceBindings creates bs at once and checks that want of them succeed and the others are
@@ -120,9 +121,8 @@ func raceBindings(t *testing.T, s TopicStore, bs []meta.Binding, want int64, lim
 				ok.Add(1)
 				return
 			}
-			e := wantCode(t, err, apierr.QuotaExceeded, "a bind over the bound")
-			if e.Details["limit"] != limit {
-				t.Errorf("a bind over the bound: details %v, want limit %s", e.Details, limit)
+			if r := quotaOf(err); r == nil || r.Name != limit {
+				t.Errorf("a bind over the bound: %v, want meta.ErrQuota of %s", err, limit)
 			}
 		})
 	}
@@ -154,7 +154,7 @@ func testSourcesPerQueue(t *testing.T, s TopicStore) {
 	}
 	// A bound pair is still BindingExists, not the quota.
 	bound := queueBindings(t, s, q.ID)[0]
-	wantCode(t, s.CreateBinding(ctx, bindingValue(q, meta.Topic{ID: bound.TopicID})), apierr.BindingExists, "a bound pair on a full queue")
+	wantIs(t, s.CreateBinding(ctx, bindingValue(q, meta.Topic{ID: bound.TopicID})), meta.ErrBindingExists, "a bound pair on a full queue")
 	// Unbinding one makes room for one.
 	_, err := s.DeleteBinding(ctx, q.ID, bound.ID)
 	must(t, err, "DeleteBinding")
@@ -222,7 +222,7 @@ func testBindingUpdate(t *testing.T, s TopicStore) {
 	missing := bindingValue(q, tp)
 	missing.Version = 1
 	_, err = s.UpdateBinding(ctx, missing)
-	wantCode(t, err, apierr.NotFound, "update of a missing binding")
+	wantIs(t, err, meta.ErrNotFound, "update of a missing binding")
 }
 
 func testBindingDelete(t *testing.T, s TopicStore) {
@@ -232,14 +232,14 @@ func testBindingDelete(t *testing.T, s TopicStore) {
 	b := newBinding(t, s, q, tp)
 	keep := newBinding(t, s, newQueue(t, s, p.ID, "q2", nil), tp)
 	_, err := s.DeleteBinding(ctx, keep.QueueID, b.ID)
-	wantCode(t, err, apierr.NotFound, "DeleteBinding through another queue")
+	wantIs(t, err, meta.ErrNotFound, "DeleteBinding through another queue")
 	got, err := s.DeleteBinding(ctx, q.ID, b.ID)
 	must(t, err, "DeleteBinding")
 	sameBindings(t, "deleted", []meta.Binding{got}, []meta.Binding{b})
 	_, err = s.DeleteBinding(ctx, q.ID, b.ID)
-	wantCode(t, err, apierr.NotFound, "second DeleteBinding")
+	wantIs(t, err, meta.ErrNotFound, "second DeleteBinding")
 	_, err = s.GetBinding(ctx, q.ID, b.ID)
-	wantCode(t, err, apierr.NotFound, "GetBinding after the delete")
+	wantIs(t, err, meta.ErrNotFound, "GetBinding after the delete")
 	sameBindings(t, "the queue's", queueBindings(t, s, q.ID), nil)
 	sameBindings(t, "the topic's", topicBindings(t, s, tp.ID), []meta.Binding{keep})
 	// The pair may be bound again.
@@ -268,7 +268,7 @@ func testDeleteQueueBindings(t *testing.T, s TopicStore) {
 		t.Fatalf("a second DeleteQueueBindings: %v, %v; want none and no error", bs, err)
 	}
 	// A deleted queue takes no bindings.
-	wantCode(t, s.CreateBinding(ctx, bindingValue(q, t2)), apierr.NotFound, "binding a deleted queue")
+	wantIs(t, s.CreateBinding(ctx, bindingValue(q, t2)), meta.ErrNotFound, "binding a deleted queue")
 	// The topics keep working.
 	newBinding(t, s, newQueue(t, s, p.ID, "q3", nil), t2)
 }

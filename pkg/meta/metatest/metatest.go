@@ -107,6 +107,16 @@ func wantCode(t *testing.T, err error, code apierr.Code, what string) *apierr.Er
 	return e
 }
 
+// wantIs checks that err is the store's sentinel (errors.Is), which pkg/api words for the
+// client, and still reads as its code for callers that switch on codes.
+func wantIs(t *testing.T, err, sentinel error, what string) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("%s: error %v, want %v", what, err, sentinel)
+	}
+	wantCode(t, err, apierr.CodeOf(sentinel), what)
+}
+
 // wantRefusal checks that err is the store refusal sentinel (package meta's, which pkg/api
 // answers naming the field) and still reads as code for callers that switch on codes.
 func wantRefusal(t *testing.T, err, sentinel error, code apierr.Code, what string) {
@@ -230,7 +240,7 @@ func wantDeletable(t *testing.T, s meta.Store, q meta.Queue) {
 func wantInUse(t *testing.T, s meta.Store, q meta.Queue) {
 	t.Helper()
 	_, err := s.DeleteQueue(ctxOf(t), q.ProjectID, q.ID)
-	wantCode(t, err, apierr.QueueInUse, "DeleteQueue "+q.Name+" (a dead-letter queue in use)")
+	wantIs(t, err, meta.ErrQueueInUse, "DeleteQueue "+q.Name+" (a dead-letter queue in use)")
 	got, err := s.GetQueue(ctxOf(t), q.ProjectID, q.ID)
 	must(t, err, "GetQueue after refused delete")
 	if got.ID != q.ID {
@@ -252,7 +262,7 @@ func testProjectCreateGet(t *testing.T, s meta.Store) {
 		t.Fatalf("GetProject = %+v, want %+v", got, p)
 	}
 	_, err = s.GetProject(ctxOf(t), ids.New())
-	wantCode(t, err, apierr.NotFound, "GetProject of a missing project")
+	wantIs(t, err, meta.ErrNotFound, "GetProject of a missing project")
 }
 
 func testProjectDuplicateID(t *testing.T, s meta.Store) {
@@ -380,7 +390,7 @@ func testTokenProject(t *testing.T, s meta.Store) {
 		}
 	}
 	_, err := s.TokenProject(ctxOf(t), ids.New())
-	wantCode(t, err, apierr.NotFound, "TokenProject of an unknown token")
+	wantIs(t, err, meta.ErrNotFound, "TokenProject of an unknown token")
 }
 
 func testQueueTagsAndSQSAttributes(t *testing.T, s meta.Store) {
@@ -412,11 +422,11 @@ func testTokenNotFound(t *testing.T, s meta.Store) {
 	tok := meta.Token{ID: ids.New(), ProjectID: p.ID, Name: "t", Scopes: []string{"*"}, CreatedAt: base}
 	must(t, s.CreateToken(ctxOf(t), tok), "CreateToken")
 	_, err := s.GetToken(ctxOf(t), p.ID, ids.New())
-	wantCode(t, err, apierr.NotFound, "GetToken of a missing token")
+	wantIs(t, err, meta.ErrNotFound, "GetToken of a missing token")
 	_, err = s.GetToken(ctxOf(t), other.ID, tok.ID)
-	wantCode(t, err, apierr.NotFound, "GetToken through another project")
+	wantIs(t, err, meta.ErrNotFound, "GetToken through another project")
 	err = s.CreateToken(ctxOf(t), meta.Token{ID: ids.New(), ProjectID: ids.New(), Name: "x", CreatedAt: base})
-	wantCode(t, err, apierr.NotFound, "CreateToken in a missing project")
+	wantIs(t, err, meta.ErrNotFound, "CreateToken in a missing project")
 }
 
 func testTokenRevoke(t *testing.T, s meta.Store) {
@@ -426,7 +436,7 @@ func testTokenRevoke(t *testing.T, s meta.Store) {
 	must(t, s.CreateToken(ctxOf(t), tok), "CreateToken")
 
 	err := s.RevokeToken(ctxOf(t), other.ID, tok.ID, base.Add(time.Minute))
-	wantCode(t, err, apierr.NotFound, "RevokeToken through another project")
+	wantIs(t, err, meta.ErrNotFound, "RevokeToken through another project")
 	got, err := s.GetToken(ctxOf(t), p.ID, tok.ID)
 	must(t, err, "GetToken")
 	if got.RevokedAt != nil {
@@ -450,9 +460,9 @@ func testTokenRevoke(t *testing.T, s meta.Store) {
 		t.Fatalf("RevokeToken changed other fields: %+v", got)
 	}
 	err = s.RevokeToken(ctxOf(t), p.ID, ids.New(), first)
-	wantCode(t, err, apierr.NotFound, "RevokeToken of a missing token")
+	wantIs(t, err, meta.ErrNotFound, "RevokeToken of a missing token")
 	_, err = s.GetToken(ctxOf(t), p.ID, ids.New())
-	wantCode(t, err, apierr.NotFound, "GetToken after revoking a missing token (must not create it)")
+	wantIs(t, err, meta.ErrNotFound, "GetToken after revoking a missing token (must not create it)")
 }
 
 // ---- queues ----
@@ -507,19 +517,19 @@ func testQueueNotFound(t *testing.T, s meta.Store) {
 	q := newQueue(t, s, p.ID, "q", nil)
 	missing := ids.New()
 	_, err := s.GetQueue(ctxOf(t), p.ID, missing)
-	wantCode(t, err, apierr.NotFound, "GetQueue of a missing id")
+	wantIs(t, err, meta.ErrNotFound, "GetQueue of a missing id")
 	_, err = s.GetQueueByID(ctxOf(t), missing)
-	wantCode(t, err, apierr.NotFound, "GetQueueByID of a missing id")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByID of a missing id")
 	_, err = s.GetQueueByName(ctxOf(t), p.ID, "nope")
-	wantCode(t, err, apierr.NotFound, "GetQueueByName of a missing name")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByName of a missing name")
 	_, err = s.GetQueueByName(ctxOf(t), p.ID, "Q")
-	wantCode(t, err, apierr.NotFound, "GetQueueByName is case-sensitive")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByName is case-sensitive")
 	_, err = s.GetQueueByName(ctxOf(t), p.ID, "")
-	wantCode(t, err, apierr.NotFound, "GetQueueByName of the empty name")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByName of the empty name")
 	_, err = s.DeleteQueue(ctxOf(t), p.ID, missing)
-	wantCode(t, err, apierr.NotFound, "DeleteQueue of a missing id")
+	wantIs(t, err, meta.ErrNotFound, "DeleteQueue of a missing id")
 	err = s.CreateQueue(ctxOf(t), queueValue(ids.New(), "q"))
-	wantCode(t, err, apierr.NotFound, "CreateQueue in a missing project")
+	wantIs(t, err, meta.ErrNotFound, "CreateQueue in a missing project")
 	if _, err := s.GetQueueByID(ctxOf(t), q.ID); err != nil {
 		t.Fatalf("GetQueueByID of an existing queue: %v", err)
 	}
@@ -534,7 +544,7 @@ func testQueueNameUnique(t *testing.T, s meta.Store) {
 	dup.Type = "fifo"
 	wantRefusal(t, s.CreateQueue(ctxOf(t), dup), meta.ErrQueueNameTaken, apierr.QueueExists, "CreateQueue with a taken name")
 	_, err := s.GetQueueByID(ctxOf(t), dup.ID)
-	wantCode(t, err, apierr.NotFound, "GetQueueByID of the refused duplicate")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByID of the refused duplicate")
 	got, err := s.GetQueueByName(ctxOf(t), p.ID, "orders")
 	must(t, err, "GetQueueByName")
 	sameQueue(t, "the first queue after a refused duplicate", got, first)
@@ -555,7 +565,7 @@ func testQueueNameUnique(t *testing.T, s meta.Store) {
 		t.Fatal("CreateQueue with a stored queue id succeeded")
 	}
 	_, err = s.GetQueueByName(ctxOf(t), p.ID, "other-name")
-	wantCode(t, err, apierr.NotFound, "the queue of a refused duplicate id")
+	wantIs(t, err, meta.ErrNotFound, "the queue of a refused duplicate id")
 }
 
 func testQueueConcurrentCreate(t *testing.T, s meta.Store) {
@@ -583,7 +593,7 @@ func testQueueConcurrentCreate(t *testing.T, s meta.Store) {
 			winner = i
 			continue
 		}
-		wantCode(t, err, apierr.QueueExists, fmt.Sprintf("concurrent create %d", i))
+		wantIs(t, err, meta.ErrQueueNameTaken, fmt.Sprintf("concurrent create %d", i))
 	}
 	if winner < 0 {
 		t.Fatalf("no concurrent create succeeded: %v", errs)
@@ -598,7 +608,7 @@ func testQueueConcurrentCreate(t *testing.T, s meta.Store) {
 			continue
 		}
 		_, err := s.GetQueueByID(ctxOf(t), q.ID)
-		wantCode(t, err, apierr.NotFound, "GetQueueByID of a losing create")
+		wantIs(t, err, meta.ErrNotFound, "GetQueueByID of a losing create")
 	}
 	names, _ := listAllQueues(t, s, p.ID, "", 10)
 	if !slices.Equal(names, []string{"race"}) {
@@ -622,15 +632,15 @@ func testQueueNameReuse(t *testing.T, s meta.Store) {
 		t.Fatalf("GetQueueByName after reuse = %+v, want the new queue", got)
 	}
 	_, err = s.GetQueueByID(ctxOf(t), a.ID)
-	wantCode(t, err, apierr.NotFound, "GetQueueByID of the deleted queue after its name was reused")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByID of the deleted queue after its name was reused")
 	_, err = s.GetQueue(ctxOf(t), p.ID, a.ID)
-	wantCode(t, err, apierr.NotFound, "GetQueue of the deleted queue after its name was reused")
+	wantIs(t, err, meta.ErrNotFound, "GetQueue of the deleted queue after its name was reused")
 	_, err = s.DeleteQueue(ctxOf(t), p.ID, a.ID)
-	wantCode(t, err, apierr.NotFound, "DeleteQueue of the deleted queue after its name was reused")
+	wantIs(t, err, meta.ErrNotFound, "DeleteQueue of the deleted queue after its name was reused")
 	stale := a
 	stale.VisibilityTimeoutSeconds = 1
 	_, err = s.UpdateQueue(ctxOf(t), stale)
-	wantCode(t, err, apierr.NotFound, "UpdateQueue of the deleted queue after its name was reused")
+	wantIs(t, err, meta.ErrNotFound, "UpdateQueue of the deleted queue after its name was reused")
 	got, err = s.GetQueue(ctxOf(t), p.ID, b.ID)
 	must(t, err, "GetQueue of the new queue")
 	if got.VisibilityTimeoutSeconds != b.VisibilityTimeoutSeconds {
@@ -643,9 +653,9 @@ func testQueueProjectIsolation(t *testing.T, s meta.Store) {
 	b := newProject(t, s, "b")
 	q := newQueue(t, s, a.ID, "secret", nil)
 	_, err := s.GetQueue(ctxOf(t), b.ID, q.ID)
-	wantCode(t, err, apierr.NotFound, "GetQueue through another project")
+	wantIs(t, err, meta.ErrNotFound, "GetQueue through another project")
 	_, err = s.GetQueueByName(ctxOf(t), b.ID, "secret")
-	wantCode(t, err, apierr.NotFound, "GetQueueByName through another project")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByName through another project")
 	qs, next, err := s.ListQueues(ctxOf(t), b.ID, "", meta.Page{})
 	must(t, err, "ListQueues")
 	if len(qs) != 0 || next != "" {
@@ -655,9 +665,9 @@ func testQueueProjectIsolation(t *testing.T, s meta.Store) {
 	upd.ProjectID = b.ID
 	upd.DelaySeconds = 5
 	_, err = s.UpdateQueue(ctxOf(t), upd)
-	wantCode(t, err, apierr.NotFound, "UpdateQueue through another project")
+	wantIs(t, err, meta.ErrNotFound, "UpdateQueue through another project")
 	_, err = s.DeleteQueue(ctxOf(t), b.ID, q.ID)
-	wantCode(t, err, apierr.NotFound, "DeleteQueue through another project")
+	wantIs(t, err, meta.ErrNotFound, "DeleteQueue through another project")
 	got, err := s.GetQueue(ctxOf(t), a.ID, q.ID)
 	must(t, err, "GetQueue after attempts through another project")
 	sameQueue(t, "queue after attempts through another project", got, q)
@@ -808,7 +818,7 @@ func testQueueUpdate(t *testing.T, s meta.Store) {
 	must(t, err, "GetQueue")
 	sameQueue(t, "stored after UpdateQueue", stored, want)
 	_, err = s.GetQueueByName(ctxOf(t), p.ID, "renamed")
-	wantCode(t, err, apierr.NotFound, "UpdateQueue must not rename")
+	wantIs(t, err, meta.ErrNotFound, "UpdateQueue must not rename")
 
 	// Versions keep increasing.
 	stored.DelaySeconds = 0
@@ -893,9 +903,9 @@ func testQueueUpdateNotFound(t *testing.T, s meta.Store) {
 	q := queueValue(p.ID, "never-created")
 	q.Version = 1
 	_, err := s.UpdateQueue(ctxOf(t), q)
-	wantCode(t, err, apierr.NotFound, "UpdateQueue of a missing queue")
+	wantIs(t, err, meta.ErrNotFound, "UpdateQueue of a missing queue")
 	_, err = s.GetQueueByName(ctxOf(t), p.ID, "never-created")
-	wantCode(t, err, apierr.NotFound, "UpdateQueue must not create a queue")
+	wantIs(t, err, meta.ErrNotFound, "UpdateQueue must not create a queue")
 }
 
 func testQueueDelete(t *testing.T, s meta.Store) {
@@ -910,13 +920,13 @@ func testQueueDelete(t *testing.T, s meta.Store) {
 	must(t, err, "DeleteQueue")
 	sameQueue(t, "DeleteQueue's answer", deleted, q)
 	_, err = s.GetQueue(ctxOf(t), p.ID, q.ID)
-	wantCode(t, err, apierr.NotFound, "GetQueue after delete")
+	wantIs(t, err, meta.ErrNotFound, "GetQueue after delete")
 	_, err = s.GetQueueByID(ctxOf(t), q.ID)
-	wantCode(t, err, apierr.NotFound, "GetQueueByID after delete")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByID after delete")
 	_, err = s.GetQueueByName(ctxOf(t), p.ID, "q")
-	wantCode(t, err, apierr.NotFound, "GetQueueByName after delete")
+	wantIs(t, err, meta.ErrNotFound, "GetQueueByName after delete")
 	_, err = s.DeleteQueue(ctxOf(t), p.ID, q.ID)
-	wantCode(t, err, apierr.NotFound, "second DeleteQueue")
+	wantIs(t, err, meta.ErrNotFound, "second DeleteQueue")
 	names, _ := listAllQueues(t, s, p.ID, "", 10)
 	if !slices.Equal(names, []string{"keep"}) {
 		t.Fatalf("ListQueues after delete = %v", names)
@@ -1040,9 +1050,9 @@ func testRedriveMissingDLQ(t *testing.T, s meta.Store) {
 	q.Redrive = &meta.Redrive{DeadLetterQueue: ids.New(), MaxReceiveCount: 1}
 	wantRefusal(t, s.CreateQueue(ctxOf(t), q), meta.ErrDeadLetterNotFound, apierr.NotFound, "CreateQueue naming a missing dead-letter queue")
 	_, err := s.GetQueueByName(ctxOf(t), p.ID, "work")
-	wantCode(t, err, apierr.NotFound, "a refused CreateQueue must store nothing")
+	wantIs(t, err, meta.ErrNotFound, "a refused CreateQueue must store nothing")
 	_, err = s.GetQueueByID(ctxOf(t), q.ID)
-	wantCode(t, err, apierr.NotFound, "a refused CreateQueue must store nothing")
+	wantIs(t, err, meta.ErrNotFound, "a refused CreateQueue must store nothing")
 
 	// A deleted queue is missing too.
 	gone := newQueue(t, s, p.ID, "gone", nil)
@@ -1071,7 +1081,7 @@ func testRedriveOtherProject(t *testing.T, s meta.Store) {
 	q.Redrive = &meta.Redrive{DeadLetterQueue: foreign.ID, MaxReceiveCount: 1}
 	wantRefusal(t, s.CreateQueue(ctxOf(t), q), meta.ErrDeadLetterNotFound, apierr.NotFound, "CreateQueue naming another project's queue")
 	_, err := s.GetQueueByName(ctxOf(t), a.ID, "work")
-	wantCode(t, err, apierr.NotFound, "a refused CreateQueue must store nothing")
+	wantIs(t, err, meta.ErrNotFound, "a refused CreateQueue must store nothing")
 
 	own := newQueue(t, s, a.ID, "work", nil)
 	_, err = withRedrive(t, s, own, &meta.Redrive{DeadLetterQueue: foreign.ID, MaxReceiveCount: 1})
@@ -1122,14 +1132,14 @@ func testRedriveConcurrentChanges(t *testing.T, s meta.Store) {
 	update := func(g, n int) error {
 		for i := range n {
 			cur, err := s.GetQueue(ctxOf(t), p.ID, q.ID)
-			if apierr.CodeOf(err) == apierr.NotFound {
+			if errors.Is(err, meta.ErrNotFound) {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
 			_, err = withRedrive(t, s, cur, redriveFor(g+i))
-			if err != nil && !errors.Is(err, meta.ErrVersionConflict) && apierr.CodeOf(err) != apierr.NotFound {
+			if err != nil && !errors.Is(err, meta.ErrVersionConflict) && !errors.Is(err, meta.ErrNotFound) {
 				return err
 			}
 		}
@@ -1154,7 +1164,7 @@ func testRedriveConcurrentChanges(t *testing.T, s meta.Store) {
 	for _, d := range dlqs {
 		_, err := s.DeleteQueue(ctxOf(t), p.ID, d.ID)
 		if cur.Redrive != nil && cur.Redrive.DeadLetterQueue == d.ID {
-			wantCode(t, err, apierr.QueueInUse, "DeleteQueue of the named dead-letter queue")
+			wantIs(t, err, meta.ErrQueueInUse, "DeleteQueue of the named dead-letter queue")
 		} else {
 			must(t, err, "DeleteQueue of a dead-letter queue no longer named")
 			must(t, s.CreateQueue(ctxOf(t), d), "CreateQueue again") // same id and name
@@ -1165,10 +1175,10 @@ func testRedriveConcurrentChanges(t *testing.T, s meta.Store) {
 	del := func() error {
 		for range 50 {
 			_, err := s.DeleteQueue(ctxOf(t), p.ID, q.ID)
-			if err == nil || apierr.CodeOf(err) == apierr.NotFound {
+			if err == nil || errors.Is(err, meta.ErrNotFound) {
 				return nil
 			}
-			if apierr.CodeOf(err) != apierr.Unavailable {
+			if !errors.Is(err, meta.ErrUnavailable) {
 				return err
 			}
 		}
@@ -1176,7 +1186,7 @@ func testRedriveConcurrentChanges(t *testing.T, s meta.Store) {
 	}
 	run(func() error { return update(0, 20) }, func() error { return update(1, 20) }, del)
 	_, err = s.GetQueue(ctxOf(t), p.ID, q.ID)
-	wantCode(t, err, apierr.NotFound, "GetQueue after the delete")
+	wantIs(t, err, meta.ErrNotFound, "GetQueue after the delete")
 	for _, d := range dlqs {
 		wantDeletable(t, s, d)
 	}

@@ -54,7 +54,7 @@ func testMoveCreateGetUpdate(t *testing.T, s meta.MoveTaskStore) {
 	if got.Version != 1 || got.Status != meta.MoveRunning || got.Filter != tk.Filter || got.Action != meta.ActionDelete || !got.DryRun || !got.Counting || !got.StartedAt.Equal(tk.StartedAt) || got.MaxPerSecond != 500 {
 		t.Fatalf("stored %+v", got)
 	}
-	if _, err := s.GetMoveTask(ctx, ids.New(), tk.ID); apierr.CodeOf(err) != apierr.NotFound {
+	if _, err := s.GetMoveTask(ctx, ids.New(), tk.ID); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("GetMoveTask on another queue: %v, want not_found", err)
 	}
 	got.Moved, got.Cursor, got.Owner, got.LeaseUntil = 10, "c1", "r1", tk.StartedAt.Add(time.Minute)
@@ -110,7 +110,7 @@ func testMoveOneRunning(t *testing.T, s meta.MoveTaskStore) {
 			case err == nil:
 				won++
 				winner = tk
-			case apierr.CodeOf(err) == apierr.MoveTaskRunning:
+			case errors.Is(err, meta.ErrMoveTaskRunning):
 				lost++
 			default:
 				t.Errorf("CreateMoveTask: %v", err)
@@ -200,17 +200,14 @@ func testMoveRunningPerProject(t *testing.T, s meta.MoveTaskStore) {
 	}
 	over := newMoveTask(ids.New())
 	over.ProjectID = p
-	e := wantCode(t, s.CreateMoveTask(ctx, over), apierr.QuotaExceeded, "one task past the bound")
-	if e.Details["limit"] != meta.LimitRunningMoveTasks {
-		t.Fatalf("details %v, want limit %q", e.Details, meta.LimitRunningMoveTasks)
-	}
-	if got, err := s.GetMoveTask(ctx, over.QueueID, over.ID); apierr.CodeOf(err) != apierr.NotFound {
+	wantQuota(t, s.CreateMoveTask(ctx, over), meta.LimitRunningMoveTasks, "one task past the bound")
+	if got, err := s.GetMoveTask(ctx, over.QueueID, over.ID); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("the refused task was stored: %+v, %v", got, err)
 	}
 	// A queue with a running task still answers move_task_running, not the quota.
 	again := newMoveTask(running[0].QueueID)
 	again.ProjectID = p
-	wantCode(t, s.CreateMoveTask(ctx, again), apierr.MoveTaskRunning, "a second task on a running queue")
+	wantIs(t, s.CreateMoveTask(ctx, again), meta.ErrMoveTaskRunning, "a second task on a running queue")
 	if err := s.CreateMoveTask(ctx, newMoveTask(ids.New())); err != nil {
 		t.Fatalf("another project's task: %v", err)
 	}

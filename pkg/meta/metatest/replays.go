@@ -1,10 +1,10 @@
 package metatest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
@@ -38,10 +38,10 @@ func testReplays(t *testing.T, s meta.MoveTaskStore) {
 	}
 	other := newReplay(ids.New(), dest)
 	other.ProjectID = rp.ProjectID
-	wantCode(t, s.CreateMoveTask(ctx, other), apierr.MoveTaskRunning, "a second replay into the same queue")
+	wantIs(t, s.CreateMoveTask(ctx, other), meta.ErrMoveTaskRunning, "a second replay into the same queue")
 	mv := newMoveTask(dest)
 	mv.ProjectID = rp.ProjectID
-	wantCode(t, s.CreateMoveTask(ctx, mv), apierr.MoveTaskRunning, "a move task from a queue a replay runs into")
+	wantIs(t, s.CreateMoveTask(ctx, mv), meta.ErrMoveTaskRunning, "a move task from a queue a replay runs into")
 	elsewhere := newReplay(topic, ids.New())
 	elsewhere.ProjectID = rp.ProjectID
 	if err := s.CreateMoveTask(ctx, elsewhere); err != nil {
@@ -63,7 +63,7 @@ func testReplays(t *testing.T, s meta.MoveTaskStore) {
 	if err := s.CreateMoveTask(ctx, other); err != nil {
 		t.Fatalf("a replay into the queue after the first ended: %v", err)
 	}
-	if err := s.CreateMoveTask(ctx, newReplay(ids.New(), ids.ID{})); apierr.CodeOf(err) != apierr.InvalidArgument {
+	if err := s.CreateMoveTask(ctx, newReplay(ids.New(), ids.ID{})); !errors.Is(err, meta.ErrZeroID) {
 		t.Fatalf("a replay without a destination: %v, want invalid_argument", err)
 	}
 }
@@ -89,10 +89,7 @@ func testReplaysCountInProjectBound(t *testing.T, s meta.MoveTaskStore) {
 	}
 	over := newReplay(ids.New(), ids.New())
 	over.ProjectID = p
-	e := wantCode(t, s.CreateMoveTask(ctx, over), apierr.QuotaExceeded, "a replay past the bound")
-	if e.Details["limit"] != meta.LimitRunningMoveTasks {
-		t.Fatalf("details %v, want limit %q", e.Details, meta.LimitRunningMoveTasks)
-	}
+	wantQuota(t, s.CreateMoveTask(ctx, over), meta.LimitRunningMoveTasks, "a replay past the bound")
 	cur, err := s.GetMoveTask(ctx, last.QueueID, last.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -82,14 +83,14 @@ func testSubCreateGet(t *testing.T, s SubscriptionStore) {
 	must(t, err, "GetSubscription")
 	sameSub(t, "read back", got, sub)
 	_, err = s.GetSubscription(ctxOf(t), ids.New())
-	wantCode(t, err, apierr.NotFound, "GetSubscription of a queue without one")
+	wantIs(t, err, meta.ErrNotFound, "GetSubscription of a queue without one")
 }
 
 func testSubOnePerQueue(t *testing.T, s SubscriptionStore) {
 	p := newProject(t, s, "p")
 	q := newQueue(t, s, p.ID, "q", nil)
 	must(t, s.CreateSubscription(ctxOf(t), subValue(q)), "first")
-	wantCode(t, s.CreateSubscription(ctxOf(t), subValue(q)), apierr.SubscriptionExists, "second")
+	wantIs(t, s.CreateSubscription(ctxOf(t), subValue(q)), meta.ErrSubscriptionExists, "second")
 	// Another queue is free.
 	q2 := newQueue(t, s, p.ID, "q2", nil)
 	must(t, s.CreateSubscription(ctxOf(t), subValue(q2)), "other queue")
@@ -110,7 +111,7 @@ func testSubConcurrentCreate(t *testing.T, s SubscriptionStore) {
 		switch {
 		case err == nil:
 			ok++
-		case apierr.CodeOf(err) != apierr.SubscriptionExists:
+		case !errors.Is(err, meta.ErrSubscriptionExists):
 			t.Fatalf("concurrent create: %v", err)
 		}
 	}
@@ -125,10 +126,10 @@ func testSubQueueMustExist(t *testing.T, s SubscriptionStore) {
 	q := newQueue(t, s, p.ID, "q", nil)
 	missing := subValue(q)
 	missing.QueueID = ids.New()
-	wantCode(t, s.CreateSubscription(ctxOf(t), missing), apierr.NotFound, "missing queue")
+	wantIs(t, s.CreateSubscription(ctxOf(t), missing), meta.ErrNotFound, "missing queue")
 	wrong := subValue(q)
 	wrong.ProjectID = other.ID
-	wantCode(t, s.CreateSubscription(ctxOf(t), wrong), apierr.NotFound, "queue of another project")
+	wantIs(t, s.CreateSubscription(ctxOf(t), wrong), meta.ErrNotFound, "queue of another project")
 	zero := subValue(q)
 	zero.ID = ids.ID{}
 	wantRefusal(t, s.CreateSubscription(ctxOf(t), zero), meta.ErrZeroID, apierr.InvalidArgument, "zero subscription id")
@@ -198,7 +199,7 @@ func testSubUpdateConflict(t *testing.T, s SubscriptionStore) {
 	missing := subValue(q)
 	missing.QueueID = ids.New()
 	_, err = s.UpdateSubscription(ctxOf(t), missing)
-	wantCode(t, err, apierr.NotFound, "update of a missing subscription")
+	wantIs(t, err, meta.ErrNotFound, "update of a missing subscription")
 }
 
 func testSubDelete(t *testing.T, s SubscriptionStore) {
@@ -207,8 +208,8 @@ func testSubDelete(t *testing.T, s SubscriptionStore) {
 	must(t, s.CreateSubscription(ctxOf(t), subValue(q)), "create")
 	must(t, s.DeleteSubscription(ctxOf(t), q.ID), "delete")
 	_, err := s.GetSubscription(ctxOf(t), q.ID)
-	wantCode(t, err, apierr.NotFound, "get after delete")
-	wantCode(t, s.DeleteSubscription(ctxOf(t), q.ID), apierr.NotFound, "second delete")
+	wantIs(t, err, meta.ErrNotFound, "get after delete")
+	wantIs(t, s.DeleteSubscription(ctxOf(t), q.ID), meta.ErrNotFound, "second delete")
 	must(t, s.CreateSubscription(ctxOf(t), subValue(q)), "create again")
 }
 

@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -84,17 +85,26 @@ func testLimits(t *testing.T, s TenancyStore) {
 func testLimitsMissingProject(t *testing.T, s TenancyStore) {
 	ctx := ctxOf(t)
 	_, err := s.GetLimits(ctx, ids.New())
-	wantCode(t, err, apierr.NotFound, "GetLimits")
+	wantIs(t, err, meta.ErrNotFound, "GetLimits")
 	_, err = s.UpdateLimits(ctx, ids.New(), meta.LimitsPatch{meta.LimitMaxQueues: i64(1)})
-	wantCode(t, err, apierr.NotFound, "UpdateLimits")
+	wantIs(t, err, meta.ErrNotFound, "UpdateLimits")
+}
+
+// quotaOf is err's meta.ErrQuota refusal (naming the limit), nil when err is none.
+func quotaOf(err error) *meta.Refusal {
+	var r *meta.Refusal
+	if !errors.As(err, &r) || !errors.Is(err, meta.ErrQuota) {
+		return nil
+	}
+	return r
 }
 
 func wantQuota(t *testing.T, err error, limit, what string) {
 	t.Helper()
-	e := wantCode(t, err, apierr.QuotaExceeded, what)
-	if e.Details["limit"] != limit {
-		t.Fatalf("%s: details %v, want limit %q", what, e.Details, limit)
+	if r := quotaOf(err); r == nil || r.Name != limit {
+		t.Fatalf("%s: %v, want meta.ErrQuota of %q", what, err, limit)
 	}
+	wantCode(t, err, apierr.QuotaExceeded, what)
 }
 
 func wantCounts(t *testing.T, s TenancyStore, p ids.ID, queues, subs int64) {
@@ -116,7 +126,7 @@ func testQueueQuota(t *testing.T, s TenancyStore) {
 	must(t, s.CreateQueueWithin(ctx, queueValue(p.ID, "c"), 3), "CreateQueueWithin c")
 	wantCounts(t, s, p.ID, 3, 0)
 	wantQuota(t, s.CreateQueueWithin(ctx, queueValue(p.ID, "d"), 3), meta.LimitMaxQueues, "fourth queue")
-	if _, err := s.GetQueueByName(ctx, p.ID, "d"); apierr.CodeOf(err) != apierr.NotFound {
+	if _, err := s.GetQueueByName(ctx, p.ID, "d"); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("the refused queue was stored (GetQueueByName: %v)", err)
 	}
 	_, err := s.DeleteQueue(ctx, p.ID, a.ID)
@@ -127,7 +137,7 @@ func testQueueQuota(t *testing.T, s TenancyStore) {
 	wantQuota(t, s.CreateQueueWithin(ctx, queueValue(p.ID, "e"), 1), meta.LimitMaxQueues, "under a lowered limit")
 	wantCounts(t, s, p.ID, 3, 0)
 	wantCounts(t, s, other.ID, 1, 0)
-	wantCode(t, s.CreateQueueWithin(ctx, queueValue(ids.New(), "x"), 3), apierr.NotFound, "missing project")
+	wantIs(t, s.CreateQueueWithin(ctx, queueValue(ids.New(), "x"), 3), meta.ErrNotFound, "missing project")
 }
 
 func testQueueQuotaConcurrent(t *testing.T, s TenancyStore) {
@@ -144,7 +154,7 @@ func testQueueQuotaConcurrent(t *testing.T, s TenancyStore) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case apierr.CodeOf(err) == apierr.QuotaExceeded:
+			case errors.Is(err, meta.ErrQuota):
 				refused.Add(1)
 			default:
 				t.Errorf("CreateQueueWithin: %v", err)
@@ -169,10 +179,10 @@ func testSubscriptionQuota(t *testing.T, s TenancyStore) {
 	must(t, s.CreateSubscriptionWithin(ctx, subValue(qs[1]), 2), "CreateSubscriptionWithin")
 	wantCounts(t, s, p.ID, 4, 2)
 	wantQuota(t, s.CreateSubscriptionWithin(ctx, subValue(qs[2]), 2), meta.LimitMaxSubscriptions, "third subscription")
-	if _, err := s.GetSubscription(ctx, qs[2].ID); apierr.CodeOf(err) != apierr.NotFound {
+	if _, err := s.GetSubscription(ctx, qs[2].ID); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("the refused subscription was stored (GetSubscription: %v)", err)
 	}
-	wantCode(t, s.CreateSubscriptionWithin(ctx, subValue(qs[1]), 2), apierr.SubscriptionExists, "second on one queue")
+	wantIs(t, s.CreateSubscriptionWithin(ctx, subValue(qs[1]), 2), meta.ErrSubscriptionExists, "second on one queue")
 	must(t, s.DeleteSubscription(ctx, qs[0].ID), "DeleteSubscription")
 	wantCounts(t, s, p.ID, 4, 1)
 	must(t, s.CreateSubscriptionWithin(ctx, subValue(qs[2]), 2), "CreateSubscriptionWithin after a delete")

@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -148,14 +149,14 @@ func testTopicCreateGet(t *testing.T, s TopicStore) {
 	must(t, err, "GetTopicByID")
 	sameTopic(t, "GetTopicByID", got, tp)
 	_, err = s.GetTopic(ctx, other.ID, tp.ID)
-	wantCode(t, err, apierr.NotFound, "GetTopic in another project")
+	wantIs(t, err, meta.ErrNotFound, "GetTopic in another project")
 	_, err = s.GetTopicByName(ctx, other.ID, "orders")
-	wantCode(t, err, apierr.NotFound, "GetTopicByName in another project")
+	wantIs(t, err, meta.ErrNotFound, "GetTopicByName in another project")
 	_, err = s.GetTopicByName(ctx, p.ID, "")
-	wantCode(t, err, apierr.NotFound, "GetTopicByName of no name")
+	wantIs(t, err, meta.ErrNotFound, "GetTopicByName of no name")
 	_, err = s.GetTopicByID(ctx, ids.New())
-	wantCode(t, err, apierr.NotFound, "GetTopicByID of a missing topic")
-	wantCode(t, s.CreateTopicWithin(ctx, topicValue(ids.New(), "x"), 0), apierr.NotFound, "missing project")
+	wantIs(t, err, meta.ErrNotFound, "GetTopicByID of a missing topic")
+	wantIs(t, s.CreateTopicWithin(ctx, topicValue(ids.New(), "x"), 0), meta.ErrNotFound, "missing project")
 	zero := topicValue(p.ID, "z")
 	zero.ID = ids.ID{}
 	wantRefusal(t, s.CreateTopicWithin(ctx, zero, 0), meta.ErrZeroID, apierr.InvalidArgument, "zero id")
@@ -167,7 +168,7 @@ func testTopicNameUnique(t *testing.T, s TopicStore) {
 	p := newProject(t, s, "p")
 	other := newProject(t, s, "other")
 	first := newTopic(t, s, p.ID, "events")
-	wantCode(t, s.CreateTopicWithin(ctx, topicValue(p.ID, "events"), 0), apierr.TopicExists, "second topic named events")
+	wantIs(t, s.CreateTopicWithin(ctx, topicValue(p.ID, "events"), 0), meta.ErrTopicNameTaken, "second topic named events")
 	got, err := s.GetTopicByName(ctx, p.ID, "events")
 	must(t, err, "GetTopicByName")
 	sameTopic(t, "the first keeps the name", got, first)
@@ -197,7 +198,7 @@ func testTopicConcurrentCreate(t *testing.T, s TopicStore) {
 		switch {
 		case err == nil:
 			ok++
-		case apierr.CodeOf(err) != apierr.TopicExists:
+		case !errors.Is(err, meta.ErrTopicNameTaken):
 			t.Fatalf("concurrent create: %v", err)
 		}
 	}
@@ -305,11 +306,11 @@ func testTopicUpdate(t *testing.T, s TopicStore) {
 	missing := topicValue(p.ID, "nope")
 	missing.Version = 1
 	_, err = s.UpdateTopic(ctx, missing)
-	wantCode(t, err, apierr.NotFound, "update of a missing topic")
+	wantIs(t, err, meta.ErrNotFound, "update of a missing topic")
 	elsewhere := want
 	elsewhere.ProjectID = newProject(t, s, "other").ID
 	_, err = s.UpdateTopic(ctx, elsewhere)
-	wantCode(t, err, apierr.NotFound, "update through another project")
+	wantIs(t, err, meta.ErrNotFound, "update through another project")
 }
 
 func testTopicDelete(t *testing.T, s TopicStore) {
@@ -321,7 +322,7 @@ func testTopicDelete(t *testing.T, s TopicStore) {
 	b1, b2 := newBinding(t, s, q1, tp), newBinding(t, s, q2, tp)
 	kb := newBinding(t, s, q1, keep)
 	_, _, err := s.DeleteTopic(ctx, newProject(t, s, "other").ID, tp.ID)
-	wantCode(t, err, apierr.NotFound, "DeleteTopic through another project")
+	wantIs(t, err, meta.ErrNotFound, "DeleteTopic through another project")
 	got, bs, err := s.DeleteTopic(ctx, p.ID, tp.ID)
 	must(t, err, "DeleteTopic")
 	sameTopic(t, "deleted topic", got, tp)
@@ -334,7 +335,7 @@ func testTopicDelete(t *testing.T, s TopicStore) {
 		"GetBinding":     func() error { _, err := s.GetBinding(ctx, q1.ID, b1.ID); return err }(),
 		"DeleteTopic":    func() error { _, _, err := s.DeleteTopic(ctx, p.ID, tp.ID); return err }(),
 	} {
-		wantCode(t, err, apierr.NotFound, what+" after DeleteTopic")
+		wantIs(t, err, meta.ErrNotFound, what+" after DeleteTopic")
 	}
 	qb, err := s.QueueBindings(ctx, q1.ID)
 	must(t, err, "QueueBindings")
@@ -359,7 +360,7 @@ func testTopicQuota(t *testing.T, s TopicStore) {
 	must(t, s.CreateTopicWithin(ctx, topicValue(p.ID, "c"), 3), "c")
 	wantTopicCount(t, s, p.ID, 3)
 	wantQuota(t, s.CreateTopicWithin(ctx, topicValue(p.ID, "d"), 3), meta.LimitMaxTopics, "fourth topic")
-	if _, err := s.GetTopicByName(ctx, p.ID, "d"); apierr.CodeOf(err) != apierr.NotFound {
+	if _, err := s.GetTopicByName(ctx, p.ID, "d"); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("the refused topic was stored (GetTopicByName: %v)", err)
 	}
 	// Queues do not count as topics.
@@ -384,7 +385,7 @@ func testTopicQuotaConcurrent(t *testing.T, s TopicStore) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case apierr.CodeOf(err) == apierr.QuotaExceeded:
+			case errors.Is(err, meta.ErrQuota):
 				refused.Add(1)
 			default:
 				t.Errorf("CreateTopicWithin: %v", err)
@@ -451,7 +452,7 @@ func testTopicDeleteRacesBind(t *testing.T, s TopicStore) {
 	for _, q := range qs[1:] {
 		wg.Go(func() {
 			err := s.CreateBinding(ctx, bindingValue(q, tp))
-			if err != nil && apierr.CodeOf(err) != apierr.NotFound && apierr.CodeOf(err) != apierr.BindingExists {
+			if err != nil && !errors.Is(err, meta.ErrNotFound) && !errors.Is(err, meta.ErrBindingExists) {
 				t.Errorf("a bind racing the delete: %v", err)
 			}
 		})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/rediskeys"
@@ -48,7 +47,7 @@ func (r *Attempts) Record(ctx context.Context, sub ids.ID, a meta.Attempt) error
 func (r *Attempts) Recent(ctx context.Context, sub ids.ID, limit int) ([]meta.Attempt, error) {
 	raw, err := r.rdb.LRange(ctx, attemptsKey(sub), 0, int64(limit)-1).Result()
 	if err != nil {
-		return nil, apierr.New(apierr.Unavailable, "attempts log unavailable; retry")
+		return nil, meta.Unavailable("attempts log", err)
 	}
 	out := make([]meta.Attempt, 0, len(raw))
 	for _, s := range raw {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/rediskeys"
@@ -45,7 +44,7 @@ func (r *Health) Health(ctx context.Context, sub ids.ID) (meta.Health, error) {
 		return meta.Health{}, nil
 	}
 	if err != nil {
-		return meta.Health{}, apierr.New(apierr.Unavailable, "health record unavailable; retry")
+		return meta.Health{}, meta.Unavailable("health record", err)
 	}
 	var h meta.Health
 	if err := json.Unmarshal(raw, &h); err != nil {
