@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/tests/stacktest"
 )
 
 // cliEnv is a project on the shared test server (an API replica on Redis and DynamoDB Local,

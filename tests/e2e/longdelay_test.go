@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/clock"
-	"github.com/queueshq/queues/pkg/embedded"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // The long polls of SPEC §13's long and scheduled delays: a receive parked on a queue answers

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/bench"
-	"github.com/queueshq/queues/pkg/embedded"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // TestNoisyNeighbour (SPEC §10, noisy neighbours): project B's ordinary send, receive and ack
