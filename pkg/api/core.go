@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
@@ -12,40 +11,19 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // The exported methods below are the operations behind the /v1 handlers, for other doors to
 // the same queues (the SQS protocol, package sqs): each does what the /v1 route does after
 // decoding its request, so both doors share one behaviour.
 
-// Setting defaults and ranges (SPEC §3), for other doors.
-const (
-	DefaultVisibilitySeconds = defaultVisibility
-	MaxVisibilitySeconds     = maxVisibility
-	DefaultRetentionSeconds  = defaultRetention
-	MinRetentionSeconds      = minRetention
-	MaxRetentionSeconds      = maxRetention
-	MaxDelaySeconds          = maxDelay
-	MaxReceiveWaitSeconds    = maxReceiveWait
-)
+// FIFOSuffix ends a fifo queue's name where it has one (service.FIFOSuffix).
+const FIFOSuffix = service.FIFOSuffix
 
-// FIFOSuffix ends a fifo queue's name where it has one; no standard queue's name may.
-const FIFOSuffix = ".fifo"
-
-// ValidateQueueName checks a new queue's name (field "name"): 1 to 80 of A-Z, a-z, 0-9, _
-// and -, or, on a fifo queue, such a name ending in ".fifo" (80 in all), not starting with
-// the queue slug prefix. A name may look like a UUID (SQS code often names queues so, SPEC
-// §2): a UUID-shaped reference is tried as an id and then as a name (lookupQueue).
+// ValidateQueueName checks a new queue's name (service.ValidateQueueName).
 func ValidateQueueName(name string, fifo bool) *apierr.Error {
-	switch {
-	case !looksLikeQueueName(name):
-		return apierr.Invalid("name", "must be 1 to 80 of A-Z, a-z, 0-9, _ and - (a fifo queue's may end in %q)", FIFOSuffix)
-	case strings.HasSuffix(name, FIFOSuffix) && !fifo:
-		return apierr.Invalid("name", "only a fifo queue's name may end in %q", FIFOSuffix)
-	case strings.HasPrefix(name, ids.QueuePrefix):
-		return apierr.Invalid("name", "must not start with %q (it would be read as a queue slug)", ids.QueuePrefix)
-	}
-	return nil
+	return service.ValidateQueueName(name, fifo)
 }
 
 // NewQueue is a queue of the project with the default settings, created now.

@@ -6,15 +6,16 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Group policies of fifo queues (engine/grouppolicy.go, docs/fifo.md "Group policies"): the
 // queue settings groupPolicy, groupAffinitySeconds and maxGroupsPerConsumer, a message's
 // endGroup, and the consumerId an exclusive queue's receives must name.
 
-// errConsumerRequired answers a receive of an exclusive queue that names no consumer.
-var errConsumerRequired = apierr.Invalid("consumerId",
-	"is required on this queue: its groupPolicy is \"exclusive\", which binds each message group to the consumer that receives it")
+// errConsumerRequired answers a receive of an exclusive queue that names no consumer
+// (pkg/service words it for both doors).
+var errConsumerRequired = service.ErrConsumerRequired
 
 // applyGroupPolicy validates and applies the group policy settings present in o; each exists
 // on fifo queues only.

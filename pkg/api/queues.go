@@ -14,17 +14,18 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Queue setting defaults and ranges (SPEC §3).
 const (
-	defaultVisibility = 30
-	maxVisibility     = 43200
-	defaultRetention  = 345600
-	minRetention      = 60
-	maxRetention      = 1209600
-	maxDelay          = 900
-	maxReceiveWait    = 20
+	defaultVisibility = service.DefaultVisibilitySeconds
+	maxVisibility     = service.MaxVisibilitySeconds
+	defaultRetention  = service.DefaultRetentionSeconds
+	minRetention      = service.MinRetentionSeconds
+	maxRetention      = service.MaxRetentionSeconds
+	maxDelay          = service.MaxDelaySeconds
+	maxReceiveWait    = service.MaxReceiveWaitSeconds
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }

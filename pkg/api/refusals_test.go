@@ -11,6 +11,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // TestRefusalAnswers: every engine refusal gets the answer clients had when the engines wrote
@@ -52,7 +53,7 @@ func TestRefusalAnswers(t *testing.T) {
 	if f := asAPI(engine.ErrBadCursor).Field; f != "cursor" {
 		t.Fatalf("after a prefix the next answer names %q", f)
 	}
-	if ae := Answer(apierr.ErrStale); ae != apierr.ErrStale {
+	if ae := service.Answer(apierr.ErrStale); ae != apierr.ErrStale {
 		t.Fatalf("Answer changed an API error: %v", ae)
 	}
 }
@@ -86,7 +87,7 @@ func TestMetaRefusalAnswers(t *testing.T) {
 			if got, before := httpAnswer(err), httpAnswer(want); got != before {
 				t.Errorf("%v: over HTTP %s, before %s", err, got, before)
 			}
-			if sa := apierr.As(Answer(err)); sa.Code != want.Code || sa.Message != want.Message {
+			if sa := apierr.As(service.Answer(err)); sa.Code != want.Code || sa.Message != want.Message {
 				t.Errorf("%v: the SQS door reads %s %q", err, sa.Code, sa.Message)
 			}
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/service"
 	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
@@ -327,9 +328,8 @@ func bodyOf(e *apierr.Error) errorBody {
 	return b
 }
 
-// errInvalidState answers a browse of an unknown state (the query parameter "state"): the one
-// place that names it, whether the API's check or an engine's (engine.ErrInvalidState) caught it.
-var errInvalidState = apierr.Invalid("state", "must be visible, inFlight or delayed")
+// errInvalidState answers a browse of an unknown state (pkg/service words it for both doors).
+var errInvalidState = service.ErrInvalidState
 
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {

@@ -63,3 +63,29 @@ func TestLibrariesLinkNoCompositionRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorsAreSiblings: the SQS door is an adapter over the service layer beside /v1's, not
+// over /v1's: nothing it links (tests aside) is pkg/api, and the service layer links neither
+// door.
+func TestDoorsAreSiblings(t *testing.T) {
+	for pkg, banned := range map[string][]string{
+		"./pkg/sqs":     {"github.com/queueshq/queues/pkg/api"},
+		"./pkg/service": {"github.com/queueshq/queues/pkg/api", "github.com/queueshq/queues/pkg/sqs"},
+	} {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, "github.com/queueshq/queues/pkg/engine") {
+			t.Fatalf("go list -deps %s gave no pkg/engine: the listing is broken\n%s", pkg, out)
+		}
+		for _, b := range banned {
+			if slices.Contains(deps, b) {
+				t.Errorf("%s depends on %s", pkg, b)
+			}
+		}
+	}
+}
