@@ -16,7 +16,6 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 type sendOK struct {
@@ -45,28 +44,6 @@ func appendSeqNumber(b []byte, n seqNumber) []byte {
 type sendFailed struct {
 	Index int       `json:"index"`
 	Error errorBody `json:"error"`
-}
-
-// limit applies the queue's rate limit for op ("send" or "receive").
-func (s *Server) limit(ctx context.Context, q meta.Queue, op string) error {
-	if s.cfg.Limiter == nil {
-		return nil
-	}
-	rate := map[bool]map[string]int{
-		false: {"send": s.cfg.Rates.StandardSend, "receive": s.cfg.Rates.StandardReceive},
-		true:  {"send": s.cfg.Rates.FIFOSend, "receive": s.cfg.Rates.FIFOReceive},
-	}[q.Type == string(engine.FIFO)][op]
-	if rate <= 0 {
-		return nil
-	}
-	wait, err := s.cfg.Limiter.Allow(ctx, rediskeys.QueueRate(q.ID, op), rate)
-	if err != nil {
-		return err
-	}
-	if wait > 0 {
-		return apierr.New(apierr.RateLimited, "over this queue's limit of %d %s requests a second", rate, op).WithRetryAfter(wait)
-	}
-	return nil
 }
 
 // parseMessage validates one message of a send; errors name fields under prefix.

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,29 +33,19 @@ import (
 )
 
 // MaxRequestBytes bounds a request body (SPEC §4: 3 MiB per request).
-const MaxRequestBytes = 3 << 20
+const MaxRequestBytes = service.MaxRequestBytes
 
-// Metadata is the metadata the API reads and writes; Gone reports a queue deleted recently
-// (so waiting receives answer 404 quickly).
-type Metadata interface {
-	meta.Store
-	Gone(queueID ids.ID) bool
-}
+// Metadata is the metadata the API reads and writes (service.Metadata).
+type Metadata = service.Metadata
 
-// Limiter decides per-queue rate limits shared by all replicas. It returns how long to wait
-// when the call is over the limit, 0 when it may go ahead.
-type Limiter interface {
-	Allow(ctx context.Context, key string, perSecond int) (retryAfter time.Duration, err error)
-}
+// Limiter decides per-queue rate limits shared by all replicas (service.Limiter).
+type Limiter = service.Limiter
 
-// Rates are per-queue request rate limits (requests per second).
-type Rates struct {
-	StandardSend, StandardReceive int
-	FIFOSend, FIFOReceive         int
-}
+// Rates are per-queue request rate limits (service.Rates).
+type Rates = service.Rates
 
 // DefaultRates are SPEC §3's defaults.
-var DefaultRates = Rates{StandardSend: 3000, StandardReceive: 3000, FIFOSend: 300, FIFOReceive: 300}
+var DefaultRates = service.DefaultRates
 
 // Config wires the API to its dependencies.
 type Config struct {
@@ -146,11 +135,9 @@ type Server struct {
 	tokens  tokenCache
 	forged  *sourceBuckets
 	stale   staleHandles
-	limits  limitsCache
-	full    fullProjects
 	arb     arbiters // fairness between waiting receives (fairness.go)
-	// limiterWarned is when a failing project limiter was last logged (unix ns).
-	limiterWarned atomic.Int64
+	// svc is the service layer this adapter serves /v1 over (admission.go).
+	svc *service.Service
 	// streams counts the open receive streams (streamguard.go).
 	streams streamSlots
 	// streamTicks, when set (tests), replaces each stream's check ticker; streamChecked is
@@ -186,7 +173,8 @@ func New(cfg Config) *Server {
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
 	}
-	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry), forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now)}
+	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry), forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now),
+		svc: service.New(serviceConfig(cfg))}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	// Always set: echo's default RealIP believes X-Forwarded-For from anyone.

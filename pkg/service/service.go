@@ -5,6 +5,92 @@
 // HTTP.
 //
 // It holds the queue rules both doors check (queuerules.go), the answers to the engines' and
-// the metadata stores' refusals, and the move-task request both doors start. docs/architecture.md
-// ("Packages") says what is here and what is still in pkg/api.
+// the metadata stores' refusals, the move-task request both doors start, and the admission
+// chain (admission.go, Admission). docs/architecture.md ("Packages") says what is here and
+// what is still in pkg/api.
 package service
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/queueshq/queues/pkg/clock"
+	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/tenancy"
+)
+
+// MaxRequestBytes bounds a request body (SPEC §4: 3 MiB per request); a send's bytes are
+// charged up to it.
+const MaxRequestBytes = 3 << 20
+
+// Metadata is the metadata the service reads and writes; Gone reports a queue deleted
+// recently (so waiting receives answer 404 quickly).
+type Metadata interface {
+	meta.Store
+	Gone(queueID ids.ID) bool
+}
+
+// Limiter decides per-queue rate limits shared by all replicas. It returns how long to wait
+// when the call is over the limit, 0 when it may go ahead.
+type Limiter interface {
+	Allow(ctx context.Context, key string, perSecond int) (retryAfter time.Duration, err error)
+}
+
+// Rates are per-queue request rate limits (requests per second).
+type Rates struct {
+	StandardSend, StandardReceive int
+	FIFOSend, FIFOReceive         int
+}
+
+// DefaultRates are SPEC §3's defaults.
+var DefaultRates = Rates{StandardSend: 3000, StandardReceive: 3000, FIFOSend: 300, FIFOReceive: 300}
+
+// Config wires the service to its dependencies (pkg/api's Config carries the same fields to
+// it; their documentation is there).
+type Config struct {
+	Engine         engine.Engine
+	Meta           Metadata
+	Limiter        Limiter // nil: no rate limits
+	Rates          Rates   // zero: DefaultRates
+	Clock          clock.Clock
+	Logger         *slog.Logger
+	StorageTimeout time.Duration
+
+	Subscriptions meta.SubscriptionStore
+	Tenancy       meta.TenancyStore
+	DefaultLimits tenancy.Limits // zero: tenancy.Defaults
+	Parking       tenancy.Parking
+	Meter         *tenancy.Meter
+}
+
+// Service is the service layer of one replica.
+type Service struct {
+	cfg *Config
+	// Admission is the admission chain every door's calls pass.
+	*Admission
+}
+
+// New returns the service, with Config's defaults filled in.
+func New(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.StorageTimeout <= 0 {
+		cfg.StorageTimeout = 10 * time.Second
+	}
+	if cfg.Rates == (Rates{}) {
+		cfg.Rates = DefaultRates
+	}
+	if cfg.DefaultLimits == (tenancy.Limits{}) {
+		cfg.DefaultLimits = tenancy.Defaults
+	}
+	c := &cfg
+	return &Service{cfg: c, Admission: &Admission{cfg: c}}
+}
