@@ -20,7 +20,7 @@ import (
 func serviceConfig(cfg Config) service.Config {
 	return service.Config{
 		Engine: cfg.Engine, Meta: cfg.Meta, Limiter: cfg.Limiter, Rates: cfg.Rates,
-		Clock: cfg.Clock, Logger: cfg.Logger, StorageTimeout: cfg.StorageTimeout,
+		Clock: cfg.Clock, Logger: cfg.Logger, StorageTimeout: cfg.StorageTimeout, Draining: cfg.Draining,
 		Subscriptions: cfg.Subscriptions, Tenancy: cfg.Tenancy, DefaultLimits: cfg.DefaultLimits,
 		Parking: cfg.Parking, Meter: cfg.Meter,
 	}

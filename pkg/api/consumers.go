@@ -10,6 +10,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Consumers and fairness (SPEC §12). A receive may name consumerId and maxBacklog; the engine
@@ -18,20 +19,15 @@ import (
 // engine which holdings to change (heldSettled). The queue setting fairness decides between
 // long polls parked on the queue at the same moment (fairness.go).
 
-// Fairness settings.
+// Fairness settings (service.FairnessFast, …).
 const (
-	FairnessFast         = "fast"
-	FairnessRoundRobin   = "roundRobin"
-	FairnessProportional = "proportional"
+	FairnessFast         = service.FairnessFast
+	FairnessRoundRobin   = service.FairnessRoundRobin
+	FairnessProportional = service.FairnessProportional
 )
 
 // fairnessOf is the queue's fairness as answered ("fast" when never set).
-func fairnessOf(q meta.Queue) string {
-	if q.Fairness == "" {
-		return FairnessFast
-	}
-	return q.Fairness
-}
+func fairnessOf(q meta.Queue) string { return service.FairnessOf(q) }
 
 // applyFairness takes the fairness setting from o when present.
 func applyFairness(o *object, q *meta.Queue) error {

@@ -135,7 +135,6 @@ type Server struct {
 	tokens  tokenCache
 	forged  *sourceBuckets
 	stale   staleHandles
-	arb     arbiters // fairness between waiting receives (fairness.go)
 	// svc is the service layer this adapter serves /v1 over (admission.go).
 	svc *service.Service
 	// streams counts the open receive streams (streamguard.go).

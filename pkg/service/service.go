@@ -5,8 +5,9 @@
 // HTTP.
 //
 // It holds the queue rules both doors check (queuerules.go), the answers to the engines' and
-// the metadata stores' refusals, the move-task request both doors start, and the admission
-// chain (admission.go, Admission). docs/architecture.md ("Packages") says what is here and
+// the metadata stores' refusals, the move-task request both doors start, the admission chain
+// (admission.go, Admission), long polls (longpoll.go) and the arbiter that orders them
+// (fairness.go). docs/architecture.md ("Packages") says what is here and
 // what is still in pkg/api.
 package service
 
@@ -59,6 +60,7 @@ type Config struct {
 	Clock          clock.Clock
 	Logger         *slog.Logger
 	StorageTimeout time.Duration
+	Draining       <-chan struct{} // nil: never
 
 	Subscriptions meta.SubscriptionStore
 	Tenancy       meta.TenancyStore
@@ -72,6 +74,7 @@ type Service struct {
 	cfg *Config
 	// Admission is the admission chain every door's calls pass.
 	*Admission
+	arb arbiters // fairness between waiting receives (fairness.go)
 }
 
 // New returns the service, with Config's defaults filled in.
@@ -87,6 +90,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Rates == (Rates{}) {
 		cfg.Rates = DefaultRates
+	}
+	if cfg.Draining == nil {
+		cfg.Draining = make(chan struct{})
 	}
 	if cfg.DefaultLimits == (tenancy.Limits{}) {
 		cfg.DefaultLimits = tenancy.Defaults
