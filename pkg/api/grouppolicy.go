@@ -6,16 +6,11 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
-	"github.com/queueshq/queues/pkg/service"
 )
 
 // Group policies of fifo queues (engine/grouppolicy.go, docs/fifo.md "Group policies"): the
 // queue settings groupPolicy, groupAffinitySeconds and maxGroupsPerConsumer, a message's
 // endGroup, and the consumerId an exclusive queue's receives must name.
-
-// errConsumerRequired answers a receive of an exclusive queue that names no consumer
-// (pkg/service words it for both doors).
-var errConsumerRequired = service.ErrConsumerRequired
 
 // applyGroupPolicy validates and applies the group policy settings present in o; each exists
 // on fifo queues only.
@@ -78,14 +73,6 @@ func parseEndGroup(o *object, m *engine.Message, fifo bool) *apierr.Error {
 		return apierr.Invalid(o.path("endGroup"), "endGroup exists only on fifo queues")
 	}
 	m.EndGroup = true
-	return nil
-}
-
-// needConsumer refuses a receive of an exclusive queue that names no consumer.
-func needConsumer(q meta.Queue, req engine.ReceiveRequest) error {
-	if q.Type == string(engine.FIFO) && q.GroupPolicy == string(engine.GroupExclusive) && req.Consumer == nil && req.BindTo == "" {
-		return errConsumerRequired
-	}
 	return nil
 }
 

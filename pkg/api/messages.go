@@ -428,11 +428,6 @@ func (s *Server) receivedOut(q meta.Queue, msgs []engine.Received) []receivedJSO
 	return out
 }
 
-// longPoll receives, waiting up to wait for messages (service.LongPoll).
-func (s *Server) longPoll(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, wait time.Duration) ([]engine.Received, error) {
-	return s.svc.LongPoll(ctx, q, req, wait)
-}
-
 type browsedJSON struct {
 	MessageID      string            `json:"messageId"`
 	Body           string            `json:"body"`

@@ -135,8 +135,9 @@ type Server struct {
 	tokens  tokenCache
 	forged  *sourceBuckets
 	stale   staleHandles
-	// svc is the service layer this adapter serves /v1 over (admission.go).
-	svc *service.Service
+	// Service is the service layer this adapter serves /v1 over (service.go); the SQS door
+	// is the other adapter over it.
+	*service.Service
 	// streams counts the open receive streams (streamguard.go).
 	streams streamSlots
 	// streamTicks, when set (tests), replaces each stream's check ticker; streamChecked is
@@ -172,8 +173,9 @@ func New(cfg Config) *Server {
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
 	}
-	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry), forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now),
-		svc: service.New(serviceConfig(cfg))}
+	m := newMetrics(cfg.Registry)
+	s := &Server{cfg: cfg, e: echo.New(), metrics: m, forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now),
+		Service: service.New(serviceConfig(cfg, m))}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	// Always set: echo's default RealIP believes X-Forwarded-For from anyone.

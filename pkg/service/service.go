@@ -4,7 +4,8 @@
 // the errors returned (apierr values and the refusals' answers, refusals.go). It speaks no
 // HTTP.
 //
-// It holds the queue rules both doors check (queuerules.go), the answers to the engines' and
+// It holds the operations both doors call (core.go: queues, sends, receives, settlements,
+// tokens; queues.go), the queue rules both doors check (queuerules.go), the answers to the engines' and
 // the metadata stores' refusals, the move-task request both doors start, the admission chain
 // (admission.go, Admission), long polls (longpoll.go) and the arbiter that orders them
 // (fairness.go). docs/architecture.md ("Packages") says what is here and
@@ -17,10 +18,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -62,7 +66,15 @@ type Config struct {
 	StorageTimeout time.Duration
 	Draining       <-chan struct{} // nil: never
 
+	Receipts *receipt.Signer
+	// Messages counts messages by operation (queues_messages_total; pkg/api registers it);
+	// nil: counted nowhere.
+	Messages *prometheus.CounterVec
+
 	Subscriptions meta.SubscriptionStore
+	PushChanged   func(ctx context.Context, queue ids.ID)
+	Topics        meta.TopicStore
+	TopicEngine   engine.Topics
 	Tenancy       meta.TenancyStore
 	DefaultLimits tenancy.Limits // zero: tenancy.Defaults
 	Parking       tenancy.Parking
@@ -90,6 +102,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Rates == (Rates{}) {
 		cfg.Rates = DefaultRates
+	}
+	if cfg.Messages == nil {
+		cfg.Messages = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "queues_messages_total"}, []string{"op"})
 	}
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
