@@ -29,8 +29,8 @@ import (
 	"github.com/queueshq/queues/pkg/receipt"
 )
 
-// Backend is what the door needs of the API tier: the /v1 operations (package api's Server
-// implements it).
+// Backend is what the door needs of the service: the operations /v1 calls too (package
+// service's Service implements it).
 type Backend interface {
 	NewQueue(project ids.ID, name, typ string) meta.Queue
 	CreateQueue(ctx context.Context, q meta.Queue) error
