@@ -16,11 +16,11 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/backlog"
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pusher"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // recorder is a prometheus.Registerer that keeps the name of every metric described to it.

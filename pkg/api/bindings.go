@@ -458,34 +458,3 @@ func (s *Server) deleteBinding(c echo.Context) error {
 	s.unbind(ctx, q.ProjectID, b)
 	return c.NoContent(http.StatusNoContent)
 }
-
-// unbind removes a deleted binding's cursor and the mark it keeps with its queue. The stored
-// binding is gone, so the fan-out no longer copies for it: a failure here leaves only
-// unreachable state, logged.
-func (s *Server) unbind(ctx context.Context, project ids.ID, b meta.Binding) {
-	t, err := s.cfg.Topics.GetTopic(ctx, project, b.TopicID)
-	if apierr.CodeOf(err) == apierr.NotFound {
-		return // the topic's delete frees its bindings
-	}
-	if err == nil {
-		err = s.cfg.TopicEngine.Unbind(ctx, engineTopic(t), b.ID, b.QueueID)
-	}
-	if err != nil {
-		s.cfg.Logger.Error("unbinding a deleted binding", "binding", b.ID.String(), "err", err)
-	}
-}
-
-// deleteQueueBindings deletes the bindings of a deleted queue.
-func (s *Server) deleteQueueBindings(ctx context.Context, q meta.Queue) {
-	if s.cfg.Topics == nil || s.cfg.TopicEngine == nil {
-		return
-	}
-	bs, err := s.cfg.Topics.DeleteQueueBindings(ctx, q.ID)
-	if err != nil {
-		s.cfg.Logger.Error("deleting a deleted queue's bindings", "queue", q.ID.String(), "err", err)
-		return
-	}
-	for _, b := range bs {
-		s.unbind(ctx, q.ProjectID, b)
-	}
-}

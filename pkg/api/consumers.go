@@ -1,15 +1,14 @@
 package api
 
 import (
-	"context"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Consumers and fairness (docs/delivery-options.md#consumers-backlogs-and-fairness). A receive may
@@ -18,20 +17,15 @@ import (
 // (or the SQS door) tells the engine which holdings to change (heldSettled). The queue setting
 // fairness decides between long polls parked on the queue at the same moment (fairness.go).
 
-// Fairness settings.
+// Fairness settings (service.FairnessFast, …).
 const (
-	FairnessFast         = "fast"
-	FairnessRoundRobin   = "roundRobin"
-	FairnessProportional = "proportional"
+	FairnessFast         = service.FairnessFast
+	FairnessRoundRobin   = service.FairnessRoundRobin
+	FairnessProportional = service.FairnessProportional
 )
 
 // fairnessOf is the queue's fairness as answered ("fast" when never set).
-func fairnessOf(q meta.Queue) string {
-	if q.Fairness == "" {
-		return FairnessFast
-	}
-	return q.Fairness
-}
+func fairnessOf(q meta.Queue) string { return service.FairnessOf(q) }
 
 // applyFairness takes the fairness setting from o when present.
 func applyFairness(o *object, q *meta.Queue) error {
@@ -70,40 +64,6 @@ func consumerOf(o *object) (*engine.ConsumerOf, error) {
 		return nil, nil
 	}
 	return &engine.ConsumerOf{ID: id, MaxBacklog: int(bound)}, nil
-}
-
-// heldSettled tells the engine which consumers' deliveries were settled (errs[j] nil), and,
-// with vis, until when each stays held (0: released). Settlements of deliveries without a
-// consumer cost nothing here. A failure is logged: the settlement itself stands, and the
-// holding lapses at its deadline anyway.
-func (s *Server) heldSettled(ctx context.Context, q engine.Queue, ds []engine.Delivery, errs []error, vis func(j int) time.Duration) {
-	var cs []engine.HeldChange
-	now := s.cfg.Clock.Now()
-	for j, d := range ds {
-		if d.Consumer == 0 || j >= len(errs) || errs[j] != nil {
-			continue
-		}
-		c := engine.HeldChange{Delivery: d}
-		if vis != nil && vis(j) > 0 {
-			c.Until = now.Add(vis(j))
-		}
-		cs = append(cs, c)
-	}
-	if len(cs) == 0 {
-		return
-	}
-	if err := s.cfg.Engine.Settled(ctx, q, cs); err != nil {
-		s.cfg.Logger.Warn("recording consumers' settlements; their holdings lapse at the deadline",
-			"queue", q.ID.String(), "err", err)
-	}
-}
-
-func visDeliveries(cs []engine.VisibilityChange) []engine.Delivery {
-	ds := make([]engine.Delivery, len(cs))
-	for i, c := range cs {
-		ds[i] = c.Delivery
-	}
-	return ds
 }
 
 func deliveriesOf(rs []engine.DeadLetterRequest) []engine.Delivery {

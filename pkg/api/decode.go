@@ -8,9 +8,9 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/service"
 	"github.com/queueshq/queues/sdk/go/jsonscan"
 )
 
@@ -196,27 +196,8 @@ func (o *object) child(name string, allowed ...string) (*object, *apierr.Error) 
 	return parseObjectIn(o.fields[name], o.valid, o.path(name), false, allowed...)
 }
 
-// looksLikeQueueName reports whether s has a queue name's shape,
-// ^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$: a name, which only a fifo queue may end
-// in ".fifo" (ValidateQueueName checks that part). Every request naming a queue checks it, so
-// it is a loop rather than a regexp.
-func looksLikeQueueName(s string) bool {
-	if base, ok := strings.CutSuffix(s, FIFOSuffix); ok && len(base) >= 1 && len(base) <= 75 && nameChars(base) {
-		return true
-	}
-	return len(s) >= 1 && len(s) <= 80 && nameChars(s)
-}
-
-// nameChars reports whether every byte of s is one of A-Z, a-z, 0-9, _ and -.
-func nameChars(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// looksLikeQueueName reports whether s has a queue name's shape (service.LooksLikeQueueName).
+func looksLikeQueueName(s string) bool { return service.LooksLikeQueueName(s) }
 
 var (
 	prefixPattern   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)

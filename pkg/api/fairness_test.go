@@ -103,14 +103,14 @@ func TestProportionalFairnessSeedExample(t *testing.T) {
 			}
 			got <- c.id
 		}()
-		await(t, fmt.Sprintf("%d parked", i+1), func() bool { return s.arb.waiting(q.ID) == i+1 })
+		await(t, fmt.Sprintf("%d parked", i+1), func() bool { return s.Service.Waiting(q.ID) == i+1 })
 	}
 	for i, want := range []string{"third", "first", "second"} {
 		sendN(t, s, q, 1)
 		if who := <-got; who != want {
 			t.Fatalf("message %d went to %s, want %s", i+1, who, want)
 		}
-		await(t, "the served one gone", func() bool { return s.arb.waiting(q.ID) == 2-i })
+		await(t, "the served one gone", func() bool { return s.Service.Waiting(q.ID) == 2-i })
 	}
 }
 
@@ -120,7 +120,7 @@ func TestProportionalFairnessSeedExample(t *testing.T) {
 // every burst is decided among waiting receives only.
 func TestRoundRobinSpread(t *testing.T) {
 	s, _, q := fairServer(t, FairnessRoundRobin)
-	counts := spread(t, s, q, func() int { return s.arb.waiting(q.ID) })
+	counts := spread(t, s, q, func() int { return s.Service.Waiting(q.ID) })
 	t.Logf("roundRobin deliveries per consumer (8 consumers, 80 bursts of 3): %v", counts)
 	mean := 80 * 3 / 8.0
 	for i, n := range counts {

@@ -12,10 +12,6 @@ import (
 // queue settings groupPolicy, groupAffinitySeconds and maxGroupsPerConsumer, a message's
 // endGroup, and the consumerId an exclusive queue's receives must name.
 
-// errConsumerRequired answers a receive of an exclusive queue that names no consumer.
-var errConsumerRequired = apierr.Invalid("consumerId",
-	"is required on this queue: its groupPolicy is \"exclusive\", which binds each message group to the consumer that receives it")
-
 // applyGroupPolicy validates and applies the group policy settings present in o; each exists
 // on fifo queues only.
 func applyGroupPolicy(o *object, q *meta.Queue) error {
@@ -77,14 +73,6 @@ func parseEndGroup(o *object, m *engine.Message, fifo bool) *apierr.Error {
 		return apierr.Invalid(o.path("endGroup"), "endGroup exists only on fifo queues")
 	}
 	m.EndGroup = true
-	return nil
-}
-
-// needConsumer refuses a receive of an exclusive queue that names no consumer.
-func needConsumer(q meta.Queue, req engine.ReceiveRequest) error {
-	if q.Type == string(engine.FIFO) && q.GroupPolicy == string(engine.GroupExclusive) && req.Consumer == nil && req.BindTo == "" {
-		return errConsumerRequired
-	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/movetask"
+	"github.com/queueshq/queues/pkg/service"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -26,19 +27,8 @@ const (
 
 var moveTaskFields = []string{"destination", "filter", "maxMessagesPerSecond", "dryRun", "action"}
 
-// MoveTaskRequest is what starting a move task asks for (docs/redrive.md).
-type MoveTaskRequest struct {
-	// Destination is the queue moved to; nil: each message back to its dead-letter source.
-	// A delete task has none.
-	Destination *meta.Queue
-	Filter      *movetask.Filter
-	// Rate is in messages a second.
-	Rate int
-	// DryRun only counts what the task would move or delete.
-	DryRun bool
-	// Action is meta.ActionMove or meta.ActionDelete.
-	Action string
-}
+// MoveTaskRequest is what starting a move task asks for (service.MoveTaskRequest).
+type MoveTaskRequest = service.MoveTaskRequest
 
 // MoveTaskRunner is what the API needs of the replica's runner: a nudge when a task was just
 // created here, so it starts at once rather than at the next poll.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,17 +13,18 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Queue setting defaults and ranges (docs/api-tour.md).
 const (
-	defaultVisibility = 30
-	maxVisibility     = 43200
-	defaultRetention  = 345600
-	minRetention      = 60
-	maxRetention      = 1209600
-	maxDelay          = 900
-	maxReceiveWait    = 20
+	defaultVisibility = service.DefaultVisibilitySeconds
+	maxVisibility     = service.MaxVisibilitySeconds
+	defaultRetention  = service.DefaultRetentionSeconds
+	minRetention      = service.MinRetentionSeconds
+	maxRetention      = service.MaxRetentionSeconds
+	maxDelay          = service.MaxDelaySeconds
+	maxReceiveWait    = service.MaxReceiveWaitSeconds
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -88,32 +88,6 @@ func (s *Server) queueOut(q meta.Queue, st engine.Stats) queueJSON {
 	return out
 }
 
-// lookupQueue resolves the {queue} path value of the caller's project (docs/api-tour.md): a
-// UUID-shaped value is tried as an id and then as a name (a name may look like a UUID; one equal to
-// another queue's id is then reached by its own id or slug), a que_ value is a slug, anything else
-// a name. Another project's queue is NotFound, the same answer as a missing one.
-func (s *Server) lookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error) {
-	switch {
-	case ids.LooksLikeUUID(ref):
-		id, _ := ids.ParseUUID(ref)
-		q, err := s.cfg.Meta.GetQueue(ctx, project, id)
-		if apierr.CodeOf(err) != apierr.NotFound {
-			return q, err
-		}
-		return s.cfg.Meta.GetQueueByName(ctx, project, ref)
-	case strings.HasPrefix(ref, ids.QueuePrefix):
-		id, err := ids.ParseSlug(ids.QueuePrefix, ref)
-		if err != nil {
-			return meta.Queue{}, apierr.Invalid("queue", "malformed queue slug %q", ref)
-		}
-		return s.cfg.Meta.GetQueue(ctx, project, id)
-	case !looksLikeQueueName(ref):
-		return meta.Queue{}, apierr.New(apierr.NotFound, "no queue %q", ref)
-	default:
-		return s.cfg.Meta.GetQueueByName(ctx, project, ref)
-	}
-}
-
 func (s *Server) queue(c echo.Context) (meta.Queue, error) {
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
@@ -142,14 +116,6 @@ func (s *Server) target(c echo.Context) (meta.Queue, engine.Queue, error) {
 // engineQueue turns stored settings into what the engine needs, with the dead-letter queue's.
 func (s *Server) engineQueue(ctx context.Context, q meta.Queue) (engine.Queue, error) {
 	return meta.EngineQueue(ctx, s.cfg.Meta, q)
-}
-
-func (s *Server) stats(ctx context.Context, q meta.Queue) (engine.Stats, error) {
-	eq, err := s.engineQueue(ctx, q)
-	if err != nil {
-		return engine.Stats{}, err
-	}
-	return s.cfg.Engine.Stats(ctx, eq)
 }
 
 // applySettings validates and applies the settings present in o to q. Immutable fields are
@@ -256,25 +222,6 @@ func (s *Server) applyRedrive(ctx context.Context, o *object, q *meta.Queue) err
 		return apierr.Invalid("redrive.maxReceiveCount", "is required: 1 to %d", engine.MaxReceiveCountHi)
 	}
 	return s.setRedrive(ctx, q, dlqID, ref, int(mrc))
-}
-
-// setRedrive points q's redrive at the dead-letter queue dlqID (ref as the caller wrote it),
-// which must be another queue of the same project and type.
-func (s *Server) setRedrive(ctx context.Context, q *meta.Queue, dlqID ids.ID, ref string, maxReceiveCount int) error {
-	if dlqID == q.ID {
-		return apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue")
-	}
-	dlq, gerr := s.cfg.Meta.GetQueue(ctx, q.ProjectID, dlqID)
-	if apierr.CodeOf(gerr) == apierr.NotFound {
-		return apierr.Field(apierr.NotFound, "redrive.deadLetterQueue", "no queue %s in this project", ref)
-	} else if gerr != nil {
-		return gerr
-	}
-	if dlq.Type != q.Type {
-		return apierr.Invalid("redrive.deadLetterQueue", "the dead-letter queue must be of the same type (%s), it is %s", q.Type, dlq.Type)
-	}
-	q.Redrive = &meta.Redrive{DeadLetterQueue: dlqID, MaxReceiveCount: maxReceiveCount}
-	return nil
 }
 
 var settingFields = []string{"visibilityTimeoutSeconds", "retentionSeconds", "delaySeconds", "receiveWaitSeconds", "redrive", "contentBasedDedup", "fairness", "maxCancels", "maxMessageBytes",

@@ -401,16 +401,3 @@ func (s *Server) deadLetterOp() receiptOp {
 			})
 		}}
 }
-
-func (s *Server) count(op string, errs []error, err error) {
-	if err != nil {
-		return
-	}
-	n := 0
-	for _, e := range errs {
-		if e == nil {
-			n++
-		}
-	}
-	s.metrics.messages.WithLabelValues(op).Add(float64(n))
-}

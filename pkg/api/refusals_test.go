@@ -14,6 +14,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // TestRefusalAnswers: every engine refusal gets the answer clients had when the engines wrote
@@ -75,7 +76,7 @@ func TestRefusalAnswers(t *testing.T) {
 	if ae := asAPI(&engine.Failure{Err: engine.ErrUnavailable, Op: "send", RetryAfter: 3 * time.Second}); ae.Code != apierr.Unavailable || ae.RetryAfter != 3*time.Second {
 		t.Fatalf("a full store answers %s, Retry-After %s", ae.Code, ae.RetryAfter)
 	}
-	if ae := Answer(apierr.ErrStale); ae != apierr.ErrStale {
+	if ae := service.Answer(apierr.ErrStale); ae != apierr.ErrStale {
 		t.Fatalf("Answer changed an API error: %v", ae)
 	}
 }
@@ -138,7 +139,7 @@ func TestMetaRefusalAnswers(t *testing.T) {
 			if got, before := httpAnswer(err), httpAnswer(want); got != before {
 				t.Errorf("%v: over HTTP %s, before %s", err, got, before)
 			}
-			if sa := apierr.As(Answer(err)); sa.Code != want.Code || sa.Message != want.Message {
+			if sa := apierr.As(service.Answer(err)); sa.Code != want.Code || sa.Message != want.Message {
 				t.Errorf("%v: the SQS door reads %s %q", err, sa.Code, sa.Message)
 			}
 		}

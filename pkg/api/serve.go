@@ -38,7 +38,7 @@ var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Seco
 
 // Serve serves HTTP on ln until ctx ends, then shuts down gracefully: waiting receives answer,
 // requests in progress finish (up to grace), and new connections are refused. The API tier
-// (pkg/stack) and serve (pkg/embedded) both run this, with DefaultTimeouts.
+// (services/queues/stack) and serve (services/queues/embedded) both run this, with DefaultTimeouts.
 func Serve(ctx context.Context, ln net.Listener, d Drainable, grace time.Duration, log *slog.Logger) error {
 	return ServeTimeouts(ctx, ln, d, DefaultTimeouts, grace, log)
 }

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,34 +27,25 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/service"
 	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
 // MaxRequestBytes bounds a request body (docs/api-tour.md: 3 MiB per request).
-const MaxRequestBytes = 3 << 20
+const MaxRequestBytes = service.MaxRequestBytes
 
-// Metadata is the metadata the API reads and writes; Gone reports a queue deleted recently
-// (so waiting receives answer 404 quickly).
-type Metadata interface {
-	meta.Store
-	Gone(queueID ids.ID) bool
-}
+// Metadata is the metadata the API reads and writes (service.Metadata).
+type Metadata = service.Metadata
 
-// Limiter decides per-queue rate limits shared by all replicas. It returns how long to wait
-// when the call is over the limit, 0 when it may go ahead.
-type Limiter interface {
-	Allow(ctx context.Context, key string, perSecond int) (retryAfter time.Duration, err error)
-}
+// Limiter decides per-queue rate limits shared by all replicas (service.Limiter).
+type Limiter = service.Limiter
 
-// Rates are per-queue request rate limits (requests per second).
-type Rates struct {
-	StandardSend, StandardReceive int
-	FIFOSend, FIFOReceive         int
-}
+// Rates are per-queue request rate limits (service.Rates).
+type Rates = service.Rates
 
 // DefaultRates are the per-queue request rates' defaults (docs/configuration.md).
-var DefaultRates = Rates{StandardSend: 3000, StandardReceive: 3000, FIFOSend: 300, FIFOReceive: 300}
+var DefaultRates = service.DefaultRates
 
 // Config wires the API to its dependencies.
 type Config struct {
@@ -145,11 +135,9 @@ type Server struct {
 	tokens  tokenCache
 	forged  *sourceBuckets
 	stale   staleHandles
-	limits  limitsCache
-	full    fullProjects
-	arb     arbiters // fairness between waiting receives (fairness.go)
-	// limiterWarned is when a failing project limiter was last logged (unix ns).
-	limiterWarned atomic.Int64
+	// Service is the service layer this adapter serves /v1 over (service.go); the SQS door
+	// is the other adapter over it.
+	*service.Service
 	// streams counts the open receive streams (streamguard.go).
 	streams streamSlots
 	// streamTicks, when set (tests), replaces each stream's check ticker; streamChecked is
@@ -185,7 +173,9 @@ func New(cfg Config) *Server {
 	if cfg.Draining == nil {
 		cfg.Draining = make(chan struct{})
 	}
-	s := &Server{cfg: cfg, e: echo.New(), metrics: newMetrics(cfg.Registry), forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now)}
+	m := newMetrics(cfg.Registry)
+	s := &Server{cfg: cfg, e: echo.New(), metrics: m, forged: newSourceBuckets(cfg.ForgedHandles, cfg.Clock.Now),
+		Service: service.New(serviceConfig(cfg, m))}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	// Always set: echo's default RealIP believes X-Forwarded-For from anyone.
@@ -327,9 +317,8 @@ func bodyOf(e *apierr.Error) errorBody {
 	return b
 }
 
-// errInvalidState answers a browse of an unknown state (the query parameter "state"): the one
-// place that names it, whether the API's check or an engine's (engine.ErrInvalidState) caught it.
-var errInvalidState = apierr.Invalid("state", "must be visible, inFlight or delayed")
+// errInvalidState answers a browse of an unknown state (pkg/service words it for both doors).
+var errInvalidState = service.ErrInvalidState
 
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {

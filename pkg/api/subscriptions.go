@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -197,13 +196,6 @@ func applyFlowControl(o *object, sub *meta.Subscription) error {
 	return nil
 }
 
-// pushChanged tells the pusher fleet that a queue's subscription changed.
-func (s *Server) pushChanged(ctx context.Context, queue ids.ID) {
-	if s.cfg.PushChanged != nil {
-		s.cfg.PushChanged(ctx, queue)
-	}
-}
-
 func noSubscription(q meta.Queue) error {
 	return apierr.New(apierr.NotFound, "queue %q has no push subscription", q.Name)
 }
@@ -350,7 +342,7 @@ func (s *Server) rotateSecret(c echo.Context) error {
 	return c.JSON(http.StatusOK, subscriptionOut(out, true))
 }
 
-// rotate makes a new signing secret (SPEC §6) and, for ed25519 signing, a new key pair too:
+// rotate makes a new signing secret (docs/push.md) and, for ed25519 signing, a new key pair too:
 // the replaced secret and private key keep signing beside the new ones for secretOverlap, so
 // each push carries both signatures and a receiver switches keys without a rejected push. A
 // second rotation within the overlap retires the oldest at once.
@@ -378,21 +370,6 @@ func (s *Server) deleteSubscription(c echo.Context) error {
 	}
 	s.pushChanged(ctx, q.ID)
 	return c.NoContent(http.StatusNoContent)
-}
-
-// deleteQueueSubscription removes a deleted queue's subscription. A failure is logged: the
-// pusher fleet deletes subscriptions whose queue is gone.
-func (s *Server) deleteQueueSubscription(ctx context.Context, q meta.Queue) {
-	if s.cfg.Subscriptions == nil {
-		return
-	}
-	err := s.cfg.Subscriptions.DeleteSubscription(ctx, q.ID)
-	switch {
-	case err == nil:
-		s.pushChanged(ctx, q.ID)
-	case apierr.CodeOf(err) != apierr.NotFound:
-		s.cfg.Logger.Error("deleting a deleted queue's subscription", "queue", q.ID.String(), "err", err)
-	}
 }
 
 type attemptJSON struct {

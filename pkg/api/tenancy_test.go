@@ -23,6 +23,7 @@ import (
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/service"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -258,7 +259,7 @@ func TestLimitsThroughMetadataOutage(t *testing.T) {
 		t.Fatalf("before the outage: %v, rate %d", err, lim.rate)
 	}
 	// Other projects fill the cache past its bound while the store is up.
-	for range maxCachedLimits {
+	for range service.MaxCachedLimits {
 		s.rememberLimits(ids.New(), nil)
 	}
 	ten.down = true

@@ -61,11 +61,6 @@ func topicOut(t meta.Topic, b engine.LogBounds, bindings int) topicJSON {
 	}
 }
 
-// engineTopic is what the engine needs of a topic (MaxStoredBytes only where a publish sets it).
-func engineTopic(t meta.Topic) engine.Topic {
-	return engine.Topic{ID: t.ID, Project: t.ProjectID, Type: engine.Type(t.Type), Retention: secs(int64(t.RetentionSeconds))}
-}
-
 // lookupTopic resolves a {topic} reference of the caller's project as lookupQueue does a
 // queue's: a top_ value is a slug, a UUID-shaped value an id and then a name (a topic's name
 // may look like a UUID), anything else a name. Another project's topic is NotFound.

@@ -15,9 +15,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/queueshq/queues/pkg/backlog"
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 type fixture struct {

@@ -22,8 +22,8 @@ import (
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 
 const operator = "bench-test-operator"
 
-// startAPI starts one API replica built by pkg/stack (as `queues api` builds it) on a
+// startAPI starts one API replica built by services/queues/stack (as `queues api` builds it) on a
 // redis-server and DynamoDB Local, and returns its URL, a project token with every scope and
 // the Redis client.
 func startAPI(t *testing.T) (string, string, *redis.Client) {

@@ -22,9 +22,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // browserPath finds a Chromium to drive. scripts/test.sh installs Debian's chromium and sets

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apierr"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Error is an SQS error: its JSON-protocol name (the __type after '#'), the query protocol's
@@ -109,7 +109,7 @@ func missingParam(name string) *Error {
 
 // fromAPI maps the shared operations' errors to SQS's.
 func fromAPI(err error) *Error {
-	err = api.Answer(err)
+	err = service.Answer(err)
 	var se *Error
 	if errors.As(err, &se) {
 		return se

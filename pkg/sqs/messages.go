@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 var (
@@ -92,7 +92,7 @@ func prepare(q meta.Queue, e sendEntry) (engine.Message, sendResult, int, *Error
 		trace = *v.StringValue
 	}
 	fifo := q.Type == string(engine.FIFO)
-	delay, err := e.DelaySeconds.within("DelaySeconds", 0, api.MaxDelaySeconds, -1)
+	delay, err := e.DelaySeconds.within("DelaySeconds", 0, service.MaxDelaySeconds, -1)
 	if err != nil {
 		return m, res, 0, err
 	}
@@ -395,7 +395,7 @@ func (d *Door) settleBatch(c *call, visibility bool, op func(ds []engine.Deliver
 		if verr == nil && visibility {
 			// An entry's VisibilityTimeout is optional (0); SDKs leave a 0 out.
 			var v int64
-			if v, verr = e.VisibilityTimeout.within("VisibilityTimeout", 0, api.MaxVisibilitySeconds, 0); verr == nil {
+			if v, verr = e.VisibilityTimeout.within("VisibilityTimeout", 0, service.MaxVisibilitySeconds, 0); verr == nil {
 				vis = append(vis, v)
 			}
 		}
@@ -455,7 +455,7 @@ func visibilityErr(h string, v int64, err error) *Error {
 	case apierr.ReceiptHandleStale:
 		return invalidValue("ReceiptHandle", h, "Message does not exist or is not available for visibility timeout change.")
 	case apierr.VisibilityLimitExceeded:
-		return invalidValue("VisibilityTimeout", v, "Total VisibilityTimeout for the message is beyond the limit [%d seconds]", api.MaxVisibilitySeconds)
+		return invalidValue("VisibilityTimeout", v, "Total VisibilityTimeout for the message is beyond the limit [%d seconds]", service.MaxVisibilitySeconds)
 	}
 	return fromAPI(err)
 }
@@ -492,7 +492,7 @@ func (d *Door) changeMessageVisibility(c *call) (any, error) {
 	if !in.VisibilityTimeout.Set {
 		return nil, missingParam("VisibilityTimeout")
 	}
-	v, verr := in.VisibilityTimeout.within("VisibilityTimeout", 0, api.MaxVisibilitySeconds, 0)
+	v, verr := in.VisibilityTimeout.within("VisibilityTimeout", 0, service.MaxVisibilitySeconds, 0)
 	if verr != nil {
 		return nil, verr
 	}

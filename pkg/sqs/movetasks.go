@@ -5,16 +5,16 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // MoveTasks is what the door needs of the service's move tasks (docs/redrive.md), mapped onto SQS's
 // StartMessageMoveTask, ListMessageMoveTasks and CancelMessageMoveTask.
 type MoveTasks interface {
-	StartMoveTask(ctx context.Context, src meta.Queue, req api.MoveTaskRequest) (meta.MoveTask, error)
+	StartMoveTask(ctx context.Context, src meta.Queue, req service.MoveTaskRequest) (meta.MoveTask, error)
 	ListMoveTasks(ctx context.Context, src meta.Queue, page meta.Page) ([]meta.MoveTask, string, error)
 	GetMoveTask(ctx context.Context, src meta.Queue, id ids.ID) (meta.MoveTask, error)
 	CancelMoveTask(ctx context.Context, t meta.MoveTask) (meta.MoveTask, error)
@@ -92,12 +92,12 @@ func (d *Door) startMessageMoveTask(c *call) (any, error) {
 	}
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	t, err := d.cfg.MoveTasks.StartMoveTask(ctx, src, api.MoveTaskRequest{Destination: dst, Rate: int(rate), Action: meta.ActionMove})
+	t, err := d.cfg.MoveTasks.StartMoveTask(ctx, src, service.MoveTaskRequest{Destination: dst, Rate: int(rate), Action: meta.ActionMove})
 	switch apierr.CodeOf(err) {
 	case apierr.MoveTaskRunning:
 		return nil, newErr(errUnsupportedOp, "There is already a task running. Only one active task is allowed for each source queue arn at a given time.")
 	case apierr.InvalidArgument, apierr.NotFound:
-		return nil, invalidParam("DestinationArn", "%s", apierr.As(api.Answer(err)).Message)
+		return nil, invalidParam("DestinationArn", "%s", apierr.As(service.Answer(err)).Message)
 	}
 	if err != nil {
 		return nil, err

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Queue attributes with a /v1 setting, and those kept as SQS wrote them (SQSAttributes).
@@ -92,13 +92,13 @@ func (d *Door) applySetting(c *call, q *meta.Queue, name, v string, fifo bool) e
 	var err *Error
 	switch name {
 	case "DelaySeconds":
-		q.DelaySeconds, err = intAttr(name, v, 0, api.MaxDelaySeconds)
+		q.DelaySeconds, err = intAttr(name, v, 0, service.MaxDelaySeconds)
 	case "MessageRetentionPeriod":
-		q.RetentionSeconds, err = intAttr(name, v, api.MinRetentionSeconds, api.MaxRetentionSeconds)
+		q.RetentionSeconds, err = intAttr(name, v, service.MinRetentionSeconds, service.MaxRetentionSeconds)
 	case "ReceiveMessageWaitTimeSeconds":
-		q.ReceiveWaitSeconds, err = intAttr(name, v, 0, api.MaxReceiveWaitSeconds)
+		q.ReceiveWaitSeconds, err = intAttr(name, v, 0, service.MaxReceiveWaitSeconds)
 	case "VisibilityTimeout":
-		q.VisibilityTimeoutSeconds, err = intAttr(name, v, 0, api.MaxVisibilitySeconds)
+		q.VisibilityTimeoutSeconds, err = intAttr(name, v, 0, service.MaxVisibilitySeconds)
 	case "MaximumMessageSize":
 		// The queue's maxMessageBytes; a value kept among the SQS attributes before the
 		// setting existed goes, so it cannot shadow this one.
@@ -155,7 +155,7 @@ func (d *Door) applyRedrive(c *call, q *meta.Queue, v string) error {
 	}
 	if err := d.cfg.Backend.ApplyRedrive(ctx, q, &dlq.ID, mrc); err != nil {
 		if apierr.CodeOf(err) == apierr.InvalidArgument || apierr.CodeOf(err) == apierr.NotFound {
-			return newErr(errInvalidAttrValue, "Value %s for parameter RedrivePolicy is invalid. Reason: %s", v, apierr.As(api.Answer(err)).Message)
+			return newErr(errInvalidAttrValue, "Value %s for parameter RedrivePolicy is invalid. Reason: %s", v, apierr.As(service.Answer(err)).Message)
 		}
 		return err
 	}
@@ -301,14 +301,14 @@ func (d *Door) createQueue(c *call) (any, error) {
 		}
 		fifo = b
 	}
-	if fifo != strings.HasSuffix(in.QueueName, api.FIFOSuffix) {
+	if fifo != strings.HasSuffix(in.QueueName, service.FIFOSuffix) {
 		return nil, invalidParam("QueueName", "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length; a standard queue's may not end in .fifo.")
 	}
 	typ := string(engine.Standard)
 	if fifo {
 		typ = string(engine.FIFO)
 	}
-	if err := api.ValidateQueueName(in.QueueName, fifo); err != nil {
+	if err := service.ValidateQueueName(in.QueueName, fifo); err != nil {
 		return nil, invalidParam("QueueName", "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length.")
 	}
 	tags := in.Tags

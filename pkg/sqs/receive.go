@@ -4,10 +4,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 func isStale(err error) bool { return apierr.CodeOf(err) == apierr.ReceiptHandleStale }
@@ -56,11 +56,11 @@ func (d *Door) receiveMessage(c *call) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	vis, perr := in.VisibilityTimeout.within("VisibilityTimeout", 0, api.MaxVisibilitySeconds, int64(q.VisibilityTimeoutSeconds))
+	vis, perr := in.VisibilityTimeout.within("VisibilityTimeout", 0, service.MaxVisibilitySeconds, int64(q.VisibilityTimeoutSeconds))
 	if perr != nil {
 		return nil, perr
 	}
-	wait, perr := in.WaitTimeSeconds.within("WaitTimeSeconds", 0, api.MaxReceiveWaitSeconds, int64(q.ReceiveWaitSeconds))
+	wait, perr := in.WaitTimeSeconds.within("WaitTimeSeconds", 0, service.MaxReceiveWaitSeconds, int64(q.ReceiveWaitSeconds))
 	if perr != nil {
 		return nil, perr
 	}

@@ -2,7 +2,7 @@
 // protocol (X-Amz-Target: AmazonSQS.<Action>) and its older query protocol (form-encoded
 // Action=…, XML answers), both verified with AWS Signature Version 4 and served on the same
 // paths as the /v1 API. Each action decodes its SQS input, calls the same operations the /v1
-// handlers call (package api's exported methods, through Backend) and encodes SQS's answer.
+// handlers call (the service layer's, pkg/service, through Backend) and encodes SQS's answer.
 package sqs
 
 import (
@@ -29,8 +29,8 @@ import (
 	"github.com/queueshq/queues/pkg/receipt"
 )
 
-// Backend is what the door needs of the API tier: the /v1 operations (package api's Server
-// implements it).
+// Backend is what the door needs of the service: the operations /v1 calls too (package
+// service's Service implements it).
 type Backend interface {
 	NewQueue(project ids.ID, name, typ string) meta.Queue
 	CreateQueue(ctx context.Context, q meta.Queue) error

@@ -7,7 +7,7 @@ import (
 	"net"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 func runAPI(ctx context.Context, args []string) error {

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/keys"
-	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/tests/stacktest"
 )
 
 // TestCLIProject: `queues project` shows the token's project with its limits and usage;

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/stack"
-	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/services/queues/stack"
+	"github.com/queueshq/queues/tests/stacktest"
 )
 
 // cliEnv is a project on the shared test server (an API replica on Redis and DynamoDB Local,

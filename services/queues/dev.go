@@ -18,7 +18,7 @@ import (
 	"github.com/queueshq/queues/pkg/localservers"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // runDev starts a throwaway local stack: a redis-server and DynamoDB Local as child processes

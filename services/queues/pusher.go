@@ -17,7 +17,7 @@ import (
 	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/meta/redismeta"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // runPusher runs one replica of the push fleet: it shares the subscriptions with the other

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // runServe runs everything in one process on the embedded store (docs/architecture.md): the API,

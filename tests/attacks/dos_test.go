@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // rssKiB is this process's resident set (the server runs in it).

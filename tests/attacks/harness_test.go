@@ -1,5 +1,5 @@
 // Package attacks runs the security test plan's attacks (X1–X43) against a real running API
-// tier: a replica built exactly as `queues api` builds it (pkg/stack) on a real redis-server
+// tier: a replica built exactly as `queues api` builds it (services/queues/stack) on a real redis-server
 // and DynamoDB Local, served by api.Serve (the production http.Server: header cap, timeouts)
 // on a loopback port, with its admin listener (pkg/adminhttp). Each test names its rows; rows
 // that do not apply, or are proven elsewhere, say why in rows_test.go.
@@ -30,8 +30,8 @@ import (
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 const operator = "attacks-operator-secret"

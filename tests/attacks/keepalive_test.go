@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // X38: idle keep-alive connections. 500 clients each make one request on a kept-alive

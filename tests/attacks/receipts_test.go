@@ -13,7 +13,7 @@ import (
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/receipt"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 func ackHandle(t testing.TB, base, h string) answer {

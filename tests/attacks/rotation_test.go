@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/keys"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // X14, X19: key rotation. A replica whose key list is [new, old] signs with the new key and

@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // Receive streams against a hostile or careless tenant (issue 31): a stream whose token is

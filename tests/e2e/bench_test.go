@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // BenchmarkHTTPSendReceiveAck measures the whole path over HTTP on one API replica and one

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/clock"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // TestSkewedReplicaRefuses: an API replica whose clock is 60 s ahead is not ready and answers

@@ -2,9 +2,9 @@
 // response checked against openapi.yaml. The suite runs once per backend (docs/architecture.md:
 // embedded mode runs the same public API with the same semantics):
 //
-//	stack     two API replicas built exactly as production builds them (pkg/stack) on one
+//	stack     two API replicas built exactly as production builds them (services/queues/stack) on one
 //	          real redis-server and DynamoDB Local
-//	embedded  one node built exactly as `queues serve` builds it (pkg/embedded) on a temporary
+//	embedded  one node built exactly as `queues serve` builds it (services/queues/embedded) on a temporary
 //	          data directory; replicas A and B are that one node
 //
 // TestMain runs the test binary once per backend, with QUEUES_E2E_BACKEND set; setting it
@@ -35,11 +35,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/embedded"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 const operator = "e2e-operator-secret"

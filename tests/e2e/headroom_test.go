@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // A replica whose Redis fills up (a small maxmemory, noeviction) pauses sends with 503 and

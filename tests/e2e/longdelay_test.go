@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/clock"
-	"github.com/queueshq/queues/pkg/embedded"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // The long polls of long and scheduled delays (docs/lifecycle.md#long-delays-and-deliverat): a

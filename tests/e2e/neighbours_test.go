@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/bench"
-	"github.com/queueshq/queues/pkg/embedded"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // TestNoisyNeighbour (noisy neighbours, docs/security.md#what-one-tenant-can-cost): project B's

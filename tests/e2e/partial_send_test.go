@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // A fifo send whose partitions fail partly answers 200 with the stored messages in `messages`

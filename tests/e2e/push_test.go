@@ -13,8 +13,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/queueshq/queues/pkg/embedded"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/embedded"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // TestSubscriptionAPI: the subscription routes' shapes, validation, scopes and life.
@@ -115,7 +115,7 @@ func TestSubscriptionAPI(t *testing.T) {
 // pushServers starts what pushing to a local endpoint needs and returns srv, an API server
 // that allows private endpoints, and a and b, the servers the tenant is made on. On the stack:
 // one more API replica that allows them and a pusher replica built as production builds them
-// (pkg/stack), beside replicas A and B. Embedded: one more node that allows them (its pusher
+// (services/queues/stack), beside replicas A and B. Embedded: one more node that allows them (its pusher
 // runs in the node, as in `queues serve`), which is all three.
 func pushServers(t *testing.T) (srv, a, b *httptest.Server) {
 	t.Helper()

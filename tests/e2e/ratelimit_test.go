@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/embedded"
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/embedded"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // Per-queue rate limits are shared by replicas through Redis (embedded: kept by the one node)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // TestRollingRestart (fault F16): two API replicas serve a load of sends, receives and acks

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/stack"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // On shutdown a waiting receive answers at once (empty), and the server stops.
 func TestGracefulShutdown(t *testing.T) {
 	requireStack(t, "the embedded engine counts no waiting receives, so the test cannot tell when to shut down; "+
-		"pkg/embedded's tests drain a node under a waiting receive")
+		"services/queues/embedded's tests drain a node under a waiting receive")
 	tn := newTenant(t)
 	tn.queue(t, "drain", nil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // A replica whose Redis goes away answers 503 unavailable with Retry-After, promptly, and

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,7 +12,7 @@ import (
 var testSupport = []string{
 	"github.com/queueshq/queues/pkg/testenv",
 	"github.com/queueshq/queues/pkg/apitest",
-	"github.com/queueshq/queues/pkg/stacktest",
+	"github.com/queueshq/queues/tests/stacktest",
 	"github.com/queueshq/queues/pkg/engine/enginetest",
 	"github.com/queueshq/queues/pkg/meta/metatest",
 	"github.com/queueshq/queues/pkg/meta/memmeta",
@@ -36,6 +37,55 @@ func TestBinaryLinksNoTestSupport(t *testing.T) {
 	for _, p := range testSupport {
 		if deps[p] {
 			t.Errorf("the queues binary links %s", p)
+		}
+	}
+}
+
+// TestLibrariesLinkNoCompositionRoot: no package under pkg/ depends on the pusher or on the
+// binary's composition roots (services/queues/stack and services/queues/embedded wire the
+// API tier and the pusher together): pkg/ holds the parts, and the parts do not reach for
+// what assembles them.
+func TestLibrariesLinkNoCompositionRoot(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./pkg/...")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/queueshq/queues/pkg/api") {
+		t.Fatalf("go list -deps gave no pkg/api: the listing is broken\n%s", out)
+	}
+	for _, d := range deps {
+		if d == "github.com/queueshq/queues/pusher" || strings.HasPrefix(d, "github.com/queueshq/queues/pusher/") ||
+			strings.HasPrefix(d, "github.com/queueshq/queues/services/") {
+			t.Errorf("a package under pkg/ depends on %s (go list -deps ./pkg/...)", d)
+		}
+	}
+}
+
+// TestDoorsAreSiblings: the SQS door is an adapter over the service layer beside /v1's, not
+// over /v1's: nothing it links (tests aside) is pkg/api, and the service layer links neither
+// door.
+func TestDoorsAreSiblings(t *testing.T) {
+	for pkg, banned := range map[string][]string{
+		"./pkg/sqs":     {"github.com/queueshq/queues/pkg/api"},
+		"./pkg/service": {"github.com/queueshq/queues/pkg/api", "github.com/queueshq/queues/pkg/sqs"},
+	} {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, "github.com/queueshq/queues/pkg/engine") {
+			t.Fatalf("go list -deps %s gave no pkg/engine: the listing is broken\n%s", pkg, out)
+		}
+		for _, b := range banned {
+			if slices.Contains(deps, b) {
+				t.Errorf("%s depends on %s", pkg, b)
+			}
 		}
 	}
 }

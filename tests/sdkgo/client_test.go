@@ -16,10 +16,10 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/stack"
-	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/services/queues/stack"
+	"github.com/queueshq/queues/tests/stacktest"
 )
 
 // deadDynamo is a DynamoDB client for a port nothing listens on.
@@ -719,7 +719,7 @@ func TestErrorDecoding(t *testing.T) {
 	mustCode(t, err, client.CodeUnavailable, 502, "")
 }
 
-// The receive stream's semantics on the Redis engine (serve's: pkg/embedded).
+// The receive stream's semantics on the Redis engine (serve's: services/queues/embedded).
 func TestStreamSemantics(t *testing.T) {
 	stacktest.StreamSemantics(t, newTenant(t).c)
 }

@@ -17,8 +17,8 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/bench"
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // Side by side: `queues bench`'s consume phase (pkg/bench, 16 raw receive-then-ack workers,

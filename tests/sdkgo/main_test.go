@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/stacktest"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/tests/stacktest"
 )
 
-// srv is the real API every test in this package talks to: one replica (pkg/stack) on a
+// srv is the real API every test in this package talks to: one replica (services/queues/stack) on a
 // redis-server and DynamoDB Local started by TestMain. The examples find it through
 // QUEUES_URL and QUEUES_TOKEN (a project token with every scope), which TestMain sets.
 var srv *stacktest.Server

@@ -1,7 +1,7 @@
 // Package sqs_test drives the SQS door with the real AWS SDK for Go v2 (JSON 1.0 protocol) and,
 // through the nested module tests/sqslegacy, with its last query-protocol release, against
-// both ways the service runs: the production stack (pkg/stack on redis-server and DynamoDB
-// Local) and `queues serve` (pkg/embedded). Cross-door tests send through one door and settle
+// both ways the service runs: the production stack (services/queues/stack on redis-server and DynamoDB
+// Local) and `queues serve` (services/queues/embedded). Cross-door tests send through one door and settle
 // through the other.
 package sqs_test
 
@@ -22,11 +22,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/embedded"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 const operator = "sqs-test-operator"

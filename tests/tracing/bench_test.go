@@ -13,8 +13,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/telemetry"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // BenchmarkSendReceiveAck is the API hot path on serve's wiring, in process (no sockets, so

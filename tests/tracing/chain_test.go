@@ -20,9 +20,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 const waitFor = 20 * time.Second

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/embedded"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 func openNode(t *testing.T, dir string) (*embedded.Node, *httptest.Server) {

@@ -1,4 +1,4 @@
-package api
+package service
 
 import (
 	"context"
@@ -26,6 +26,24 @@ import (
 // (it is not waiting): the order applies among waiting receives. Each replica orders its own
 // waiters; consumers spread over replicas are ordered within each.
 
+// Fairness settings.
+const (
+	FairnessFast         = "fast"
+	FairnessRoundRobin   = "roundRobin"
+	FairnessProportional = "proportional"
+)
+
+// FairnessOf is the queue's fairness as answered ("fast" when never set).
+func FairnessOf(q meta.Queue) string {
+	if q.Fairness == "" {
+		return FairnessFast
+	}
+	return q.Fairness
+}
+
+// Waiting is how many receives wait on q at this replica in turns (tests wait for it).
+func (s *Service) Waiting(q ids.ID) int { return s.arb.waiting(q) }
+
 // turnOutcome is what a waiter's turn found.
 type turnOutcome uint8
 
@@ -48,7 +66,7 @@ type fairWaiter struct {
 
 // arbiter orders the waiters of one queue.
 type arbiter struct {
-	s        *Server
+	s        *Service
 	q        ids.ID
 	fairness string
 	mu       sync.Mutex
@@ -70,7 +88,7 @@ type arbiters struct {
 
 // join parks a waiter on q's arbiter, starting it (watching the queue, one round at once so a
 // send between the waiter's last look and the watch is not missed) when it is the first.
-func (as *arbiters) join(s *Server, q meta.Queue, c *engine.ConsumerOf) (*arbiter, *fairWaiter) {
+func (as *arbiters) join(s *Service, q meta.Queue, c *engine.ConsumerOf) (*arbiter, *fairWaiter) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if as.m == nil {
@@ -92,7 +110,7 @@ func (as *arbiters) join(s *Server, q meta.Queue, c *engine.ConsumerOf) (*arbite
 		w.key, w.bound = c.ID, c.MaxBacklog
 	}
 	a.mu.Lock()
-	a.fairness = fairnessOf(q) // a changed setting applies from the next waiter on
+	a.fairness = FairnessOf(q) // a changed setting applies from the next waiter on
 	a.joins++
 	w.joined = a.joins
 	a.waiters[w] = struct{}{}
@@ -273,8 +291,8 @@ func (a *arbiter) shares() map[string]float64 {
 
 // fairPoll is the waiting part of a long poll on a queue with fairness: it parks on the
 // queue's arbiter and receives only on its turn.
-func (s *Server) fairPoll(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, deadline time.Time, wait time.Duration) ([]engine.Received, error) {
-	release, ok := s.park(ctx, q.ProjectID, wait)
+func (s *Service) fairPoll(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, deadline time.Time, wait time.Duration) ([]engine.Received, error) {
+	release, ok := s.Park(ctx, q.ProjectID, wait)
 	defer release()
 	if !ok {
 		return nil, nil
@@ -307,7 +325,7 @@ func (s *Server) fairPoll(ctx context.Context, q meta.Queue, req engine.ReceiveR
 }
 
 // fairTurn is one turn: a receive, its outcome told to the arbiter.
-func (s *Server) fairTurn(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, w *fairWaiter) ([]engine.Received, error) {
+func (s *Service) fairTurn(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, w *fairWaiter) ([]engine.Received, error) {
 	outcome := turnEmpty
 	defer func() { w.result <- outcome }()
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)

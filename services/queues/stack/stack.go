@@ -153,7 +153,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	// Replayed copies are sends: bounded by maxStoredBytes, metered.
 	mover.Replays = &movetask.ReplaySource{Engine: eng, Topics: topics, Limits: r.API, Meter: meter}
 	console.Mount(r.API.Echo())
-	sqs.New(sqs.Config{Backend: r.API, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
+	sqs.New(sqs.Config{Backend: r.API.Service, Auth: authority, Clock: clk, Logger: o.Logger, Attempts: sqs.NewRedisAttempts(o.Redis), MoveTasks: r.API}).Mount(r.API.Echo())
 	bg, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	go func() {

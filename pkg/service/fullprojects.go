@@ -1,11 +1,9 @@
-package api
+package service
 
 import (
 	"context"
 	"errors"
 	"sync"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
@@ -23,14 +21,14 @@ type fullProjects struct{ m sync.Map } // ids.ID → struct{}
 
 func (f *fullProjects) mark(project ids.ID) { f.m.Store(project, struct{}{}) }
 
-// refuseWhileFull answers 403 quota_exceeded (maxStoredBytes) when q's project is marked full
+// RefuseWhileFull answers 403 quota_exceeded (maxStoredBytes) when q's project is marked full
 // and still is; nil means decode and send as usual. The queue's send rate applies first, as
 // it does to every send.
-func (s *Server) refuseWhileFull(ctx context.Context, q meta.Queue) error {
+func (s *Admission) RefuseWhileFull(ctx context.Context, q meta.Queue) error {
 	if _, ok := s.full.m.Load(q.ProjectID); !ok {
 		return nil
 	}
-	lim, err := s.effectiveLimits(ctx, q.ProjectID)
+	lim, err := s.EffectiveLimits(ctx, q.ProjectID)
 	if err != nil {
 		return err
 	}
@@ -40,21 +38,14 @@ func (s *Server) refuseWhileFull(ctx context.Context, q meta.Queue) error {
 		s.full.m.Delete(q.ProjectID)
 		return nil //nolint:nilerr // an unreadable count admits the send: the engine's own check refuses past the limit
 	}
-	if err := s.limit(ctx, q, "send"); err != nil {
+	if err := s.QueueRate(ctx, q, "send"); err != nil {
 		return err
 	}
 	return engine.ErrStoredBytesExceeded(max)
 }
 
-// refuseFullProject is refuseWhileFull for a send request, under the storage timeout.
-func (s *Server) refuseFullProject(c echo.Context, q meta.Queue) error {
-	ctx, cancel := s.storageCtx(c)
-	defer cancel()
-	return s.refuseWhileFull(ctx, q)
-}
-
-// noteSendErr marks q's project full when err is a maxStoredBytes refusal.
-func (s *Server) noteSendErr(q meta.Queue, err error) {
+// NoteSendErr marks q's project full when err is a maxStoredBytes refusal.
+func (s *Admission) NoteSendErr(q meta.Queue, err error) {
 	var e *apierr.Error
 	if errors.As(err, &e) && e.Code == apierr.QuotaExceeded && e.Details["limit"] == engine.LimitMaxStoredBytes {
 		s.full.mark(q.ProjectID)

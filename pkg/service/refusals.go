@@ -1,4 +1,4 @@
-package api
+package service
 
 import (
 	"cmp"
@@ -13,15 +13,24 @@ import (
 
 // The engines and the metadata stores refuse requests with sentinels (package engine's and
 // package meta's refusals) that carry no field name or client text; this is the one place
-// that gives each its answer.
+// that gives each its answer, for both doors (pkg/api answers /v1 with it; pkg/sqs words its
+// answers from it).
+
+// ErrInvalidState answers a browse of an unknown state (the query parameter "state"): the one
+// place that names it, whether the API's check or an engine's (engine.ErrInvalidState) caught it.
+var ErrInvalidState = apierr.Invalid("state", "must be visible, inFlight or delayed")
+
+// ErrConsumerRequired answers a receive of an exclusive queue that names no consumer.
+var ErrConsumerRequired = apierr.Invalid("consumerId",
+	"is required on this queue: its groupPolicy is \"exclusive\", which binds each message group to the consumer that receives it")
 
 // refusalAnswers maps the refusals whose answer quotes no figure.
 var refusalAnswers = map[error]*apierr.Error{
-	engine.ErrInvalidState:          errInvalidState,
+	engine.ErrInvalidState:          ErrInvalidState,
 	engine.ErrBadCursor:             apierr.Invalid("cursor", "malformed cursor"),
 	engine.ErrBadConsumerCursor:     apierr.Invalid("cursor", "is not a cursor of this list"),
 	engine.ErrNoGroups:              apierr.Invalid("", "groups exist only on fifo queues"),
-	engine.ErrConsumerRequired:      errConsumerRequired,
+	engine.ErrConsumerRequired:      ErrConsumerRequired,
 	engine.ErrBadGroupID:            apierr.Invalid("groupId", "must be 1 to 128 characters from ! to ~ (no spaces)"),
 	engine.ErrNoSuchGroup:           apierr.Field(apierr.NotFound, "groupId", "the queue has no such group"),
 	engine.ErrGroupNotParked:        apierr.Field(apierr.GroupNotParked, "groupId", "the group is not parked"),
@@ -46,14 +55,14 @@ var metaAnswers = map[error]*apierr.Error{
 	meta.ErrSelfDeadLetter: apierr.Invalid("redrive.deadLetterQueue", "a queue cannot be its own dead-letter queue"),
 }
 
-// refusal is the API's answer to an engine's or a metadata store's refusal, nil when err is
-// not one.
-func refusal(err error) *apierr.Error {
+// Refusal is the service's answer to an engine's or a metadata store's refusal, nil when err
+// is not one.
+func Refusal(err error) *apierr.Error {
 	switch {
 	case err == nil:
 		return nil
 	case engine.IsRefusal(err):
-		return engineRefusal(err)
+		return EngineRefusal(err)
 	case meta.IsRefusal(err):
 		return metaRefusal(err)
 	}
@@ -158,8 +167,8 @@ func quotaAnswer(limit string, max int64) *apierr.Error {
 	return apierr.Quota(limit, max, quotaHints[limit])
 }
 
-// engineRefusal answers an engine's refusal.
-func engineRefusal(err error) *apierr.Error {
+// EngineRefusal answers an engine's refusal.
+func EngineRefusal(err error) *apierr.Error {
 	var r *engine.Refusal
 	if errors.As(err, &r) {
 		switch r.Err {
@@ -191,18 +200,18 @@ func engineRefusal(err error) *apierr.Error {
 	return apierr.New(apierr.InvalidArgument, "the request was refused")
 }
 
-// asAPI is apierr.As with the refusals answered.
-func asAPI(err error) *apierr.Error {
-	if ae := refusal(err); ae != nil {
+// AsAPI is apierr.As with the refusals answered.
+func AsAPI(err error) *apierr.Error {
+	if ae := Refusal(err); ae != nil {
 		return ae
 	}
 	return apierr.As(err)
 }
 
-// Answer returns err with a refusal (an engine's or a metadata store's) replaced by the API's
-// answer to it, for the other door (pkg/sqs), which words its answers from the API's.
+// Answer returns err with a refusal (an engine's or a metadata store's) replaced by the
+// service's answer to it, for the SQS door (pkg/sqs), which words its answers from /v1's.
 func Answer(err error) error {
-	if ae := refusal(err); ae != nil {
+	if ae := Refusal(err); ae != nil {
 		return ae
 	}
 	return err

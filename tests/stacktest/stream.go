@@ -16,7 +16,7 @@ import (
 // against credit, acks, visibility changes and dead-letter moves over the stream with the
 // semantics of the receipt routes (receiveCount, redrive), fifo groups one batch at a time,
 // a bad frame's error, and a deleted queue ending the stream with not_found. The API tier
-// (sdk/go/client's tests, Redis) and serve (pkg/embedded's, the embedded engine) both run it.
+// (sdk/go/client's tests, Redis) and serve (services/queues/embedded's, the embedded engine) both run it.
 func StreamSemantics(t *testing.T, c *client.Client) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

@@ -1,9 +1,8 @@
-package api
+package service
 
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/queueshq/queues/pkg/apierr"
@@ -14,54 +13,23 @@ import (
 	"github.com/queueshq/queues/pkg/receipt"
 )
 
-// The exported methods below are the operations behind the /v1 handlers, for other doors to
-// the same queues (the SQS protocol, package sqs): each does what the /v1 route does after
-// decoding its request, so both doors share one behaviour.
-
-// Setting defaults and ranges (docs/api-tour.md), for other doors.
-const (
-	DefaultVisibilitySeconds = defaultVisibility
-	MaxVisibilitySeconds     = maxVisibility
-	DefaultRetentionSeconds  = defaultRetention
-	MinRetentionSeconds      = minRetention
-	MaxRetentionSeconds      = maxRetention
-	MaxDelaySeconds          = maxDelay
-	MaxReceiveWaitSeconds    = maxReceiveWait
-)
-
-// FIFOSuffix ends a fifo queue's name where it has one; no standard queue's name may.
-const FIFOSuffix = ".fifo"
-
-// ValidateQueueName checks a new queue's name (field "name"): 1 to 80 of A-Z, a-z, 0-9, _
-// and -, or, on a fifo queue, such a name ending in ".fifo" (80 in all), not starting with
-// the queue slug prefix. A name may look like a UUID (SQS code often names queues so,
-// docs/api-tour.md): a UUID-shaped reference is tried as an id and then as a name (lookupQueue).
-func ValidateQueueName(name string, fifo bool) *apierr.Error {
-	switch {
-	case !looksLikeQueueName(name):
-		return apierr.Invalid("name", "must be 1 to 80 of A-Z, a-z, 0-9, _ and - (a fifo queue's may end in %q)", FIFOSuffix)
-	case strings.HasSuffix(name, FIFOSuffix) && !fifo:
-		return apierr.Invalid("name", "only a fifo queue's name may end in %q", FIFOSuffix)
-	case strings.HasPrefix(name, ids.QueuePrefix):
-		return apierr.Invalid("name", "must not start with %q (it would be read as a queue slug)", ids.QueuePrefix)
-	}
-	return nil
-}
+// The operations behind both doors: each does what the /v1 route (pkg/api) and the SQS
+// action (pkg/sqs) do after decoding their request, so both doors share one behaviour.
 
 // NewQueue is a queue of the project with the default settings, created now.
-func (s *Server) NewQueue(project ids.ID, name, typ string) meta.Queue {
+func (s *Service) NewQueue(project ids.ID, name, typ string) meta.Queue {
 	now := s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)
 	return meta.Queue{
 		ID: ids.New(), ProjectID: project, Name: name, Type: typ,
 		CreatedAt: now, UpdatedAt: now,
-		VisibilityTimeoutSeconds: defaultVisibility, RetentionSeconds: defaultRetention,
+		VisibilityTimeoutSeconds: DefaultVisibilitySeconds, RetentionSeconds: DefaultRetentionSeconds,
 	}
 }
 
 // CreateQueue stores a new queue (validated): engine storage first, so a queue visible in
 // metadata always has its storage ready. A taken name is QueueExists (field "name").
-func (s *Server) CreateQueue(ctx context.Context, q meta.Queue) error {
-	if err := s.queueQuotaFull(ctx, q.ProjectID); err != nil {
+func (s *Service) CreateQueue(ctx context.Context, q meta.Queue) error {
+	if err := s.QueueQuotaFull(ctx, q.ProjectID); err != nil {
 		return err
 	}
 	eq, err := s.engineQueue(ctx, q)
@@ -71,7 +39,7 @@ func (s *Server) CreateQueue(ctx context.Context, q meta.Queue) error {
 	if err := s.cfg.Engine.CreateQueue(ctx, eq); err != nil {
 		return err
 	}
-	if err := s.createQueueWithin(ctx, q); err != nil {
+	if err := s.CreateQueueWithin(ctx, q); err != nil {
 		switch apierr.CodeOf(err) {
 		case apierr.QueueExists:
 			return apierr.Field(apierr.QueueExists, "name", "a queue named %q already exists in this project", q.Name)
@@ -88,7 +56,7 @@ func (s *Server) CreateQueue(ctx context.Context, q meta.Queue) error {
 
 // UpdateQueue applies change to the queue's stored settings and stores them, re-reading and
 // re-applying when another writer got there first.
-func (s *Server) UpdateQueue(ctx context.Context, q meta.Queue, change func(*meta.Queue) error) (meta.Queue, error) {
+func (s *Service) UpdateQueue(ctx context.Context, q meta.Queue, change func(*meta.Queue) error) (meta.Queue, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := s.cfg.Meta.GetQueue(ctx, q.ProjectID, q.ID)
 		if err != nil {
@@ -108,7 +76,7 @@ func (s *Server) UpdateQueue(ctx context.Context, q meta.Queue, change func(*met
 
 // DeleteQueue deletes a queue, its subscription and its messages. A queue named as another's
 // dead-letter queue is QueueInUse.
-func (s *Server) DeleteQueue(ctx context.Context, q meta.Queue) error {
+func (s *Service) DeleteQueue(ctx context.Context, q meta.Queue) error {
 	if _, err := s.cfg.Meta.DeleteQueue(ctx, q.ProjectID, q.ID); err != nil {
 		if apierr.CodeOf(err) == apierr.QueueInUse {
 			return apierr.New(apierr.QueueInUse, "queue %q is another queue's dead-letter queue; remove that redrive policy first", q.Name)
@@ -127,48 +95,48 @@ func (s *Server) DeleteQueue(ctx context.Context, q meta.Queue) error {
 }
 
 // LookupQueue resolves a queue reference (id, slug or name) within a project.
-func (s *Server) LookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error) {
+func (s *Service) LookupQueue(ctx context.Context, project ids.ID, ref string) (meta.Queue, error) {
 	return s.lookupQueue(ctx, project, ref)
 }
 
 // QueueByName finds a project's queue by its name only (the SQS door's QueueUrl and ARNs name
 // a queue so, even when the name looks like another queue's id). Not a queue name: NotFound,
 // without a storage call.
-func (s *Server) QueueByName(ctx context.Context, project ids.ID, name string) (meta.Queue, error) {
-	if !looksLikeQueueName(name) {
+func (s *Service) QueueByName(ctx context.Context, project ids.ID, name string) (meta.Queue, error) {
+	if !LooksLikeQueueName(name) {
 		return meta.Queue{}, apierr.New(apierr.NotFound, "no queue %q", name)
 	}
 	return s.cfg.Meta.GetQueueByName(ctx, project, name)
 }
 
 // ListQueues lists a project's queues by name prefix.
-func (s *Server) ListQueues(ctx context.Context, project ids.ID, prefix string, page meta.Page) ([]meta.Queue, string, error) {
+func (s *Service) ListQueues(ctx context.Context, project ids.ID, prefix string, page meta.Page) ([]meta.Queue, string, error) {
 	return s.cfg.Meta.ListQueues(ctx, project, prefix, page)
 }
 
 // QueueByID reads a queue by id alone.
-func (s *Server) QueueByID(ctx context.Context, id ids.ID) (meta.Queue, error) {
+func (s *Service) QueueByID(ctx context.Context, id ids.ID) (meta.Queue, error) {
 	return s.cfg.Meta.GetQueueByID(ctx, id)
 }
 
 // ApplyRedrive sets or (with a nil dead-letter queue) clears q's redrive policy, with the
 // /v1 checks: another queue of the same project and type; maxReceiveCount is the caller's to
 // check.
-func (s *Server) ApplyRedrive(ctx context.Context, q *meta.Queue, dlq *ids.ID, maxReceiveCount int) error {
+func (s *Service) ApplyRedrive(ctx context.Context, q *meta.Queue, dlq *ids.ID, maxReceiveCount int) error {
 	if dlq == nil {
 		q.Redrive = nil
 		return nil
 	}
-	return s.setRedrive(ctx, q, *dlq, dlq.String(), maxReceiveCount)
+	return s.SetRedrive(ctx, q, *dlq, dlq.String(), maxReceiveCount)
 }
 
 // Stats are a queue's counts.
-func (s *Server) Stats(ctx context.Context, q meta.Queue) (engine.Stats, error) {
+func (s *Service) Stats(ctx context.Context, q meta.Queue) (engine.Stats, error) {
 	return s.stats(ctx, q)
 }
 
 // Purge removes every message sent before now.
-func (s *Server) Purge(ctx context.Context, q meta.Queue) error {
+func (s *Service) Purge(ctx context.Context, q meta.Queue) error {
 	eq, err := s.engineQueue(ctx, q)
 	if err != nil {
 		return err
@@ -177,15 +145,15 @@ func (s *Server) Purge(ctx context.Context, q meta.Queue) error {
 }
 
 // Send stores validated messages under the queue's send rate limit.
-func (s *Server) Send(ctx context.Context, q meta.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
-	if err := s.limit(ctx, q, "send"); err != nil {
+func (s *Service) Send(ctx context.Context, q meta.Queue, msgs []engine.Message) ([]engine.SendResult, error) {
+	if err := s.QueueRate(ctx, q, "send"); err != nil {
 		return nil, err
 	}
 	eq, err := s.engineQueue(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	lim, err := s.effectiveLimits(ctx, q.ProjectID)
+	lim, err := s.EffectiveLimits(ctx, q.ProjectID)
 	if err != nil {
 		return nil, err
 	}
@@ -199,101 +167,86 @@ func (s *Server) Send(ctx context.Context, q meta.Queue, msgs []engine.Message) 
 		if r.Err == nil {
 			stored++
 			if r.Duplicate {
-				s.metrics.messages.WithLabelValues("duplicate").Inc()
+				s.cfg.Messages.WithLabelValues("duplicate").Inc()
 			}
 		}
 	}
-	s.metrics.messages.WithLabelValues("sent").Add(float64(stored))
+	s.cfg.Messages.WithLabelValues("sent").Add(float64(stored))
 	return res, nil
 }
 
 // Receive claims messages under the queue's receive rate limit, waiting up to wait for some
 // (a long poll; ctx bounds it).
-func (s *Server) Receive(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, wait time.Duration) ([]engine.Received, error) {
-	if err := needConsumer(q, req); err != nil { // grouppolicy.go
+func (s *Service) Receive(ctx context.Context, q meta.Queue, req engine.ReceiveRequest, wait time.Duration) ([]engine.Received, error) {
+	if err := NeedConsumer(q, req); err != nil { // grouppolicy.go
 		return nil, err
 	}
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)
-	err := s.limit(lctx, q, "receive")
+	err := s.QueueRate(lctx, q, "receive")
 	cancel()
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := s.longPoll(ctx, q, req, wait)
+	msgs, err := s.LongPoll(ctx, q, req, wait)
 	if err == nil {
-		s.metrics.messages.WithLabelValues("received").Add(float64(len(msgs)))
+		s.cfg.Messages.WithLabelValues("received").Add(float64(len(msgs)))
 	}
 	return msgs, err
 }
 
-// Admit counts one call of another door against the project's requestsPerSecond (429
-// rate_limited beyond it) and meters it, as every /v1 call made with a project token is.
-func (s *Server) Admit(ctx context.Context, project ids.ID) error { return s.admit(ctx, project) }
-
-// MeterSent meters a send's stored messages to the project. Callers meter once their answer
-// is written, so a replica that dies before answering never meters a send nobody saw succeed.
-func (s *Server) MeterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult) {
-	s.meterSent(project, msgs, res)
-}
-
-// MeterDelivered meters received messages to the project, as MeterSent does sends.
-func (s *Server) MeterDelivered(project ids.ID, msgs []engine.Received) {
-	s.meterDelivered(project, msgs)
-}
-
 // Receipts is the receipt handle signer (handles of either door settle through either).
-func (s *Server) Receipts() *receipt.Signer { return s.cfg.Receipts }
+func (s *Service) Receipts() *receipt.Signer { return s.cfg.Receipts }
 
 // Ack deletes deliveries, which may belong to several queues: one error per delivery (a
 // deleted queue's are stale), or an error of the whole call.
-func (s *Server) Ack(ctx context.Context, ds []engine.Delivery) ([]error, error) {
-	return s.byQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
+func (s *Service) Ack(ctx context.Context, ds []engine.Delivery) ([]error, error) {
+	return s.ByQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
 		sub := make([]engine.Delivery, len(idx))
 		for j, i := range idx {
 			sub[j] = ds[i]
 		}
 		errs, err := s.cfg.Engine.Ack(ctx, q, sub)
-		s.heldSettled(ctx, q, sub, errs, nil)
-		s.count("acked", errs, err)
-		s.meterAcked(q.Project, errs, err)
+		s.HeldSettled(ctx, q, sub, errs, nil)
+		s.CountMessages("acked", errs, err)
+		s.MeterAcked(q.Project, errs, err)
 		return errs, err
 	})
 }
 
 // Cancel returns deliveries without counting them (docs/delivery-options.md#cancel), as Ack does.
-func (s *Server) Cancel(ctx context.Context, ds []engine.Delivery) ([]error, error) {
-	return s.byQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
+func (s *Service) Cancel(ctx context.Context, ds []engine.Delivery) ([]error, error) {
+	return s.ByQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
 		sub := make([]engine.Delivery, len(idx))
 		for j, i := range idx {
 			sub[j] = ds[i]
 		}
 		errs, err := s.cfg.Engine.Cancel(ctx, q, sub)
-		s.heldSettled(ctx, q, sub, errs, nil)
-		s.count("cancelled", errs, err)
+		s.HeldSettled(ctx, q, sub, errs, nil)
+		s.CountMessages("cancelled", errs, err)
 		return errs, err
 	})
 }
 
 // ChangeVisibility changes deliveries' visibility, as Ack does.
-func (s *Server) ChangeVisibility(ctx context.Context, cs []engine.VisibilityChange) ([]error, error) {
+func (s *Service) ChangeVisibility(ctx context.Context, cs []engine.VisibilityChange) ([]error, error) {
 	ds := make([]engine.Delivery, len(cs))
 	for i, c := range cs {
 		ds[i] = c.Delivery
 	}
-	return s.byQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
+	return s.ByQueue(ctx, ds, func(ctx context.Context, q engine.Queue, idx []int) ([]error, error) {
 		sub := make([]engine.VisibilityChange, len(idx))
 		for j, i := range idx {
 			sub[j] = cs[i]
 		}
 		errs, err := s.cfg.Engine.ChangeVisibility(ctx, q, sub)
-		s.heldSettled(ctx, q, visDeliveries(sub), errs, func(j int) time.Duration { return sub[j].Visibility })
+		s.HeldSettled(ctx, q, visDeliveries(sub), errs, func(j int) time.Duration { return sub[j].Visibility })
 		return errs, err
 	})
 }
 
-// byQueue runs op once per queue named by ds, with the indexes of that queue's deliveries,
+// ByQueue runs op once per queue named by ds, with the indexes of that queue's deliveries,
 // and gathers one error per delivery in ds's order.
-func (s *Server) byQueue(ctx context.Context, ds []engine.Delivery, op func(ctx context.Context, q engine.Queue, idx []int) ([]error, error)) ([]error, error) {
+func (s *Service) ByQueue(ctx context.Context, ds []engine.Delivery, op func(ctx context.Context, q engine.Queue, idx []int) ([]error, error)) ([]error, error) {
 	groups := map[ids.ID][]int{}
 	var order []ids.ID
 	for i, d := range ds {
@@ -333,7 +286,7 @@ func (s *Server) byQueue(ctx context.Context, ds []engine.Delivery, op func(ctx 
 
 // TokenPrincipal checks a project token's record (revocation, expiry) as bearer
 // authentication does, and answers the principal it stands for.
-func (s *Server) TokenPrincipal(ctx context.Context, project, token ids.ID) (auth.Principal, error) {
+func (s *Service) TokenPrincipal(ctx context.Context, project, token ids.ID) (auth.Principal, error) {
 	t, err := s.cfg.Meta.GetToken(ctx, project, token)
 	switch {
 	case apierr.CodeOf(err) == apierr.NotFound:
@@ -349,9 +302,6 @@ func (s *Server) TokenPrincipal(ctx context.Context, project, token ids.ID) (aut
 }
 
 // TokenProject answers a token's project from its id alone.
-func (s *Server) TokenProject(ctx context.Context, token ids.ID) (ids.ID, error) {
+func (s *Service) TokenProject(ctx context.Context, token ids.ID) (ids.ID, error) {
 	return s.cfg.Meta.TokenProject(ctx, token)
 }
-
-// Auth is the credential authority.
-func (s *Server) Auth() *auth.Authority { return s.cfg.Auth }

@@ -1,6 +1,6 @@
 // Package stacktest starts a real Queues API for the tests of the SDK and the CLI: a
 // redis-server and DynamoDB Local (pkg/testenv), the metadata table migrated, API replicas
-// and a pusher fleet member built by pkg/stack exactly as production builds them (push
+// and a pusher fleet member built by services/queues/stack exactly as production builds them (push
 // endpoints on loopback allowed), the API served by httptest.
 //
 //	func TestMain(m *testing.M) {
@@ -26,8 +26,8 @@ import (
 
 	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/stack"
 	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/services/queues/stack"
 )
 
 // Operator is the operator credential of the servers Start starts.

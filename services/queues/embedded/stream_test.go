@@ -3,8 +3,8 @@ package embedded_test
 import (
 	"testing"
 
-	"github.com/queueshq/queues/pkg/stacktest"
 	qclient "github.com/queueshq/queues/sdk/go/client"
+	"github.com/queueshq/queues/tests/stacktest"
 )
 
 // The receive stream's semantics on the embedded engine (the Redis engine's: sdk/go/client).

@@ -271,7 +271,7 @@ func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus
 	// Replayed copies are sends: bounded by maxStoredBytes, metered.
 	mover.Replays = &movetask.ReplaySource{Engine: eng, Topics: topics, Limits: n.API, Meter: n.Meter}
 	console.Mount(n.API.Echo())
-	sqs.New(sqs.Config{Backend: n.API, Auth: authority, Clock: clk, Logger: o.Logger, MoveTasks: n.API}).Mount(n.API.Echo())
+	sqs.New(sqs.Config{Backend: n.API.Service, Auth: authority, Clock: clk, Logger: o.Logger, MoveTasks: n.API}).Mount(n.API.Echo())
 	return mover, nil
 }
 

@@ -15,9 +15,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/embedded"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/services/queues/embedded"
 )
 
 // waitFor bounds every wait on the pusher: generous, since a wait that succeeds returns at
