@@ -410,6 +410,17 @@ func (b *browser) subscription(n *node, hook *endpoint) {
 	}
 	b.shot("07-subscription-rotated")
 	b.run(chromedp.Click("#secret-dismiss", chromedp.ByID))
+	b.waitText("#sub-signing", "Signed hmac (v1)")
+	// An ed25519 subscription's rotation shows its new public key, the one GET answers.
+	n.do(t, "PATCH", "/v1/queues/webhooks/subscription", map[string]any{"signing": "ed25519"})
+	b.run(chromedp.Click("#sub-rotate", chromedp.ByID), chromedp.WaitVisible("#secret-box", chromedp.ByID))
+	key, _ := n.do(t, "GET", "/v1/queues/webhooks/subscription", nil)["signingPublicKey"].(string)
+	if !strings.HasPrefix(key, "whpk_") {
+		t.Fatalf("signingPublicKey %q", key)
+	}
+	b.waitText("#sub-signing", "Signed ed25519 (v1a) · public key "+key)
+	b.run(chromedp.Click("#secret-dismiss", chromedp.ByID))
+	n.do(t, "PATCH", "/v1/queues/webhooks/subscription", map[string]any{"signing": "hmac"})
 }
 
 // pushAttempts sends a message from the page to webhooks; it is pushed to the local endpoint

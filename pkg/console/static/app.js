@@ -436,6 +436,15 @@ function renderSubscription(sub) {
   renderSubState(sub);
   for (const k of ['endpoint', 'batchSize', 'batchWindowMs', 'maxInFlight', 'timeoutSeconds']) $('sub-' + k).value = sub[k];
   $('sub-meta').textContent = `${sub.slug} · created ${shortTime(sub.createdAt)} · updated ${shortTime(sub.updatedAt)}`;
+  renderSigning(sub);
+}
+
+// renderSigning shows how pushes are signed and authenticated: an ed25519 subscription's
+// public key is what its receivers verify with, so it is shown in full (it is no secret).
+function renderSigning(sub) {
+  const parts = [sub.signing === 'ed25519' ? `Signed ed25519 (v1a) · public key ${sub.signingPublicKey}` : 'Signed hmac (v1)'];
+  if (sub.auth && sub.auth.type === 'oidc') parts.push(`OIDC token for audience ${sub.auth.audience || sub.endpoint}`);
+  $('sub-signing').textContent = parts.join(' · ');
 }
 
 // renderSubState shows the state (active, paused, or disabled with its reason and a Resume
@@ -535,7 +544,7 @@ function bindSubscription() {
   });
   $('sub-rotate').addEventListener('click', async () => {
     const sub = await subAction(() => api.rotateSecret(state.current));
-    if (sub) showSecret(sub.signingSecret);
+    if (sub) showSecret(sub.signingSecret); // subAction showed the new public key of an ed25519 one
   });
   $('sub-delete').addEventListener('click', async () => {
     if (!confirm('Delete this subscription? Pushes stop at once.')) return;
