@@ -16,9 +16,9 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/backlog"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pusher"
 	"github.com/queueshq/queues/services/queues/embedded"
 )
@@ -58,7 +58,7 @@ func registered(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

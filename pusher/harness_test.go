@@ -22,11 +22,11 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/pusher"
 	"github.com/queueshq/queues/sdk/go/webhook"
@@ -88,7 +88,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	ring, err := keys.Generate("t")
+	ring, err := signingkeys.Generate("t")
 	if err != nil {
 		t.Fatal(err)
 	}

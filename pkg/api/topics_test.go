@@ -18,11 +18,11 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -70,7 +70,7 @@ func newTopicWorld(t *testing.T, topics bool, limits tenancy.Limits) *topicWorld
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}

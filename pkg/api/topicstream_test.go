@@ -21,11 +21,11 @@ import (
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
@@ -83,7 +83,7 @@ func newTopicRigOn(t *testing.T, limits StreamLimits, mk engineMaker) *topicRig 
 	t.Helper()
 	clk := clock.NewFake(time.Now())
 	eng := mk(t, clk)
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}

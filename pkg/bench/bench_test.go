@@ -20,8 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/services/queues/stack"
 )
@@ -56,7 +56,7 @@ func startAPI(t *testing.T) (string, string, *redis.Client) {
 	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := keys.Generate("bt")
+	ring, err := signingkeys.Generate("bt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/console"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/services/queues/stack"
 )
@@ -37,7 +37,7 @@ func TestServedByAPITier(t *testing.T) {
 	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := keys.Generate("c1")
+	ring, err := signingkeys.Generate("c1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/tests/stacktest"
@@ -42,7 +42,7 @@ func TestAdminProjectLimits(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testenv.DynamoDB(t))
 	t.Setenv("QUEUES_DYNAMODB_TABLE", testenv.TableName("cmdlim"))
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 )
 
@@ -42,7 +42,7 @@ func TestMigrateAndAdmin(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testenv.DynamoDB(t))
 	t.Setenv("QUEUES_DYNAMODB_TABLE", testenv.TableName("cmd"))
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/services/queues/embedded"
 	"github.com/queueshq/queues/services/queues/stack"
@@ -63,7 +63,7 @@ type world struct {
 	rdb       *redis.Client
 	ddb       *dynamodb.Client
 	table     string
-	ring      *keys.Ring
+	ring      *signingkeys.Ring
 
 	a, b *httptest.Server
 	// waiters counts the receives parked in long polls on a and b.
@@ -130,7 +130,7 @@ func runStack(m *testing.M) (int, error) {
 	}
 	defer be.Stop()
 	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
-	ring, err := keys.Generate("e2e")
+	ring, err := signingkeys.Generate("e2e")
 	if err != nil {
 		return 1, err
 	}

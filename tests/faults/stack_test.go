@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/pkg/testenv/tcpproxy"
 	"github.com/queueshq/queues/tests/internal/crashtest"
@@ -71,7 +71,7 @@ func newStack(t *testing.T, redisDir string, apis, pushers int) *stack {
 func newStackOn(t *testing.T, redisEnv []string, apis, pushers int) *stack {
 	t.Helper()
 	queuesBin(t)
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

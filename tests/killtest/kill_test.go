@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
@@ -51,7 +51,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatalf("redis-server: %v", err)
 	}
 	t.Cleanup(stopRedis)
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/services/queues/embedded"
 	"github.com/queueshq/queues/services/queues/stack"
@@ -62,7 +62,7 @@ func run(m *testing.M) (int, error) {
 	}
 	defer be.Stop()
 	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
-	ring, err := keys.Generate("sqs")
+	ring, err := signingkeys.Generate("sqs")
 	if err != nil {
 		return 1, err
 	}

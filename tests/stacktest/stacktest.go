@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/services/queues/stack"
 )
@@ -41,7 +41,7 @@ type Server struct {
 	rdb   *redis.Client
 	ddb   *dynamodb.Client
 	table string
-	ring  *keys.Ring
+	ring  *signingkeys.Ring
 
 	mu     sync.Mutex
 	closes []func()
@@ -58,7 +58,7 @@ func Start(ctx context.Context) (*Server, error) {
 	s.closes = append(s.closes, be.Stop)
 	addr := be.RedisAddr
 	s.ddb, s.table = be.Dynamo, be.Table
-	if s.ring, err = keys.Generate("ct"); err != nil {
+	if s.ring, err = signingkeys.Generate("ct"); err != nil {
 		s.Close()
 		return nil, err
 	}

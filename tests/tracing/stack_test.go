@@ -18,8 +18,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/sdk/go/client"
@@ -54,7 +54,7 @@ func setupStack(t *testing.T) (*tracetest.InMemoryExporter, *sdktrace.TracerProv
 	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := keys.Generate("tr")
+	ring, err := signingkeys.Generate("tr")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/meta/redismeta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
@@ -26,7 +26,7 @@ type PusherOptions struct {
 	Redis        redis.UniversalClient
 	Dynamo       *dynamodb.Client
 	Table        string
-	Keys         *keys.Ring
+	Keys         *signingkeys.Ring
 	Logger       *slog.Logger
 	AllowPrivate bool
 	RootCAs      *x509.CertPool

@@ -23,7 +23,6 @@ import (
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/fanout"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/meta/redismeta"
@@ -32,6 +31,7 @@ import (
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/rediskeys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
 	"github.com/queueshq/queues/pkg/tenancy"
@@ -43,7 +43,7 @@ type Options struct {
 	Redis         redis.UniversalClient
 	Dynamo        *dynamodb.Client
 	Table         string
-	Keys          *keys.Ring
+	Keys          *signingkeys.Ring
 	OperatorToken string
 	Rates         api.Rates // zero: api.DefaultRates
 	Logger        *slog.Logger
