@@ -39,7 +39,6 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
-	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
@@ -49,6 +48,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta/embeddedmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/movetask"
+	"github.com/queueshq/queues/pkg/queuemetrics"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/signingkeys"
@@ -102,7 +102,7 @@ type Options struct {
 	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
 	MeterEvery time.Duration
 	// BacklogTopN is how many of the busiest queues get labelled backlog and push-health
-	// metrics (package backlog; 0: backlog.DefaultTopN, negative: no backlog sampling).
+	// metrics (package queuemetrics; 0: queuemetrics.DefaultTopN, negative: no backlog sampling).
 	BacklogTopN int
 	// Clock is the node's clock (nil: the wall clock). Tests inject one they can move, to see
 	// what hours or days of delay do without waiting for them.
@@ -282,9 +282,9 @@ func (n *Node) start(o Options, clk clock.Clock, mover *movetask.Runner, reg *pr
 	stored := eng
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
-	var sampler *backlog.Sampler
+	var sampler *queuemetrics.Sampler
 	if o.BacklogTopN >= 0 {
-		sampler = backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: n.Attempts, Engine: eng,
+		sampler = queuemetrics.New(queuemetrics.Config{Meta: store, Subscriptions: store, Attempts: n.Attempts, Engine: eng,
 			Clock: clk, Logger: o.Logger, TopN: o.BacklogTopN})
 		reg.MustRegister(sampler)
 	}
