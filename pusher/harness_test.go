@@ -24,7 +24,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
-	"github.com/queueshq/queues/pkg/meta/redismeta"
+	"github.com/queueshq/queues/pkg/meta/pushlog"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
@@ -61,7 +61,7 @@ type env struct {
 	eng      *redisengine.Engine
 	store    *memmeta.Store
 	signer   *receipt.Signer
-	attempts *redismeta.Attempts
+	attempts *pushlog.Attempts
 	project  meta.Project
 	prefix   string
 
@@ -93,7 +93,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, rdb: rdb, clk: clk, eng: eng, store: memmeta.New(), signer: receipt.NewSigner(ring),
-		attempts: redismeta.NewAttempts(rdb), prefix: "t:" + ids.New().String(), events: make(chan event, 1024)}
+		attempts: pushlog.NewAttempts(rdb), prefix: "t:" + ids.New().String(), events: make(chan event, 1024)}
 	e.project = meta.Project{ID: ids.New(), Name: "p", CreatedAt: clk.Now()}
 	if err := e.store.CreateProject(t.Context(), e.project); err != nil {
 		t.Fatal(err)

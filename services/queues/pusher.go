@@ -15,7 +15,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/meta/redismeta"
+	"github.com/queueshq/queues/pkg/meta/pushlog"
 	"github.com/queueshq/queues/pkg/queuemetrics"
 	"github.com/queueshq/queues/services/queues/stack"
 )
@@ -54,7 +54,7 @@ func runPusher(ctx context.Context, args []string) error {
 	if c.backlogTop > 0 {
 		// The pusher fleet samples the backlog for the operator (package queuemetrics): it is the
 		// tier with the engine, the subscriptions and the attempts log at hand.
-		sampler := queuemetrics.New(queuemetrics.Config{Meta: store, Subscriptions: store, Attempts: redismeta.NewAttempts(b.rdb),
+		sampler := queuemetrics.New(queuemetrics.Config{Meta: store, Subscriptions: store, Attempts: pushlog.NewAttempts(b.rdb),
 			Engine: p.Engine, Logger: log, TopN: c.backlogTop})
 		reg.MustRegister(sampler)
 		sctx, stopSampling := context.WithCancel(ctx)
