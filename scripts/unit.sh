@@ -5,7 +5,7 @@
 # build cache. make test runs these again with everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-harness='github.com/queueshq/queues/pkg/(testenv|apitest|stacktest|engine/enginetest|meta/metatest)$|github.com/chromedp/'
+harness='github.com/queueshq/queues/pkg/(testenv|openapicheck|stacktest|engine/enginetest|meta/metatest)$|github.com/chromedp/'
 # A package's test binary is the package, its internal tests and its external (_test) tests:
 # it needs a service when any of them pulls a harness in, or is one.
 pkgs=()

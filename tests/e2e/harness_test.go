@@ -34,8 +34,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apitest"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testenv"
 	"github.com/queueshq/queues/services/queues/embedded"
@@ -242,12 +242,12 @@ type client struct {
 	t     testing.TB
 	base  string
 	token string
-	chk   *apitest.Checker
+	chk   *openapicheck.Checker
 	hc    *http.Client
 }
 
 func newClient(t testing.TB, srv *httptest.Server, token string) *client {
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	t.Cleanup(func() {
 		w.mu.Lock()
 		for k := range chk.Seen() {

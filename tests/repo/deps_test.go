@@ -11,7 +11,7 @@ import (
 // suites and the in-memory fake of the metadata store.
 var testSupport = []string{
 	"github.com/queueshq/queues/pkg/testenv",
-	"github.com/queueshq/queues/pkg/apitest",
+	"github.com/queueshq/queues/pkg/openapicheck",
 	"github.com/queueshq/queues/tests/stacktest",
 	"github.com/queueshq/queues/pkg/engine/enginetest",
 	"github.com/queueshq/queues/pkg/meta/metatest",
