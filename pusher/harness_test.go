@@ -27,7 +27,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta/pushlog"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/signingkeys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/pusher"
 	"github.com/queueshq/queues/sdk/go/webhook"
 )
@@ -35,7 +35,7 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	addr, stop, err := testenv.StartRedis(context.Background())
+	addr, stop, err := testservers.StartRedis(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redis:", err)
 		os.Exit(1)
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	redisAddr = addr
 	code := m.Run()
 	stop()
-	testenv.StopAll()
+	testservers.StopAll()
 	// Every worker, lease renewer and subscription watcher stops with its pusher.
 	if err := goleak.Find(); code == 0 && err != nil {
 		fmt.Fprintln(os.Stderr, "goroutines left running:", err)

@@ -26,7 +26,7 @@ import (
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/signingkeys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // topicRig is a stream rig (streamguard_test.go) whose server keeps topics on the embedded
@@ -60,7 +60,7 @@ func embeddedTopics(t *testing.T, clk clock.Clock) topicEngine {
 }
 
 func redisTopics(t *testing.T, clk clock.Clock) topicEngine {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	eng, err := redisengine.New(rdb, clk, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/signingkeys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/tests/stacktest"
 )
@@ -40,8 +40,8 @@ func TestCLIProject(t *testing.T) {
 // TestAdminProjectLimits: `queues admin project limits get|set` on DynamoDB directly.
 func TestAdminProjectLimits(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testenv.DynamoDB(t))
-	t.Setenv("QUEUES_DYNAMODB_TABLE", testenv.TableName("cmdlim"))
+	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testservers.DynamoDB(t))
+	t.Setenv("QUEUES_DYNAMODB_TABLE", testservers.TableName("cmdlim"))
 	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)

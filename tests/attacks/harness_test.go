@@ -30,7 +30,7 @@ import (
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/signingkeys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -56,13 +56,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "attacks setup: %v\n", err)
 		code = 1
 	}
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
 func run(m *testing.M) (int, error) {
 	ctx := context.Background()
-	be, err := testenv.StartBackends(ctx, "attacks", dynamometa.Migrate)
+	be, err := testservers.StartBackends(ctx, "attacks", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}

@@ -37,7 +37,7 @@ import (
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/pkg/signingkeys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/embedded"
 	"github.com/queueshq/queues/services/queues/stack"
 )
@@ -94,7 +94,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e setup (%s): %v\n", backend, err)
 		code = 1
 	}
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -124,7 +124,7 @@ func runEach() int {
 
 func runStack(m *testing.M) (int, error) {
 	ctx := context.Background()
-	be, err := testenv.StartBackends(ctx, "e2e", dynamometa.Migrate)
+	be, err := testservers.StartBackends(ctx, "e2e", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/openapicheck"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/services/queues/stack"
 	"github.com/queueshq/queues/tests/stacktest"
@@ -24,11 +24,11 @@ import (
 
 // deadDynamo is a DynamoDB client for a port nothing listens on.
 func deadDynamo(t *testing.T) *dynamodb.Client {
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := testenv.DynamoClient(t.Context(), "http://127.0.0.1:"+strconv.Itoa(port))
+	d, err := testservers.DynamoClient(t.Context(), "http://127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/openapicheck"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/tests/stacktest"
 )
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "client tests setup:", err)
 		code = 1
 	}
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
