@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/backlog"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
+	"github.com/queueshq/queues/pkg/queuemetrics"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pusher"
 	"github.com/queueshq/queues/services/queues/embedded"
 )
@@ -58,7 +58,7 @@ func registered(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func registered(t *testing.T) map[string]bool {
 		Coordinator: pusher.NewSolo(), Attempts: n.Attempts, Health: memmeta.NewHealth(), Registry: r}); err != nil {
 		t.Fatal(err)
 	}
-	r.MustRegister(backlog.New(backlog.Config{Meta: n.Store, Engine: n.Engine}),
+	r.MustRegister(queuemetrics.New(queuemetrics.Config{Meta: n.Store, Engine: n.Engine}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r.names
 }
@@ -159,7 +159,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	// The backlog metrics are the dashboard's reason to exist: each is on it.
-	for _, m := range backlog.MetricNames {
+	for _, m := range queuemetrics.MetricNames {
 		if !used[m] {
 			t.Errorf("backlog metric %s is on no panel", m)
 		}

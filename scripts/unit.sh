@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make unit: the tests that need no service — the packages whose tests import none of the
-# harnesses that start redis-server, DynamoDB Local, a browser or a whole stack (pkg/testenv and
+# harnesses that start redis-server, DynamoDB Local, a browser or a whole stack (pkg/testservers and
 # the suites built on it). No root, no network, no set-up; about a minute on 2 cores with a warm
 # build cache. make test runs these again with everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-harness='github.com/queueshq/queues/pkg/(testenv|apitest|stacktest|engine/enginetest|meta/metatest)$|github.com/chromedp/'
+harness='github.com/queueshq/queues/pkg/(testservers|openapicheck|stacktest|engine/enginetest|meta/metatest)$|github.com/chromedp/'
 # A package's test binary is the package, its internal tests and its external (_test) tests:
 # it needs a service when any of them pulls a harness in, or is one.
 pkgs=()

@@ -13,11 +13,11 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // fairServer is a Server on the embedded engine with one queue of the given fairness.
@@ -29,7 +29,7 @@ func fairServer(t *testing.T, fairness string) (*Server, *embeddedengine.Engine,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}

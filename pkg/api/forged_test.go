@@ -14,8 +14,8 @@ import (
 
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 func ackAs(t *testing.T, h http.Handler, remote, body string) *httptest.ResponseRecorder {
@@ -40,7 +40,7 @@ func errCode(t *testing.T, rec *httptest.ResponseRecorder) string {
 // A source presenting forged handles is refused with 429 once over its burst, until the bucket
 // refills; other sources are not affected; X-Forwarded-For does not pick the bucket.
 func TestForgedHandlesPerSource(t *testing.T) {
-	ring, err := keys.Generate("t")
+	ring, err := signingkeys.Generate("t")
 	if err != nil {
 		t.Fatal(err)
 	}

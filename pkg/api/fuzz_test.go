@@ -17,9 +17,9 @@ import (
 	"github.com/queueshq/queues/pkg/endpoint"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // FuzzReceiptRequest drives the receipt routes' decoder (single and batch forms of ack,
@@ -27,13 +27,13 @@ import (
 // valid MAC, so no storage is reached: every answer must be a 4xx with a code, or a 200 batch
 // answer with one result per entry, each failed with a code and a field inside the request.
 func FuzzReceiptRequest(f *testing.F) {
-	ring, err := keys.Generate("f")
+	ring, err := signingkeys.Generate("f")
 	if err != nil {
 		f.Fatal(err)
 	}
 	// Well-formed handles under a key of the same id but another secret: realistic structure
 	// for the mutator, never a valid MAC (a valid one would need the storage this test lacks).
-	other, _ := keys.Generate("f")
+	other, _ := signingkeys.Generate("f")
 	h := receipt.NewSigner(other).Sign(engine.Delivery{Queue: ids.New(), MessageID: ids.New(), Attempt: 1})
 	for _, s := range []string{
 		`{"receiptHandle":"` + h + `"}`, `{"receiptHandles":["a","` + h + `","` + h + `"]}`,

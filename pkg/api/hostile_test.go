@@ -19,15 +19,15 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/auth"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // bareServer is an API with no storage behind it: enough for answers decided before any
 // storage call (routing, authentication, body limits).
 func bareServer(t *testing.T) (*Server, *prometheus.Registry) {
 	t.Helper()
-	ring, err := keys.Generate("t")
+	ring, err := signingkeys.Generate("t")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,12 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -76,7 +76,7 @@ func tenancyServer(t *testing.T, defaults tenancy.Limits) (http.Handler, string,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -58,7 +58,7 @@ func TestStaleHandleChargesNoProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,11 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // streamRig is a Server on the embedded engine and a fake clock whose streams check
@@ -94,7 +94,7 @@ func newStreamRig(t *testing.T, limits StreamLimits) *streamRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,17 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apitest"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
+	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
@@ -70,7 +70,7 @@ func newTopicWorld(t *testing.T, topics bool, limits tenancy.Limits) *topicWorld
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func newTopicWorld(t *testing.T, topics bool, limits tenancy.Limits) *topicWorld
 	}
 	srv := httptest.NewServer(New(cfg).Handler())
 	t.Cleanup(srv.Close)
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	w := &topicWorld{t: t, url: srv.URL, client: chk.Client(), store: store, eng: eng, auth: authority, reads: reads}
 	w.project = ids.New()
 	w.jwt = w.token(w.project, "*")

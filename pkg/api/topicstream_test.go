@@ -21,12 +21,12 @@ import (
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/receipt"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // topicRig is a stream rig (streamguard_test.go) whose server keeps topics on the embedded
@@ -60,7 +60,7 @@ func embeddedTopics(t *testing.T, clk clock.Clock) topicEngine {
 }
 
 func redisTopics(t *testing.T, clk clock.Clock) topicEngine {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	eng, err := redisengine.New(rdb, clk, redisengine.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func newTopicRigOn(t *testing.T, limits StreamLimits, mk engineMaker) *topicRig 
 	t.Helper()
 	clk := clock.NewFake(time.Now())
 	eng := mk(t, clk)
-	ring, err := keys.Generate("k")
+	ring, err := signingkeys.Generate("k")
 	if err != nil {
 		t.Fatal(err)
 	}

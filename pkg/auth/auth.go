@@ -16,7 +16,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // Scopes a project token may hold.
@@ -62,7 +62,7 @@ type claims struct {
 
 // Authority signs and verifies credentials.
 type Authority struct {
-	ring     *keys.Ring
+	ring     *signingkeys.Ring
 	derived  map[string][]byte
 	sqs      [][]byte // per key, signing key first: derives SQS secret access keys
 	operator [32]byte
@@ -71,11 +71,11 @@ type Authority struct {
 }
 
 // New returns an Authority. operatorToken may be empty (no operator access).
-func New(ring *keys.Ring, operatorToken string, now func() time.Time) *Authority {
+func New(ring *signingkeys.Ring, operatorToken string, now func() time.Time) *Authority {
 	a := &Authority{ring: ring, derived: map[string][]byte{}, now: now}
 	for _, k := range ring.All() {
-		a.derived[k.ID] = k.Derive(keys.PurposeToken)
-		a.sqs = append(a.sqs, k.Derive(keys.PurposeSQS))
+		a.derived[k.ID] = k.Derive(signingkeys.PurposeToken)
+		a.sqs = append(a.sqs, k.Derive(signingkeys.PurposeSQS))
 	}
 	if operatorToken != "" {
 		a.operator = sha256.Sum256([]byte(operatorToken))

@@ -9,11 +9,11 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
-func authority(t testing.TB, now time.Time) (*Authority, *keys.Ring) {
-	r, err := keys.Generate("k1")
+func authority(t testing.TB, now time.Time) (*Authority, *signingkeys.Ring) {
+	r, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestIssueVerify(t *testing.T) {
 	}
 }
 
-func mustRingFrom(t *testing.T, a *Authority) *keys.Ring { return a.ring }
+func mustRingFrom(t *testing.T, a *Authority) *signingkeys.Ring { return a.ring }
 
 func TestOperator(t *testing.T) {
 	t.Parallel()
@@ -81,9 +81,9 @@ func TestRejectsForeignAndNone(t *testing.T) {
 
 func TestSQSSecret(t *testing.T) {
 	t.Parallel()
-	k1, _ := keys.Generate("k1")
-	k2, _ := keys.Generate("k2")
-	both, _ := keys.New(append(k2.All(), k1.All()...)...)
+	k1, _ := signingkeys.Generate("k1")
+	k2, _ := signingkeys.Generate("k2")
+	both, _ := signingkeys.New(append(k2.All(), k1.All()...)...)
 	a1, a2 := New(k1, "", time.Now), New(both, "", time.Now)
 	tok, other := ids.New(), ids.New()
 	s := a1.SQSSecret(tok)

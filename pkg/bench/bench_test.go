@@ -20,9 +20,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -47,16 +47,16 @@ const operator = "bench-test-operator"
 func startAPI(t *testing.T) (string, string, *redis.Client) {
 	t.Helper()
 	ctx := context.Background()
-	addr := testenv.Redis(t)
-	ddb, err := testenv.DynamoClient(ctx, testenv.DynamoDB(t))
+	addr := testservers.Redis(t)
+	ddb, err := testservers.DynamoClient(ctx, testservers.DynamoDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := testenv.TableName("bench")
+	table := testservers.TableName("bench")
 	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := keys.Generate("bt")
+	ring, err := signingkeys.Generate("bt")
 	if err != nil {
 		t.Fatal(err)
 	}

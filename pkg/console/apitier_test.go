@@ -13,15 +13,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/console"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -29,19 +29,19 @@ func TestMain(m *testing.M) {
 // headers, beside the API.
 func TestServedByAPITier(t *testing.T) {
 	ctx := context.Background()
-	ddb, err := testenv.DynamoClient(ctx, testenv.DynamoDB(t))
+	ddb, err := testservers.DynamoClient(ctx, testservers.DynamoDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := testenv.TableName("console")
+	table := testservers.TableName("console")
 	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := keys.Generate("c1")
+	ring, err := signingkeys.Generate("c1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	defer rdb.Close()
 	r, err := stack.New(ctx, stack.Options{Redis: rdb, Dynamo: ddb, Table: table, Keys: ring, OperatorToken: "op",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SweepEvery: -1})

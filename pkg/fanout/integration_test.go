@@ -24,7 +24,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // topicEngine is an engine that keeps topics (both of the project's do).
@@ -87,7 +87,7 @@ type engineMaker func(t *testing.T) topicEngine
 type clockedMaker func(t *testing.T, clk clock.Clock) topicEngine
 
 // onEngines runs test on the embedded engine, on Redis and on Redis Cluster (each its own
-// server from pkg/testenv).
+// server from pkg/testservers).
 func onEngines(t *testing.T, test func(t *testing.T, mk engineMaker)) {
 	onClockedEngines(t, func(t *testing.T, mk clockedMaker) {
 		test(t, func(t *testing.T) topicEngine { return mk(t, clock.Real{}) })
@@ -134,7 +134,7 @@ func (s *shared) redis(t *testing.T) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.redisAddr == "" {
-		addr, stop, err := testenv.StartRedis(context.Background())
+		addr, stop, err := testservers.StartRedis(context.Background())
 		must(t, err)
 		s.redisAddr, s.stops = addr, append(s.stops, stop)
 	}
@@ -145,7 +145,7 @@ func (s *shared) cluster(t *testing.T) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.clusterAddrs == nil {
-		addrs, stop, err := testenv.StartRedisCluster(context.Background())
+		addrs, stop, err := testservers.StartRedisCluster(context.Background())
 		must(t, err)
 		s.clusterAddrs, s.stops = addrs, append(s.stops, stop)
 	}

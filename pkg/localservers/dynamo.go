@@ -35,14 +35,14 @@ const (
 // us-east-1, as DynamoDB Local wants. It reads no AWS configuration from the environment.
 func DynamoClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	if endpoint == "" {
-		return nil, errors.New("testenv: empty DynamoDB endpoint")
+		return nil, errors.New("localservers: empty DynamoDB endpoint")
 	}
 	_ = ctx
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "fake", SecretAccessKey: "fake", Source: "testenv"}, nil
+			return aws.Credentials{AccessKeyID: "fake", SecretAccessKey: "fake", Source: "localservers"}, nil
 		}),
 		HTTPClient: &http.Client{Timeout: 30 * time.Second},
 	}), nil

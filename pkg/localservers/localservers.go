@@ -1,7 +1,7 @@
 // Package localservers starts the real servers a development stack and the tests run on this
 // machine: redis-server instances (single and a 3-master cluster) and DynamoDB Local, each on a
 // free localhost port, installed into a cache folder where needed. `queues dev` uses it, and
-// pkg/testenv wraps it for tests; it imports no testing code so the binary links none.
+// pkg/testservers wraps it for tests; it imports no testing code so the binary links none.
 package localservers
 
 import (

@@ -32,7 +32,7 @@ type Attempt struct {
 }
 
 // AttemptLog keeps each subscription's recent push attempts, newest first, bounded: the
-// pusher records, the API lists. Implementations: redismeta (a deployment), embeddedmeta
+// pusher records, the API lists. Implementations: pushlog (a deployment), embeddedmeta
 // (queues serve), memmeta (one process without a store).
 type AttemptLog interface {
 	Record(ctx context.Context, sub ids.ID, a Attempt) error

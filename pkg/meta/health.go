@@ -150,7 +150,7 @@ func countInto(b *HealthBucket, ok bool) {
 }
 
 // HealthLog keeps each subscription's health record: the pusher records, the API reads and
-// resets. Implementations: redismeta (a deployment: shared by the API and the pusher fleet),
+// resets. Implementations: pushlog (a deployment: shared by the API and the pusher fleet),
 // embeddedmeta (queues serve), memmeta (one process). A subscription that never pushed reads
 // as the zero Health.
 type HealthLog interface {

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/queueshq/queues/pkg/apierr"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func check(t *testing.T, allow func(key string, rate int) (bool, error)) {
@@ -30,7 +30,7 @@ func check(t *testing.T, allow func(key string, rate int) (bool, error)) {
 }
 
 func TestRedis(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	defer rdb.Close()
 	l := NewRedis(rdb)
 	check(t, func(key string, rate int) (bool, error) {
@@ -57,7 +57,7 @@ func TestLocal(t *testing.T) {
 }
 
 func TestLeased(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	defer rdb.Close()
 	ctx := context.Background()
 	// Small limits behave exactly like Redis.
@@ -124,7 +124,7 @@ func (c *countCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // refusal's wait has passed; then Redis is asked again. Byte budgets alike, for a call as
 // large or larger than the refused one.
 func TestLeasedRefusalRemembered(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	defer rdb.Close()
 	calls := &countCalls{}
 	rdb.AddHook(calls)
@@ -179,7 +179,7 @@ func TestLeasedRefusalRemembered(t *testing.T) {
 // the lease took what the budget held, every admission near the limit made two round trips
 // (the lease refused, then a single token), and every refusal two more.
 func TestLeasedOverLimitCostsLeases(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	defer rdb.Close()
 	calls := &countCalls{}
 	rdb.AddHook(calls)

@@ -27,7 +27,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 const (
@@ -41,7 +41,7 @@ const (
 
 // Signer makes and checks handles with a key ring.
 type Signer struct {
-	ring    *keys.Ring
+	ring    *signingkeys.Ring
 	derived map[string][]byte
 	// macs keeps keyed HMAC states per key id for reuse (Reset restores the keyed state), so
 	// signing the handles of a receive and checking those of an ack allocate none.
@@ -49,10 +49,10 @@ type Signer struct {
 }
 
 // NewSigner derives the receipt keys of every key in the ring.
-func NewSigner(r *keys.Ring) *Signer {
+func NewSigner(r *signingkeys.Ring) *Signer {
 	s := &Signer{ring: r, derived: map[string][]byte{}, macs: map[string]*sync.Pool{}}
 	for _, k := range r.All() {
-		key := k.Derive(keys.PurposeReceipt)
+		key := k.Derive(signingkeys.PurposeReceipt)
 		s.derived[k.ID] = key
 		s.macs[k.ID] = &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
 	}

@@ -7,23 +7,23 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
-func ring(t testing.TB, id string) *keys.Ring {
-	r, err := keys.Generate(id)
+func ring(t testing.TB, id string) *signingkeys.Ring {
+	r, err := signingkeys.Generate(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func signer(r *keys.Ring, verify ...*keys.Ring) *Signer {
-	all := []keys.Key{r.Signing()}
+func signer(r *signingkeys.Ring, verify ...*signingkeys.Ring) *Signer {
+	all := []signingkeys.Key{r.Signing()}
 	for _, v := range verify {
 		all = append(all, v.Signing())
 	}
-	joined, err := keys.New(all...)
+	joined, err := signingkeys.New(all...)
 	if err != nil {
 		panic(err)
 	}
@@ -71,7 +71,10 @@ func TestTamper(t *testing.T) {
 		}
 	}
 	// Re-signed with another key under the same id.
-	other := signer(func() *keys.Ring { r, _ := keys.New(keys.Key{ID: "k1", Secret: make([]byte, 32)}); return r }())
+	other := signer(func() *signingkeys.Ring {
+		r, _ := signingkeys.New(signingkeys.Key{ID: "k1", Secret: make([]byte, 32)})
+		return r
+	}())
 	forged := other.Sign(engine.Delivery{Queue: ids.New(), MessageID: ids.New(), Attempt: 1})
 	if _, err := s.Verify(forged, "f"); apierr.CodeOf(err) != apierr.ReceiptHandleInvalid {
 		t.Fatalf("re-signed handle accepted: %v", err)
@@ -98,7 +101,7 @@ func FuzzVerify(f *testing.F) {
 }
 
 func BenchmarkSignVerify(b *testing.B) {
-	ring, err := keys.Generate("bench")
+	ring, err := signingkeys.Generate("bench")
 	if err != nil {
 		b.Fatal(err)
 	}

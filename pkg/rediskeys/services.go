@@ -2,7 +2,7 @@ package rediskeys
 
 import "github.com/queueshq/queues/pkg/ids"
 
-// Push delivery (pusher, pkg/meta/redismeta). The coordinator's keys start with a prefix so
+// Push delivery (pusher, pkg/meta/pushlog). The coordinator's keys start with a prefix so
 // tests can run fleets side by side on one server; production uses PushPrefix.
 //
 //	<prefix>:members          ZSET  live pusher replicas -> when their heartbeat lapses (ms,

@@ -12,7 +12,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/rediskeys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // TestAttemptsBounded (issue 31): remembered fifo receive attempts are copies of payloads
@@ -101,7 +101,7 @@ func TestAttemptsBounded(t *testing.T) {
 	})
 
 	t.Run("redis", func(t *testing.T) {
-		addr, stop, err := testenv.StartRedis(t.Context())
+		addr, stop, err := testservers.StartRedis(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // fakeBackend knows one live token of one project with every scope and answers the few
@@ -89,7 +89,7 @@ func (f *fakeBackend) Purge(context.Context, meta.Queue) error {
 // testDoor is a door on the fake backend, with the token's key pair.
 func testDoor(t *testing.T) (d *Door, f *fakeBackend, key, secret string) {
 	t.Helper()
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

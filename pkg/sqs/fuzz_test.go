@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/auth"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // FuzzQueryToJSON: any form rebuilds into JSON or fails with an SQS error, never a panic.
@@ -75,7 +75,7 @@ func FuzzServe(f *testing.F) {
 	f.Add("POST", "/", "AmazonSQS.SendMessage", "application/x-amz-json-1.0", `{"QueueUrl":"x"}`, "AWS4-HMAC-SHA256 Credential=tok_06h35srrtnt858zk9g21j10xwm/20260101/r/sqs/aws4_request, SignedHeaders=host, Signature=00")
 	f.Add("POST", "/sqs/prj_x/q", "", "application/x-www-form-urlencoded", "Action=ListQueues&Attribute.1.Name=x", "")
 	f.Add("GET", "/?Action=GetQueueUrl&X-Amz-Signature=1&X-Amz-Algorithm=AWS4-HMAC-SHA256", "", "", "", "")
-	ring, _ := keys.Generate("k1")
+	ring, _ := signingkeys.Generate("k1")
 	d := New(Config{Backend: noStorage{}, Auth: auth.New(ring, "", time.Now)})
 	f.Fuzz(func(t *testing.T, method, path, target, ct, body, authz string) {
 		if method != "GET" {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // AWS's documented SigV4 example (an IAM ListUsers GET): the canonical request and the
@@ -67,7 +67,7 @@ func (bodyReader) Close() error { return nil }
 func httpBody(s string) bodyReader { return bodyReader{strings.NewReader(s)} }
 
 func TestBadSignaturesCostNoStorage(t *testing.T) {
-	ring, _ := keys.Generate("k1")
+	ring, _ := signingkeys.Generate("k1")
 	a := auth.New(ring, "", time.Now)
 	d := New(Config{Backend: noStorage{t: t}, Auth: a})
 	tok := ids.New()

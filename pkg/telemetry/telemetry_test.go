@@ -15,7 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/telemetry"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func TestValidTraceparent(t *testing.T) {
@@ -67,7 +67,7 @@ func TestRedisScriptSpans(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	telemetry.Install(tp) // before the engine: it adds its hook when built
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	defer rdb.Close()
 	eng, err := redisengine.New(rdb, clock.Real{}, redisengine.Options{})
 	if err != nil {

@@ -9,12 +9,12 @@ import (
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -52,7 +52,7 @@ func TestLocalParking(t *testing.T) {
 // TestRedisParking: replicas share one count; the slots of a replica that died holding them
 // free themselves when their hold ends.
 func TestRedisParking(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	defer rdb.Close()
 	clk := clock.NewFake(time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC))
 	a, b := NewRedisParking(rdb, clk, "a"), NewRedisParking(rdb, clk, "b")

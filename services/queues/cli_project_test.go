@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/keys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/tests/stacktest"
 )
@@ -40,9 +40,9 @@ func TestCLIProject(t *testing.T) {
 // TestAdminProjectLimits: `queues admin project limits get|set` on DynamoDB directly.
 func TestAdminProjectLimits(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testenv.DynamoDB(t))
-	t.Setenv("QUEUES_DYNAMODB_TABLE", testenv.TableName("cmdlim"))
-	ring, err := keys.Generate("k1")
+	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testservers.DynamoDB(t))
+	t.Setenv("QUEUES_DYNAMODB_TABLE", testservers.TableName("cmdlim"))
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

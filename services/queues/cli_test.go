@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/services/queues/stack"
 	"github.com/queueshq/queues/tests/stacktest"
@@ -288,7 +288,7 @@ func TestCLIUsageAndErrors(t *testing.T) {
 	e.run(t, "", "queue", "list", "--token", "not-a-token").fails(t, exitAuth, "unauthenticated", "QUEUES_TOKEN")
 	delete(e.env, client.EnvToken)
 	e.run(t, "", "queue", "list").fails(t, exitAuth, "unauthenticated")
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/keys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func TestMain(m *testing.M) {
-	testenv.GuardDefaultRedis()
+	testservers.GuardDefaultRedis()
 	code := m.Run()
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -40,9 +40,9 @@ func stdout(t *testing.T, f func() error) string {
 
 func TestMigrateAndAdmin(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testenv.DynamoDB(t))
-	t.Setenv("QUEUES_DYNAMODB_TABLE", testenv.TableName("cmd"))
-	ring, err := keys.Generate("k1")
+	t.Setenv("QUEUES_DYNAMODB_ENDPOINT", testservers.DynamoDB(t))
+	t.Setenv("QUEUES_DYNAMODB_TABLE", testservers.TableName("cmd"))
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}

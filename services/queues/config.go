@@ -19,7 +19,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/telemetry"
 	"github.com/queueshq/queues/pkg/tenancy"
 )
@@ -99,7 +99,7 @@ func (b *backendFlags) register(fs *flag.FlagSet, keysUsage string) {
 // DynamoDB.
 type backend struct {
 	log  *slog.Logger
-	ring *keys.Ring
+	ring *signingkeys.Ring
 	rdb  redis.UniversalClient
 	ddb  *dynamodb.Client
 }
@@ -154,11 +154,11 @@ func redisClient(url string, cluster bool) (redis.UniversalClient, error) {
 }
 
 // signingKeys reads QUEUES_SIGNING_KEYS.
-func signingKeys(s string) (*keys.Ring, error) {
+func signingKeys(s string) (*signingkeys.Ring, error) {
 	if s == "" {
 		return nil, errors.New("no signing keys: set QUEUES_SIGNING_KEYS to kid:base64secret[,…] (every replica the same list)")
 	}
-	return keys.Parse(s)
+	return signingkeys.Parse(s)
 }
 
 func rateFlags(fs *flag.FlagSet, r *api.Rates) {

@@ -14,10 +14,10 @@ import (
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/localservers"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -51,7 +51,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
 		return err
 	}
-	ring, err := keys.Generate("dev")
+	ring, err := signingkeys.Generate("dev")
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/movetask"
+	"github.com/queueshq/queues/pkg/queuemetrics"
 	"github.com/queueshq/queues/pusher"
 )
 
@@ -151,7 +151,7 @@ func (c *pusherConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.publicURL, "public-url", env("QUEUES_PUBLIC_URL", ""), "the service's URL as push receivers reach it: the iss of push tokens, keys at <url>/.well-known/jwks.json; empty: no push tokens (QUEUES_PUBLIC_URL)")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 	fs.StringVar(&c.listen, "listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics, /healthz, /readyz and /debug/pprof (QUEUES_PUSHER_LISTEN)")
-	fs.IntVar(&c.backlogTop, "backlog-top", backlog.DefaultTopN, "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
+	fs.IntVar(&c.backlogTop, "backlog-top", queuemetrics.DefaultTopN, "busiest queues with labelled backlog and push-health metrics; 0: no backlog sampling (QUEUES_BACKLOG_TOP)")
 	c.backend.register(fs, "kid:base64secret,… the API's keys: pushed messages carry receipt handles (QUEUES_SIGNING_KEYS)")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", pusher.DefaultMaxInFlight, "push batches in flight on this replica across all subscriptions, shared fairly between projects and their subscriptions (QUEUES_PUSH_MAX_IN_FLIGHT)")
 	bindEnv(fs, "allow-private", "QUEUES_PUSH_ALLOW_PRIVATE")

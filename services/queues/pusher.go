@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
-	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/meta/redismeta"
+	"github.com/queueshq/queues/pkg/meta/pushlog"
+	"github.com/queueshq/queues/pkg/queuemetrics"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -52,9 +52,9 @@ func runPusher(ctx context.Context, args []string) error {
 	defer p.Close()
 	store := dynamometa.New(b.ddb, be.store.table)
 	if c.backlogTop > 0 {
-		// The pusher fleet samples the backlog for the operator (package backlog): it is the
+		// The pusher fleet samples the backlog for the operator (package queuemetrics): it is the
 		// tier with the engine, the subscriptions and the attempts log at hand.
-		sampler := backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: redismeta.NewAttempts(b.rdb),
+		sampler := queuemetrics.New(queuemetrics.Config{Meta: store, Subscriptions: store, Attempts: pushlog.NewAttempts(b.rdb),
 			Engine: p.Engine, Logger: log, TopN: c.backlogTop})
 		reg.MustRegister(sampler)
 		sctx, stopSampling := context.WithCancel(ctx)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/services/queues/embedded"
 )
 
@@ -37,10 +37,10 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer stopTracing()
 	log := logger(c.level)
-	var ring *keys.Ring
+	var ring *signingkeys.Ring
 	if c.sigKeys != "" {
 		var err error
-		if ring, err = keys.Parse(c.sigKeys); err != nil {
+		if ring, err = signingkeys.Parse(c.sigKeys); err != nil {
 			return fmt.Errorf("QUEUES_SIGNING_KEYS: %w", err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 )
 
 // served is a running `queues serve` (runServe in this process).
@@ -107,7 +107,7 @@ func startServe(t *testing.T, env string, args ...string) *served {
 // returns the status and the error's field.
 func (s *served) subscribe(t *testing.T) (int, string) {
 	t.Helper()
-	hc := apitest.NewChecker(t, s.url).Client()
+	hc := openapicheck.NewChecker(t, s.url).Client()
 	do := func(method, path string, in any) (int, []byte) {
 		b, _ := json.Marshal(in)
 		req, _ := http.NewRequest(method, s.url+path, bytes.NewReader(b))

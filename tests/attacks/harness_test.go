@@ -28,9 +28,9 @@ import (
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -42,7 +42,7 @@ type env struct {
 	rdb         *redis.Client
 	ddb         *dynamodb.Client
 	table       string
-	ring        *keys.Ring
+	ring        *signingkeys.Ring
 	replica     *stack.Replica
 	logs        *syncBuffer // everything the replica logged
 	commands    *commandCounter
@@ -56,19 +56,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "attacks setup: %v\n", err)
 		code = 1
 	}
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
 func run(m *testing.M) (int, error) {
 	ctx := context.Background()
-	be, err := testenv.StartBackends(ctx, "attacks", dynamometa.Migrate)
+	be, err := testservers.StartBackends(ctx, "attacks", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}
 	defer be.Stop()
 	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
-	ring, err := keys.Generate("atk")
+	ring, err := signingkeys.Generate("atk")
 	if err != nil {
 		return 1, err
 	}

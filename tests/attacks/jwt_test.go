@@ -15,7 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 )
 
 // claimsFor are claims a real token of project p would carry.
@@ -37,7 +37,7 @@ func TestForgedTokens(t *testing.T) {
 	p, good := project(t)
 	call(t, "GET", "/v1/queues", good, nil).is(t, 200, "", "")
 	parts := strings.Split(good, ".")
-	attacker, _ := keys.Generate("k") // a key of the attacker's own
+	attacker, _ := signingkeys.Generate("k") // a key of the attacker's own
 	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
 	signed := func(m jwt.SigningMethod, key any, hdr map[string]any, c jwt.MapClaims) string {
 		tok := jwt.NewWithClaims(m, c)
@@ -53,7 +53,7 @@ func TestForgedTokens(t *testing.T) {
 	var fetched atomic.Int32
 	keyServer := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { fetched.Add(1) }))
 	defer keyServer.Close()
-	secret := attacker.Signing().Derive(keys.PurposeToken)
+	secret := attacker.Signing().Derive(signingkeys.PurposeToken)
 
 	cases := map[string]string{
 		// X1, X2: alg none and its case games, with and without a signature.
@@ -113,7 +113,7 @@ func TestTokenLifetimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := e.ring.Signing()
-	secret := k.Derive(keys.PurposeToken)
+	secret := k.Derive(signingkeys.PurposeToken)
 	sign := func(mod func(jwt.MapClaims)) string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claimsFor(p, func(c jwt.MapClaims) {
 			c["jti"] = real["jti"]

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -47,7 +47,7 @@ func TestTamperedHandles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attacker, _ := keys.Generate(e.ring.Signing().ID)
+	attacker, _ := signingkeys.Generate(e.ring.Signing().ID)
 	other := d
 	other.Queue[0] ^= 1
 	forged = append(forged, receipt.NewSigner(attacker).Sign(d), receipt.NewSigner(attacker).Sign(other))

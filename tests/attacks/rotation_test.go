@@ -3,7 +3,7 @@ package attacks
 import (
 	"testing"
 
-	"github.com/queueshq/queues/pkg/keys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -13,11 +13,11 @@ import (
 func TestKeyRotation(t *testing.T) {
 	p, oldTok := project(t)
 	oldHandle := queueWithMessage(t, oldTok, "x14", nil)
-	fresh, err := keys.Generate("atk2")
+	fresh, err := signingkeys.Generate("atk2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	both, err := keys.Parse(fresh.String() + "," + e.ring.String())
+	both, err := signingkeys.Parse(fresh.String() + "," + e.ring.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ var rows = map[int]string{
 	6:  "TestTokenLifetimes (expired, nbf and iat in the future; leeway 5 s)",
 	7:  "not applicable as written: tokens without exp are the spec's (ttlSeconds absent = no expiry). What bounds them is revocation, checked on every request against the token record: TestRevocation",
 	8:  "TestTokenLifetimes (another issuer). We set no aud: one service, one issuer, and every token names its project (sub) and id (jti), both checked",
-	9:  "TestForgedTokens (a receipt handle and a key id as bearer); handles and tokens use separate derived keys (pkg/keys purposes)",
+	9:  "TestForgedTokens (a receipt handle and a key id as bearer); handles and tokens use separate derived keys (pkg/signingkeys purposes)",
 	10: "TestHugeCredentials (100 KiB header: 431; 5 KiB token: 401 before decoding), TestTokenLifetimes (500-deep claims); pkg/auth TestLongTokenRefusedBeforeDecoding",
 	11: "TestCrossTenantMatrix (15 queue routes: identical 404 to a missing queue, B unchanged)",
 	12: "TestCrossTenantMatrix (prefix listing)",

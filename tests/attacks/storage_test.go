@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -40,7 +40,7 @@ func noLeak(t *testing.T, what string, a answer) {
 func TestStorageRefusals(t *testing.T) {
 	// A Redis of its own, whose dir may be changed (a protected config) and with a save point
 	// (MISCONF needs one).
-	addr, stopRedis, err := testenv.StartRedis(t.Context(), "--enable-protected-configs", "yes", "--save", "3600 1")
+	addr, stopRedis, err := testservers.StartRedis(t.Context(), "--enable-protected-configs", "yes", "--save", "3600 1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/openapicheck"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/embedded"
 	"github.com/queueshq/queues/services/queues/stack"
 )
@@ -63,7 +63,7 @@ type world struct {
 	rdb       *redis.Client
 	ddb       *dynamodb.Client
 	table     string
-	ring      *keys.Ring
+	ring      *signingkeys.Ring
 
 	a, b *httptest.Server
 	// waiters counts the receives parked in long polls on a and b.
@@ -94,7 +94,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e setup (%s): %v\n", backend, err)
 		code = 1
 	}
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -124,13 +124,13 @@ func runEach() int {
 
 func runStack(m *testing.M) (int, error) {
 	ctx := context.Background()
-	be, err := testenv.StartBackends(ctx, "e2e", dynamometa.Migrate)
+	be, err := testservers.StartBackends(ctx, "e2e", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}
 	defer be.Stop()
 	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
-	ring, err := keys.Generate("e2e")
+	ring, err := signingkeys.Generate("e2e")
 	if err != nil {
 		return 1, err
 	}
@@ -242,12 +242,12 @@ type client struct {
 	t     testing.TB
 	base  string
 	token string
-	chk   *apitest.Checker
+	chk   *openapicheck.Checker
 	hc    *http.Client
 }
 
 func newClient(t testing.TB, srv *httptest.Server, token string) *client {
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	t.Cleanup(func() {
 		w.mu.Lock()
 		for k := range chk.Seen() {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestFullMemoryDrains(t *testing.T) {
 	requireStack(t, "a replica on a small Redis of its own")
 	tn := newTenant(t)
-	addr, stopRedis, err := testenv.StartRedis(t.Context(), "--maxmemory", "24mb")
+	addr, stopRedis, err := testservers.StartRedis(t.Context(), "--maxmemory", "24mb")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -27,7 +27,7 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 	// No retries: the engine then uses this client itself (see redisengine/noretry.go), hooks and all.
 	rdb := redis.NewClient(&redis.Options{Addr: w.redisAddr, MaxRetries: -1})
 	defer rdb.Close()
-	hook := &testenv.FailScripts{Tag: "{q:" + qid + ":1}"}
+	hook := &testservers.FailScripts{Tag: "{q:" + qid + ":1}"}
 	hook.On.Store(true)
 	rdb.AddHook(hook)
 	srv, closeReplica, err := w.replica(context.Background(), stack.Options{Redis: rdb, SweepEvery: -1})

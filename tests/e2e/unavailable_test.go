@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestRedisUnavailable(t *testing.T) {
 	requireStack(t, "a replica on a Redis of its own, stopped mid-test")
 	tn := newTenant(t)
-	addr, stopRedis, err := testenv.StartRedis(t.Context())
+	addr, stopRedis, err := testservers.StartRedis(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func noInternals(t *testing.T, r resp, dependency string) {
 func TestDynamoUnavailable(t *testing.T) {
 	requireStack(t, "a replica on an unreachable DynamoDB")
 	tn := newTenant(t)
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := testenv.DynamoClient(t.Context(), "http://127.0.0.1:"+strconv.Itoa(port))
+	dead, err := testservers.DynamoClient(t.Context(), "http://127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}

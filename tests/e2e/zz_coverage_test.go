@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 )
 
 // TestZZOpenAPICoverage runs last (files run in name order): every operation of openapi.yaml
@@ -17,7 +17,7 @@ func TestZZOpenAPICoverage(t *testing.T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var missing []string
-	for _, id := range apitest.OperationIDs(apitest.LoadSpec(t)) {
+	for _, id := range openapicheck.OperationIDs(openapicheck.LoadSpec(t)) {
 		if !w.seen[id] {
 			missing = append(missing, id)
 		}

@@ -24,7 +24,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/testenv/tcpproxy"
+	"github.com/queueshq/queues/pkg/testservers/tcpproxy"
 )
 
 func full() bool { return os.Getenv("QUEUES_FAULTS_FULL") == "1" }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
@@ -28,7 +28,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.StopAll()
+	testservers.StopAll()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
@@ -93,7 +93,7 @@ func startProc(t *testing.T, name, ready string, env []string, args ...string) *
 	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.exited) }()
 	t.Cleanup(p.kill)
 	hc := &http.Client{Timeout: 2 * time.Second}
-	err = testenv.WaitFor(context.Background(), 60*time.Second, func(ctx context.Context) error {
+	err = testservers.WaitFor(context.Background(), 60*time.Second, func(ctx context.Context) error {
 		select {
 		case <-p.exited:
 			return fmt.Errorf("%s exited", name)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // redisProc is a redis-server this suite starts, kills with SIGKILL, pauses and restarts on
@@ -32,7 +32,7 @@ type redisProc struct {
 // startRedis starts a redis-server with AOF on in a fresh directory; args override.
 func startRedis(t *testing.T, args ...string) *redisProc {
 	t.Helper()
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func (r *redisProc) start() {
 		"--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction",
 		"--dir", r.dir, "--daemonize", "no", "--logfile", filepath.Join(r.dir, "redis.log"),
 	}, r.args...)
-	r.cmd = exec.Command(testenv.RedisServerBin, full...)
+	r.cmd = exec.Command(testservers.RedisServerBin, full...)
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
@@ -128,7 +128,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // startRedisIn starts a redis-server whose data directory is dir.
 func startRedisIn(t *testing.T, dir string, args ...string) *redisProc {
 	t.Helper()
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

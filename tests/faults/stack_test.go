@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/keys"
-	"github.com/queueshq/queues/pkg/testenv"
-	"github.com/queueshq/queues/pkg/testenv/tcpproxy"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
+	"github.com/queueshq/queues/pkg/testservers/tcpproxy"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
@@ -71,7 +71,7 @@ func newStack(t *testing.T, redisDir string, apis, pushers int) *stack {
 func newStackOn(t *testing.T, redisEnv []string, apis, pushers int) *stack {
 	t.Helper()
 	queuesBin(t)
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +79,8 @@ func newStackOn(t *testing.T, redisEnv []string, apis, pushers int) *stack {
 		hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	t.Cleanup(s.hc.CloseIdleConnections)
 	s.env = append(redisEnv,
-		"QUEUES_DYNAMODB_ENDPOINT="+testenv.DynamoDB(t),
-		"QUEUES_DYNAMODB_TABLE="+testenv.TableName("faults"),
+		"QUEUES_DYNAMODB_ENDPOINT="+testservers.DynamoDB(t),
+		"QUEUES_DYNAMODB_TABLE="+testservers.TableName("faults"),
 		"QUEUES_OPERATOR_TOKEN="+s.op,
 		"QUEUES_SIGNING_KEYS="+ring.String(),
 		"QUEUES_LOG_LEVEL=warn",
@@ -110,7 +110,7 @@ func (s *stack) name(kind string) string {
 }
 
 func freeAddr(t *testing.T) string {
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/rediskeys"
-	"github.com/queueshq/queues/pkg/testenv"
-	"github.com/queueshq/queues/pkg/testenv/tcpproxy"
+	"github.com/queueshq/queues/pkg/testservers"
+	"github.com/queueshq/queues/pkg/testservers/tcpproxy"
 )
 
 // Topics under faults: exactly one copy per binding. Each test runs the topic load
@@ -431,7 +431,7 @@ func assertSlots(t *testing.T, addr string, tl *topicLoad) string {
 // and the cursor advance are separate scripts on different nodes, and the holder of the
 // fan-out lease is killed between them as it may be.
 func TestTopicsCluster(t *testing.T) {
-	addrs := testenv.RedisCluster(t)
+	addrs := testservers.RedisCluster(t)
 	urls := make([]string, len(addrs))
 	for i, a := range addrs {
 		urls[i] = "redis://" + a

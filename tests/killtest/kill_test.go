@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/keys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
@@ -46,19 +46,19 @@ type stack struct {
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	ctx := t.Context()
-	raddr, stopRedis, err := testenv.StartRedis(ctx, "--appendonly", "yes", "--appendfsync", "always")
+	raddr, stopRedis, err := testservers.StartRedis(ctx, "--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
 		t.Fatalf("redis-server: %v", err)
 	}
 	t.Cleanup(stopRedis)
-	ring, err := keys.Generate("k1")
+	ring, err := signingkeys.Generate("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &stack{dir: t.TempDir()}
 	s.env = append(s.env, "QUEUES_REDIS_URL=redis://"+raddr,
-		"QUEUES_DYNAMODB_ENDPOINT="+testenv.DynamoDB(t),
-		"QUEUES_DYNAMODB_TABLE="+testenv.TableName("killtest"),
+		"QUEUES_DYNAMODB_ENDPOINT="+testservers.DynamoDB(t),
+		"QUEUES_DYNAMODB_TABLE="+testservers.TableName("killtest"),
 		"QUEUES_OPERATOR_TOKEN=op_"+randomHex(16),
 		"QUEUES_SIGNING_KEYS="+ring.String(),
 		"QUEUES_LOG_LEVEL=warn",

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/tests/internal/crashtest"
 )
 
@@ -56,7 +56,7 @@ func TestKillAPIMidFlushMetering(t *testing.T) {
 	st := newStack(t)
 	st.env = append(st.env, "QUEUES_USAGE_FLUSH_EVERY="+meterEvery.String())
 	hc := crashtest.NewHTTPClient(t)
-	ddb, err := testenv.DynamoClient(t.Context(), testenv.DynamoDB(t))
+	ddb, err := testservers.DynamoClient(t.Context(), testservers.DynamoDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 // testSupport are the packages that exist for tests: harnesses that start servers, conformance
 // suites and the in-memory fake of the metadata store.
 var testSupport = []string{
-	"github.com/queueshq/queues/pkg/testenv",
-	"github.com/queueshq/queues/pkg/apitest",
+	"github.com/queueshq/queues/pkg/testservers",
+	"github.com/queueshq/queues/pkg/openapicheck",
 	"github.com/queueshq/queues/tests/stacktest",
 	"github.com/queueshq/queues/pkg/engine/enginetest",
 	"github.com/queueshq/queues/pkg/meta/metatest",

@@ -18,7 +18,7 @@ const (
 
 // notProduction: test suites and the packages that only support them.
 func notProduction(rel string) bool {
-	for _, p := range []string{"tests/", "sdk/", "pkg/engine/enginetest/", "pkg/meta/metatest/", "pkg/testenv/", "pkg/apitest/"} {
+	for _, p := range []string{"tests/", "sdk/", "pkg/engine/enginetest/", "pkg/meta/metatest/", "pkg/testservers/", "pkg/openapicheck/"} {
 		if strings.HasPrefix(rel, p) {
 			return true
 		}

@@ -12,8 +12,8 @@ import (
 // TestTestsNameTheirRedis: no test, nor a package that supports tests, can talk to the
 // default Redis on port 6379 (on a shared machine, somebody else's): none spells that address,
 // and every go-redis client options literal names its address, since go-redis dials
-// localhost:6379 when Addr is empty. Tests take their Redis from pkg/testenv, which starts its
-// own on a free port; in-process commands meet testenv.GuardDefaultRedis.
+// localhost:6379 when Addr is empty. Tests take their Redis from pkg/testservers, which starts its
+// own on a free port; in-process commands meet testservers.GuardDefaultRedis.
 func TestTestsNameTheirRedis(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
@@ -24,7 +24,7 @@ func TestTestsNameTheirRedis(t *testing.T) {
 			return err
 		}
 		for _, p := range defaultRedis(f) {
-			t.Errorf("%s: a test reaches the default Redis (port 6379): take one from pkg/testenv", fset.Position(p))
+			t.Errorf("%s: a test reaches the default Redis (port 6379): take one from pkg/testservers", fset.Position(p))
 		}
 		return nil
 	})

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/queueshq/queues/pkg/api"
-	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/openapicheck"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/services/queues/stack"
 	"github.com/queueshq/queues/tests/stacktest"
@@ -24,11 +24,11 @@ import (
 
 // deadDynamo is a DynamoDB client for a port nothing listens on.
 func deadDynamo(t *testing.T) *dynamodb.Client {
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := testenv.DynamoClient(t.Context(), "http://127.0.0.1:"+strconv.Itoa(port))
+	d, err := testservers.DynamoClient(t.Context(), "http://127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +38,14 @@ func deadDynamo(t *testing.T) *dynamodb.Client {
 // hasOperation reports whether openapi.yaml has the operation (push subscription routes are
 // tested once they are in it).
 func hasOperation(t testing.TB, id string) bool {
-	return slices.Contains(apitest.OperationIDs(apitest.LoadSpec(t)), id)
+	return slices.Contains(openapicheck.OperationIDs(openapicheck.LoadSpec(t)), id)
 }
 
 // Every route of openapi.yaml through the SDK against the real service, each exchange
 // validated against the spec, and every operation exercised.
 func TestEveryRoute(t *testing.T) {
 	ctx := t.Context()
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	tn := newTenant(t, checked(chk))
 	op, c := tn.op, tn.c
 
@@ -444,7 +444,7 @@ func subscriptionRoutes(t *testing.T, c *client.Client) {
 // message, status and field; errors.Is and the helpers match it.
 func TestErrorCodes(t *testing.T) {
 	ctx := t.Context()
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	tn := newTenant(t, checked(chk))
 	c := tn.c
 	noRetry := client.WithRetry(client.RetryPolicy{MaxAttempts: 1})

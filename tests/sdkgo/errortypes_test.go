@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/sdk/go/client"
 )
 
@@ -114,7 +114,7 @@ func typedKind(err error) string {
 // Every code of openapi.yaml's ErrorCode has its typed error (a new code fails here until
 // it is given a family, in the SDK and in typedKinds).
 func TestEveryCodeHasATypedError(t *testing.T) {
-	codes := apitest.LoadSpec(t).Components.Schemas["ErrorCode"]
+	codes := openapicheck.LoadSpec(t).Components.Schemas["ErrorCode"]
 	if codes == nil || codes.Value == nil || len(codes.Value.Enum) == 0 {
 		t.Fatal("openapi.yaml has no ErrorCode enum")
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/sdk/go/client"
 )
 
@@ -61,7 +61,7 @@ func collect[T any](t *testing.T, seq iter.Seq2[T, error]) []T {
 // iterate too.
 func TestIterators(t *testing.T) {
 	ctx := t.Context()
-	pc := &pageCounter{next: apitest.NewChecker(t, srv.URL), gets: map[string]int{}}
+	pc := &pageCounter{next: openapicheck.NewChecker(t, srv.URL), gets: map[string]int{}}
 	tn := newTenant(t, client.WithHTTPClient(&http.Client{Transport: pc}))
 	c, two := tn.c, client.Page{Limit: 2}
 	// check asserts what an iteration yielded (by key) and that it took want pages of path.
@@ -302,7 +302,7 @@ var iterators = map[string]string{
 // Every GET of openapi.yaml answering a nextCursor has an iterator in the SDK (a new list
 // route without one fails here).
 func TestEveryListHasAnIterator(t *testing.T) {
-	doc := apitest.LoadSpec(t)
+	doc := openapicheck.LoadSpec(t)
 	ct := reflect.TypeFor[*client.Client]()
 	found := 0
 	for _, path := range doc.Paths.InMatchingOrder() {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apitest"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/openapicheck"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/tests/stacktest"
 )
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "client tests setup:", err)
 		code = 1
 	}
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -62,7 +62,7 @@ type tenant struct {
 }
 
 // checked returns client options whose HTTP traffic chk validates against openapi.yaml.
-func checked(chk *apitest.Checker) client.Option {
+func checked(chk *openapicheck.Checker) client.Option {
 	return client.WithHTTPClient(&http.Client{Transport: chk})
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/sdk/go/client"
 )
 
@@ -248,7 +248,7 @@ func receiveN(t *testing.T, c *client.Client, queue string, n int) []client.Mess
 // they copied.
 func TestTopicFanOut(t *testing.T) {
 	ctx := t.Context()
-	tn := newTenant(t, checked(apitest.NewChecker(t, srv.URL)))
+	tn := newTenant(t, checked(openapicheck.NewChecker(t, srv.URL)))
 	c := tn.c
 	if _, err := c.CreateTopic(ctx, client.CreateTopicInput{Name: "orders"}); err != nil {
 		t.Fatal(err)

@@ -22,9 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/embedded"
 	"github.com/queueshq/queues/services/queues/stack"
 )
@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "sqs tests: setup:", err)
 		code = 1
 	}
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -56,13 +56,13 @@ func run(m *testing.M) (int, error) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	be, err := testenv.StartBackends(ctx, "sqs", dynamometa.Migrate)
+	be, err := testservers.StartBackends(ctx, "sqs", dynamometa.Migrate)
 	if err != nil {
 		return 1, err
 	}
 	defer be.Stop()
 	addr, ddb, table := be.RedisAddr, be.Dynamo, be.Table
-	ring, err := keys.Generate("sqs")
+	ring, err := signingkeys.Generate("sqs")
 	if err != nil {
 		return 1, err
 	}

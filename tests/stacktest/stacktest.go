@@ -1,5 +1,5 @@
 // Package stacktest starts a real Queues API for the tests of the SDK and the CLI: a
-// redis-server and DynamoDB Local (pkg/testenv), the metadata table migrated, API replicas
+// redis-server and DynamoDB Local (pkg/testservers), the metadata table migrated, API replicas
 // and a pusher fleet member built by services/queues/stack exactly as production builds them (push
 // endpoints on loopback allowed), the API served by httptest.
 //
@@ -24,9 +24,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/signingkeys"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
@@ -41,7 +41,7 @@ type Server struct {
 	rdb   *redis.Client
 	ddb   *dynamodb.Client
 	table string
-	ring  *keys.Ring
+	ring  *signingkeys.Ring
 
 	mu     sync.Mutex
 	closes []func()
@@ -51,14 +51,14 @@ type Server struct {
 // and one API replica.
 func Start(ctx context.Context) (*Server, error) {
 	s := &Server{}
-	be, err := testenv.StartBackends(ctx, "client", dynamometa.Migrate)
+	be, err := testservers.StartBackends(ctx, "client", dynamometa.Migrate)
 	if err != nil {
 		return nil, err
 	}
 	s.closes = append(s.closes, be.Stop)
 	addr := be.RedisAddr
 	s.ddb, s.table = be.Dynamo, be.Table
-	if s.ring, err = keys.Generate("ct"); err != nil {
+	if s.ring, err = signingkeys.Generate("ct"); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -145,7 +145,7 @@ var (
 )
 
 // Shared returns one server per test binary, started on first use; it dies with the
-// process (testenv starts its servers with a parent death signal).
+// process (testservers starts its servers with a parent death signal).
 func Shared() (*Server, error) {
 	sharedOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -18,17 +18,17 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/telemetry"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 	"github.com/queueshq/queues/sdk/go/client"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
@@ -44,17 +44,17 @@ func setupStack(t *testing.T) (*tracetest.InMemoryExporter, *sdktrace.TracerProv
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	telemetry.Install(tp) // before the tiers: their hooks and middleware are added when built
 	ctx := t.Context()
-	addr := testenv.Redis(t)
-	plain, err := testenv.DynamoClient(ctx, testenv.DynamoDB(t))
+	addr := testservers.Redis(t)
+	plain, err := testservers.DynamoClient(ctx, testservers.DynamoDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ddb := dynamodb.New(plain.Options(), func(o *dynamodb.Options) { o.TracerProvider = telemetry.AWSTracerProvider() })
-	table := testenv.TableName("tracing")
+	table := testservers.TableName("tracing")
 	if err := dynamometa.Migrate(ctx, ddb, table); err != nil {
 		t.Fatal(err)
 	}
-	ring, err := keys.Generate("tr")
+	ring, err := signingkeys.Generate("tr")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,14 +11,14 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // A queue is active from its first send until Sweep finds it empty and not sent to for a
 // while; deleting it forgets it.
 func TestActiveQueues(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	clk := enginetest.NewClock()
 	e := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), clk, redisengine.Options{})
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // TestPayloadBaseRoundTrip: the attempt base survives encoding, with and without dead-letter
@@ -32,7 +32,7 @@ func TestPayloadBaseRoundTrip(t *testing.T) {
 func TestOldOutboxEntryJumps(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	e, err := New(rdb, clk, Options{})
 	if err != nil {
 		t.Fatal(err)

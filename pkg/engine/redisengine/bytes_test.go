@@ -13,16 +13,16 @@ import (
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // On Redis Cluster the project's total is folded in after each partition script; a fold lost
 // (a replica dying between the two) is made up by the next Sweep of the queue.
 func TestClusterLostFoldSwept(t *testing.T) {
 	t.Parallel()
-	addrs := testenv.RedisCluster(t)
+	addrs := testservers.RedisCluster(t)
 	project := ids.New()
-	fail := &testenv.FailScripts{Tag: "{t:" + project.String() + "}"}
+	fail := &testservers.FailScripts{Tag: "{t:" + project.String() + "}"}
 	// On each node's client: the engine talks through its own copy of the cluster client
 	// (noretry.go), which keeps the options (NewClient) but not the cluster-level hooks.
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, NewClient: func(o *redis.Options) *redis.Client {
@@ -65,11 +65,11 @@ func TestLimitConcurrentReplicas(t *testing.T) {
 	t.Parallel()
 	for name, client := range map[string]func() redis.UniversalClient{
 		"single": func() redis.UniversalClient {
-			addr := testenv.Redis(t)
+			addr := testservers.Redis(t)
 			return redis.NewClient(&redis.Options{Addr: addr})
 		},
 		"cluster": func() redis.UniversalClient {
-			addrs := testenv.RedisCluster(t)
+			addrs := testservers.RedisCluster(t)
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 		},
 	} {

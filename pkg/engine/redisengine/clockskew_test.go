@@ -11,7 +11,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // TestClockSkewRefusesToServe: a replica whose clock is 60 s ahead of Redis's neither
@@ -20,7 +20,7 @@ import (
 // with a good clock serves. A clock that jumps after start is caught by the periodic check.
 func TestClockSkewRefusesToServe(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	opts := redisengine.Options{MaxClockSkew: time.Second, ClockCheckEvery: 20 * time.Millisecond}
 	goodClock := clock.NewSkewed(clock.Real{}, 0)
 	good := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), goodClock, opts)

@@ -13,7 +13,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // commandStats reads INFO commandstats: command -> calls (scripts' inner commands included).
@@ -47,7 +47,7 @@ func commandStats(t *testing.T, rdb *redis.Client) map[string]int64 {
 func TestDeleteUnknownIDCost(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	e, err := New(rdb, clk, Options{})

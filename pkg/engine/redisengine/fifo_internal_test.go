@@ -10,13 +10,13 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func newInternal(t *testing.T) (*Engine, *redis.Client, *clock.Fake) {
 	t.Helper()
 	// No retries: the engine then uses this client itself, so hooks added to it apply.
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t), MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t), MaxRetries: -1})
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e, err := New(rdb, clk, Options{})
 	if err != nil {
@@ -196,7 +196,7 @@ func TestGroupMappingSweep(t *testing.T) {
 // id holds (braces included).
 func TestFIFOKeysShareSlot(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.RedisCluster(t)})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testservers.RedisCluster(t)})
 	defer rdb.Close()
 	ctx := context.Background()
 	q := ids.New()

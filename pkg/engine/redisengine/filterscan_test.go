@@ -13,7 +13,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/filter"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // scanCap is the byte bound the tests hold the engine to (filter.MaxScanBytes, written out so
@@ -47,7 +47,7 @@ func readCalls(t *testing.T, rdb *redis.Client) int64 {
 // candidate up to filter.MaxCandidates (here 60 messages of 200 KiB: 12 MiB per call).
 func TestFilteredReceiveScanBytes(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	clk := enginetest.NewClock()
 	e := newEngine(t, rdb, clk, redisengine.Options{})
@@ -95,7 +95,7 @@ func TestFilteredReceiveScanBytes(t *testing.T) {
 // messages of 200 KiB read and answered all 12 MiB.
 func TestBrowsePageByteCap(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	clk := enginetest.NewClock()
 	e := newEngine(t, rdb, clk, redisengine.Options{})
@@ -146,7 +146,7 @@ func TestBrowsePageByteCap(t *testing.T) {
 // 200 sends signalled it (and each woken receive scanned the queue again).
 func TestFilteredWake(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	clk := enginetest.NewClock()
 	a := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), clk, redisengine.Options{})
 	b := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), clk, redisengine.Options{})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func TestPayloadRoundTrip(t *testing.T) {
@@ -88,7 +88,7 @@ func TestParseStateAndOutbox(t *testing.T) {
 // scripts touch: one slot per partition, and partitions spread over slots.
 func TestPartitionKeysShareSlot(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.RedisCluster(t)})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testservers.RedisCluster(t)})
 	defer rdb.Close()
 	ctx := context.Background()
 	slot := func(k string) int64 {

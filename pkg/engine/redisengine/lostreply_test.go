@@ -10,8 +10,8 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/testenv"
-	"github.com/queueshq/queues/pkg/testenv/tcpproxy"
+	"github.com/queueshq/queues/pkg/testservers"
+	"github.com/queueshq/queues/pkg/testservers/tcpproxy"
 )
 
 // TestLostReplyRunsScriptOnce: a TCP proxy between the engine and a real redis-server holds
@@ -23,7 +23,7 @@ import (
 // not rely on its caller's settings.
 func TestLostReplyRunsScriptOnce(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	proxy, err := tcpproxy.Start(addr)
 	if err != nil {
 		t.Fatal(err)

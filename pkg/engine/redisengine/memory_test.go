@@ -14,7 +14,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // TestMemoryBeyondBody measures Redis memory per queued message beyond its body: used_memory
@@ -25,7 +25,7 @@ import (
 func TestMemoryBeyondBody(t *testing.T) {
 	n := envInt(t, "QUEUES_MEMTEST_N", 20_000)
 	bodyLen := envInt(t, "QUEUES_MEMTEST_BODY", 1024)
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	e := newEngine(t, rdb, clock.Real{}, redisengine.Options{PartitionSendRate: 1 << 30})
 	ctx := context.Background()

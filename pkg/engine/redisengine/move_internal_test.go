@@ -10,7 +10,7 @@ import (
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // TestMoveInterrupted stops a move after its first step, as a crash of the replica running it
@@ -19,7 +19,7 @@ import (
 func TestMoveInterrupted(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	e, err := New(rdb, clk, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestMoveInterrupted(t *testing.T) {
 func TestMoveSweepFinishes(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.Redis(t)})
 	e, err := New(rdb, clk, Options{})
 	if err != nil {
 		t.Fatal(err)

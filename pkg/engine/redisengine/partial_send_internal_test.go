@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/queueshq/queues/pkg/engine"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // TestFIFOSendPartialFailure: a fifo send spanning two partitions, one of whose scripts
@@ -38,7 +38,7 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 		t.Fatalf("the groups all landed in one partition: %v", groupIn)
 	}
 
-	hook := &testenv.FailScripts{Tag: keysOf(q.ID, 1).tag}
+	hook := &testservers.FailScripts{Tag: keysOf(q.ID, 1).tag}
 	hook.On.Store(true)
 	rdb.AddHook(hook)
 	res, err := e.Send(ctx, q, []engine.Message{

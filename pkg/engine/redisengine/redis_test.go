@@ -16,7 +16,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func newQueue(opts ...func(*engine.Queue)) engine.Queue {
@@ -37,7 +37,7 @@ func must[T any](v T, err error) T {
 
 func TestScriptCacheFlushed(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	clk := enginetest.NewClock()
 	e := newEngine(t, rdb, clk, redisengine.Options{})
@@ -79,7 +79,7 @@ func TestScriptCacheFlushed(t *testing.T) {
 // dead-letter queue fails) and lets Sweep finish it, exactly once.
 func TestOutboxRecovery(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	clk := enginetest.NewClock()
 	e := newEngine(t, rdb, clk, redisengine.Options{})
@@ -146,7 +146,7 @@ func TestOutboxRecovery(t *testing.T) {
 
 func TestWatchAcrossEngines(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	clk := enginetest.NewClock()
 	a := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), clk, redisengine.Options{})
 	b := newEngine(t, redis.NewClient(&redis.Options{Addr: addr}), clk, redisengine.Options{})
@@ -171,7 +171,7 @@ func TestWatchAcrossEngines(t *testing.T) {
 
 func TestWatchAcrossClusterEngines(t *testing.T) {
 	t.Parallel()
-	addrs := testenv.RedisCluster(t)
+	addrs := testservers.RedisCluster(t)
 	clk := enginetest.NewClock()
 	a := newEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}), clk, redisengine.Options{})
 	b := newEngine(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs[2:]}), clk, redisengine.Options{})
@@ -192,7 +192,7 @@ func TestWatchAcrossClusterEngines(t *testing.T) {
 
 func TestUnavailableAndCancellation(t *testing.T) {
 	t.Parallel()
-	addr, stop, err := testenv.StartRedis(context.Background())
+	addr, stop, err := testservers.StartRedis(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestMemoryPerMessage(t *testing.T) {
 		t.Skip("fills Redis with 10,000 messages")
 	}
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	e := newEngine(t, rdb, clock.Real{}, redisengine.Options{})
 	ctx := context.Background()
@@ -261,7 +261,7 @@ func TestMemoryPerMessage(t *testing.T) {
 // up one by one, Stats sweeps the queue first, so its counts still leave them all out.
 func TestCountsManyExpired(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	clk := enginetest.NewClock()
 	e := newEngine(t, rdb, clk, redisengine.Options{})

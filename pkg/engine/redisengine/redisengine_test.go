@@ -11,7 +11,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // newEngine makes an engine on a fresh client; both are closed when t ends.
@@ -46,7 +46,7 @@ func harness(newClient func() redis.UniversalClient) enginetest.Harness {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	enginetest.Run(t, harness(func() redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: addr})
 	}))
@@ -54,7 +54,7 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceCluster(t *testing.T) {
 	t.Parallel()
-	addrs := testenv.RedisCluster(t)
+	addrs := testservers.RedisCluster(t)
 	enginetest.Run(t, harness(func() redis.UniversalClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	}))
@@ -62,7 +62,7 @@ func TestConformanceCluster(t *testing.T) {
 
 func TestRefusesEvictingPolicy(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t, "--maxmemory-policy", "allkeys-lru")
+	addr := testservers.Redis(t, "--maxmemory-policy", "allkeys-lru")
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	_, err := redisengine.New(rdb, enginetest.NewClock(), redisengine.Options{})
@@ -94,7 +94,7 @@ func setPartitions(rdb redis.UniversalClient) func(b *testing.B, e engine.Engine
 var benchOpts = redisengine.Options{PartitionSendRate: 1 << 30}
 
 func BenchmarkRedis(b *testing.B) {
-	addr := testenv.Redis(b)
+	addr := testservers.Redis(b)
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	b.Cleanup(func() { admin.Close() })
 	enginetest.Bench(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
@@ -103,7 +103,7 @@ func BenchmarkRedis(b *testing.B) {
 }
 
 func BenchmarkRedisCluster(b *testing.B) {
-	addrs := testenv.RedisCluster(b)
+	addrs := testservers.RedisCluster(b)
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	b.Cleanup(func() { admin.Close() })
 	enginetest.Bench(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
@@ -114,7 +114,7 @@ func BenchmarkRedisCluster(b *testing.B) {
 // BenchmarkPriorityScale: receives from 10^3..10^5 visible messages spread over ten
 // priorities (QUEUES_BENCH_BACKLOGS sets the sizes, e.g. 1000,100000,1000000).
 func BenchmarkPriorityScale(b *testing.B) {
-	addr := testenv.Redis(b)
+	addr := testservers.Redis(b)
 	enginetest.BenchPriorityScale(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
 		return newEngine(b, redis.NewClient(&redis.Options{Addr: addr}), clock.Real{}, benchOpts), clock.Real{}
 	}}, enginetest.BenchSizes(b, 1000, 10_000, 100_000)...)
@@ -122,7 +122,7 @@ func BenchmarkPriorityScale(b *testing.B) {
 
 // BenchmarkDelayScale: receives beside 10^4..10^6 messages delayed over 14 days.
 func BenchmarkDelayScale(b *testing.B) {
-	addr := testenv.Redis(b)
+	addr := testservers.Redis(b)
 	enginetest.BenchDelayScale(b, enginetest.BenchHarness{New: func(b *testing.B) (engine.Engine, clock.Clock) {
 		return newEngine(b, redis.NewClient(&redis.Options{Addr: addr}), clock.Real{}, benchOpts), clock.Real{}
 	}}, 10_000, 100_000, 1_000_000)

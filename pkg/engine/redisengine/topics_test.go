@@ -19,7 +19,7 @@ import (
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/rediskeys"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // topicEnv is one Redis (single or Cluster) the topic tests share; each case makes its own
@@ -60,13 +60,13 @@ func runTopicCases(t *testing.T, env topicEnv) {
 
 func TestTopicsRedis(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	runTopicCases(t, topicEnv{newClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) }})
 }
 
 func TestTopicsRedisCluster(t *testing.T) {
 	t.Parallel()
-	addrs := testenv.RedisCluster(t)
+	addrs := testservers.RedisCluster(t)
 	runTopicCases(t, topicEnv{cluster: true, newClient: func() redis.UniversalClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	}})
@@ -503,7 +503,7 @@ func testTopicCounterBehindLog(t *testing.T, env topicEnv) {
 func TestTopicPublishWaitsForReplicas(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := testenv.Redis(t)
+	primary := testservers.Redis(t)
 	host, port, _ := strings.Cut(primary, ":")
 	opts := redisengine.Options{SyncReplicas: 1, SyncTimeout: 200 * time.Millisecond}
 	lonely := newEngine(t, redis.NewClient(&redis.Options{Addr: primary}), enginetest.NewClock(), opts)
@@ -511,10 +511,10 @@ func TestTopicPublishWaitsForReplicas(t *testing.T) {
 	if _, err := lonely.Publish(ctx, top, []engine.PublishMessage{pm("a")}); apierr.CodeOf(err) != apierr.Unavailable {
 		t.Fatalf("a publish no replica confirmed: %v", err)
 	}
-	replica := testenv.Redis(t, "--replicaof", host, port)
+	replica := testservers.Redis(t, "--replicaof", host, port)
 	rc := redis.NewClient(&redis.Options{Addr: replica})
 	defer rc.Close()
-	if err := testenv.WaitFor(ctx, 10*time.Second, func(ctx context.Context) error {
+	if err := testservers.WaitFor(ctx, 10*time.Second, func(ctx context.Context) error {
 		info, err := rc.Info(ctx, "replication").Result()
 		if err == nil && !strings.Contains(info, "master_link_status:up") {
 			err = errors.New("replica not linked yet")

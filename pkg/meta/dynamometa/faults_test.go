@@ -17,7 +17,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // faultyStore returns a store on a fresh table behind a proxy to DynamoDB Local; fault sees
@@ -27,7 +27,7 @@ func faultyStore(t *testing.T, fault func(op string, w http.ResponseWriter) bool
 	t.Helper()
 	c := client(t)
 	table := newTable(t, c)
-	up, err := url.Parse(testenv.DynamoDB(t))
+	up, err := url.Parse(testservers.DynamoDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}

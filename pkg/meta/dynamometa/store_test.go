@@ -17,18 +17,18 @@ import (
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
 	"github.com/queueshq/queues/pkg/meta/metatest"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.StopAll()
+	testservers.StopAll()
 	os.Exit(code)
 }
 
 func client(t *testing.T) *dynamodb.Client {
 	t.Helper()
-	c, err := testenv.DynamoClient(t.Context(), testenv.DynamoDB(t))
+	c, err := testservers.DynamoClient(t.Context(), testservers.DynamoDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func client(t *testing.T) *dynamodb.Client {
 // newTable migrates a table of its own for one test and drops it afterwards.
 func newTable(t *testing.T, c *dynamodb.Client) string {
 	t.Helper()
-	table := testenv.TableName("meta")
+	table := testservers.TableName("meta")
 	if err := dynamometa.Migrate(t.Context(), c, table); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestMigrationMatchesTable(t *testing.T) {
 
 func TestMigrateRefusesOtherKeySchema(t *testing.T) {
 	c := client(t)
-	table := testenv.TableName("other")
+	table := testservers.TableName("other")
 	_, err := c.CreateTable(t.Context(), &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
@@ -143,7 +143,7 @@ func TestMigrateRefusesOtherKeySchema(t *testing.T) {
 // A store whose table is missing or whose endpoint does not answer reports Unavailable.
 func TestUnavailable(t *testing.T) {
 	c := client(t)
-	s := dynamometa.New(c, testenv.TableName("missing"))
+	s := dynamometa.New(c, testservers.TableName("missing"))
 	for what, err := range map[string]error{
 		"Ping":        s.Ping(t.Context()),
 		"GetProject":  func() error { _, err := s.GetProject(t.Context(), ids.New()); return err }(),
@@ -153,11 +153,11 @@ func TestUnavailable(t *testing.T) {
 			t.Errorf("%s on a missing table: %v, want unavailable", what, err)
 		}
 	}
-	port, err := testenv.FreePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := testenv.DynamoClient(t.Context(), "http://127.0.0.1:"+itoa(port))
+	dead, err := testservers.DynamoClient(t.Context(), "http://127.0.0.1:"+itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}

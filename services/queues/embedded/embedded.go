@@ -39,19 +39,19 @@ import (
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
-	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/embeddedengine"
 	"github.com/queueshq/queues/pkg/fanout"
 	"github.com/queueshq/queues/pkg/ids"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/embeddedmeta"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/movetask"
+	"github.com/queueshq/queues/pkg/queuemetrics"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
 	"github.com/queueshq/queues/pkg/tenancy"
@@ -80,7 +80,7 @@ type Options struct {
 	DataDir string
 	// Keys overrides the keys kept in the data directory (QUEUES_SIGNING_KEYS); nil: use the
 	// kept ones, generating them on first start.
-	Keys          *keys.Ring
+	Keys          *signingkeys.Ring
 	OperatorToken string
 	Rates         api.Rates // zero: api.DefaultRates
 	Logger        *slog.Logger
@@ -102,7 +102,7 @@ type Options struct {
 	// MeterEvery is how often the usage meter flushes (default tenancy.FlushEvery).
 	MeterEvery time.Duration
 	// BacklogTopN is how many of the busiest queues get labelled backlog and push-health
-	// metrics (package backlog; 0: backlog.DefaultTopN, negative: no backlog sampling).
+	// metrics (package queuemetrics; 0: queuemetrics.DefaultTopN, negative: no backlog sampling).
 	BacklogTopN int
 	// Clock is the node's clock (nil: the wall clock). Tests inject one they can move, to see
 	// what hours or days of delay do without waiting for them.
@@ -223,7 +223,7 @@ func Open(ctx context.Context, o Options) (n *Node, err error) {
 
 // wire builds the node's pusher, API (with the console and the SQS door), move runner and
 // topic fan-out over its engine and stores.
-func (n *Node) wire(o Options, clk clock.Clock, ring *keys.Ring, reg *prometheus.Registry) (*movetask.Runner, error) {
+func (n *Node) wire(o Options, clk clock.Clock, ring *signingkeys.Ring, reg *prometheus.Registry) (*movetask.Runner, error) {
 	eng, store, cache, authority := n.Engine, n.Store, n.Meta, n.Auth
 	signer := receipt.NewSigner(ring)
 	gens := &pusher.LocalGenerations{}
@@ -282,9 +282,9 @@ func (n *Node) start(o Options, clk clock.Clock, mover *movetask.Runner, reg *pr
 	stored := eng
 	bg, stop := context.WithCancel(context.Background())
 	n.stop = stop
-	var sampler *backlog.Sampler
+	var sampler *queuemetrics.Sampler
 	if o.BacklogTopN >= 0 {
-		sampler = backlog.New(backlog.Config{Meta: store, Subscriptions: store, Attempts: n.Attempts, Engine: eng,
+		sampler = queuemetrics.New(queuemetrics.Config{Meta: store, Subscriptions: store, Attempts: n.Attempts, Engine: eng,
 			Clock: clk, Logger: o.Logger, TopN: o.BacklogTopN})
 		reg.MustRegister(sampler)
 	}
@@ -317,10 +317,10 @@ func (n *Node) start(o Options, clk clock.Clock, mover *movetask.Runner, reg *pr
 }
 
 // loadOrCreateKeys reads the kept signing keys, or generates and keeps them (mode 0600).
-func loadOrCreateKeys(path string) (*keys.Ring, error) {
+func loadOrCreateKeys(path string) (*signingkeys.Ring, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
-		r, perr := keys.Parse(strings.TrimSpace(string(b)))
+		r, perr := signingkeys.Parse(strings.TrimSpace(string(b)))
 		if perr != nil {
 			return nil, fmt.Errorf("embedded: %s: %w", path, perr)
 		}
@@ -329,7 +329,7 @@ func loadOrCreateKeys(path string) (*keys.Ring, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	r, err := keys.Generate("k" + time.Now().UTC().Format("20060102"))
+	r, err := signingkeys.Generate("k" + time.Now().UTC().Format("20060102"))
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/services/queues/embedded"
 )
 
@@ -99,7 +99,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, %v", fi, err)
 	}
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	c := &client{t: t, hc: chk.Client(), base: srv.URL, token: n.Token}
 
 	c.want(http.StatusOK, http.MethodGet, "/readyz", nil, nil)
@@ -175,7 +175,7 @@ func TestSmoke(t *testing.T) {
 	if n2.Created || n2.Token != n.Token || n2.Project.ID != n.Project.ID {
 		t.Fatalf("second start: created %v, token changed %v, project %s (was %s)", n2.Created, n2.Token != n.Token, n2.Project.ID, n.Project.ID)
 	}
-	chk2 := apitest.NewChecker(t, srv2.URL)
+	chk2 := openapicheck.NewChecker(t, srv2.URL)
 	c2 := &client{t: t, hc: chk2.Client(), base: srv2.URL, token: n2.Token}
 	var r3 received
 	c2.want(http.StatusOK, http.MethodPost, "/v1/queues/"+q.ID+"/receive", map[string]any{"maxMessages": 10, "waitSeconds": 0}, &r3)

@@ -14,9 +14,9 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/queueshq/queues/pkg/apitest"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/openapicheck"
 	"github.com/queueshq/queues/services/queues/embedded"
 )
 
@@ -205,7 +205,7 @@ func TestPush(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	n, srv, attempts, applied := pushNode(t, dir)
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	c := &client{t: t, hc: chk.Client(), base: srv.URL, token: n.Token}
 	anon := &client{t: t, hc: chk.Client(), base: srv.URL}
 	ep := newEndpoint(t)
@@ -395,7 +395,7 @@ func TestPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2, srv2, attempts2, _ := pushNode(t, dir)
-	chk2 := apitest.NewChecker(t, srv2.URL)
+	chk2 := openapicheck.NewChecker(t, srv2.URL)
 	c2 := &client{t: t, hc: chk2.Client(), base: srv2.URL, token: n2.Token}
 	var again struct {
 		ID       string `json:"id"`
@@ -440,7 +440,7 @@ func TestPush(t *testing.T) {
 func TestPushPrivateRefused(t *testing.T) {
 	t.Parallel()
 	n, srv := openNode(t, filepath.Join(t.TempDir(), "data"))
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	c := &client{t: t, hc: chk.Client(), base: srv.URL, token: n.Token}
 	c.want(http.StatusCreated, http.MethodPost, "/v1/queues", map[string]any{"name": "q"}, nil)
 	for _, ep := range []string{"http://example.com/hook", "https://127.0.0.1/hook", "https://10.0.0.1/hook", "https://169.254.169.254/latest"} {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 )
 
 // TestPublishFansOut runs a topic through serve's wiring, answers checked against
@@ -15,7 +15,7 @@ import (
 func TestPublishFansOut(t *testing.T) {
 	t.Parallel()
 	n, srv := openNode(t, filepath.Join(t.TempDir(), "data"))
-	chk := apitest.NewChecker(t, srv.URL)
+	chk := openapicheck.NewChecker(t, srv.URL)
 	c := &client{t: t, hc: chk.Client(), base: srv.URL, token: n.Token}
 	c.want(http.StatusCreated, http.MethodPost, "/v1/topics", map[string]any{"name": "news"}, nil)
 	for _, q := range []string{"a", "b"} {

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/queueshq/queues/pkg/apitest"
+	"github.com/queueshq/queues/pkg/openapicheck"
 )
 
 // TestTopicLogAndStateSurviveRestart: on serve's wiring a topic's log and keyed state (a
@@ -15,7 +15,7 @@ func TestTopicLogAndStateSurviveRestart(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	n, srv := openNode(t, dir)
-	c := &client{t: t, hc: apitest.NewChecker(t, srv.URL).Client(), base: srv.URL, token: n.Token}
+	c := &client{t: t, hc: openapicheck.NewChecker(t, srv.URL).Client(), base: srv.URL, token: n.Token}
 	c.want(http.StatusCreated, http.MethodPost, "/v1/topics", map[string]any{"name": "prices"}, nil)
 	c.want(http.StatusOK, http.MethodPost, "/v1/topics/prices/messages", map[string]any{"messages": []map[string]any{
 		{"body": `{"bid":1,"ask":2}`, "key": "EURUSD"},
@@ -54,5 +54,5 @@ func TestTopicLogAndStateSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2, srv2 := openNode(t, dir)
-	check(&client{t: t, hc: apitest.NewChecker(t, srv2.URL).Client(), base: srv2.URL, token: n2.Token}, "after the restart")
+	check(&client{t: t, hc: openapicheck.NewChecker(t, srv2.URL).Client(), base: srv2.URL, token: n2.Token}, "after the restart")
 }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/meta/redismeta"
+	"github.com/queueshq/queues/pkg/meta/pushlog"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/tenancy"
 	"github.com/queueshq/queues/pusher"
 )
@@ -26,7 +26,7 @@ type PusherOptions struct {
 	Redis        redis.UniversalClient
 	Dynamo       *dynamodb.Client
 	Table        string
-	Keys         *keys.Ring
+	Keys         *signingkeys.Ring
 	Logger       *slog.Logger
 	AllowPrivate bool
 	RootCAs      *x509.CertPool
@@ -90,8 +90,8 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	p, err := pusher.New(pusher.Config{
 		Usage:  meter,
 		Engine: eng, Store: store, Receipts: receipt.NewSigner(o.Keys),
-		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: redismeta.NewAttempts(o.Redis),
-		Health:  redismeta.NewHealth(o.Redis),
+		Coordinator: pusher.NewRedisCoordinator(o.Redis, ""), Attempts: pushlog.NewAttempts(o.Redis),
+		Health:  pushlog.NewHealth(o.Redis),
 		Changes: pusher.RedisChanges(o.Redis), Generation: pusher.RedisGenerations(o.Redis),
 		AllowPrivate: o.AllowPrivate, RootCAs: o.RootCAs,
 		Clock: clk, Logger: o.Logger, Registry: o.Registry, Member: o.Member,

@@ -23,15 +23,15 @@ import (
 	"github.com/queueshq/queues/pkg/console"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
 	"github.com/queueshq/queues/pkg/fanout"
-	"github.com/queueshq/queues/pkg/keys"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
-	"github.com/queueshq/queues/pkg/meta/redismeta"
+	"github.com/queueshq/queues/pkg/meta/pushlog"
 	"github.com/queueshq/queues/pkg/metacache"
 	"github.com/queueshq/queues/pkg/movetask"
 	"github.com/queueshq/queues/pkg/ratelimit"
 	"github.com/queueshq/queues/pkg/receipt"
 	"github.com/queueshq/queues/pkg/rediskeys"
+	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/sqs"
 	"github.com/queueshq/queues/pkg/sweeper"
 	"github.com/queueshq/queues/pkg/tenancy"
@@ -43,7 +43,7 @@ type Options struct {
 	Redis         redis.UniversalClient
 	Dynamo        *dynamodb.Client
 	Table         string
-	Keys          *keys.Ring
+	Keys          *signingkeys.Ring
 	OperatorToken string
 	Rates         api.Rates // zero: api.DefaultRates
 	Logger        *slog.Logger
@@ -134,7 +134,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
 		Draining: r.draining, Registry: o.Registry,
-		Subscriptions: store, Attempts: redismeta.NewAttempts(o.Redis), Health: redismeta.NewHealth(o.Redis),
+		Subscriptions: store, Attempts: pushlog.NewAttempts(o.Redis), Health: pushlog.NewHealth(o.Redis),
 		PushAllowPrivate: o.PushAllowPrivate, PushChanged: pusher.RedisNotifier(o.Redis),
 		PushTokens:     pushauth.ForURL(store, clk, o.PublicURL),
 		TrustedProxies: o.TrustedProxies,

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // Load and bounds. The load phase ends (with the kill) at targetAcked acknowledged sends or
@@ -53,7 +53,7 @@ const (
 // once into a temporary folder, sets *bin to its path and runs the tests. name prefixes the
 // folder and the error messages.
 func Main(m *testing.M, name string, bin *string) int {
-	defer testenv.StopAll()
+	defer testservers.StopAll()
 	if testing.Short() {
 		return m.Run() // the test skips itself; no need to build
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 // Server is what a crash test supplies: the process under test and how to get a token for it.
@@ -50,7 +50,7 @@ func Start(t *testing.T, hc *http.Client, srv Server, logDir, name string) (*Pro
 	var lastErr error
 	what := "queues"
 	for attempt := range 3 { // the free port may be taken before the child binds it
-		port, err := testenv.FreePort()
+		port, err := testservers.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func Start(t *testing.T, hc *http.Client, srv Server, logDir, name string) (*Pro
 		}
 		go func() { _ = p.cmd.Wait(); logf.Close(); close(p.exited) }()
 		t.Cleanup(p.Kill)
-		err = testenv.WaitFor(t.Context(), 30*time.Second, func(ctx context.Context) error {
+		err = testservers.WaitFor(t.Context(), 30*time.Second, func(ctx context.Context) error {
 			select {
 			case <-p.exited:
 				return errExited

@@ -1,4 +1,4 @@
-package testenv
+package testservers
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestDynamoDBAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := TableName("testenv")
+	table := TableName("testservers")
 	_, err = c.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},

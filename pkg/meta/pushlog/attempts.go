@@ -1,6 +1,8 @@
-// Package redismeta is the metadata a deployment keeps in Redis rather than DynamoDB: the
-// push attempts log, written on every push and read only by GET …/subscription/attempts.
-package redismeta
+// Package pushlog is the per-subscription push record a deployment keeps in Redis rather
+// than DynamoDB: the push attempts log (meta.AttemptLog), written on every push and read only
+// by GET …/subscription/attempts, and the push health record (meta.HealthLog), shared by the
+// API and the pusher fleet.
+package pushlog
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package apitest
+package openapicheck
 
 import (
 	"bytes"
@@ -42,11 +42,11 @@ func NewChecker(tb testing.TB, baseURL string) *Checker {
 	doc.Servers = openapi3.Servers{{URL: strings.TrimSuffix(baseURL, "/")}}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
-		tb.Fatalf("apitest: router for %s: %v", baseURL, err)
+		tb.Fatalf("openapicheck: router for %s: %v", baseURL, err)
 	}
 	errSch := doc.Components.Schemas["Error"]
 	if errSch == nil {
-		tb.Fatal("apitest: openapi.yaml has no components.schemas.Error")
+		tb.Fatal("openapicheck: openapi.yaml has no components.schemas.Error")
 	}
 	return &Checker{
 		tb:     tb,
@@ -119,11 +119,11 @@ func (c *Checker) RequireAll(tb testing.TB, except ...string) {
 	all := OperationIDs(c.doc)
 	for _, id := range except {
 		if !slices.Contains(all, id) {
-			tb.Errorf("apitest: RequireAll: %q is not an operationId of %s", id, SpecFile)
+			tb.Errorf("openapicheck: RequireAll: %q is not an operationId of %s", id, SpecFile)
 		}
 	}
 	if missing := c.Missing(except...); len(missing) > 0 {
-		tb.Errorf("apitest: operations of %s never exercised: %s", SpecFile, strings.Join(missing, ", "))
+		tb.Errorf("openapicheck: operations of %s never exercised: %s", SpecFile, strings.Join(missing, ", "))
 	}
 }
 
@@ -154,7 +154,7 @@ func (c *Checker) roundTrip(req *http.Request, next http.RoundTripper) (*http.Re
 		// The body is the upgraded connection (the receive stream's WebSocket): the status
 		// and the request are checked; the frames are the protocol's, not the document's.
 		for _, problem := range c.check(req, reqBody, resp, nil) {
-			c.tb.Errorf("apitest: %s %s -> %d: %s", req.Method, req.URL.RequestURI(), resp.StatusCode, problem)
+			c.tb.Errorf("openapicheck: %s %s -> %d: %s", req.Method, req.URL.RequestURI(), resp.StatusCode, problem)
 		}
 		return resp, nil
 	}
@@ -166,7 +166,7 @@ func (c *Checker) roundTrip(req *http.Request, next http.RoundTripper) (*http.Re
 	resp.Body = io.NopCloser(bytes.NewReader(respBody))
 	resp.ContentLength = int64(len(respBody))
 	for _, problem := range c.check(req, reqBody, resp, respBody) {
-		c.tb.Errorf("apitest: %s %s -> %d: %s\nresponse body: %s",
+		c.tb.Errorf("openapicheck: %s %s -> %d: %s\nresponse body: %s",
 			req.Method, req.URL.RequestURI(), resp.StatusCode, problem, quote(respBody))
 	}
 	return resp, nil

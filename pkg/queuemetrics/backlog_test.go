@@ -1,4 +1,4 @@
-package backlog_test
+package queuemetrics_test
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/queueshq/queues/pkg/backlog"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/queuemetrics"
 	"github.com/queueshq/queues/services/queues/embedded"
 )
 
@@ -68,7 +68,7 @@ func (f *fixture) send(queue string, n int, delay int) {
 // gathered is one scrape: metric name -> label signature -> value.
 type gathered map[string]map[string]float64
 
-func scrape(t *testing.T, s *backlog.Sampler) gathered {
+func scrape(t *testing.T, s *queuemetrics.Sampler) gathered {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(s)
@@ -107,7 +107,7 @@ func TestSampler(t *testing.T) {
 	f.do("POST", "/v1/queues/b/receive", map[string]any{"maxMessages": 1})
 	f.send("c", 1, 60)
 
-	s := backlog.New(backlog.Config{Meta: f.n.Store, Subscriptions: f.n.Store, Attempts: f.n.Attempts, Engine: f.n.Engine, TopN: 2})
+	s := queuemetrics.New(queuemetrics.Config{Meta: f.n.Store, Subscriptions: f.n.Store, Attempts: f.n.Attempts, Engine: f.n.Engine, TopN: 2})
 	if got := scrape(t, s); len(got) != 0 {
 		t.Fatalf("before the first round: %v", got)
 	}
@@ -180,7 +180,7 @@ func TestSampler(t *testing.T) {
 	}
 
 	// A round stops at MaxQueues and says so.
-	small := backlog.New(backlog.Config{Meta: f.n.Store, Engine: f.n.Engine, MaxQueues: 2})
+	small := queuemetrics.New(queuemetrics.Config{Meta: f.n.Store, Engine: f.n.Engine, MaxQueues: 2})
 	if err := small.Sample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestSampler(t *testing.T) {
 	}
 	// Every exported name is listed in MetricNames (the dashboard check relies on it).
 	for name := range scrape(t, s) {
-		if !contains(backlog.MetricNames, name) {
+		if !contains(queuemetrics.MetricNames, name) {
 			t.Errorf("%s is exported but not in MetricNames", name)
 		}
 	}

@@ -1,4 +1,4 @@
-package redismeta
+package pushlog
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func (r *Health) Health(ctx context.Context, sub ids.ID) (meta.Health, error) {
 	}
 	var h meta.Health
 	if err := json.Unmarshal(raw, &h); err != nil {
-		return meta.Health{}, fmt.Errorf("redismeta: corrupt health record of %s: %w", sub, err)
+		return meta.Health{}, fmt.Errorf("pushlog: corrupt health record of %s: %w", sub, err)
 	}
 	return h, nil
 }
@@ -102,5 +102,5 @@ func (r *Health) change(ctx context.Context, sub ids.ID, create bool, fn func(h 
 			return out, err
 		}
 	}
-	return out, errors.New("redismeta: health record changed concurrently too often")
+	return out, errors.New("pushlog: health record changed concurrently too often")
 }

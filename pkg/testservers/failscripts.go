@@ -1,4 +1,4 @@
-package testenv
+package testservers
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // ErrInjected is the error FailScripts gives the calls it fails.
-var ErrInjected = errors.New("testenv: injected failure")
+var ErrInjected = errors.New("testservers: injected failure")
 
 // FailScripts is a go-redis hook that fails, without sending them, the script calls (EVAL,
 // EVALSHA) naming a key under one hash tag — one queue partition — while On is set. Add it

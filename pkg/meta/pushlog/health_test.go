@@ -1,4 +1,4 @@
-package redismeta_test
+package pushlog_test
 
 import (
 	"testing"
@@ -7,16 +7,16 @@ import (
 
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/metatest"
-	"github.com/queueshq/queues/pkg/meta/redismeta"
-	"github.com/queueshq/queues/pkg/testenv"
+	"github.com/queueshq/queues/pkg/meta/pushlog"
+	"github.com/queueshq/queues/pkg/testservers"
 )
 
 func TestHealthConformance(t *testing.T) {
 	t.Parallel()
-	addr := testenv.Redis(t)
+	addr := testservers.Redis(t)
 	metatest.RunHealth(t, func(t *testing.T) meta.HealthLog {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { _ = rdb.Close() })
-		return redismeta.NewHealth(rdb)
+		return pushlog.NewHealth(rdb)
 	})
 }

@@ -1,8 +1,8 @@
-// Package keys holds the service's signing keys: an ordered list of (key id, secret) pairs from
+// Package signingkeys holds the service's signing keys: an ordered list of (key id, secret) pairs from
 // QUEUES_SIGNING_KEYS. The first key signs; every key verifies, so keys rotate by putting a new
 // one first and dropping the old one once nothing it signed is in use. Tokens and receipt handles
 // use separate keys derived from each secret, so a token's key never verifies a handle.
-package keys
+package signingkeys
 
 import (
 	"crypto/hmac"

@@ -1,4 +1,4 @@
-package backlog
+package queuemetrics
 
 import "github.com/prometheus/client_golang/prometheus"
 

@@ -1,4 +1,4 @@
-package apitest
+package openapicheck
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func SpecPath() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("apitest: no go.mod above the working directory")
+			return "", errors.New("openapicheck: no go.mod above the working directory")
 		}
 		dir = parent
 	}
@@ -41,10 +41,10 @@ func ReadSpec(ctx context.Context, path string) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("apitest: load %s: %w", path, err)
+		return nil, fmt.Errorf("openapicheck: load %s: %w", path, err)
 	}
 	if err := doc.Validate(ctx); err != nil {
-		return nil, fmt.Errorf("apitest: %s is not a valid OpenAPI document: %w", path, err)
+		return nil, fmt.Errorf("openapicheck: %s is not a valid OpenAPI document: %w", path, err)
 	}
 	return doc, nil
 }
@@ -70,7 +70,7 @@ func LoadSpec(tb testing.TB) *openapi3.T {
 	if _, ok := validated.Load(sum); ok {
 		doc, err := openapi3.NewLoader().LoadFromFile(path)
 		if err != nil {
-			tb.Fatalf("apitest: load %s: %v", path, err)
+			tb.Fatalf("openapicheck: load %s: %v", path, err)
 		}
 		return doc
 	}

@@ -1,4 +1,4 @@
-// Package backlog samples, in the background, every queue's counts and every push
+// Package queuemetrics samples, in the background, every queue's counts and every push
 // subscription's recent attempts, and exports them to the operator as Prometheus metrics
 // with bounded cardinality.
 //
@@ -12,7 +12,7 @@
 // Cost: one round lists projects and queues from the metadata store and makes one Stats
 // call per queue and one attempts read per subscription, every Every (default 30 s). A
 // scrape reads the last round's snapshot and touches no storage.
-package backlog
+package queuemetrics
 
 import (
 	"context"

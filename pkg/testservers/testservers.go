@@ -1,9 +1,9 @@
-// Package testenv gives tests the real components they run against — redis-server instances
+// Package testservers gives tests the real components they run against — redis-server instances
 // (single and a 3-master cluster) and DynamoDB Local on free localhost ports, from
 // pkg/localservers — tied to a test's or a test binary's life. A DynamoDB named in the
 // environment (set by the test command, which starts one for every package) is used instead of
 // starting another.
-package testenv
+package testservers
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func registerStop(f func()) {
 //
 //	func TestMain(m *testing.M) {
 //		code := m.Run()
-//		testenv.StopAll()
+//		testservers.StopAll()
 //		os.Exit(code)
 //	}
 //
@@ -89,7 +89,7 @@ func DynamoDB(tb testing.TB) string {
 		}
 	})
 	if dynamoErr != nil {
-		tb.Fatalf("testenv: DynamoDB Local: %v", dynamoErr)
+		tb.Fatalf("testservers: DynamoDB Local: %v", dynamoErr)
 	}
 	return dynamoEndpoint
 }
@@ -107,7 +107,7 @@ func Redis(tb testing.TB, args ...string) string {
 	tb.Helper()
 	addr, stop, err := StartRedis(context.Background(), args...)
 	if err != nil {
-		tb.Fatalf("testenv.Redis: %v", err)
+		tb.Fatalf("testservers.Redis: %v", err)
 	}
 	tb.Cleanup(stop)
 	return addr
@@ -119,7 +119,7 @@ func RedisCluster(tb testing.TB) []string {
 	tb.Helper()
 	addrs, stop, err := StartRedisCluster(context.Background())
 	if err != nil {
-		tb.Fatalf("testenv.RedisCluster: %v", err)
+		tb.Fatalf("testservers.RedisCluster: %v", err)
 	}
 	tb.Cleanup(stop)
 	return addrs
