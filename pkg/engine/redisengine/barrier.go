@@ -157,9 +157,9 @@ func (e *Engine) hold(ctx context.Context, q engine.Queue, hs []held, bytes int6
 		return false, e.wrap(ctx, "send", err)
 	}
 	switch vals[0] {
-	case -1:
+	case holdOverQuota:
 		return false, engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
-	case 0:
+	case holdOff:
 		if len(fenced) > 0 {
 			e.unfence(ctx, q.ID, vals[1], fenced)
 		}

@@ -362,12 +362,12 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 		touched = append(touched, keysOf(q.ID, p))
 		rate, out, err := keyedReply(cmd.Val(), cmd.Err())
 		switch {
-		case err == nil && rate == -2:
+		case err == nil && rate == keyedExpectFailed:
 			for _, m := range ms {
 				again = append(again, m.i)
 			}
 			continue
-		case err == nil && rate == -3:
+		case err == nil && rate == keyedFenced:
 			if fenced == nil {
 				fenced = map[int][]int{}
 			}
@@ -375,7 +375,7 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 				fenced[p] = append(fenced[p], m.i)
 			}
 			continue
-		case err == nil && rate == -1:
+		case err == nil && rate == keyedOverQuota:
 			err = errOverQuota
 		case err == nil && len(out) != 2*len(ms):
 			err = errBadReply

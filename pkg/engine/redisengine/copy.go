@@ -78,7 +78,7 @@ func (e *Engine) copyStandard(ctx context.Context, q engine.Queue, b engine.Copy
 	if err != nil {
 		return nil, e.wrap(ctx, "copy", err)
 	}
-	if len(vals) == 1 {
+	if code, ok := loneCode(vals); ok && code == copyFenced {
 		return nil, e.wrap(ctx, "copy", errFenced)
 	}
 	codes, _ := vals[1].([]any)

@@ -331,7 +331,7 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 	e, q := s.e, s.q
 	vals, err := cmd.Slice()
 	var codes []any
-	if err == nil && len(vals) == 1 {
+	if code, ok := loneCode(vals); err == nil && ok && code == fifoOverQuota {
 		for _, it := range items {
 			s.fail(it, e.sendErr(ctx, q, errOverQuota))
 		}
@@ -359,16 +359,16 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 	s.rates[p] = max(s.rates[p], rate)
 	for j, it := range items {
 		switch c, _ := codes[j].(int64); c {
-		case 1:
+		case fifoStored:
 			s.res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p, SequenceNumber: it.seq}
 			s.stored = true
-		case 2: // fenced: never stored, never answered; go again as a new message
+		case fifoReservationFenced: // fenced: never stored, never answered; go again as a new message
 			if !it.keep { // a copy keeps its id: whoever took the reservation over may have stored it
 				it.id = ids.New()
 			}
 			it.mode = "n"
 			next = append(next, it)
-		case 3: // a later sequence number of its group landed first
+		case fifoSequenceBehind: // a later sequence number of its group landed first
 			if it.back { // its parking ended: a new message at the group's end
 				it.back, it.mode = false, "n"
 				next = append(next, it)

@@ -54,7 +54,7 @@ func (e *Engine) insertStandard(ctx context.Context, q engine.Queue, n int, ins 
 			switch {
 			case err != nil:
 				e.log.Warn("redisengine: "+what+" insert failed; Sweep will retry", "queue", q.ID.String(), "error", err)
-			case v == -2:
+			case v == dlqinsertFenced:
 				fenced = append(fenced, todo[j])
 				if !seen[parts[j]] {
 					seen[parts[j]] = true

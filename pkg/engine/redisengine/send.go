@@ -198,10 +198,10 @@ func (e *Engine) sendCall(ctx context.Context, q engine.Queue, p int, now int64,
 	} else if err == nil {
 		e.fold(ctx, q.Project, []partKeys{k})
 	}
-	if err == nil && rate == -2 {
+	if err == nil && rate == sendFenced {
 		return 0, errFenced
 	}
-	if err == nil && rate < 0 {
+	if err == nil && rate == sendOverQuota {
 		return 0, errOverQuota
 	}
 	return rate, err

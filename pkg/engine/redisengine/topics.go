@@ -317,10 +317,13 @@ func (e *Engine) publishCall(ctx context.Context, t engine.Topic, p *pubPlan) ([
 		return nil, e.wrap(ctx, "publish", err)
 	}
 	if len(vals) == 1 {
-		if code, _ := vals[0].(int64); code == -2 {
+		switch code, _ := loneCode(vals); code {
+		case publishConflict:
 			return nil, errConflict
+		case publishOverQuota:
+			return nil, engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
 		}
-		return nil, engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
+		return nil, e.wrap(ctx, "publish", errBadReply)
 	}
 	out, _ := vals[1].([]any)
 	n := (len(p.args) - 8) / 8

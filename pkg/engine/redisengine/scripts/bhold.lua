@@ -9,6 +9,7 @@
 --       kind ("b" barrier, "m" other) .. id (16 raw bytes) .. "sentAt|expiresAt|visibleAt|" .. payload
 -- Returns: {status, generation, partition count}: status 1 held, 0 barrier mode is off (mode
 -- "m"; nothing stored), -1 the batch would take the project past maxStoredBytes.
+-- (Go names, replies.go: 0 holdOff, -1 holdOverQuota.)
 -- Turning barrier mode on raises the generation bg and sets bon to it; the caller then fences
 -- every partition with that generation (bfence.lua) before answering, so no send reaches a
 -- partition afterwards. Partitions do not grow while bon is set (grow.lua).

@@ -10,7 +10,7 @@
 --       delivered), else "0"
 -- Returns: 1 inserted, 0 already there, -2 the partition is fenced for a pending barrier
 -- (nothing stored: a message accepted now must wait behind it, so the engine puts it in the
--- barrier hold instead).
+-- barrier hold instead). (Go name, replies.go: -2 dlqinsertFenced.)
 if ARGV[9] ~= '1' and redis.call('EXISTS', KEYS[5]) == 1 then
   if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
   return -2

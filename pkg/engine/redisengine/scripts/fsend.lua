@@ -18,6 +18,8 @@
 --     the caller stores it as a new message.
 -- The last message of a parking brought back ends it (prelude.lua: gunpark).
 -- {-1}: the messages to store would take the project past maxStoredBytes; nothing stored.
+-- (Go names, replies.go: 1 fifoStored, 2 fifoReservationFenced, 3 fifoSequenceBehind,
+-- -1 fifoOverQuota.)
 local now = tonumber(ARGV[1])
 local codes, store, hw, hwset, gsc, gnew, back = {}, {}, {}, {}, {}, {}, {}
 local PG = {r = KEYS[1], f = KEYS[12], gm = KEYS[6], gs = KEYS[8], gl = KEYS[9], gp = KEYS[13]}

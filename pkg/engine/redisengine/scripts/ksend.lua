@@ -18,7 +18,8 @@
 -- failed, {-3} when the partition is fenced for a pending barrier (nothing changed in any of
 -- these cases: a fenced send goes to the barrier hold, unconflated, like every send accepted
 -- while a barrier is pending; merging into a message accepted before the barrier would
--- deliver what was sent after it first).
+-- deliver what was sent after it first). (Go names, replies.go: -1 keyedOverQuota,
+-- -2 keyedExpectFailed, -3 keyedFenced.)
 if redis.call('EXISTS', KEYS[9]) == 1 then return {-3} end
 local now = tonumber(ARGV[1])
 local ea = tonumber(ARGV[4])

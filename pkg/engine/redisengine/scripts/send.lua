@@ -9,6 +9,7 @@
 -- Returns: the partition's sends in the current second, this batch included; -1 when the
 -- batch would take the project past maxStoredBytes (nothing stored); -2 when the partition is
 -- fenced for a pending barrier (nothing stored: the engine sends to the barrier hold instead).
+-- (Go names, replies.go: -1 sendOverQuota, -2 sendFenced.)
 -- A message visible at once goes to the tail of l, one list element and nothing else. l is in
 -- send order and its expiry times do not decrease by more than SKEW ms from one element to the
 -- next (a batch that would, after the retention was shortened, goes the delayed way), so the

@@ -14,7 +14,7 @@
 --       ("" nothing, "0" new, "1" a duplicate: the messages after it merged without it)
 -- Returns: {last sequence, {id, sequence, duplicate (1/0), ...}}; {-1} when the publish would
 -- take the project past maxStoredBytes, {-2} when an expectation or a plan failed (nothing
--- written).
+-- written). (Go names, replies.go: -1 publishOverQuota, -2 publishConflict.)
 -- The first write is the first entry's XADD, so a counter behind its log (a damaged store)
 -- fails the publish before it writes anything. The publish time is never below the log's
 -- last entry's, so the log is in time order too (SequenceAt and Trim rely on it) whatever
