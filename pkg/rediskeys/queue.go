@@ -156,39 +156,54 @@ import (
 // No key name is built inside a script: group ids live in members and fields, never in key
 // names, so purge and delete remove a fixed set of keys.
 
-// Partition are the keys of one queue partition (the layout above).
+// Partition are the keys of one queue partition (the layout above), each field named for
+// what its key holds; the comment gives the key's suffix after the hash tag, which is what
+// is stored and must not change.
 type Partition struct {
-	Tag              string
-	L, LH            string
-	R, F, M, S, X, O string
-	MO, MT           string // move tasks
-	K, KI            string // conflation keys
-	GM, GI, GS, GL   string // fifo
-	GT               string
-	GP               string // fifo parked groups
-	DD               string // fifo dedup reservation outcomes
-	GB, GX           string // exclusive group bindings
-	B                string // stored bytes
-	W                string // the write WAIT follows
-	BF               string // barrier fence
+	Tag              string // {q:<id>:<p>}, the hash tag every key below starts with
+	Visible          string // :l, never-received messages sent without delay (standard queues)
+	VisibleTaken     string // :lh, elements ever removed from the head of Visible
+	Scheduled        string // :r, other never-received messages by visible-from time
+	InFlight         string // :f, received messages by visibility deadline
+	Messages         string // :m, message id -> state and payload
+	LegacyStates     string // :s, states of messages stored before state moved into Messages
+	Expiry           string // :x, message id -> expiresAt, for retention
+	DeadLetterOutbox string // :o, messages leaving for the dead-letter queue
+	MoveOutbox       string // :mo, messages leaving with a move task
+	MoveTasks        string // :mt, move task id -> messages it took out
+	ConflationKeys   string // :k, conflation key -> the keyed message that waits
+	ConflationKeyOf  string // :ki, message id -> its conflation key
+	GroupMessages    string // :gm, fifo: every message by group and sequence
+	GroupMemberOf    string // :gi, fifo: message id -> its GroupMessages member
+	GroupsAvailable  string // :gs, fifo: available groups by their head's sequence number
+	GroupsLocked     string // :gl, fifo: locked or delayed groups by when they become available
+	GroupLastSeq     string // :gt, fifo: group id -> highest sequence number stored here
+	GroupsParked     string // :gp, fifo: parked groups and their messages sent away
+	DedupOutcomes    string // :dd, fifo: dedup reservation outcomes
+	GroupBindings    string // :gb, exclusive group policy: group id -> its consumer
+	ConsumerBindings string // :gx, the same bindings by consumer
+	Bytes            string // :b, stored bytes of the partition
+	WaitMarker       string // :w, written before WAIT when sends wait for replicas
+	BarrierFence     string // :bf, barrier fence: the generation that fenced the partition
 }
 
 // PartitionOf returns the keys of partition p of queue q.
 func PartitionOf(q ids.ID, p int) Partition {
 	tag := "{q:" + q.String() + ":" + strconv.Itoa(p) + "}"
 	return Partition{
-		Tag: tag,
-		L:   tag + ":l", LH: tag + ":lh",
-		R: tag + ":r", F: tag + ":f", M: tag + ":m", S: tag + ":s", X: tag + ":x", O: tag + ":o",
-		MO: tag + ":mo", MT: tag + ":mt",
-		K: tag + ":k", KI: tag + ":ki",
-		GM: tag + ":gm", GI: tag + ":gi", GS: tag + ":gs", GL: tag + ":gl",
-		GT: tag + ":gt", GP: tag + ":gp",
-		DD: tag + ":dd",
-		GB: tag + ":gb", GX: tag + ":gx",
-		B:  tag + ":b",
-		W:  tag + ":w",
-		BF: tag + ":bf",
+		Tag:     tag,
+		Visible: tag + ":l", VisibleTaken: tag + ":lh",
+		Scheduled: tag + ":r", InFlight: tag + ":f", Messages: tag + ":m", LegacyStates: tag + ":s",
+		Expiry: tag + ":x", DeadLetterOutbox: tag + ":o",
+		MoveOutbox: tag + ":mo", MoveTasks: tag + ":mt",
+		ConflationKeys: tag + ":k", ConflationKeyOf: tag + ":ki",
+		GroupMessages: tag + ":gm", GroupMemberOf: tag + ":gi", GroupsAvailable: tag + ":gs", GroupsLocked: tag + ":gl",
+		GroupLastSeq: tag + ":gt", GroupsParked: tag + ":gp",
+		DedupOutcomes: tag + ":dd",
+		GroupBindings: tag + ":gb", ConsumerBindings: tag + ":gx",
+		Bytes:        tag + ":b",
+		WaitMarker:   tag + ":w",
+		BarrierFence: tag + ":bf",
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Barrier messages (docs/delivery-options.md#barrier-messages) on standard queues. A queue's
@@ -66,7 +67,7 @@ const (
 )
 
 // holdBytes is the pseudo-partition whose byte hash counts the hold's stored bytes.
-func holdBytes(q ids.ID) partKeys { return partKeys{b: holdBytesKey(q)} }
+func holdBytes(q ids.ID) partKeys { return partKeys{rediskeys.Partition{Bytes: holdBytesKey(q)}} }
 
 // markBarrier records whether queue q has a pending barrier, for receives that fall short.
 func (e *Engine) markBarrier(q ids.ID, on bool) {
@@ -192,7 +193,7 @@ func (e *Engine) fence(ctx context.Context, q ids.ID, g int64, n int) ([]int64, 
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q, p)
-		calls[p] = scriptCall{bFenceScript, []string{k.bf, k.l, k.m}, []any{g}}
+		calls[p] = scriptCall{bFenceScript, []string{k.BarrierFence, k.Visible, k.Messages}, []any{g}}
 	}
 	counts := make([]int64, n)
 	for p, cmd := range e.run(ctx, calls) {
@@ -210,7 +211,7 @@ func (e *Engine) fence(ctx context.Context, q ids.ID, g int64, n int) ([]int64, 
 func (e *Engine) unfence(ctx context.Context, q ids.ID, g int64, parts []int) {
 	calls := make([]scriptCall, len(parts))
 	for i, p := range parts {
-		calls[i] = scriptCall{bUnfenceScript, []string{keysOf(q, p).bf}, []any{g}}
+		calls[i] = scriptCall{bUnfenceScript, []string{keysOf(q, p).BarrierFence}, []any{g}}
 	}
 	for _, cmd := range e.run(ctx, calls) {
 		if err := cmd.Err(); err != nil {
@@ -296,7 +297,7 @@ func (e *Engine) barrierOut(ctx context.Context, q engine.Queue, owner, out stri
 		_, err = e.bstep(ctx, q, owner, "clear", out) // unreadable: nothing to wait for
 		return err == nil
 	}
-	there, err := e.rdb.HExists(ctx, keysOf(q.ID, p).m, id).Result()
+	there, err := e.rdb.HExists(ctx, keysOf(q.ID, p).Messages, id).Result()
 	if err != nil || there {
 		return false
 	}
@@ -352,7 +353,7 @@ func (h held) element() []byte {
 func (e *Engine) insertCall(q engine.Queue, n int, h held) (scriptCall, partKeys, int) {
 	p := int(binary.BigEndian.Uint64(h.id[8:]) % uint64(n))
 	k := keysOf(q.ID, p)
-	return scriptCall{dlqInsertScript, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.bf),
+	return scriptCall{dlqInsertScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.BarrierFence),
 		[]any{string(h.id[:]), h.payload, h.visible, h.expiresAt, h.sentAt, e.opts.Channel, q.ID.String(), q.Project.String(), "1"}}, k, p
 }
 

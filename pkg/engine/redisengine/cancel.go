@@ -46,7 +46,7 @@ func (e *Engine) cancel(ctx context.Context, q engine.Queue, ds []engine.Deliver
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
-			return scriptCall{cancelScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
+			return scriptCall{cancelScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.DeadLetterOutbox), args}
 		},
 		func(p int, idx []int, val any, errs []error) error {
 			return e.cancelled(ctx, q, p, idx, val, errs, redrive == "1")

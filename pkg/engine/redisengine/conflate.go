@@ -255,7 +255,7 @@ func (e *Engine) readKeys(ctx context.Context, q engine.Queue, need map[string][
 			args = append(args, key)
 		}
 		parts = append(parts, p)
-		calls = append(calls, scriptCall{kReadScript, []string{k.m, k.s, k.f, k.k}, args})
+		calls = append(calls, scriptCall{kReadScript, []string{k.Messages, k.LegacyStates, k.InFlight, k.ConflationKeys}, args})
 	}
 	rank := map[string]map[int]int{} // key -> partition -> position in its list (0 newest)
 	for key, ps := range need {
@@ -352,7 +352,7 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 			reservations = append(reservations, r)
 		}
 		parts = append(parts, p)
-		calls = append(calls, scriptCall{kSendScript, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.f, k.k, k.ki, k.bf), args})
+		calls = append(calls, scriptCall{kSendScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.InFlight, k.ConflationKeys, k.ConflationKeyOf, k.BarrierFence), args})
 	}
 	var again []int
 	var fenced map[int][]int
@@ -465,7 +465,7 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 					[]any{now, string(id[:]), e.opts.Channel, q.ID.String()}})
 				continue
 			}
-			calls = append(calls, scriptCall{mDeleteScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.l, k.lh, k.k, k.ki),
+			calls = append(calls, scriptCall{mDeleteScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.VisibleTaken, k.ConflationKeys, k.ConflationKeyOf),
 				[]any{now, string(id[:]), deleteScan}})
 		}
 		var next []int

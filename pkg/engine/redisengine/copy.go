@@ -72,7 +72,7 @@ func (e *Engine) copyStandard(ctx context.Context, q engine.Queue, b engine.Copy
 		}
 		args = append(args, m.Sequence, string(m.ID[:]), payloads[i], ok)
 	}
-	keys := e.withBytes(q, k, k.r, k.m, k.s, k.x, k.l, k.bf, rediskeys.TopicCopied(q.ID))
+	keys := e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.BarrierFence, rediskeys.TopicCopied(q.ID))
 	vals, err := copyScript.Run(ctx, e.rdb, keys, args...).Slice()
 	e.fold(ctx, q.Project, []partKeys{k}, held...)
 	if err != nil {

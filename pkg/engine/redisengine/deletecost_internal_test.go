@@ -100,7 +100,7 @@ func TestDeleteUnknownIDCost(t *testing.T) {
 			t.Fatalf("a later delete of an unknown id made %d script calls, want 1 (one partition)", d["evalsha"])
 		}
 	}
-	if n, _ := rdb.LLen(ctx, keysOf(q.ID, 0).l).Result(); n != 0 {
+	if n, _ := rdb.LLen(ctx, keysOf(q.ID, 0).Visible).Result(); n != 0 {
 		t.Fatalf("%d messages left in the list, where no id is indexed", n)
 	}
 	st, err := e.Stats(ctx, q)

@@ -321,7 +321,7 @@ func (s *fifoSend) calls(parts []int, byPart map[int][]*fitem) ([]scriptCall, []
 		if byPart[p][0].move {
 			script = fSendMoveScript
 		}
-		calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.f, k.gp), args}
+		calls[i] = scriptCall{script, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.GroupMessages, k.GroupMemberOf, k.GroupsAvailable, k.GroupsLocked, k.GroupLastSeq, k.DedupOutcomes, k.InFlight, k.GroupsParked), args}
 	}
 	return calls, touched
 }
@@ -503,7 +503,7 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 		if fence && i == len(waits)-1 {
 			fenceNow = "1"
 		}
-		vals, err := fVerifyScript.Run(ctx, e.rdb, []string{k.dd, k.gi}, string(id[:]), e.nowMs(), fenceNow).Int64Slice()
+		vals, err := fVerifyScript.Run(ctx, e.rdb, []string{k.DedupOutcomes, k.GroupMemberOf}, string(id[:]), e.nowMs(), fenceNow).Int64Slice()
 		if err == nil && len(vals) != 2 {
 			err = errBadReply
 		}
@@ -548,7 +548,7 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{fPeekScript, []string{k.gm, k.gs, k.gl}, []any{now}}
+		calls[p] = scriptCall{fPeekScript, []string{k.GroupMessages, k.GroupsAvailable, k.GroupsLocked}, []any{now}}
 	}
 	cmds := e.run(ctx, calls)
 	type avail struct {
@@ -604,7 +604,7 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 // groups rescheduled) and old dedup outcomes.
 func (e *Engine) sweepFIFOPartition(ctx context.Context, q engine.Queue, p int, now int64) error {
 	k := keysOf(q.ID, p)
-	keys := e.withBytes(q, k, append(k.fifo(), k.dd)...)
+	keys := e.withBytes(q, k, append(k.fifo(), k.DedupOutcomes)...)
 	trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
 	for range sweepChunks {
 		deleted, err := fExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()
@@ -664,7 +664,7 @@ func (e *Engine) sweepGroupMap(ctx context.Context, q engine.Queue, now int64) e
 		for j, en := range byPart[p] {
 			args[j] = en.g
 		}
-		calls[i] = scriptCall{fGCScript, []string{k.gm, k.gt, k.gl}, args}
+		calls[i] = scriptCall{fGCScript, []string{k.GroupMessages, k.GroupLastSeq, k.GroupsLocked}, args}
 	}
 	var unmap []any
 	for i, cmd := range e.run(ctx, calls) {

@@ -54,7 +54,7 @@ func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor s
 	for ; p < n && len(page.Groups) < want; p++ {
 		k := keysOf(q.ID, p)
 		ask := want - len(page.Groups)
-		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl, k.m, k.s, k.gp}, now, after, ask, string(state)).Slice()
+		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.Scheduled, k.InFlight, k.GroupMessages, k.GroupsLocked, k.Messages, k.LegacyStates, k.GroupsParked}, now, after, ask, string(state)).Slice()
 		if err != nil {
 			return engine.GroupPage{}, e.wrap(ctx, "groups", err)
 		}

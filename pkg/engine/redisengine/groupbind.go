@@ -50,7 +50,7 @@ func (e *Engine) bindElsewhere(ctx context.Context, q engine.Queue, cid string, 
 	pipe := e.rdb.Pipeline()
 	counts := make([]interface{ Val() int64 }, n)
 	for p := range n {
-		counts[p] = pipe.ZLexCount(ctx, keysOf(q.ID, p).gx, "["+cid+"\x00", "("+cid+"\x01")
+		counts[p] = pipe.ZLexCount(ctx, keysOf(q.ID, p).ConsumerBindings, "["+cid+"\x00", "("+cid+"\x01")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, e.wrap(ctx, "receive: count group bindings", err)
@@ -78,7 +78,7 @@ func (e *Engine) withBindings(ctx context.Context, q engine.Queue, groups []engi
 	pipe := e.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(groups))
 	for i, g := range groups {
-		cmds[i] = pipe.HGet(ctx, keysOf(q.ID, parts[i]).gb, g.GroupID)
+		cmds[i] = pipe.HGet(ctx, keysOf(q.ID, parts[i]).GroupBindings, g.GroupID)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return e.wrap(ctx, "groups: bindings", err)

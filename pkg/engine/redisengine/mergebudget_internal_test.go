@@ -70,7 +70,7 @@ func TestMergeBudget(t *testing.T) {
 	}
 	other := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
 	t.Cleanup(func() { _ = other.Close() })
-	hook := &raceKey{other: other, k: keysOf(q.ID, 0).k, key: "K"}
+	hook := &raceKey{other: other, k: keysOf(q.ID, 0).ConflationKeys, key: "K"}
 	rdb.AddHook(hook)
 	patch := engine.Message{Body: body("y"), Key: "K", Merge: engine.MergePatch}
 	r := mustSend(t, e, q, patch)[0]

@@ -29,7 +29,7 @@ func (e *Engine) parkedGroups(ctx context.Context, q ids.ID, n int) (int64, erro
 	cmds := make([]*redis.IntCmd, n)
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range n {
-			cmds[p] = pipe.ZCount(ctx, keysOf(q, p).gl, parkScore, "+inf")
+			cmds[p] = pipe.ZCount(ctx, keysOf(q, p).GroupsLocked, parkScore, "+inf")
 		}
 		return nil
 	}); err != nil {
@@ -84,7 +84,7 @@ func (e *Engine) markBack(ctx context.Context, q ids.ID, items []*fitem) error {
 		for i, it := range its {
 			fields[i] = "i" + string(it.id[:])
 		}
-		vals, err := e.rdb.HMGet(ctx, keysOf(q, p).gp, fields...).Result()
+		vals, err := e.rdb.HMGet(ctx, keysOf(q, p).GroupsParked, fields...).Result()
 		if err != nil {
 			return e.wrap(ctx, "move", err)
 		}
@@ -123,7 +123,7 @@ func (e *Engine) ReleaseGroup(ctx context.Context, q engine.Queue, groupID strin
 	found := false
 	for _, p := range parts {
 		k := keysOf(q.ID, p)
-		code, err := fReleaseScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gs, k.gl, k.gp},
+		code, err := fReleaseScript.Run(ctx, e.rdb, []string{k.Scheduled, k.InFlight, k.GroupMessages, k.GroupsAvailable, k.GroupsLocked, k.GroupsParked},
 			e.nowMs(), groupID, e.opts.Channel, q.ID.String()).Int()
 		if err != nil {
 			return e.wrap(ctx, "release group", err)

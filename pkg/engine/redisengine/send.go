@@ -191,7 +191,7 @@ func (e *Engine) sendCall(ctx context.Context, q engine.Queue, p int, now int64,
 			args = append(args, string(id[:]), b.payloads[i], now+b.delays[i])
 		}
 	}
-	keys := e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.l, k.bf)
+	keys := e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.Visible, k.BarrierFence)
 	rate, err := sendScript.Run(ctx, e.rdb, keys, args...).Int64()
 	if res != "" {
 		e.fold(ctx, q.Project, []partKeys{k}, res)

@@ -216,7 +216,7 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 			if q.Type == engine.FIFO {
 				return scriptCall{fVisibilityScript, k.fifo(), args}
 			}
-			return scriptCall{visibilityScript, []string{k.f, k.m, k.s}, args}
+			return scriptCall{visibilityScript, []string{k.InFlight, k.Messages, k.LegacyStates}, args}
 		},
 		func(_ int, idx []int, val any, errs []error) error {
 			return codes(val, idx, errs, func(c int64) error {
@@ -264,9 +264,9 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx, k.gp)...), args}
+				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.DeadLetterOutbox, k.GroupBindings, k.ConsumerBindings, k.GroupsParked)...), args}
 			}
-			return scriptCall{deadLetterScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
+			return scriptCall{deadLetterScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.DeadLetterOutbox), args}
 		},
 		func(p int, idx []int, val any, errs []error) error {
 			if redrive == "0" {

@@ -59,7 +59,7 @@ func topicKeysOf(t ids.ID) topicKeys {
 }
 
 // part is the topic's byte hash as the fold (bytes.go) takes a partition's.
-func (t topicKeys) part() partKeys { return partKeys{b: t.b} }
+func (t topicKeys) part() partKeys { return partKeys{rediskeys.Partition{Bytes: t.b}} }
 
 // asQueue is the topic as the stored-bytes helpers (bytes.go) take a queue.
 func asQueue(t engine.Topic) engine.Queue {
@@ -134,7 +134,7 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 		}
 		if err == nil && e.opts.SyncReplicas > 0 {
 			// As durable as a send (replicas.go): answered once the replicas hold it.
-			if err := e.syncReplicas(ctx, partKeys{w: rediskeys.TopicWait(t.ID)}); err != nil {
+			if err := e.syncReplicas(ctx, partKeys{rediskeys.Partition{WaitMarker: rediskeys.TopicWait(t.ID)}}); err != nil {
 				return nil, err
 			}
 		}
