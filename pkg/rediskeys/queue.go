@@ -19,7 +19,7 @@ import (
 //	                          so such a message costs one list element and nothing else; their
 //	                          expiry times never decrease along the list (send.lua), so expired
 //	                          ones are a prefix. Standard queues only. No id is indexed
-//	                          here: a delete by id (mdelete.lua) and a move task's take move
+//	                          here: a delete by id (delete.lua) and a move task's take move
 //	                          the elements they look through into m, r and x, where ids are
 //	                          found by hash lookup.
 //	{q:<id>:<p>}:lh     STRING elements ever removed from the head of l (browse positions)
@@ -41,7 +41,7 @@ import (
 //	{q:<id>:<p>}:mt     HASH  move task id -> messages it took out of the partition
 //	{q:<id>:<p>}:k      HASH  conflation key -> id (16 raw bytes) + version (decimal, raised by
 //	                          every merge) of the keyed message that waits never delivered
-//	                          (docs/lifecycle.md#conflation-and-delta-publish; ksend.lua). Keyed messages never go to l.
+//	                          (docs/lifecycle.md#conflation-and-delta-publish; keyed_send.lua). Keyed messages never go to l.
 //	{q:<id>:<p>}:ki     HASH  message id -> its conflation key, while it waits: the scripts
 //	                          that take a message out of the waiting state free its key
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
@@ -61,7 +61,7 @@ import (
 // read each (the highest band present is one ZRANGE -1 -1), so it stays within its scan bound.
 // Field pr of the queue's partitions hash {q:<id>}:p is set by the first send of a priority
 // above 0; a receive on such a queue of several partitions probes them all first
-// (redisengine priority.go, ppeek.lua).
+// (redisengine priority.go, priority_peek.lua).
 //
 // Barrier messages (standard queues, barrier.go; docs/delivery-options.md#barrier-messages) add,
 // per queue:
@@ -71,7 +71,7 @@ import (
 //	                          bg = last generation, bout = "<partition>|<id>" of the barrier
 //	                          moved to a partition and not yet left, blk = "<owner>|<until ms>"
 //	                          lease of the barrier step (one caller at a time), bh = elements
-//	                          ever taken off the head of hl (browse positions, bbrowse.lua)
+//	                          ever taken off the head of hl (browse positions, barrier_hold_browse.lua)
 //	{q:<id>}:hl         LIST  the hold: from the first pending barrier on, every accepted
 //	                          message in acceptance order: kind ("b" barrier, "m" other) + id
 //	                          (16 raw bytes) + "sentAtMs|expiresAtMs|visibleAtMs|" + payload
@@ -80,7 +80,7 @@ import (
 // and per partition:
 //
 //	{q:<id>:<p>}:bf     STRING barrier fence: the generation that fenced it; while present,
-//	                          send.lua (-2), ksend.lua (-3) and dlqinsert.lua (-2: dead-letter
+//	                          send.lua (-2), keyed_send.lua (-3) and insert.lua (-2: dead-letter
 //	                          moves and move tasks) refuse, and the message goes to the hold
 //
 // Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness, redisengine
@@ -144,7 +144,7 @@ import (
 //	{t:<project>}:r     ZSET  send reservations "<token>|<bytes>" by expiry (ms; Cluster only)
 //
 // On a single server the partition scripts fold their change into {t:<project>}:b themselves;
-// on Cluster the engine folds it right after (bfold.lua, idempotent by version) and Sweep
+// on Cluster the engine folds it right after (bytes_fold.lua, idempotent by version) and Sweep
 // folds every partition it visits, which finishes what a crash interrupted.
 //
 // and one for the whole deployment (its own hash tag):

@@ -20,28 +20,28 @@ import (
 // design keeps the partitions holding only messages that may be delivered, and puts the queue-wide
 // order where it is needed, in one slot:
 //
-//   - Sending a barrier turns barrier mode on (bhold.lua: field bon of the queue's partitions
+//   - Sending a barrier turns barrier mode on (barrier_hold.lua: field bon of the queue's partitions
 //     hash, a new generation) and appends it to the queue's hold list hl; before the send is
-//     answered every partition is fenced with that generation (bfence.lua). A fenced partition
+//     answered every partition is fenced with that generation (barrier_fence.lua). A fenced partition
 //     refuses sends (send.lua answers -2), which then append to the hold too. So from the
 //     barrier on, the hold is the acceptance order, and what the partitions hold was accepted
 //     before the first held barrier.
-//   - The barrier step (bstep.lua, driven by receives that fall short, by Sweep, and after a
+//   - The barrier step (barrier_step.lua, driven by receives that fall short, by Sweep, and after a
 //     barrier send) moves the hold along: a barrier at its head goes to a partition once every
-//     partition holds nothing (fence and count in one pipelined round trip, bfence.lua), and is
+//     partition holds nothing (fence and count in one pipelined round trip, barrier_fence.lua), and is
 //     recorded as out (bout); once the barrier out has left its partition (acknowledged,
 //     dead-lettered, expired, purged), the messages after it, up to the next barrier, go to the
-//     partitions (dlqinsert.lua, idempotent by id), and so on. With the hold empty and no
+//     partitions (insert.lua, idempotent by id), and so on. With the hold empty and no
 //     barrier out, barrier mode goes off and the fences are lifted.
-//   - Every other way into a partition checks the fence too: keyed sends (ksend.lua answers
+//   - Every other way into a partition checks the fence too: keyed sends (keyed_send.lua answers
 //     -3; the send goes to the hold unconflated, like every send while a barrier is pending:
 //     merging into a message accepted before the barrier would deliver what was sent after
-//     it first), and dead-letter moves and move tasks (dlqinsert.lua answers -2; insert.go
+//     it first), and dead-letter moves and move tasks (insert.lua answers -2; insert.go
 //     holds the message). Only the step's own release passes a fence. Delays, deadlines,
 //     releases and cancels only change messages already in a partition, all accepted before
 //     the pending barrier.
 //   - Receives, settlements and push are unchanged: nothing in a partition is ever held back.
-//   - Stats counts the hold as delayed and Browse lists it as delayed (bbrowse.lua, after the
+//   - Stats counts the hold as delayed and Browse lists it as delayed (barrier_hold_browse.lua, after the
 //     partitions); both run the step first, so a barrier's followers show as visible as soon
 //     as it has left.
 //
@@ -124,7 +124,7 @@ func (e *Engine) sendHeld(ctx context.Context, q engine.Queue, msgs []engine.Mes
 	return res, true, nil
 }
 
-// hold appends hs to q's barrier hold, in order (bhold.lua), within q.MaxStoredBytes (bytes
+// hold appends hs to q's barrier hold, in order (barrier_hold.lua), within q.MaxStoredBytes (bytes
 // is what they add). With a barrier among them, barrier mode goes on and the partitions are
 // fenced before it answers. Without one they are held only while barrier mode is on; when it
 // is off, the stale fences of the partitions that refused them (fenced) are lifted and ok is
@@ -220,7 +220,7 @@ func (e *Engine) unfence(ctx context.Context, q ids.ID, g int64, parts []int) {
 	}
 }
 
-// bstep runs one op of bstep.lua.
+// bstep runs one op of barrier_step.lua.
 func (e *Engine) bstep(ctx context.Context, q engine.Queue, owner string, op string, more ...any) ([]any, error) {
 	args := append([]any{op, e.nowMs(), owner, barrierLease.Milliseconds()}, more...)
 	keys := e.withBytes(q, holdBytes(q.ID), partitionsKey(q.ID), holdKey(q.ID))
@@ -334,7 +334,7 @@ func parseHeld(v string) (held, bool) {
 	return h, true
 }
 
-// element is h as the hold stores it (bhold.lua; parseHeld reads it back).
+// element is h as the hold stores it (barrier_hold.lua; parseHeld reads it back).
 func (h held) element() []byte {
 	kind := byte('m')
 	if h.barrier {

@@ -19,7 +19,7 @@ import (
 // Cluster a script reaches one slot only: the engine folds each change into the project's hash
 // right after the script (fold), idempotently by version, and Sweep folds every partition it
 // visits, so a fold lost to a crash is made up within a sweep round. A send under a limit on
-// Cluster first reserves its bytes in the project's hash (breserve.lua) and releases them in
+// Cluster first reserves its bytes in the project's hash (bytes_reserve.lua) and releases them in
 // its fold: concurrent sends on any number of replicas never pass the limit together.
 
 // reservationTTL is how long a Cluster send reservation holds when its sender dies before

@@ -107,7 +107,7 @@ func (e *Engine) cancelled(ctx context.Context, q engine.Queue, p int, idx []int
 	return nil
 }
 
-// fifoCancel is Cancel on a fifo queue (scripts/fcancel.lua); the deliveries it finds beyond
+// fifoCancel is Cancel on a fifo queue (scripts/fifo_cancel.lua); the deliveries it finds beyond
 // q.MaxCancels, left unchanged, are dead-lettered next with CancelReason, or with keep
 // retried after delay, counted.
 func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay time.Duration, keep bool) ([]error, error) {

@@ -14,16 +14,16 @@ import (
 // Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness). A receive that
 // names a consumer runs in three steps around the ordinary receive, whose scripts stay as they are:
 //
-//  1. creserve.lua drops the consumer's lapsed holdings and reserves the room left under its
+//  1. consumer_reserve.lua drops the consumer's lapsed holdings and reserves the room left under its
 //     bound as placeholders (one script call on the queue's own slot);
 //  2. the receive claims at most that many messages;
-//  3. ccommit.lua replaces the placeholders with the deliveries taken.
+//  3. consumer_commit.lua replaces the placeholders with the deliveries taken.
 //
 // The reservation is what keeps the bound under concurrency: two receives of one consumer,
 // on any replicas, each take room the other cannot. A replica that dies between 1 and 3
 // leaves placeholders that lapse with the visibility timeout, as the messages it took do.
 // Settlement learns the consumer from the receipt handle (engine.Delivery.Consumer) and the
-// API reports it through Settled (csettle.lua). Cost: two extra round trips per consumer
+// API reports it through Settled (consumer_settle.lua). Cost: two extra round trips per consumer
 // receive on the queue's slot, O(batch); none for receives and settlements without a consumer.
 
 // holdLifetime bounds the life of the consumer keys: longer than any holding can last.
@@ -129,7 +129,7 @@ func (e *Engine) Settled(ctx context.Context, q engine.Queue, cs []engine.HeldCh
 	return nil
 }
 
-// listScan bounds the names one clist.lua call looks at.
+// listScan bounds the names one consumer_list.lua call looks at.
 const listScan = 1000
 
 // ListConsumers pages through the consumers seen within engine.ConsumerWindow. Consumers
@@ -197,7 +197,7 @@ func (e *Engine) listStep(ctx context.Context, q engine.Queue, after string, sin
 	return r, nil
 }
 
-// withHoldings turns clist.lua's entries into consumer states with their holdings counted.
+// withHoldings turns consumer_list.lua's entries into consumer states with their holdings counted.
 func (e *Engine) withHoldings(ctx context.Context, q engine.Queue, now int64, raw []string) ([]engine.ConsumerState, error) {
 	out := make([]engine.ConsumerState, 0, len(raw)/2)
 	keys := make([]string, 0, len(raw)/2)

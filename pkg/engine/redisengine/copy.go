@@ -153,7 +153,7 @@ func (e *Engine) copyFIFO(ctx context.Context, q engine.Queue, b engine.CopyBatc
 			group = noGroup
 		}
 		// "r": a reservation naming its own id (an earlier attempt cut between the two steps)
-		// is its own, re-taken in batch order with a fresh sequence number; fsend answers it
+		// is its own, re-taken in batch order with a fresh sequence number; fifo_send answers it
 		// as stored when that attempt stored it ("S"+id). Going round again instead would
 		// give it a number after the rest of the batch: out of its group's order.
 		items[i] = &fitem{idx: i, id: m.ID, dedup: dedup, visible: visible, expires: expires, sent: now, mode: "r",

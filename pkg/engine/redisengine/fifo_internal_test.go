@@ -44,7 +44,7 @@ func pending(t *testing.T, e *Engine, q engine.Queue, group, dedup string) *fite
 	return it
 }
 
-// store runs a send's second step for an item reserved by pending; it returns fsend's code.
+// store runs a send's second step for an item reserved by pending; it returns fifo_send's code.
 func store(t *testing.T, e *Engine, q engine.Queue, it *fitem) int64 {
 	t.Helper()
 	k := keysOf(q.ID, it.p)

@@ -11,7 +11,7 @@ import (
 // Inserting messages that arrive in a standard queue other than by a send: dead-letter moves
 // into a dead-letter queue, move tasks into their destination (move.go) or back into their
 // source. Each goes to the partition its id names, so a retried insert finds the first
-// (dlqinsert.lua leaves an id already there alone). A message arriving while the queue has a
+// (insert.lua leaves an id already there alone). A message arriving while the queue has a
 // barrier pending is accepted after that barrier (docs/delivery-options.md#barrier-messages): the
 // partition's fence refuses it and it goes to the barrier hold like a send (barrier.go).
 
@@ -54,7 +54,7 @@ func (e *Engine) insertStandard(ctx context.Context, q engine.Queue, n int, ins 
 			switch {
 			case err != nil:
 				e.log.Warn("redisengine: "+what+" insert failed; Sweep will retry", "queue", q.ID.String(), "error", err)
-			case v == dlqinsertFenced:
+			case v == insertFenced:
 				fenced = append(fenced, todo[j])
 				if !seen[parts[j]] {
 					seen[parts[j]] = true

@@ -20,7 +20,7 @@ func (k partKeys) messages() []string {
 	return []string{k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry}
 }
 
-// purged are the keys a purge removes (after Visible and VisibleTaken, which purgepart.lua
+// purged are the keys a purge removes (after Visible and VisibleTaken, which purge_partition.lua
 // needs first):
 // messages and, on fifo queues, their groups (not the outbox, whose messages have left the
 // queue, nor dedup outcomes, which outlive a purge, nor the list head position).

@@ -15,7 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// raceKey is a redis hook that, before each ksend.lua call, raises the version of one key's
+// raceKey is a redis hook that, before each keyed_send.lua call, raises the version of one key's
 // waiting message, as a concurrent send of the key would: the send's expectation fails and
 // it merges again.
 type raceKey struct {

@@ -15,11 +15,11 @@ import (
 )
 
 // Move tasks (engine.Mover). A move is the dead-letter move's two steps with the destination
-// chosen per message: movetake.lua (fmovetake.lua on fifo queues) takes the chosen visible
+// chosen per message: move_take.lua (fifo_move_take.lua on fifo queues) takes the chosen visible
 // messages out of a source partition into its move outbox mo, with the destination written
 // in the entry, and counts them under the task's tag in mt, all in one script; then
 // finishTransfers inserts each into its destination idempotently by message id (the
-// destination's partition follows from the id, and dlqinsert.lua/insertFIFO leave an id
+// destination's partition follows from the id, and insert.lua/insertFIFO leave an id
 // already there alone) and clears the entry. A crash between the steps leaves the entry, which
 // FinishMoves or Sweep completes: the message is never lost, and is duplicated only if it was
 // inserted, received and acknowledged in the destination before its entry was cleared — at

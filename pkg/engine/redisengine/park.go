@@ -42,7 +42,7 @@ func (e *Engine) parkedGroups(ctx context.Context, q ids.ID, n int) (int64, erro
 	return total, nil
 }
 
-// parkArg is freceive.lua's poison policy argument for q.
+// parkArg is fifo_receive.lua's poison policy argument for q.
 func parkArg(q engine.Queue) string {
 	switch p := q.Parking(); p {
 	case engine.PoisonPark, engine.PoisonParkGroup:
@@ -53,7 +53,7 @@ func parkArg(q engine.Queue) string {
 
 // markBack finds, among the messages a move brings into fifo queue q, those recorded by a
 // parking of their group (in the partition the group lives in) and gives them their old
-// place: partition, sequence number, back. fsend.lua checks the record again when it stores
+// place: partition, sequence number, back. fifo_send.lua checks the record again when it stores
 // them, atomically with the parking.
 func (e *Engine) markBack(ctx context.Context, q ids.ID, items []*fitem) error {
 	groups := map[string]*redis.StringCmd{}
@@ -105,7 +105,7 @@ func (e *Engine) markBack(ctx context.Context, q ids.ID, items []*fitem) error {
 	return nil
 }
 
-// ReleaseGroup ends a parked group's parking (frelease.lua) in the partition it lives in.
+// ReleaseGroup ends a parked group's parking (fifo_release_group.lua) in the partition it lives in.
 func (e *Engine) ReleaseGroup(ctx context.Context, q engine.Queue, groupID string) error {
 	if err := e.clockOK(); err != nil {
 		return err

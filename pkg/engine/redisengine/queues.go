@@ -387,7 +387,7 @@ func (w *browseWalk) budgetArgs() (int64, string) {
 	return max(w.budget-w.read, 1), held
 }
 
-// capLeft is the byte cap of the hold segment's next script call (bbrowse.lua).
+// capLeft is the byte cap of the hold segment's next script call (barrier_hold_browse.lua).
 func (w *browseWalk) capLeft() int { return int(max(w.budget-w.read, 0)) }
 
 // keep adds a browsed message that matches the filter, with the cursor after it.

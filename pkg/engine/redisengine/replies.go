@@ -3,7 +3,7 @@ package redisengine
 // The replies of the scripts that mean something other than success. Each script's header
 // (scripts/*.lua, "Returns") says what it answers; these are the names the Go code compares
 // them by. A code means something only for its own script: -2 is a fenced partition to
-// send.lua but a failed expectation to ksend.lua.
+// send.lua but a failed expectation to keyed_send.lua.
 
 // send.lua answers a bare number: the partition's sends this second, or one of these.
 const (
@@ -14,11 +14,11 @@ const (
 	sendFenced int64 = -2
 )
 
-// ksend.lua answers {rate, {...}}, or one of these alone; nothing changed in any of them.
+// keyed_send.lua answers {rate, {...}}, or one of these alone; nothing changed in any of them.
 const (
 	// keyedOverQuota: the send would take the project past maxStoredBytes.
 	keyedOverQuota int64 = -1
-	// keyedExpectFailed: an expectation (what kread.lua saw) no longer holds; the engine
+	// keyedExpectFailed: an expectation (what keyed_read.lua saw) no longer holds; the engine
 	// plans the partition's messages again.
 	keyedExpectFailed int64 = -2
 	// keyedFenced: the partition is fenced for a pending barrier; the send goes to the
@@ -26,7 +26,7 @@ const (
 	keyedFenced int64 = -3
 )
 
-// bhold.lua answers {status, generation, partition count}; its status is 1 held or one of these.
+// barrier_hold.lua answers {status, generation, partition count}; its status is 1 held or one of these.
 const (
 	// holdOff: barrier mode is off (mode "m"); nothing stored.
 	holdOff int64 = 0
@@ -34,12 +34,12 @@ const (
 	holdOverQuota int64 = -1
 )
 
-// dlqinsertFenced is dlqinsert.lua's answer when the partition is fenced for a pending
+// insertFenced is insert.lua's answer when the partition is fenced for a pending
 // barrier: nothing stored, the engine puts the message in the barrier hold instead (1 is
 // inserted, 0 already there).
-const dlqinsertFenced int64 = -2
+const insertFenced int64 = -2
 
-// tpublish.lua answers {last sequence, {...}}, or one of these alone; nothing written.
+// topic_publish.lua answers {last sequence, {...}}, or one of these alone; nothing written.
 const (
 	// publishOverQuota: the publish would take the project past maxStoredBytes.
 	publishOverQuota int64 = -1
@@ -51,14 +51,14 @@ const (
 // (nothing done).
 const copyFenced int64 = -2
 
-// fsend.lua answers {rate, {one code per message}} with these codes, or fifoOverQuota alone.
+// fifo_send.lua answers {rate, {one code per message}} with these codes, or fifoOverQuota alone.
 const (
 	// fifoOverQuota: the messages would take the project past maxStoredBytes; nothing stored.
 	fifoOverQuota int64 = -1
 	// fifoStored: stored, or already there (a retried insert, or stored before under its
 	// dedup reservation).
 	fifoStored int64 = 1
-	// fifoReservationFenced: refused, its dedup reservation was fenced (fverify.lua) by a
+	// fifoReservationFenced: refused, its dedup reservation was fenced (fifo_verify_dedup.lua) by a
 	// sender that found it pending.
 	fifoReservationFenced int64 = 2
 	// fifoSequenceBehind: refused, its group already holds a higher sequence number here;

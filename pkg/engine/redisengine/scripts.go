@@ -23,83 +23,83 @@ var (
 	ackScript        = loadDrainScript("ack")
 	visibilityScript = loadDrainScript("visibility")
 	deadLetterScript = loadDrainScript("deadletter")
-	cancelScript     = loadDrainScript("cancel")  // cancel.go
-	fCancelScript    = loadDrainScript("fcancel") // cancel.go
-	dlqInsertScript  = loadDrainScript("dlqinsert")
+	cancelScript     = loadDrainScript("cancel")      // cancel.go
+	fCancelScript    = loadDrainScript("fifo_cancel") // cancel.go
+	dlqInsertScript  = loadDrainScript("insert")
 	expireScript     = loadDrainScript("expire")
 	countsScript     = loadDrainScript("counts")
 	peekScript       = loadDrainScript("peek")
-	pPeekScript      = loadDrainScript("ppeek") // priority.go
+	pPeekScript      = loadDrainScript("priority_peek") // priority.go
 	browseScript     = loadDrainScript("browse")
-	browseListScript = loadDrainScript("browselist")
-	purgePartScript  = loadDrainScript("purgepart")
+	browseListScript = loadDrainScript("browse_list")
+	purgePartScript  = loadDrainScript("purge_partition")
 	growScript       = loadScript("grow")
-	purgeGateScript  = loadDrainScript("purgegate")
-	obClearScript    = loadDrainScript("obclear")
-	qDeleteScript    = loadDrainScript("qdelete")
-	bFoldScript      = loadDrainScript("bfold")
-	bReserveScript   = loadScript("breserve")
+	purgeGateScript  = loadDrainScript("purge_gate")
+	obClearScript    = loadDrainScript("outbox_clear")
+	qDeleteScript    = loadDrainScript("queue_delete")
+	bFoldScript      = loadDrainScript("bytes_fold")
+	bReserveScript   = loadScript("bytes_reserve")
 	touchScript      = loadDrainScript("touch")
 	retireScript     = loadDrainScript("retire")
-	moveTakeScript   = loadDrainScript("movetake")  // move.go
-	fMoveTakeScript  = loadDrainScript("fmovetake") // move.go
+	moveTakeScript   = loadDrainScript("move_take")      // move.go
+	fMoveTakeScript  = loadDrainScript("fifo_move_take") // move.go
 
 	// Conflation and delete by id (conflate.go).
-	kReadScript   = loadDrainScript("kread")
-	kSendScript   = loadScript("ksend")
-	mDeleteScript = loadDrainScript("mdelete")
-	fDeleteScript = loadDrainScript("fdelete")
+	kReadScript   = loadDrainScript("keyed_read")
+	kSendScript   = loadScript("keyed_send")
+	mDeleteScript = loadDrainScript("delete")
+	fDeleteScript = loadDrainScript("fifo_delete")
 	// Barrier messages (barrier.go). The hold takes sends, so it is refused at full memory
 	// like them; the step and purge move or remove messages and run at full memory.
-	bHoldScript    = loadScript("bhold")
-	bFenceScript   = loadDrainScript("bfence")
-	bUnfenceScript = loadDrainScript("bunfence")
-	bStepScript    = loadDrainScript("bstep")
-	bPurgeScript   = loadDrainScript("bpurge")
-	bBrowseScript  = loadDrainScript("bbrowse")
+	bHoldScript    = loadScript("barrier_hold")
+	bFenceScript   = loadDrainScript("barrier_fence")
+	bUnfenceScript = loadDrainScript("barrier_unfence")
+	bStepScript    = loadDrainScript("barrier_step")
+	bPurgeScript   = loadDrainScript("barrier_hold_purge")
+	bBrowseScript  = loadDrainScript("barrier_hold_browse")
 
 	// Consumer backlogs (consumers.go): they take no memory a drain would not free, except
 	// the reservation, which a receive at full memory must still make.
-	cReserveScript = loadDrainScript("creserve")
-	cCommitScript  = loadDrainScript("ccommit")
-	cSettleScript  = loadDrainScript("csettle")
-	cListScript    = loadDrainScript("clist")
-	cForgetScript  = loadDrainScript("cforget")
-	cCountScript   = loadDrainScript("ccount")
+	cReserveScript = loadDrainScript("consumer_reserve")
+	cCommitScript  = loadDrainScript("consumer_commit")
+	cSettleScript  = loadDrainScript("consumer_settle")
+	cListScript    = loadDrainScript("consumer_list")
+	cForgetScript  = loadDrainScript("consumer_forget")
+	cCountScript   = loadDrainScript("consumer_count")
 
 	// Fifo queues (fifo.go).
-	fReserveScript    = loadScript("freserve")
-	fSendScript       = loadScript("fsend")
-	fVerifyScript     = loadDrainScript("fverify")
-	fReceiveScript    = loadDrainScript("freceive")
-	fAckScript        = loadDrainScript("fack")
-	fVisibilityScript = loadDrainScript("fvisibility")
-	fDeadLetterScript = loadDrainScript("fdeadletter")
-	fExpireScript     = loadDrainScript("fexpire")
-	fPurgeGroupScript = loadDrainScript("fpurgegroup")
-	fPeekScript       = loadDrainScript("fpeek")
-	fGroupsScript     = loadDrainScript("fgroups")
-	fGCScript         = loadDrainScript("fgc")
-	fUnmapScript      = loadDrainScript("funmap")
-	fReleaseScript    = loadDrainScript("frelease")
+	fReserveScript    = loadScript("fifo_reserve")
+	fSendScript       = loadScript("fifo_send")
+	fVerifyScript     = loadDrainScript("fifo_verify_dedup")
+	fReceiveScript    = loadDrainScript("fifo_receive")
+	fAckScript        = loadDrainScript("fifo_ack")
+	fVisibilityScript = loadDrainScript("fifo_visibility")
+	fDeadLetterScript = loadDrainScript("fifo_deadletter")
+	fExpireScript     = loadDrainScript("fifo_expire")
+	fPurgeGroupScript = loadDrainScript("fifo_purge_group")
+	fPeekScript       = loadDrainScript("fifo_peek")
+	fGroupsScript     = loadDrainScript("fifo_groups")
+	fGCScript         = loadDrainScript("fifo_forget_groups")
+	fUnmapScript      = loadDrainScript("fifo_unmap_groups")
+	fReleaseScript    = loadDrainScript("fifo_release_group")
 
 	// The two steps of a dead-letter move into a fifo queue: the send scripts, allowed to
 	// run at full memory like every step of a drain.
-	fReserveMoveScript = loadDrainScript("freserve")
-	fSendMoveScript    = loadDrainScript("fsend")
+	fReserveMoveScript = loadDrainScript("fifo_reserve")
+	fSendMoveScript    = loadDrainScript("fifo_send")
 
 	// Topics (topics.go, topicbind.go, copy.go): the publish and the copy take memory like a
 	// send; trims, reads and bookkeeping run at full memory.
-	tPublishScript = loadScript("tpublish")
+	tPublishScript = loadScript("topic_publish")
 	copyScript     = loadScript("copy")
-	tTrimScript    = loadDrainScript("ttrim")
-	tSeqAtScript   = loadDrainScript("tseqat")
-	tLeaseScript   = loadDrainScript("tlease")
-	tReleaseScript = loadDrainScript("trelease")
-	tAdvanceScript = loadDrainScript("tadvance")
-	tFilterScript  = loadDrainScript("tfilter")
-	tIdleScript    = loadDrainScript("tidle")
-	tActiveScript  = loadDrainScript("tactive")
+	tTrimScript    = loadDrainScript("topic_trim")
+	tSeqAtScript   = loadDrainScript("topic_seq_at")
+	tLeaseScript   = loadDrainScript("topic_lease")
+	tReleaseScript = loadDrainScript("topic_release")
+	tAdvanceScript = loadDrainScript("topic_advance")
+	tFilterScript  = loadDrainScript("topic_filter")
+	tIdleScript    = loadDrainScript("topic_idle")
+	tActiveScript  = loadDrainScript("topic_active")
 )
 
 // allowOOM is the shebang of the scripts that must run when Redis is at its maxmemory

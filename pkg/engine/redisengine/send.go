@@ -88,7 +88,7 @@ func (e *Engine) sendStandard(ctx context.Context, q engine.Queue, msgs []engine
 	}
 	if keyed(msgs) {
 		// Keyed sends (conflate.go) take their own script; with a barrier pending they
-		// go to the hold, unconflated (above, or when ksend.lua finds a fence).
+		// go to the hold, unconflated (above, or when keyed_send.lua finds a fence).
 		res, err := e.sendKeyed(ctx, q, msgs, n)
 		return res, -1, err
 	}

@@ -239,7 +239,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
 		redrive = "1"
 	}
-	mode := redrive // fdeadletter.lua's: the poison policy too
+	mode := redrive // fifo_deadletter.lua's: the poison policy too
 	switch q.Parking() {
 	case engine.PoisonPark:
 		mode = "p"

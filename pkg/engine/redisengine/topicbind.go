@@ -34,7 +34,7 @@ const (
 	defaultStatePage = 100
 	maxStatePage     = 1000
 	// leaseBackstop is added to a lease's PX beyond its ttl: the lease lapses by the engine
-	// clock (tlease.lua); PX only cleans up after a topic nobody leases any more.
+	// clock (topic_lease.lua); PX only cleans up after a topic nobody leases any more.
 	leaseBackstop = time.Minute
 )
 
@@ -61,7 +61,7 @@ func (e *Engine) touchTopic(ctx context.Context, t ids.ID) error {
 }
 
 // ActiveTopics lists the topics published to since they were last idled, and the idle ones
-// whose wake time has passed (tactive.lua).
+// whose wake time has passed (topic_active.lua).
 func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
 	vals, err := tActiveScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, e.nowMs()).StringSlice()
 	if err != nil {
@@ -77,7 +77,7 @@ func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
 }
 
 // IdleTopic drops the topic from the active topics when its sequence is still last (see
-// the work list above), setting its wake time in the same step (tidle.lua). A publish that
+// the work list above), setting its wake time in the same step (topic_idle.lua). A publish that
 // raced it leaves the wake time as it was: the next idle sets it.
 func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64, wakeAt time.Time) error {
 	if moved, err := e.seqMoved(ctx, topic, last); moved || err != nil {
@@ -123,7 +123,7 @@ func (e *Engine) markActive(ctx context.Context, topic ids.ID) error {
 // the engine's channel names the topic id as a send's names its queue id.
 func (e *Engine) WatchTopic(topic ids.ID) (<-chan struct{}, func()) { return e.watch.Watch(topic) }
 
-// LeaseTopic takes or renews the topic's fan-out lease (tlease.lua, engine clock).
+// LeaseTopic takes or renews the topic's fan-out lease (topic_lease.lua, engine clock).
 func (e *Engine) LeaseTopic(ctx context.Context, topic ids.ID, owner string, ttl time.Duration) (bool, error) {
 	now := e.nowMs()
 	n, err := tLeaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner, now,
@@ -207,7 +207,7 @@ func (e *Engine) Bind(ctx context.Context, t engine.Topic, b engine.Binding) err
 	return nil
 }
 
-// SetFilter replaces a binding's filter in place (tfilter.lua), keeping its cursor.
+// SetFilter replaces a binding's filter in place (topic_filter.lua), keeping its cursor.
 func (e *Engine) SetFilter(ctx context.Context, t engine.Topic, binding ids.ID, filter string) error {
 	n, err := tFilterScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, binding.String(), filter).Int()
 	if err != nil {
@@ -252,7 +252,7 @@ func (e *Engine) Bindings(ctx context.Context, t engine.Topic) ([]engine.Binding
 	return out, nil
 }
 
-// AdvanceBindings records the fan-out's progress (tadvance.lua).
+// AdvanceBindings records the fan-out's progress (topic_advance.lua).
 func (e *Engine) AdvanceBindings(ctx context.Context, t engine.Topic, as []engine.Advance) error {
 	if len(as) == 0 {
 		return nil

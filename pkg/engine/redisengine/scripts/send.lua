@@ -1,7 +1,7 @@
 -- send: store a batch of new messages in one partition and count the partition's send rate.
 -- KEYS: 1 r (ready zset), 2 m (messages), 3 s (states of messages stored before), 4 x (expiry zset),
 --       5 send counter of the current second (expires after 2 s), 6 l (list of never-received
---       messages sent without delay), 7 bf (the partition's barrier fence, bfence.lua),
+--       messages sent without delay), 7 bf (the partition's barrier fence, barrier_fence.lua),
 --       8 B (partition byte hash), [9 P (project byte hash; single server only)]
 -- ARGV: 1 now ms, 2 wake channel, 3 wake payload (queue id), 4 expiresAt ms (the whole batch),
 --       5 the project's maxStoredBytes (0: none; checked only with P), 6 project id;
