@@ -145,7 +145,7 @@ func (e *Engine) hold(ctx context.Context, q engine.Queue, hs []held, bytes int6
 	if err != nil {
 		return false, err
 	}
-	vals, err := bHoldScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), args...).Int64Slice()
+	vals, err := barrierHoldScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), args...).Int64Slice()
 	if rsv != "" {
 		e.fold(ctx, q.Project, []partKeys{hk}, rsv)
 	} else if err == nil {
@@ -193,7 +193,7 @@ func (e *Engine) fence(ctx context.Context, q ids.ID, g int64, n int) ([]int64, 
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q, p)
-		calls[p] = scriptCall{bFenceScript, []string{k.BarrierFence, k.Visible, k.Messages}, []any{g}}
+		calls[p] = scriptCall{barrierFenceScript, []string{k.BarrierFence, k.Visible, k.Messages}, []any{g}}
 	}
 	counts := make([]int64, n)
 	for p, cmd := range e.run(ctx, calls) {
@@ -211,7 +211,7 @@ func (e *Engine) fence(ctx context.Context, q ids.ID, g int64, n int) ([]int64, 
 func (e *Engine) unfence(ctx context.Context, q ids.ID, g int64, parts []int) {
 	calls := make([]scriptCall, len(parts))
 	for i, p := range parts {
-		calls[i] = scriptCall{bUnfenceScript, []string{keysOf(q, p).BarrierFence}, []any{g}}
+		calls[i] = scriptCall{barrierUnfenceScript, []string{keysOf(q, p).BarrierFence}, []any{g}}
 	}
 	for _, cmd := range e.run(ctx, calls) {
 		if err := cmd.Err(); err != nil {
@@ -224,7 +224,7 @@ func (e *Engine) unfence(ctx context.Context, q ids.ID, g int64, parts []int) {
 func (e *Engine) bstep(ctx context.Context, q engine.Queue, owner string, op string, more ...any) ([]any, error) {
 	args := append([]any{op, e.nowMs(), owner, barrierLease.Milliseconds()}, more...)
 	keys := e.withBytes(q, holdBytes(q.ID), partitionsKey(q.ID), holdKey(q.ID))
-	v, err := bStepScript.Run(ctx, e.rdb, keys, args...).Result()
+	v, err := barrierStepScript.Run(ctx, e.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, e.wrap(ctx, "barrier", err)
 	}
@@ -353,7 +353,7 @@ func (h held) element() []byte {
 func (e *Engine) insertCall(q engine.Queue, n int, h held) (scriptCall, partKeys, int) {
 	p := int(binary.BigEndian.Uint64(h.id[8:]) % uint64(n))
 	k := keysOf(q.ID, p)
-	return scriptCall{dlqInsertScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.BarrierFence),
+	return scriptCall{insertScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.BarrierFence),
 		[]any{string(h.id[:]), h.payload, h.visible, h.expiresAt, h.sentAt, e.opts.Channel, q.ID.String(), q.Project.String(), "1"}}, k, p
 }
 
@@ -470,7 +470,7 @@ func (e *Engine) browseHold(ctx context.Context, q engine.Queue, si int, cur bro
 	if hasCur {
 		from = cur.score + 1
 	}
-	vals, err := bBrowseScript.Run(ctx, e.rdb, []string{partitionsKey(q.ID), holdKey(q.ID)}, from, ask, byteCap).Slice()
+	vals, err := barrierHoldBrowseScript.Run(ctx, e.rdb, []string{partitionsKey(q.ID), holdKey(q.ID)}, from, ask, byteCap).Slice()
 	if err != nil || len(vals) == 0 {
 		return nil, nil, 0, e.wrap(ctx, "browse", orBad(err))
 	}
@@ -499,7 +499,7 @@ func (e *Engine) purgeHold(ctx context.Context, q engine.Queue, del bool) error 
 	if del {
 		flag = "1"
 	}
-	err := bPurgeScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), flag).Err()
+	err := barrierHoldPurgeScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), flag).Err()
 	e.fold(ctx, q.Project, []partKeys{hk})
 	if err != nil {
 		return e.wrap(ctx, "purge", err)

@@ -89,7 +89,7 @@ func (e *Engine) fold(ctx context.Context, project ids.ID, parts []partKeys, rel
 		return
 	}
 	keys := []string{projectBytesKey(project), projectReservationsKey(project)}
-	if err := bFoldScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
+	if err := bytesFoldScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
 		e.log.Warn("redisengine: folding stored bytes failed; Sweep will", "project", project.String(), "error", err)
 	}
 }
@@ -110,7 +110,7 @@ func (e *Engine) reserveBytes(ctx context.Context, q engine.Queue, bytes int64) 
 	id := ids.New()
 	member := id.String() + "|" + strconv.FormatInt(bytes, 10)
 	now := e.nowMs()
-	ok, err := bReserveScript.Run(ctx, e.rdb, []string{projectBytesKey(q.Project), projectReservationsKey(q.Project)},
+	ok, err := bytesReserveScript.Run(ctx, e.rdb, []string{projectBytesKey(q.Project), projectReservationsKey(q.Project)},
 		now, bytes, q.MaxStoredBytes, member, now+reservationTTL.Milliseconds()).Int()
 	if err != nil {
 		return "", e.wrap(ctx, "send", err)
@@ -172,7 +172,7 @@ func (e *Engine) deleteCounted(ctx context.Context, q ids.ID) error {
 		if e.inline(eq) == "1" {
 			keys = append(keys, projectBytesKey(project))
 		}
-		calls = append(calls, scriptCall{qDeleteScript, keys, []any{e.inline(eq)}})
+		calls = append(calls, scriptCall{queueDeleteScript, keys, []any{e.inline(eq)}})
 		byProject[project] = append(byProject[project], k)
 	}
 	for _, cmd := range e.run(ctx, calls) {

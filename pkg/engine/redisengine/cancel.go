@@ -119,7 +119,7 @@ func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Del
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
-			return scriptCall{fCancelScript, k.fifo(), args}
+			return scriptCall{fifoCancelScript, k.fifo(), args}
 		},
 		func(_ int, idx []int, val any, errs []error) error {
 			return codes(val, idx, errs, overCode)

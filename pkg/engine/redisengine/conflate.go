@@ -255,7 +255,7 @@ func (e *Engine) readKeys(ctx context.Context, q engine.Queue, need map[string][
 			args = append(args, key)
 		}
 		parts = append(parts, p)
-		calls = append(calls, scriptCall{kReadScript, []string{k.Messages, k.LegacyStates, k.InFlight, k.ConflationKeys}, args})
+		calls = append(calls, scriptCall{keyedReadScript, []string{k.Messages, k.LegacyStates, k.InFlight, k.ConflationKeys}, args})
 	}
 	rank := map[string]map[int]int{} // key -> partition -> position in its list (0 newest)
 	for key, ps := range need {
@@ -352,7 +352,7 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 			reservations = append(reservations, r)
 		}
 		parts = append(parts, p)
-		calls = append(calls, scriptCall{kSendScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.InFlight, k.ConflationKeys, k.ConflationKeyOf, k.BarrierFence), args})
+		calls = append(calls, scriptCall{keyedSendScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.InFlight, k.ConflationKeys, k.ConflationKeyOf, k.BarrierFence), args})
 	}
 	var again []int
 	var fenced map[int][]int
@@ -461,11 +461,11 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 		for _, p := range parts {
 			k := keysOf(q.ID, p)
 			if q.Type == engine.FIFO {
-				calls = append(calls, scriptCall{fDeleteScript, e.withBytes(q, k, k.fifo()...),
+				calls = append(calls, scriptCall{fifoDeleteScript, e.withBytes(q, k, k.fifo()...),
 					[]any{now, string(id[:]), e.opts.Channel, q.ID.String()}})
 				continue
 			}
-			calls = append(calls, scriptCall{mDeleteScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.VisibleTaken, k.ConflationKeys, k.ConflationKeyOf),
+			calls = append(calls, scriptCall{deleteScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.VisibleTaken, k.ConflationKeys, k.ConflationKeyOf),
 				[]any{now, string(id[:]), deleteScan}})
 		}
 		var next []int

@@ -44,7 +44,7 @@ func (e *Engine) receiveAsConsumer(ctx context.Context, q engine.Queue, req engi
 	now := e.nowMs()
 	token := ids.New().String()
 	want := min(max(req.Max, 1), engine.MaxBatch)
-	vals, err := cReserveScript.Run(ctx, e.rdb, []string{hold, consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
+	vals, err := consumerReserveScript.Run(ctx, e.rdb, []string{hold, consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
 		now, want, c.MaxBacklog, now+(req.Visibility+reserveSlack).Milliseconds(), token, c.ID,
 		holdLifetime.Milliseconds()).Int64Slice()
 	if err != nil || len(vals) != 2 {
@@ -71,7 +71,7 @@ func (e *Engine) receiveAsConsumer(ctx context.Context, q engine.Queue, req engi
 	// lost with the request's context.
 	cctx, cancel := detached(ctx)
 	defer cancel()
-	if err := cCommitScript.Run(cctx, e.rdb, []string{hold}, args...).Err(); err != nil && rerr == nil {
+	if err := consumerCommitScript.Run(cctx, e.rdb, []string{hold}, args...).Err(); err != nil && rerr == nil {
 		e.log.Warn("redisengine: recording a consumer's holdings; its placeholders lapse with the deadline",
 			"queue", q.ID.String(), "error", err)
 	}
@@ -118,7 +118,7 @@ func (e *Engine) Settled(ctx context.Context, q engine.Queue, cs []engine.HeldCh
 	}
 	calls := make([]scriptCall, 0, len(byTag))
 	for t, args := range byTag {
-		calls = append(calls, scriptCall{cSettleScript, []string{consumerHoldKey(q.ID, t)}, args})
+		calls = append(calls, scriptCall{consumerSettleScript, []string{consumerHoldKey(q.ID, t)}, args})
 	}
 	for _, cmd := range e.run(ctx, calls) {
 		if err := cmd.Err(); err != nil {
@@ -173,7 +173,7 @@ type listStepResult struct {
 }
 
 func (e *Engine) listStep(ctx context.Context, q engine.Queue, after string, since int64, limit int) (listStepResult, error) {
-	v, err := cListScript.Run(ctx, e.rdb, []string{consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
+	v, err := consumerListScript.Run(ctx, e.rdb, []string{consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
 		after, since, limit, listScan).Slice()
 	if err != nil || len(v) < 4 {
 		return listStepResult{}, e.wrap(ctx, "list consumers", orBadReply(err))
@@ -211,7 +211,7 @@ func (e *Engine) withHoldings(ctx context.Context, q engine.Queue, now int64, ra
 	if len(keys) == 0 {
 		return out, nil
 	}
-	counts, err := cCountScript.Run(ctx, e.rdb, keys, now).Int64Slice()
+	counts, err := consumerCountScript.Run(ctx, e.rdb, keys, now).Int64Slice()
 	if err != nil || len(counts) != len(out) {
 		return nil, e.wrap(ctx, "count holdings", orBadReply(err))
 	}
@@ -232,7 +232,7 @@ func (e *Engine) forgetStale(ctx context.Context, q engine.Queue, now, since int
 		keys = append(keys, consumerHoldKey(q.ID, engine.TagOf(id)))
 		args = append(args, id)
 	}
-	if err := cForgetScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
+	if err := consumerForgetScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
 		return e.wrap(ctx, "forget consumers", err)
 	}
 	return nil

@@ -317,9 +317,9 @@ func (s *fifoSend) calls(parts []int, byPart map[int][]*fitem) ([]scriptCall, []
 			args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 				groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
 		}
-		script := fSendScript
+		script := fifoSendScript
 		if byPart[p][0].move {
-			script = fSendMoveScript
+			script = fifoSendMoveScript
 		}
 		calls[i] = scriptCall{script, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.GroupMessages, k.GroupMemberOf, k.GroupsAvailable, k.GroupsLocked, k.GroupLastSeq, k.DedupOutcomes, k.InFlight, k.GroupsParked), args}
 	}
@@ -442,9 +442,9 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 		}
 		args = append(args, string(it.id[:]), it.pl.GroupID, k, rand.Uint32(), it.mode)
 	}
-	script := fReserveScript
+	script := fifoReserveScript
 	if len(todo) > 0 && todo[0].move {
-		script = fReserveMoveScript
+		script = fifoReserveMoveScript
 	}
 	vals, rerr := script.Run(ctx, e.rdb, keys, args...).Slice()
 	if rerr == nil && len(vals) != len(todo) {
@@ -503,7 +503,7 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 		if fence && i == len(waits)-1 {
 			fenceNow = "1"
 		}
-		vals, err := fVerifyScript.Run(ctx, e.rdb, []string{k.DedupOutcomes, k.GroupMemberOf}, string(id[:]), e.nowMs(), fenceNow).Int64Slice()
+		vals, err := fifoVerifyDedupScript.Run(ctx, e.rdb, []string{k.DedupOutcomes, k.GroupMemberOf}, string(id[:]), e.nowMs(), fenceNow).Int64Slice()
 		if err == nil && len(vals) != 2 {
 			err = errBadReply
 		}
@@ -548,7 +548,7 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{fPeekScript, []string{k.GroupMessages, k.GroupsAvailable, k.GroupsLocked}, []any{now}}
+		calls[p] = scriptCall{fifoPeekScript, []string{k.GroupMessages, k.GroupsAvailable, k.GroupsLocked}, []any{now}}
 	}
 	cmds := e.run(ctx, calls)
 	type avail struct {
@@ -607,7 +607,7 @@ func (e *Engine) sweepFIFOPartition(ctx context.Context, q engine.Queue, p int, 
 	keys := e.withBytes(q, k, append(k.fifo(), k.DedupOutcomes)...)
 	trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
 	for range sweepChunks {
-		deleted, err := fExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()
+		deleted, err := fifoExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()
 		if err != nil {
 			return e.wrap(ctx, "sweep", err)
 		}
@@ -664,7 +664,7 @@ func (e *Engine) sweepGroupMap(ctx context.Context, q engine.Queue, now int64) e
 		for j, en := range byPart[p] {
 			args[j] = en.g
 		}
-		calls[i] = scriptCall{fGCScript, []string{k.GroupMessages, k.GroupLastSeq, k.GroupsLocked}, args}
+		calls[i] = scriptCall{fifoForgetGroupsScript, []string{k.GroupMessages, k.GroupLastSeq, k.GroupsLocked}, args}
 	}
 	var unmap []any
 	for i, cmd := range e.run(ctx, calls) {
@@ -679,7 +679,7 @@ func (e *Engine) sweepGroupMap(ctx context.Context, q engine.Queue, now int64) e
 		}
 	}
 	if len(unmap) > 0 {
-		if err := fUnmapScript.Run(ctx, e.rdb, []string{groupMapKey(q.ID)}, unmap...).Err(); err != nil {
+		if err := fifoUnmapGroupsScript.Run(ctx, e.rdb, []string{groupMapKey(q.ID)}, unmap...).Err(); err != nil {
 			return e.wrap(ctx, "sweep", err)
 		}
 	}

@@ -50,7 +50,7 @@ func store(t *testing.T, e *Engine, q engine.Queue, it *fitem) int64 {
 	k := keysOf(q.ID, it.p)
 	now := e.nowMs()
 	it.pl.Sequence = it.seq
-	vals, err := fSendScript.Run(context.Background(), e.rdb,
+	vals, err := fifoSendScript.Run(context.Background(), e.rdb,
 		e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.GroupMessages, k.GroupMemberOf, k.GroupsAvailable, k.GroupsLocked, k.GroupLastSeq, k.DedupOutcomes, k.InFlight, k.GroupsParked),
 		now, e.opts.Channel, q.ID.String(), 0, 0, q.Project.String(), string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 		groupPrefix(it.pl.GroupID, it.seq), it.seq, "1").Slice()

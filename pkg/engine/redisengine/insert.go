@@ -43,7 +43,7 @@ func (e *Engine) insertStandard(ctx context.Context, q engine.Queue, n int, ins 
 			in := ins[i]
 			p := int(binary.BigEndian.Uint64(in.id[8:]) % uint64(n))
 			k := keysOf(q.ID, p)
-			calls[j] = scriptCall{dlqInsertScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.BarrierFence),
+			calls[j] = scriptCall{insertScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.BarrierFence),
 				[]any{string(in.id[:]), in.payload, in.at, in.expires, in.sent, e.opts.Channel, q.ID.String(), q.Project.String(), "0"}}
 			parts[j], touched[j] = p, k
 		}
@@ -166,7 +166,7 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 		for i, f := range fields {
 			args[i] = f
 		}
-		if err := obClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.DeadLetterOutbox), args...).Err(); err != nil {
+		if err := outboxClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.DeadLetterOutbox), args...).Err(); err != nil {
 			e.log.Warn("redisengine: clearing the dead-letter outbox failed; Sweep will retry", "queue", src.ID.String(), "error", err)
 		}
 		e.fold(ctx, src.Project, []partKeys{k})

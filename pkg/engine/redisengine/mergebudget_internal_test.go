@@ -44,7 +44,7 @@ func (h *raceKey) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 func (h *raceKey) before(ctx context.Context, cmd redis.Cmder) {
-	if args := cmd.Args(); cmd.Name() != "evalsha" || len(args) < 2 || args[1] != kSendScript.Hash() {
+	if args := cmd.Args(); cmd.Name() != "evalsha" || len(args) < 2 || args[1] != keyedSendScript.Hash() {
 		return
 	}
 	h.sends.Add(1)

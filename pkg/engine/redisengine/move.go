@@ -65,7 +65,7 @@ func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.Mov
 	for p, a := range args {
 		k := keysOf(src.ID, p)
 		if src.Type == engine.FIFO {
-			calls = append(calls, scriptCall{fMoveTakeScript, e.withBytes(src, k, append(k.fifo(), k.MoveOutbox, k.MoveTasks)...),
+			calls = append(calls, scriptCall{fifoMoveTakeScript, e.withBytes(src, k, append(k.fifo(), k.MoveOutbox, k.MoveTasks)...),
 				append([]any{now, e.opts.Channel, src.ID.String(), req.Tag}, a...)})
 		} else {
 			calls = append(calls, scriptCall{moveTakeScript, e.withBytes(src, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.VisibleTaken, k.MoveOutbox, k.MoveTasks, k.ConflationKeys, k.ConflationKeyOf),
@@ -188,7 +188,7 @@ func (e *Engine) finishTransfers(ctx context.Context, src engine.Queue, p int, e
 	for i, f := range fields {
 		args[i] = f
 	}
-	if err := obClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.MoveOutbox), args...).Err(); err != nil {
+	if err := outboxClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.MoveOutbox), args...).Err(); err != nil {
 		e.log.Warn("redisengine: clearing the move outbox failed; Sweep will retry", "queue", src.ID.String(), "error", err)
 	}
 	e.fold(ctx, src.Project, []partKeys{k})

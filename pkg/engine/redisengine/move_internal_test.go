@@ -124,7 +124,7 @@ func TestMoveSweepFinishes(t *testing.T) {
 	}
 	k := keysOf(src.ID, 0)
 	args := []any{clk.Now().UnixMilli(), e.opts.Channel, src.ID.String(), "task", string(res[0].MessageID[:]), destination(&dst)}
-	if err := fMoveTakeScript.Run(ctx, rdb, e.withBytes(src, k, append(k.fifo(), k.MoveOutbox, k.MoveTasks)...), args...).Err(); err != nil {
+	if err := fifoMoveTakeScript.Run(ctx, rdb, e.withBytes(src, k, append(k.fifo(), k.MoveOutbox, k.MoveTasks)...), args...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(outboxGrace + time.Second)

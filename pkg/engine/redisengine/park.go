@@ -123,7 +123,7 @@ func (e *Engine) ReleaseGroup(ctx context.Context, q engine.Queue, groupID strin
 	found := false
 	for _, p := range parts {
 		k := keysOf(q.ID, p)
-		code, err := fReleaseScript.Run(ctx, e.rdb, []string{k.Scheduled, k.InFlight, k.GroupMessages, k.GroupsAvailable, k.GroupsLocked, k.GroupsParked},
+		code, err := fifoReleaseGroupScript.Run(ctx, e.rdb, []string{k.Scheduled, k.InFlight, k.GroupMessages, k.GroupsAvailable, k.GroupsLocked, k.GroupsParked},
 			e.nowMs(), groupID, e.opts.Channel, q.ID.String()).Int()
 		if err != nil {
 			return e.wrap(ctx, "release group", err)

@@ -77,7 +77,7 @@ func (e *Engine) receiveByPriority(ctx context.Context, q engine.Queue, req engi
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{pPeekScript, []string{k.Scheduled, k.InFlight, k.Visible}, []any{now, want}}
+		calls[p] = scriptCall{priorityPeekScript, []string{k.Scheduled, k.InFlight, k.Visible}, []any{now, want}}
 	}
 	counts := make([][engine.MaxPriority + 1]int, n)
 	var nextAt int64

@@ -46,7 +46,7 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 		if e.inline(q) == "1" {
 			keys = append(keys, projectBytesKey(q.Project))
 		}
-		calls[p] = scriptCall{purgePartScript, keys, []any{e.inline(q)}}
+		calls[p] = scriptCall{purgePartitionScript, keys, []any{e.inline(q)}}
 	}
 	cmds := e.run(ctx, calls)
 	e.fold(ctx, q.Project, parts)

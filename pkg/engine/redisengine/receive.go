@@ -305,7 +305,7 @@ func (e *Engine) claimCalls(ctx context.Context, q engine.Queue, req engine.Rece
 			args := append([]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes},
 				bindArgs(q, req.BindTo, elsewhere[i])...)
 			args = append(args, parkArg(q), engine.ParkGroupReason)
-			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.DeadLetterOutbox, k.GroupBindings, k.ConsumerBindings, k.GroupsParked)...), args}
+			calls[i] = scriptCall{fifoReceiveScript, e.withBytes(q, k, append(k.fifo(), k.DeadLetterOutbox, k.GroupBindings, k.ConsumerBindings, k.GroupsParked)...), args}
 			continue
 		}
 		scan := 3 * c.n

@@ -107,7 +107,7 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fAckScript, e.withBytes(q, k, append(k.fifo(), k.binds()...)...), args}
+				return scriptCall{fifoAckScript, e.withBytes(q, k, append(k.fifo(), k.binds()...)...), args}
 			}
 			return scriptCall{ackScript, e.withBytes(q, k, k.messages()...), args}
 		},
@@ -214,7 +214,7 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, cs[j].Visibility.Milliseconds())
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fVisibilityScript, k.fifo(), args}
+				return scriptCall{fifoVisibilityScript, k.fifo(), args}
 			}
 			return scriptCall{visibilityScript, []string{k.InFlight, k.Messages, k.LegacyStates}, args}
 		},
@@ -264,7 +264,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.DeadLetterOutbox, k.GroupBindings, k.ConsumerBindings, k.GroupsParked)...), args}
+				return scriptCall{fifoDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.DeadLetterOutbox, k.GroupBindings, k.ConsumerBindings, k.GroupsParked)...), args}
 			}
 			return scriptCall{deadLetterScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.DeadLetterOutbox), args}
 		},

@@ -63,7 +63,7 @@ func (e *Engine) touchTopic(ctx context.Context, t ids.ID) error {
 // ActiveTopics lists the topics published to since they were last idled, and the idle ones
 // whose wake time has passed (topic_active.lua).
 func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
-	vals, err := tActiveScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, e.nowMs()).StringSlice()
+	vals, err := topicActiveScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, e.nowMs()).StringSlice()
 	if err != nil {
 		return nil, e.wrap(ctx, "active topics", err)
 	}
@@ -87,7 +87,7 @@ func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64, wakeA
 	if !wakeAt.IsZero() {
 		at = max(wakeAt.UnixMilli(), 1)
 	}
-	if err := tIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, topic.String(), at).Err(); err != nil {
+	if err := topicIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, topic.String(), at).Err(); err != nil {
 		return e.wrap(ctx, "idle topic", err)
 	}
 	moved, err := e.seqMoved(ctx, topic, last)
@@ -126,7 +126,7 @@ func (e *Engine) WatchTopic(topic ids.ID) (<-chan struct{}, func()) { return e.w
 // LeaseTopic takes or renews the topic's fan-out lease (topic_lease.lua, engine clock).
 func (e *Engine) LeaseTopic(ctx context.Context, topic ids.ID, owner string, ttl time.Duration) (bool, error) {
 	now := e.nowMs()
-	n, err := tLeaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner, now,
+	n, err := topicLeaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner, now,
 		now+ttl.Milliseconds(), (ttl + leaseBackstop).Milliseconds()).Int()
 	if err != nil {
 		return false, e.wrap(ctx, "lease topic", err)
@@ -136,7 +136,7 @@ func (e *Engine) LeaseTopic(ctx context.Context, topic ids.ID, owner string, ttl
 
 // ReleaseTopic gives the lease up if owner holds it.
 func (e *Engine) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) error {
-	if err := tReleaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner).Err(); err != nil {
+	if err := topicReleaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner).Err(); err != nil {
 		return e.wrap(ctx, "release topic", err)
 	}
 	return nil
@@ -209,7 +209,7 @@ func (e *Engine) Bind(ctx context.Context, t engine.Topic, b engine.Binding) err
 
 // SetFilter replaces a binding's filter in place (topic_filter.lua), keeping its cursor.
 func (e *Engine) SetFilter(ctx context.Context, t engine.Topic, binding ids.ID, filter string) error {
-	n, err := tFilterScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, binding.String(), filter).Int()
+	n, err := topicFilterScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, binding.String(), filter).Int()
 	if err != nil {
 		return e.wrap(ctx, "set filter", err)
 	}
@@ -262,7 +262,7 @@ func (e *Engine) AdvanceBindings(ctx context.Context, t engine.Topic, as []engin
 	for _, a := range as {
 		args = append(args, a.Binding.String(), strconv.FormatUint(a.Through, 10), a.Copied, a.Failed, a.LastError)
 	}
-	if err := tAdvanceScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, args...).Err(); err != nil {
+	if err := topicAdvanceScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, args...).Err(); err != nil {
 		return e.wrap(ctx, "advance bindings", err)
 	}
 	return nil

@@ -87,11 +87,11 @@ func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 	if e.inline(q) == "1" {
 		keys = append(keys, projectBytesKey(t.Project))
 	}
-	if err := qDeleteScript.Run(ctx, e.rdb, keys, e.inline(q)).Err(); err != nil {
+	if err := queueDeleteScript.Run(ctx, e.rdb, keys, e.inline(q)).Err(); err != nil {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.fold(ctx, t.Project, []partKeys{k.part()})
-	if err := tIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, t.ID.String(), 0).Err(); err != nil {
+	if err := topicIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, t.ID.String(), 0).Err(); err != nil {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.pmu.Lock()
@@ -307,7 +307,7 @@ func (e *Engine) publishCall(ctx context.Context, t engine.Topic, p *pubPlan) ([
 	if err != nil {
 		return nil, err
 	}
-	vals, err := tPublishScript.Run(ctx, e.rdb, p.keys, p.args...).Slice()
+	vals, err := topicPublishScript.Run(ctx, e.rdb, p.keys, p.args...).Slice()
 	if held != "" {
 		e.fold(ctx, t.Project, []partKeys{k.part()}, held)
 	} else if err == nil {
@@ -427,7 +427,7 @@ func (e *Engine) Bounds(ctx context.Context, t engine.Topic) (engine.LogBounds, 
 // SequenceAt finds the first sequence published at or after at (topic_seq_at.lua).
 func (e *Engine) SequenceAt(ctx context.Context, t engine.Topic, at time.Time) (uint64, error) {
 	k := topicKeysOf(t.ID)
-	s, err := tSeqAtScript.Run(ctx, e.rdb, []string{k.log, k.n}, at.UnixMilli()).Int64()
+	s, err := topicSeqAtScript.Run(ctx, e.rdb, []string{k.log, k.n}, at.UnixMilli()).Int64()
 	if err != nil {
 		return 0, e.wrap(ctx, "sequence at", err)
 	}
@@ -445,7 +445,7 @@ func (e *Engine) Trim(ctx context.Context, t engine.Topic) error {
 	}
 	defer e.fold(ctx, t.Project, []partKeys{k.part()})
 	for range trimSteps {
-		vals, err := tTrimScript.Run(ctx, e.rdb, keys, e.nowMs(), max(t.Retention.Milliseconds(), 0), trimStep, e.inline(q)).Int64Slice()
+		vals, err := topicTrimScript.Run(ctx, e.rdb, keys, e.nowMs(), max(t.Retention.Milliseconds(), 0), trimStep, e.inline(q)).Int64Slice()
 		if err != nil {
 			return e.wrap(ctx, "trim", err)
 		}
