@@ -19,7 +19,7 @@ import (
 //	                          so such a message costs one list element and nothing else; their
 //	                          expiry times never decrease along the list (send.lua), so expired
 //	                          ones are a prefix. Standard queues only. No id is indexed
-//	                          here: a delete by id (mdelete.lua) and a move task's take move
+//	                          here: a delete by id (delete.lua) and a move task's take move
 //	                          the elements they look through into m, r and x, where ids are
 //	                          found by hash lookup.
 //	{q:<id>:<p>}:lh     STRING elements ever removed from the head of l (browse positions)
@@ -41,7 +41,7 @@ import (
 //	{q:<id>:<p>}:mt     HASH  move task id -> messages it took out of the partition
 //	{q:<id>:<p>}:k      HASH  conflation key -> id (16 raw bytes) + version (decimal, raised by
 //	                          every merge) of the keyed message that waits never delivered
-//	                          (docs/lifecycle.md#conflation-and-delta-publish; ksend.lua). Keyed messages never go to l.
+//	                          (docs/lifecycle.md#conflation-and-delta-publish; keyed_send.lua). Keyed messages never go to l.
 //	{q:<id>:<p>}:ki     HASH  message id -> its conflation key, while it waits: the scripts
 //	                          that take a message out of the waiting state free its key
 //	{q:<id>:<p>}:c:<s>  STRING sends in second <s> (expires after 2 s)
@@ -61,7 +61,7 @@ import (
 // read each (the highest band present is one ZRANGE -1 -1), so it stays within its scan bound.
 // Field pr of the queue's partitions hash {q:<id>}:p is set by the first send of a priority
 // above 0; a receive on such a queue of several partitions probes them all first
-// (redisengine priority.go, ppeek.lua).
+// (redisengine priority.go, priority_peek.lua).
 //
 // Barrier messages (standard queues, barrier.go; docs/delivery-options.md#barrier-messages) add,
 // per queue:
@@ -71,7 +71,7 @@ import (
 //	                          bg = last generation, bout = "<partition>|<id>" of the barrier
 //	                          moved to a partition and not yet left, blk = "<owner>|<until ms>"
 //	                          lease of the barrier step (one caller at a time), bh = elements
-//	                          ever taken off the head of hl (browse positions, bbrowse.lua)
+//	                          ever taken off the head of hl (browse positions, barrier_hold_browse.lua)
 //	{q:<id>}:hl         LIST  the hold: from the first pending barrier on, every accepted
 //	                          message in acceptance order: kind ("b" barrier, "m" other) + id
 //	                          (16 raw bytes) + "sentAtMs|expiresAtMs|visibleAtMs|" + payload
@@ -80,7 +80,7 @@ import (
 // and per partition:
 //
 //	{q:<id>:<p>}:bf     STRING barrier fence: the generation that fenced it; while present,
-//	                          send.lua (-2), ksend.lua (-3) and dlqinsert.lua (-2: dead-letter
+//	                          send.lua (-2), keyed_send.lua (-3) and insert.lua (-2: dead-letter
 //	                          moves and move tasks) refuse, and the message goes to the hold
 //
 // Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness, redisengine
@@ -144,7 +144,7 @@ import (
 //	{t:<project>}:r     ZSET  send reservations "<token>|<bytes>" by expiry (ms; Cluster only)
 //
 // On a single server the partition scripts fold their change into {t:<project>}:b themselves;
-// on Cluster the engine folds it right after (bfold.lua, idempotent by version) and Sweep
+// on Cluster the engine folds it right after (bytes_fold.lua, idempotent by version) and Sweep
 // folds every partition it visits, which finishes what a crash interrupted.
 //
 // and one for the whole deployment (its own hash tag):
@@ -156,39 +156,54 @@ import (
 // No key name is built inside a script: group ids live in members and fields, never in key
 // names, so purge and delete remove a fixed set of keys.
 
-// Partition are the keys of one queue partition (the layout above).
+// Partition are the keys of one queue partition (the layout above), each field named for
+// what its key holds; the comment gives the key's suffix after the hash tag, which is what
+// is stored and must not change.
 type Partition struct {
-	Tag              string
-	L, LH            string
-	R, F, M, S, X, O string
-	MO, MT           string // move tasks
-	K, KI            string // conflation keys
-	GM, GI, GS, GL   string // fifo
-	GT               string
-	GP               string // fifo parked groups
-	DD               string // fifo dedup reservation outcomes
-	GB, GX           string // exclusive group bindings
-	B                string // stored bytes
-	W                string // the write WAIT follows
-	BF               string // barrier fence
+	Tag              string // {q:<id>:<p>}, the hash tag every key below starts with
+	Visible          string // :l, never-received messages sent without delay (standard queues)
+	VisibleTaken     string // :lh, elements ever removed from the head of Visible
+	Scheduled        string // :r, other never-received messages by visible-from time
+	InFlight         string // :f, received messages by visibility deadline
+	Messages         string // :m, message id -> state and payload
+	LegacyStates     string // :s, states of messages stored before state moved into Messages
+	Expiry           string // :x, message id -> expiresAt, for retention
+	DeadLetterOutbox string // :o, messages leaving for the dead-letter queue
+	MoveOutbox       string // :mo, messages leaving with a move task
+	MoveTasks        string // :mt, move task id -> messages it took out
+	ConflationKeys   string // :k, conflation key -> the keyed message that waits
+	ConflationKeyOf  string // :ki, message id -> its conflation key
+	GroupMessages    string // :gm, fifo: every message by group and sequence
+	GroupMemberOf    string // :gi, fifo: message id -> its GroupMessages member
+	GroupsAvailable  string // :gs, fifo: available groups by their head's sequence number
+	GroupsLocked     string // :gl, fifo: locked or delayed groups by when they become available
+	GroupLastSeq     string // :gt, fifo: group id -> highest sequence number stored here
+	GroupsParked     string // :gp, fifo: parked groups and their messages sent away
+	DedupOutcomes    string // :dd, fifo: dedup reservation outcomes
+	GroupBindings    string // :gb, exclusive group policy: group id -> its consumer
+	ConsumerBindings string // :gx, the same bindings by consumer
+	Bytes            string // :b, stored bytes of the partition
+	WaitMarker       string // :w, written before WAIT when sends wait for replicas
+	BarrierFence     string // :bf, barrier fence: the generation that fenced the partition
 }
 
 // PartitionOf returns the keys of partition p of queue q.
 func PartitionOf(q ids.ID, p int) Partition {
 	tag := "{q:" + q.String() + ":" + strconv.Itoa(p) + "}"
 	return Partition{
-		Tag: tag,
-		L:   tag + ":l", LH: tag + ":lh",
-		R: tag + ":r", F: tag + ":f", M: tag + ":m", S: tag + ":s", X: tag + ":x", O: tag + ":o",
-		MO: tag + ":mo", MT: tag + ":mt",
-		K: tag + ":k", KI: tag + ":ki",
-		GM: tag + ":gm", GI: tag + ":gi", GS: tag + ":gs", GL: tag + ":gl",
-		GT: tag + ":gt", GP: tag + ":gp",
-		DD: tag + ":dd",
-		GB: tag + ":gb", GX: tag + ":gx",
-		B:  tag + ":b",
-		W:  tag + ":w",
-		BF: tag + ":bf",
+		Tag:     tag,
+		Visible: tag + ":l", VisibleTaken: tag + ":lh",
+		Scheduled: tag + ":r", InFlight: tag + ":f", Messages: tag + ":m", LegacyStates: tag + ":s",
+		Expiry: tag + ":x", DeadLetterOutbox: tag + ":o",
+		MoveOutbox: tag + ":mo", MoveTasks: tag + ":mt",
+		ConflationKeys: tag + ":k", ConflationKeyOf: tag + ":ki",
+		GroupMessages: tag + ":gm", GroupMemberOf: tag + ":gi", GroupsAvailable: tag + ":gs", GroupsLocked: tag + ":gl",
+		GroupLastSeq: tag + ":gt", GroupsParked: tag + ":gp",
+		DedupOutcomes: tag + ":dd",
+		GroupBindings: tag + ":gb", ConsumerBindings: tag + ":gx",
+		Bytes:        tag + ":b",
+		WaitMarker:   tag + ":w",
+		BarrierFence: tag + ":bf",
 	}
 }
 

@@ -11,8 +11,8 @@ import "github.com/queueshq/queues/pkg/ids"
 //
 //	{tp:<id>}:log       STREAM the log: entry id "<sequence>-0", fields e (the entry:
 //	                          redisengine topicenc.go), s (its stored bytes) and t (published
-//	                          at, ms; never lower than the entry before: tpublish.lua); read
-//	                          by XRANGE, trimmed from the head in bounded steps (ttrim.lua)
+//	                          at, ms; never lower than the entry before: topic_publish.lua); read
+//	                          by XRANGE, trimmed from the head in bounded steps (topic_trim.lua)
 //	{tp:<id>}:n         STRING the last sequence assigned (0 or absent before the first publish)
 //	{tp:<id>}:d:<dedup> STRING fifo publish dedup marker: "<sequence>|<at ms>|" + message id
 //	                          (16 raw bytes); PX = the dedup window + a minute (the window is

@@ -76,7 +76,7 @@ func (e *Engine) retire(ctx context.Context, q engine.Queue, n int) error {
 	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			k := keysOf(q.ID, i)
-			cmds = append(cmds, p.LLen(ctx, k.l), p.HLen(ctx, k.m), p.HLen(ctx, k.o), p.HLen(ctx, k.mo), p.ZCard(ctx, k.dd))
+			cmds = append(cmds, p.LLen(ctx, k.Visible), p.HLen(ctx, k.Messages), p.HLen(ctx, k.DeadLetterOutbox), p.HLen(ctx, k.MoveOutbox), p.ZCard(ctx, k.DedupOutcomes))
 		}
 		cmds = append(cmds, p.HLen(ctx, groupMapKey(q.ID)), p.LLen(ctx, holdKey(q.ID)))
 		return nil

@@ -51,7 +51,7 @@ func TestOldOutboxEntryJumps(t *testing.T) {
 	reason := destination(&dst)
 	now := clk.Now().UnixMilli()
 	entry := fmt.Sprintf("1|%d|%d|%d|", now, now, len(reason)) + reason + string(pl.encode())
-	if err := rdb.HSet(ctx, keysOf(src.ID, 0).mo, string(id[:]), entry).Err(); err != nil {
+	if err := rdb.HSet(ctx, keysOf(src.ID, 0).MoveOutbox, string(id[:]), entry).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.FinishMoves(ctx, src); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 // Barrier messages (docs/delivery-options.md#barrier-messages) on standard queues. A queue's
@@ -19,28 +20,28 @@ import (
 // design keeps the partitions holding only messages that may be delivered, and puts the queue-wide
 // order where it is needed, in one slot:
 //
-//   - Sending a barrier turns barrier mode on (bhold.lua: field bon of the queue's partitions
+//   - Sending a barrier turns barrier mode on (barrier_hold.lua: field bon of the queue's partitions
 //     hash, a new generation) and appends it to the queue's hold list hl; before the send is
-//     answered every partition is fenced with that generation (bfence.lua). A fenced partition
+//     answered every partition is fenced with that generation (barrier_fence.lua). A fenced partition
 //     refuses sends (send.lua answers -2), which then append to the hold too. So from the
 //     barrier on, the hold is the acceptance order, and what the partitions hold was accepted
 //     before the first held barrier.
-//   - The barrier step (bstep.lua, driven by receives that fall short, by Sweep, and after a
+//   - The barrier step (barrier_step.lua, driven by receives that fall short, by Sweep, and after a
 //     barrier send) moves the hold along: a barrier at its head goes to a partition once every
-//     partition holds nothing (fence and count in one pipelined round trip, bfence.lua), and is
+//     partition holds nothing (fence and count in one pipelined round trip, barrier_fence.lua), and is
 //     recorded as out (bout); once the barrier out has left its partition (acknowledged,
 //     dead-lettered, expired, purged), the messages after it, up to the next barrier, go to the
-//     partitions (dlqinsert.lua, idempotent by id), and so on. With the hold empty and no
+//     partitions (insert.lua, idempotent by id), and so on. With the hold empty and no
 //     barrier out, barrier mode goes off and the fences are lifted.
-//   - Every other way into a partition checks the fence too: keyed sends (ksend.lua answers
+//   - Every other way into a partition checks the fence too: keyed sends (keyed_send.lua answers
 //     -3; the send goes to the hold unconflated, like every send while a barrier is pending:
 //     merging into a message accepted before the barrier would deliver what was sent after
-//     it first), and dead-letter moves and move tasks (dlqinsert.lua answers -2; insert.go
+//     it first), and dead-letter moves and move tasks (insert.lua answers -2; insert.go
 //     holds the message). Only the step's own release passes a fence. Delays, deadlines,
 //     releases and cancels only change messages already in a partition, all accepted before
 //     the pending barrier.
 //   - Receives, settlements and push are unchanged: nothing in a partition is ever held back.
-//   - Stats counts the hold as delayed and Browse lists it as delayed (bbrowse.lua, after the
+//   - Stats counts the hold as delayed and Browse lists it as delayed (barrier_hold_browse.lua, after the
 //     partitions); both run the step first, so a barrier's followers show as visible as soon
 //     as it has left.
 //
@@ -66,7 +67,7 @@ const (
 )
 
 // holdBytes is the pseudo-partition whose byte hash counts the hold's stored bytes.
-func holdBytes(q ids.ID) partKeys { return partKeys{b: holdBytesKey(q)} }
+func holdBytes(q ids.ID) partKeys { return partKeys{rediskeys.Partition{Bytes: holdBytesKey(q)}} }
 
 // markBarrier records whether queue q has a pending barrier, for receives that fall short.
 func (e *Engine) markBarrier(q ids.ID, on bool) {
@@ -123,7 +124,7 @@ func (e *Engine) sendHeld(ctx context.Context, q engine.Queue, msgs []engine.Mes
 	return res, true, nil
 }
 
-// hold appends hs to q's barrier hold, in order (bhold.lua), within q.MaxStoredBytes (bytes
+// hold appends hs to q's barrier hold, in order (barrier_hold.lua), within q.MaxStoredBytes (bytes
 // is what they add). With a barrier among them, barrier mode goes on and the partitions are
 // fenced before it answers. Without one they are held only while barrier mode is on; when it
 // is off, the stale fences of the partitions that refused them (fenced) are lifted and ok is
@@ -144,7 +145,7 @@ func (e *Engine) hold(ctx context.Context, q engine.Queue, hs []held, bytes int6
 	if err != nil {
 		return false, err
 	}
-	vals, err := bHoldScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), args...).Int64Slice()
+	vals, err := barrierHoldScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), args...).Int64Slice()
 	if rsv != "" {
 		e.fold(ctx, q.Project, []partKeys{hk}, rsv)
 	} else if err == nil {
@@ -157,9 +158,9 @@ func (e *Engine) hold(ctx context.Context, q engine.Queue, hs []held, bytes int6
 		return false, e.wrap(ctx, "send", err)
 	}
 	switch vals[0] {
-	case -1:
+	case holdOverQuota:
 		return false, engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
-	case 0:
+	case holdOff:
 		if len(fenced) > 0 {
 			e.unfence(ctx, q.ID, vals[1], fenced)
 		}
@@ -192,7 +193,7 @@ func (e *Engine) fence(ctx context.Context, q ids.ID, g int64, n int) ([]int64, 
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q, p)
-		calls[p] = scriptCall{bFenceScript, []string{k.bf, k.l, k.m}, []any{g}}
+		calls[p] = scriptCall{barrierFenceScript, []string{k.BarrierFence, k.Visible, k.Messages}, []any{g}}
 	}
 	counts := make([]int64, n)
 	for p, cmd := range e.run(ctx, calls) {
@@ -210,7 +211,7 @@ func (e *Engine) fence(ctx context.Context, q ids.ID, g int64, n int) ([]int64, 
 func (e *Engine) unfence(ctx context.Context, q ids.ID, g int64, parts []int) {
 	calls := make([]scriptCall, len(parts))
 	for i, p := range parts {
-		calls[i] = scriptCall{bUnfenceScript, []string{keysOf(q, p).bf}, []any{g}}
+		calls[i] = scriptCall{barrierUnfenceScript, []string{keysOf(q, p).BarrierFence}, []any{g}}
 	}
 	for _, cmd := range e.run(ctx, calls) {
 		if err := cmd.Err(); err != nil {
@@ -219,11 +220,11 @@ func (e *Engine) unfence(ctx context.Context, q ids.ID, g int64, parts []int) {
 	}
 }
 
-// bstep runs one op of bstep.lua.
+// bstep runs one op of barrier_step.lua.
 func (e *Engine) bstep(ctx context.Context, q engine.Queue, owner string, op string, more ...any) ([]any, error) {
 	args := append([]any{op, e.nowMs(), owner, barrierLease.Milliseconds()}, more...)
 	keys := e.withBytes(q, holdBytes(q.ID), partitionsKey(q.ID), holdKey(q.ID))
-	v, err := bStepScript.Run(ctx, e.rdb, keys, args...).Result()
+	v, err := barrierStepScript.Run(ctx, e.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, e.wrap(ctx, "barrier", err)
 	}
@@ -296,7 +297,7 @@ func (e *Engine) barrierOut(ctx context.Context, q engine.Queue, owner, out stri
 		_, err = e.bstep(ctx, q, owner, "clear", out) // unreadable: nothing to wait for
 		return err == nil
 	}
-	there, err := e.rdb.HExists(ctx, keysOf(q.ID, p).m, id).Result()
+	there, err := e.rdb.HExists(ctx, keysOf(q.ID, p).Messages, id).Result()
 	if err != nil || there {
 		return false
 	}
@@ -333,7 +334,7 @@ func parseHeld(v string) (held, bool) {
 	return h, true
 }
 
-// element is h as the hold stores it (bhold.lua; parseHeld reads it back).
+// element is h as the hold stores it (barrier_hold.lua; parseHeld reads it back).
 func (h held) element() []byte {
 	kind := byte('m')
 	if h.barrier {
@@ -352,7 +353,7 @@ func (h held) element() []byte {
 func (e *Engine) insertCall(q engine.Queue, n int, h held) (scriptCall, partKeys, int) {
 	p := int(binary.BigEndian.Uint64(h.id[8:]) % uint64(n))
 	k := keysOf(q.ID, p)
-	return scriptCall{dlqInsertScript, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.bf),
+	return scriptCall{insertScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.BarrierFence),
 		[]any{string(h.id[:]), h.payload, h.visible, h.expiresAt, h.sentAt, e.opts.Channel, q.ID.String(), q.Project.String(), "1"}}, k, p
 }
 
@@ -469,7 +470,7 @@ func (e *Engine) browseHold(ctx context.Context, q engine.Queue, si int, cur bro
 	if hasCur {
 		from = cur.score + 1
 	}
-	vals, err := bBrowseScript.Run(ctx, e.rdb, []string{partitionsKey(q.ID), holdKey(q.ID)}, from, ask, byteCap).Slice()
+	vals, err := barrierHoldBrowseScript.Run(ctx, e.rdb, []string{partitionsKey(q.ID), holdKey(q.ID)}, from, ask, byteCap).Slice()
 	if err != nil || len(vals) == 0 {
 		return nil, nil, 0, e.wrap(ctx, "browse", orBad(err))
 	}
@@ -498,7 +499,7 @@ func (e *Engine) purgeHold(ctx context.Context, q engine.Queue, del bool) error 
 	if del {
 		flag = "1"
 	}
-	err := bPurgeScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), flag).Err()
+	err := barrierHoldPurgeScript.Run(ctx, e.rdb, e.withBytes(q, hk, partitionsKey(q.ID), holdKey(q.ID)), flag).Err()
 	e.fold(ctx, q.Project, []partKeys{hk})
 	if err != nil {
 		return e.wrap(ctx, "purge", err)

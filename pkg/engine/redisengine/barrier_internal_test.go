@@ -16,7 +16,7 @@ import (
 func forgetBarrier(e *Engine, q ids.ID) { e.setPartitions(q, 1, false) }
 
 // TestKeyedSendFenced: a keyed send from a replica unaware of a pending barrier is refused by
-// the partition's fence (ksend.lua) and held behind the barrier, unconflated: it neither
+// the partition's fence (keyed_send.lua) and held behind the barrier, unconflated: it neither
 // changes the message accepted before the barrier nor is delivered before the barrier left.
 func TestKeyedSendFenced(t *testing.T) {
 	t.Parallel()

@@ -19,7 +19,7 @@ import (
 // Cluster a script reaches one slot only: the engine folds each change into the project's hash
 // right after the script (fold), idempotently by version, and Sweep folds every partition it
 // visits, so a fold lost to a crash is made up within a sweep round. A send under a limit on
-// Cluster first reserves its bytes in the project's hash (breserve.lua) and releases them in
+// Cluster first reserves its bytes in the project's hash (bytes_reserve.lua) and releases them in
 // its fold: concurrent sends on any number of replicas never pass the limit together.
 
 // reservationTTL is how long a Cluster send reservation holds when its sender dies before
@@ -36,9 +36,9 @@ var errFenced = errors.New("partition fenced for a barrier")
 // byte hash and, on a single server, the project's.
 func (e *Engine) byteKeys(q engine.Queue, k partKeys) []string {
 	if e.cluster || q.Project.IsZero() {
-		return []string{k.b}
+		return []string{k.Bytes}
 	}
-	return []string{k.b, projectBytesKey(q.Project)}
+	return []string{k.Bytes, projectBytesKey(q.Project)}
 }
 
 // withBytes is keys followed by byteKeys.
@@ -66,7 +66,7 @@ func (e *Engine) fold(ctx context.Context, project ids.ID, parts []partKeys, rel
 	if len(parts) > 0 {
 		_, _ = e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range parts {
-				cmds[i] = p.HMGet(ctx, k.b, "v", "n", "o")
+				cmds[i] = p.HMGet(ctx, k.Bytes, "v", "n", "o")
 			}
 			return nil
 		})
@@ -78,7 +78,7 @@ func (e *Engine) fold(ctx context.Context, project ids.ID, parts []partKeys, rel
 		if err != nil || len(vals) != 3 || vals[0] == nil {
 			continue // never counted, or unreadable: Sweep folds it later
 		}
-		args = append(args, k.b, str(vals[0])+"|"+orZero(vals[1])+"|"+orZero(vals[2]))
+		args = append(args, k.Bytes, str(vals[0])+"|"+orZero(vals[1])+"|"+orZero(vals[2]))
 		np++
 	}
 	args[0] = np
@@ -89,7 +89,7 @@ func (e *Engine) fold(ctx context.Context, project ids.ID, parts []partKeys, rel
 		return
 	}
 	keys := []string{projectBytesKey(project), projectReservationsKey(project)}
-	if err := bFoldScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
+	if err := bytesFoldScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
 		e.log.Warn("redisengine: folding stored bytes failed; Sweep will", "project", project.String(), "error", err)
 	}
 }
@@ -110,7 +110,7 @@ func (e *Engine) reserveBytes(ctx context.Context, q engine.Queue, bytes int64) 
 	id := ids.New()
 	member := id.String() + "|" + strconv.FormatInt(bytes, 10)
 	now := e.nowMs()
-	ok, err := bReserveScript.Run(ctx, e.rdb, []string{projectBytesKey(q.Project), projectReservationsKey(q.Project)},
+	ok, err := bytesReserveScript.Run(ctx, e.rdb, []string{projectBytesKey(q.Project), projectReservationsKey(q.Project)},
 		now, bytes, q.MaxStoredBytes, member, now+reservationTTL.Milliseconds()).Int()
 	if err != nil {
 		return "", e.wrap(ctx, "send", err)
@@ -153,7 +153,7 @@ func (e *Engine) deleteCounted(ctx context.Context, q ids.ID) error {
 	cmds := make([]*redis.StringCmd, engine.MaxPartitions)
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range engine.MaxPartitions {
-			cmds[p] = pipe.HGet(ctx, keysOf(q, p).b, "pj")
+			cmds[p] = pipe.HGet(ctx, keysOf(q, p).Bytes, "pj")
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -168,11 +168,11 @@ func (e *Engine) deleteCounted(ctx context.Context, q ids.ID) error {
 		}
 		k := keysOf(q, p)
 		eq := engine.Queue{ID: q, Project: project}
-		keys := append([]string{k.b}, k.all()...)
+		keys := append([]string{k.Bytes}, k.all()...)
 		if e.inline(eq) == "1" {
 			keys = append(keys, projectBytesKey(project))
 		}
-		calls = append(calls, scriptCall{qDeleteScript, keys, []any{e.inline(eq)}})
+		calls = append(calls, scriptCall{queueDeleteScript, keys, []any{e.inline(eq)}})
 		byProject[project] = append(byProject[project], k)
 	}
 	for _, cmd := range e.run(ctx, calls) {

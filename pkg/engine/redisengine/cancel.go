@@ -46,7 +46,7 @@ func (e *Engine) cancel(ctx context.Context, q engine.Queue, ds []engine.Deliver
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
-			return scriptCall{cancelScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
+			return scriptCall{cancelScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.DeadLetterOutbox), args}
 		},
 		func(p int, idx []int, val any, errs []error) error {
 			return e.cancelled(ctx, q, p, idx, val, errs, redrive == "1")
@@ -107,7 +107,7 @@ func (e *Engine) cancelled(ctx context.Context, q engine.Queue, p int, idx []int
 	return nil
 }
 
-// fifoCancel is Cancel on a fifo queue (scripts/fcancel.lua); the deliveries it finds beyond
+// fifoCancel is Cancel on a fifo queue (scripts/fifo_cancel.lua); the deliveries it finds beyond
 // q.MaxCancels, left unchanged, are dead-lettered next with CancelReason, or with keep
 // retried after delay, counted.
 func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Delivery, delay time.Duration, keep bool) ([]error, error) {
@@ -119,7 +119,7 @@ func (e *Engine) fifoCancel(ctx context.Context, q engine.Queue, ds []engine.Del
 			for _, j := range idx {
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
-			return scriptCall{fCancelScript, k.fifo(), args}
+			return scriptCall{fifoCancelScript, k.fifo(), args}
 		},
 		func(_ int, idx []int, val any, errs []error) error {
 			return codes(val, idx, errs, overCode)

@@ -20,9 +20,9 @@ import (
 // or after it. The partition's key index (keys.go: k, ki) names the waiting keyed message and a
 // version that every merge raises.
 //
-// "replace" merges need no read: ksend.lua swaps the payload in. "patch" merges are computed
+// "replace" merges need no read: keyed_send.lua swaps the payload in. "patch" merges are computed
 // here, by the same code as the embedded engine's (engine.Merged, one RFC 7396
-// implementation): kread.lua reads the waiting payload and its version, ksend.lua stores the
+// implementation): keyed_read.lua reads the waiting payload and its version, keyed_send.lua stores the
 // merge only if the version is still the one read (else the send reads again). Redis's Lua
 // has cjson, but cjson rounds numbers to 14 digits and turns [] into {}: a merge must not
 // change the values it does not patch.
@@ -89,11 +89,11 @@ type kmsg struct {
 	payload []byte
 	vis     int64 // delay ms, with the priority band (visibleOffset)
 	key     string
-	expect  string // ksend.lua's expectation
+	expect  string // keyed_send.lua's expectation
 }
 
 // sendKeyed stores a send that has keyed messages: each goes to its key's partition (the
-// unkeyed ones together to a random one), one ksend.lua call per partition, pipelined; a
+// unkeyed ones together to a random one), one keyed_send.lua call per partition, pipelined; a
 // partition whose expectations failed is planned and sent again.
 func (e *Engine) sendKeyed(ctx context.Context, q engine.Queue, msgs []engine.Message, n int) ([]engine.SendResult, error) {
 	res := make([]engine.SendResult, len(msgs))
@@ -255,7 +255,7 @@ func (e *Engine) readKeys(ctx context.Context, q engine.Queue, need map[string][
 			args = append(args, key)
 		}
 		parts = append(parts, p)
-		calls = append(calls, scriptCall{kReadScript, []string{k.m, k.s, k.f, k.k}, args})
+		calls = append(calls, scriptCall{keyedReadScript, []string{k.Messages, k.LegacyStates, k.InFlight, k.ConflationKeys}, args})
 	}
 	rank := map[string]map[int]int{} // key -> partition -> position in its list (0 newest)
 	for key, ps := range need {
@@ -323,7 +323,7 @@ func (e *Engine) holdKeyed(ctx context.Context, q engine.Queue, msgs []engine.Me
 	return nil, nil
 }
 
-// runKeyed runs one ksend.lua call per partition of plan and fills res; it returns the
+// runKeyed runs one keyed_send.lua call per partition of plan and fills res; it returns the
 // messages of partitions whose expectations failed (to plan again), those of partitions
 // fenced for a barrier (partition -> messages) and the last call error.
 func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]kmsg, res []engine.SendResult, stored *bool, wake string) ([]int, map[int][]int, error) {
@@ -352,7 +352,7 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 			reservations = append(reservations, r)
 		}
 		parts = append(parts, p)
-		calls = append(calls, scriptCall{kSendScript, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.f, k.k, k.ki, k.bf), args})
+		calls = append(calls, scriptCall{keyedSendScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.InFlight, k.ConflationKeys, k.ConflationKeyOf, k.BarrierFence), args})
 	}
 	var again []int
 	var fenced map[int][]int
@@ -362,12 +362,12 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 		touched = append(touched, keysOf(q.ID, p))
 		rate, out, err := keyedReply(cmd.Val(), cmd.Err())
 		switch {
-		case err == nil && rate == -2:
+		case err == nil && rate == keyedExpectFailed:
 			for _, m := range ms {
 				again = append(again, m.i)
 			}
 			continue
-		case err == nil && rate == -3:
+		case err == nil && rate == keyedFenced:
 			if fenced == nil {
 				fenced = map[int][]int{}
 			}
@@ -375,7 +375,7 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 				fenced[p] = append(fenced[p], m.i)
 			}
 			continue
-		case err == nil && rate == -1:
+		case err == nil && rate == keyedOverQuota:
 			err = errOverQuota
 		case err == nil && len(out) != 2*len(ms):
 			err = errBadReply
@@ -405,7 +405,7 @@ func (e *Engine) runKeyed(ctx context.Context, q engine.Queue, plan map[int][]km
 	return sortedInts(again), fenced, lastErr
 }
 
-// keyedReply reads ksend.lua's answer.
+// keyedReply reads keyed_send.lua's answer.
 func keyedReply(val any, err error) (int64, []any, error) {
 	if err != nil {
 		return 0, nil, err
@@ -434,14 +434,14 @@ func sortedInts(a []int) []int {
 	return a
 }
 
-// deleteScan is how many list elements one mdelete.lua call looks at (and moves out of the
+// deleteScan is how many list elements one delete.lua call looks at (and moves out of the
 // list into m when they are not the one wanted): a page bounds what one call copies.
 const deleteScan = 100
 
 // DeleteMessage removes a visible or delayed message by id
 // (docs/lifecycle.md#delete-a-waiting-message). The id does not name its partition, so every
 // partition is asked (pipelined); a partition that has not finished looking through its list is
-// asked again (mdelete.lua moves each page it looked at out of the list, where ids are found by
+// asked again (delete.lua moves each page it looked at out of the list, where ids are found by
 // hash lookup, so the next call starts at the list's new head).
 func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) error {
 	if err := e.clockOK(); err != nil {
@@ -461,11 +461,11 @@ func (e *Engine) DeleteMessage(ctx context.Context, q engine.Queue, id ids.ID) e
 		for _, p := range parts {
 			k := keysOf(q.ID, p)
 			if q.Type == engine.FIFO {
-				calls = append(calls, scriptCall{fDeleteScript, e.withBytes(q, k, k.fifo()...),
+				calls = append(calls, scriptCall{fifoDeleteScript, e.withBytes(q, k, k.fifo()...),
 					[]any{now, string(id[:]), e.opts.Channel, q.ID.String()}})
 				continue
 			}
-			calls = append(calls, scriptCall{mDeleteScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.l, k.lh, k.k, k.ki),
+			calls = append(calls, scriptCall{deleteScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.VisibleTaken, k.ConflationKeys, k.ConflationKeyOf),
 				[]any{now, string(id[:]), deleteScan}})
 		}
 		var next []int

@@ -14,16 +14,16 @@ import (
 // Consumer backlogs (docs/delivery-options.md#consumers-backlogs-and-fairness). A receive that
 // names a consumer runs in three steps around the ordinary receive, whose scripts stay as they are:
 //
-//  1. creserve.lua drops the consumer's lapsed holdings and reserves the room left under its
+//  1. consumer_reserve.lua drops the consumer's lapsed holdings and reserves the room left under its
 //     bound as placeholders (one script call on the queue's own slot);
 //  2. the receive claims at most that many messages;
-//  3. ccommit.lua replaces the placeholders with the deliveries taken.
+//  3. consumer_commit.lua replaces the placeholders with the deliveries taken.
 //
 // The reservation is what keeps the bound under concurrency: two receives of one consumer,
 // on any replicas, each take room the other cannot. A replica that dies between 1 and 3
 // leaves placeholders that lapse with the visibility timeout, as the messages it took do.
 // Settlement learns the consumer from the receipt handle (engine.Delivery.Consumer) and the
-// API reports it through Settled (csettle.lua). Cost: two extra round trips per consumer
+// API reports it through Settled (consumer_settle.lua). Cost: two extra round trips per consumer
 // receive on the queue's slot, O(batch); none for receives and settlements without a consumer.
 
 // holdLifetime bounds the life of the consumer keys: longer than any holding can last.
@@ -44,7 +44,7 @@ func (e *Engine) receiveAsConsumer(ctx context.Context, q engine.Queue, req engi
 	now := e.nowMs()
 	token := ids.New().String()
 	want := min(max(req.Max, 1), engine.MaxBatch)
-	vals, err := cReserveScript.Run(ctx, e.rdb, []string{hold, consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
+	vals, err := consumerReserveScript.Run(ctx, e.rdb, []string{hold, consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
 		now, want, c.MaxBacklog, now+(req.Visibility+reserveSlack).Milliseconds(), token, c.ID,
 		holdLifetime.Milliseconds()).Int64Slice()
 	if err != nil || len(vals) != 2 {
@@ -71,7 +71,7 @@ func (e *Engine) receiveAsConsumer(ctx context.Context, q engine.Queue, req engi
 	// lost with the request's context.
 	cctx, cancel := detached(ctx)
 	defer cancel()
-	if err := cCommitScript.Run(cctx, e.rdb, []string{hold}, args...).Err(); err != nil && rerr == nil {
+	if err := consumerCommitScript.Run(cctx, e.rdb, []string{hold}, args...).Err(); err != nil && rerr == nil {
 		e.log.Warn("redisengine: recording a consumer's holdings; its placeholders lapse with the deadline",
 			"queue", q.ID.String(), "error", err)
 	}
@@ -118,7 +118,7 @@ func (e *Engine) Settled(ctx context.Context, q engine.Queue, cs []engine.HeldCh
 	}
 	calls := make([]scriptCall, 0, len(byTag))
 	for t, args := range byTag {
-		calls = append(calls, scriptCall{cSettleScript, []string{consumerHoldKey(q.ID, t)}, args})
+		calls = append(calls, scriptCall{consumerSettleScript, []string{consumerHoldKey(q.ID, t)}, args})
 	}
 	for _, cmd := range e.run(ctx, calls) {
 		if err := cmd.Err(); err != nil {
@@ -129,7 +129,7 @@ func (e *Engine) Settled(ctx context.Context, q engine.Queue, cs []engine.HeldCh
 	return nil
 }
 
-// listScan bounds the names one clist.lua call looks at.
+// listScan bounds the names one consumer_list.lua call looks at.
 const listScan = 1000
 
 // ListConsumers pages through the consumers seen within engine.ConsumerWindow. Consumers
@@ -173,7 +173,7 @@ type listStepResult struct {
 }
 
 func (e *Engine) listStep(ctx context.Context, q engine.Queue, after string, since int64, limit int) (listStepResult, error) {
-	v, err := cListScript.Run(ctx, e.rdb, []string{consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
+	v, err := consumerListScript.Run(ctx, e.rdb, []string{consumerRegistryKey(q.ID), consumerNamesKey(q.ID)},
 		after, since, limit, listScan).Slice()
 	if err != nil || len(v) < 4 {
 		return listStepResult{}, e.wrap(ctx, "list consumers", orBadReply(err))
@@ -197,7 +197,7 @@ func (e *Engine) listStep(ctx context.Context, q engine.Queue, after string, sin
 	return r, nil
 }
 
-// withHoldings turns clist.lua's entries into consumer states with their holdings counted.
+// withHoldings turns consumer_list.lua's entries into consumer states with their holdings counted.
 func (e *Engine) withHoldings(ctx context.Context, q engine.Queue, now int64, raw []string) ([]engine.ConsumerState, error) {
 	out := make([]engine.ConsumerState, 0, len(raw)/2)
 	keys := make([]string, 0, len(raw)/2)
@@ -211,7 +211,7 @@ func (e *Engine) withHoldings(ctx context.Context, q engine.Queue, now int64, ra
 	if len(keys) == 0 {
 		return out, nil
 	}
-	counts, err := cCountScript.Run(ctx, e.rdb, keys, now).Int64Slice()
+	counts, err := consumerCountScript.Run(ctx, e.rdb, keys, now).Int64Slice()
 	if err != nil || len(counts) != len(out) {
 		return nil, e.wrap(ctx, "count holdings", orBadReply(err))
 	}
@@ -232,7 +232,7 @@ func (e *Engine) forgetStale(ctx context.Context, q engine.Queue, now, since int
 		keys = append(keys, consumerHoldKey(q.ID, engine.TagOf(id)))
 		args = append(args, id)
 	}
-	if err := cForgetScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
+	if err := consumerForgetScript.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
 		return e.wrap(ctx, "forget consumers", err)
 	}
 	return nil

@@ -72,13 +72,13 @@ func (e *Engine) copyStandard(ctx context.Context, q engine.Queue, b engine.Copy
 		}
 		args = append(args, m.Sequence, string(m.ID[:]), payloads[i], ok)
 	}
-	keys := e.withBytes(q, k, k.r, k.m, k.s, k.x, k.l, k.bf, rediskeys.TopicCopied(q.ID))
+	keys := e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.BarrierFence, rediskeys.TopicCopied(q.ID))
 	vals, err := copyScript.Run(ctx, e.rdb, keys, args...).Slice()
 	e.fold(ctx, q.Project, []partKeys{k}, held...)
 	if err != nil {
 		return nil, e.wrap(ctx, "copy", err)
 	}
-	if len(vals) == 1 {
+	if code, ok := loneCode(vals); ok && code == copyFenced {
 		return nil, e.wrap(ctx, "copy", errFenced)
 	}
 	codes, _ := vals[1].([]any)
@@ -153,7 +153,7 @@ func (e *Engine) copyFIFO(ctx context.Context, q engine.Queue, b engine.CopyBatc
 			group = noGroup
 		}
 		// "r": a reservation naming its own id (an earlier attempt cut between the two steps)
-		// is its own, re-taken in batch order with a fresh sequence number; fsend answers it
+		// is its own, re-taken in batch order with a fresh sequence number; fifo_send answers it
 		// as stored when that attempt stored it ("S"+id). Going round again instead would
 		// give it a number after the rest of the batch: out of its group's order.
 		items[i] = &fitem{idx: i, id: m.ID, dedup: dedup, visible: visible, expires: expires, sent: now, mode: "r",

@@ -110,7 +110,7 @@ func TestCopyFIFOOrderBehindCrashedReservation(t *testing.T) {
 	}
 }
 
-// TestCopyFIFOBatchCutBetweenSteps: a batch of fifo copies cut between freserve and fsend
+// TestCopyFIFOBatchCutBetweenSteps: a batch of fifo copies cut between fifo_reserve and fifo_send
 // (some stored by the cut attempt, most not) and then retried is stored once per message, in
 // one Copy call, without pausing on its own reservations: the pauses before fencing are made
 // an hour long here, so a retry that waited on its own reservation would hit the deadline.

@@ -39,7 +39,7 @@ func commandStats(t *testing.T, rdb *redis.Client) map[string]int64 {
 }
 
 // TestDeleteUnknownIDCost (issue 31): deleting an unknown id from a queue of 3,000 never-
-// received messages read the whole list, payloads included, on every call (mdelete.lua looked
+// received messages read the whole list, payloads included, on every call (delete.lua looked
 // through l 1,000 elements a call: 3 LRANGEs copying 3,000 payloads, 4 script calls). Now
 // the first such delete moves the list, a page of 100 a call, into the id-indexed hash, and
 // every later one is one script call that finds the list empty: its cost no longer grows with
@@ -100,7 +100,7 @@ func TestDeleteUnknownIDCost(t *testing.T) {
 			t.Fatalf("a later delete of an unknown id made %d script calls, want 1 (one partition)", d["evalsha"])
 		}
 	}
-	if n, _ := rdb.LLen(ctx, keysOf(q.ID, 0).l).Result(); n != 0 {
+	if n, _ := rdb.LLen(ctx, keysOf(q.ID, 0).Visible).Result(); n != 0 {
 		t.Fatalf("%d messages left in the list, where no id is indexed", n)
 	}
 	st, err := e.Stats(ctx, q)

@@ -25,7 +25,7 @@ func Recount(t *testing.T, eng engine.Engine, _ ids.ID, queues []ids.ID) int64 {
 	for _, q := range queues {
 		for p := range engine.MaxPartitions {
 			k := keysOf(q, p)
-			list, err := e.rdb.LRange(ctx, k.l, 0, -1).Result()
+			list, err := e.rdb.LRange(ctx, k.Visible, 0, -1).Result()
 			if err != nil {
 				t.Fatalf("recount: %v", err)
 			}
@@ -36,7 +36,7 @@ func Recount(t *testing.T, eng engine.Engine, _ ids.ID, queues []ids.ID) int64 {
 				}
 				add(l.Payload)
 			}
-			ms, err := e.rdb.HGetAll(ctx, k.m).Result()
+			ms, err := e.rdb.HGetAll(ctx, k.Messages).Result()
 			if err != nil {
 				t.Fatalf("recount: %v", err)
 			}
@@ -44,7 +44,7 @@ func Recount(t *testing.T, eng engine.Engine, _ ids.ID, queues []ids.ID) int64 {
 				_, pl := splitValue(v)
 				add(pl)
 			}
-			obs, err := e.rdb.HGetAll(ctx, k.o).Result()
+			obs, err := e.rdb.HGetAll(ctx, k.DeadLetterOutbox).Result()
 			if err != nil {
 				t.Fatalf("recount: %v", err)
 			}

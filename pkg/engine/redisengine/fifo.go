@@ -13,11 +13,11 @@ package redisengine
 //
 // A send takes two steps:
 //
-//  1. freserve, under the queue's hash tag {q:<id>}: for each message, the dedup check, a
+//  1. fifo_reserve, under the queue's hash tag {q:<id>}: for each message, the dedup check, a
 //     sequence number from the queue's counter, and its group's partition (the group's current
 //     one while it has messages, else a random one among the queue's partitions now). It writes
 //     a dedup marker naming the message id, its partition and the window's start.
-//  2. fsend, pipelined, one call per partition touched: stores the messages, refusing one whose
+//  2. fifo_send, pipelined, one call per partition touched: stores the messages, refusing one whose
 //     group already holds a higher sequence number there (a concurrent send to the group won
 //     the race: the message takes a fresh number and tries again, so a group's order is its
 //     sequence order, and sequence numbers increase in delivery order), or whose reservation
@@ -27,28 +27,28 @@ package redisengine
 // Dedup crash safety. The marker is written in step 1, before the message exists: until step
 // 2 it is pending, and a process may die in between. A marker alone therefore never answers
 // "duplicate": a send that finds a marker within the window asks the marker's partition
-// (fverify) whether "S"+id is there. If it is, the message was stored, and the answer is the
+// (fifo_verify_dedup) whether "S"+id is there. If it is, the message was stored, and the answer is the
 // original id with duplicate=true. If it is not (after a few short waits for a sender that is
-// merely slow), fverify fences the reservation by adding "A"+id, in the same slot and
+// merely slow), fifo_verify_dedup fences the reservation by adding "A"+id, in the same slot and
 // atomically with respect to step 2; from then on step 2 of that reservation is refused, so the
-// fencing sender can take the reservation over (freserve "t" mode, compare-and-set on the
+// fencing sender can take the reservation over (fifo_reserve "t" mode, compare-and-set on the
 // marker) and store its own message. Exactly one of "S"+id and "A"+id can exist, so a duplicate
 // answer always names a stored message, and at most one message is stored per dedup id and
 // window. A refused (fenced) sender retries with a fresh message id and then finds the new
 // holder. Dedup outcomes are trimmed after the window plus a margin; markers expire by PX
 // (window + a minute of real time; the window itself is checked against the engine clock).
 //
-// A duplicate answers the original's sequence number with no extra call: fverify reads it
+// A duplicate answers the original's sequence number with no extra call: fifo_verify_dedup reads it
 // from the original's group entry (gi) while the message is in its group; once it is gone,
 // the marker's number stands (the marker names its holder's latest reservation). That number
-// is the stored one unless the holder re-reserved (its group moved ahead of it, fsend code 3)
-// between this send's freserve and fverify and its message was then also received and
-// acknowledged before fverify: a window of milliseconds in which the answer may name the
+// is the stored one unless the holder re-reserved (its group moved ahead of it, fifo_send code 3)
+// between this send's fifo_reserve and fifo_verify_dedup and its message was then also received and
+// acknowledged before fifo_verify_dedup: a window of milliseconds in which the answer may name the
 // holder's earlier number.
 //
 // A group's partition mapping ({q:<id>}:groups) is removed by Sweep once the group has had no
-// message in its partition and no send for mappingGrace: fgc drops the partition's sequence
-// high-water mark only if the group is still empty, then funmap removes the mapping only if no
+// message in its partition and no send for mappingGrace: fifo_forget_groups drops the partition's sequence
+// high-water mark only if the group is still empty, then fifo_unmap_groups removes the mapping only if no
 // send allocated since it was read. A send stalled for longer than mappingGrace between its
 // two steps could still land in the old partition while a new send maps the group elsewhere;
 // sends carry a deadline well below that.
@@ -83,7 +83,7 @@ const (
 	mappingGrace = time.Minute
 	// groupGCPage is how many group mappings one Sweep call looks at per queue.
 	groupGCPage = 200
-	// purgeGroupChunk is how many messages one fpurgegroup call deletes.
+	// purgeGroupChunk is how many messages one fifo_purge_group call deletes.
 	purgeGroupChunk = 500
 	// Groups page sizes.
 	DefaultGroupsLimit = 100
@@ -106,7 +106,7 @@ type fitem struct {
 	visible   int64
 	expires   int64
 	sent      int64
-	mode      string // freserve mode: "n", "r" or "t"+id
+	mode      string // fifo_reserve mode: "n", "r" or "t"+id
 	p         int
 	seq       uint64
 	holder    ids.ID // for a dedup id held by another message: that message, its partition and
@@ -317,11 +317,11 @@ func (s *fifoSend) calls(parts []int, byPart map[int][]*fitem) ([]scriptCall, []
 			args = append(args, string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 				groupPrefix(it.pl.GroupID, it.seq), it.seq, resv)
 		}
-		script := fSendScript
+		script := fifoSendScript
 		if byPart[p][0].move {
-			script = fSendMoveScript
+			script = fifoSendMoveScript
 		}
-		calls[i] = scriptCall{script, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.f, k.gp), args}
+		calls[i] = scriptCall{script, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.GroupMessages, k.GroupMemberOf, k.GroupsAvailable, k.GroupsLocked, k.GroupLastSeq, k.DedupOutcomes, k.InFlight, k.GroupsParked), args}
 	}
 	return calls, touched
 }
@@ -331,7 +331,7 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 	e, q := s.e, s.q
 	vals, err := cmd.Slice()
 	var codes []any
-	if err == nil && len(vals) == 1 {
+	if code, ok := loneCode(vals); err == nil && ok && code == fifoOverQuota {
 		for _, it := range items {
 			s.fail(it, e.sendErr(ctx, q, errOverQuota))
 		}
@@ -359,16 +359,16 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 	s.rates[p] = max(s.rates[p], rate)
 	for j, it := range items {
 		switch c, _ := codes[j].(int64); c {
-		case 1:
+		case fifoStored:
 			s.res[it.idx] = engine.SendResult{MessageID: it.id, Partition: p, SequenceNumber: it.seq}
 			s.stored = true
-		case 2: // fenced: never stored, never answered; go again as a new message
+		case fifoReservationFenced: // fenced: never stored, never answered; go again as a new message
 			if !it.keep { // a copy keeps its id: whoever took the reservation over may have stored it
 				it.id = ids.New()
 			}
 			it.mode = "n"
 			next = append(next, it)
-		case 3: // a later sequence number of its group landed first
+		case fifoSequenceBehind: // a later sequence number of its group landed first
 			if it.back { // its parking ended: a new message at the group's end
 				it.back, it.mode = false, "n"
 				next = append(next, it)
@@ -386,7 +386,7 @@ func (s *fifoSend) settle(ctx context.Context, p int, items []*fitem, cmd *redis
 // verify answers the items whose dedup id another send holds: a duplicate of the holder when
 // it was stored, else they go again taking the reservation over. A topic's copy whose
 // reservation names its own id (an earlier attempt of the same copy, crashed or slow between
-// its two steps) is not fenced, since fsend would then refuse the id itself: it goes again
+// its two steps) is not fenced, since fifo_send would then refuse the id itself: it goes again
 // holding that reservation ("r"), in the partition the reservation mapped its group to, where
 // a late store of the earlier attempt finds it already there.
 func (s *fifoSend) verify(ctx context.Context, verify, next []*fitem) []*fitem {
@@ -421,7 +421,7 @@ func (s *fifoSend) verify(ctx context.Context, verify, next []*fitem) []*fitem {
 	return next
 }
 
-// reserve runs freserve for the items: those it reserved get a partition and a sequence
+// reserve runs fifo_reserve for the items: those it reserved get a partition and a sequence
 // number (writes); those whose dedup id is held by another message get that holder (verify).
 func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now int64) (writes, verify []*fitem, err error) {
 	if len(todo) == 0 {
@@ -442,9 +442,9 @@ func (e *Engine) reserve(ctx context.Context, q engine.Queue, todo []*fitem, now
 		}
 		args = append(args, string(it.id[:]), it.pl.GroupID, k, rand.Uint32(), it.mode)
 	}
-	script := fReserveScript
+	script := fifoReserveScript
 	if len(todo) > 0 && todo[0].move {
-		script = fReserveMoveScript
+		script = fifoReserveMoveScript
 	}
 	vals, rerr := script.Run(ctx, e.rdb, keys, args...).Slice()
 	if rerr == nil && len(vals) != len(todo) {
@@ -503,7 +503,7 @@ func (e *Engine) verifyReservation(ctx context.Context, q ids.ID, p int, id ids.
 		if fence && i == len(waits)-1 {
 			fenceNow = "1"
 		}
-		vals, err := fVerifyScript.Run(ctx, e.rdb, []string{k.dd, k.gi}, string(id[:]), e.nowMs(), fenceNow).Int64Slice()
+		vals, err := fifoVerifyDedupScript.Run(ctx, e.rdb, []string{k.DedupOutcomes, k.GroupMemberOf}, string(id[:]), e.nowMs(), fenceNow).Int64Slice()
 		if err == nil && len(vals) != 2 {
 			err = errBadReply
 		}
@@ -548,7 +548,7 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{fPeekScript, []string{k.gm, k.gs, k.gl}, []any{now}}
+		calls[p] = scriptCall{fifoPeekScript, []string{k.GroupMessages, k.GroupsAvailable, k.GroupsLocked}, []any{now}}
 	}
 	cmds := e.run(ctx, calls)
 	type avail struct {
@@ -604,10 +604,10 @@ func (e *Engine) receiveFIFO(ctx context.Context, q engine.Queue, req engine.Rec
 // groups rescheduled) and old dedup outcomes.
 func (e *Engine) sweepFIFOPartition(ctx context.Context, q engine.Queue, p int, now int64) error {
 	k := keysOf(q.ID, p)
-	keys := e.withBytes(q, k, append(k.fifo(), k.dd)...)
+	keys := e.withBytes(q, k, append(k.fifo(), k.DedupOutcomes)...)
 	trim := now - (engine.DedupWindow + dedupMargin).Milliseconds()
 	for range sweepChunks {
-		deleted, err := fExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()
+		deleted, err := fifoExpireScript.Run(ctx, e.rdb, keys, now, sweepChunk, e.opts.Channel, q.ID.String(), trim).Int()
 		if err != nil {
 			return e.wrap(ctx, "sweep", err)
 		}
@@ -664,7 +664,7 @@ func (e *Engine) sweepGroupMap(ctx context.Context, q engine.Queue, now int64) e
 		for j, en := range byPart[p] {
 			args[j] = en.g
 		}
-		calls[i] = scriptCall{fGCScript, []string{k.gm, k.gt, k.gl}, args}
+		calls[i] = scriptCall{fifoForgetGroupsScript, []string{k.GroupMessages, k.GroupLastSeq, k.GroupsLocked}, args}
 	}
 	var unmap []any
 	for i, cmd := range e.run(ctx, calls) {
@@ -679,7 +679,7 @@ func (e *Engine) sweepGroupMap(ctx context.Context, q engine.Queue, now int64) e
 		}
 	}
 	if len(unmap) > 0 {
-		if err := fUnmapScript.Run(ctx, e.rdb, []string{groupMapKey(q.ID)}, unmap...).Err(); err != nil {
+		if err := fifoUnmapGroupsScript.Run(ctx, e.rdb, []string{groupMapKey(q.ID)}, unmap...).Err(); err != nil {
 			return e.wrap(ctx, "sweep", err)
 		}
 	}

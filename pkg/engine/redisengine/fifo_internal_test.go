@@ -44,14 +44,14 @@ func pending(t *testing.T, e *Engine, q engine.Queue, group, dedup string) *fite
 	return it
 }
 
-// store runs a send's second step for an item reserved by pending; it returns fsend's code.
+// store runs a send's second step for an item reserved by pending; it returns fifo_send's code.
 func store(t *testing.T, e *Engine, q engine.Queue, it *fitem) int64 {
 	t.Helper()
 	k := keysOf(q.ID, it.p)
 	now := e.nowMs()
 	it.pl.Sequence = it.seq
-	vals, err := fSendScript.Run(context.Background(), e.rdb,
-		e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.gm, k.gi, k.gs, k.gl, k.gt, k.dd, k.f, k.gp),
+	vals, err := fifoSendScript.Run(context.Background(), e.rdb,
+		e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.GroupMessages, k.GroupMemberOf, k.GroupsAvailable, k.GroupsLocked, k.GroupLastSeq, k.DedupOutcomes, k.InFlight, k.GroupsParked),
 		now, e.opts.Channel, q.ID.String(), 0, 0, q.Project.String(), string(it.id[:]), it.pl.encode(), it.visible, it.expires, it.sent,
 		groupPrefix(it.pl.GroupID, it.seq), it.seq, "1").Slice()
 	if err != nil {
@@ -182,7 +182,7 @@ func TestGroupMappingSweep(t *testing.T) {
 	if _, ok := m["h"]; len(m) != 1 || !ok {
 		t.Fatalf("mappings after the grace period: %v, want only h (it has a message in flight)", m)
 	}
-	if rdb.HExists(ctx, keysOf(q.ID, 0).gt, "g").Val() || !rdb.HExists(ctx, keysOf(q.ID, 0).gt, "h").Val() {
+	if rdb.HExists(ctx, keysOf(q.ID, 0).GroupLastSeq, "g").Val() || !rdb.HExists(ctx, keysOf(q.ID, 0).GroupLastSeq, "h").Val() {
 		t.Fatal("sequence marks: want g's dropped and h's kept")
 	}
 	// g comes back as a new group, after h's message (back from its deadline: older head).

@@ -54,7 +54,7 @@ func (e *Engine) groups(ctx context.Context, q engine.Queue, limit int, cursor s
 	for ; p < n && len(page.Groups) < want; p++ {
 		k := keysOf(q.ID, p)
 		ask := want - len(page.Groups)
-		vals, err := fGroupsScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gl, k.m, k.s, k.gp}, now, after, ask, string(state)).Slice()
+		vals, err := fifoGroupsScript.Run(ctx, e.rdb, []string{k.Scheduled, k.InFlight, k.GroupMessages, k.GroupsLocked, k.Messages, k.LegacyStates, k.GroupsParked}, now, after, ask, string(state)).Slice()
 		if err != nil {
 			return engine.GroupPage{}, e.wrap(ctx, "groups", err)
 		}
@@ -166,7 +166,7 @@ func (e *Engine) PurgeGroup(ctx context.Context, q engine.Queue, groupID string)
 	for _, p := range parts {
 		k := keysOf(q.ID, p)
 		for {
-			deleted, err := fPurgeGroupScript.Run(ctx, e.rdb, e.withBytes(q, k, k.fifo()...), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
+			deleted, err := fifoPurgeGroupScript.Run(ctx, e.rdb, e.withBytes(q, k, k.fifo()...), groupID, bound, purgeGroupChunk, e.nowMs()).Int()
 			e.fold(ctx, q.Project, []partKeys{k})
 			if err != nil {
 				return e.wrap(ctx, "purge group", err)

@@ -89,9 +89,9 @@ func (e *Engine) filterOrder(ctx context.Context, q engine.Queue, n int, now int
 	for p := range n {
 		k := keysOf(q.ID, p)
 		if q.Type == engine.FIFO {
-			calls[p] = scriptCall{fPeekScript, []string{k.gm, k.gs, k.gl}, []any{now}}
+			calls[p] = scriptCall{fifoPeekScript, []string{k.GroupMessages, k.GroupsAvailable, k.GroupsLocked}, []any{now}}
 		} else {
-			calls[p] = scriptCall{peekScript, []string{k.r, k.f, k.l}, []any{now}}
+			calls[p] = scriptCall{peekScript, []string{k.Scheduled, k.InFlight, k.Visible}, []any{now}}
 		}
 	}
 	cmds := e.run(ctx, calls)

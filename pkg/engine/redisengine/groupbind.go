@@ -12,7 +12,7 @@ import (
 )
 
 // Exclusive group policy (engine/grouppolicy.go). A group lives in one partition, so its
-// binding does too (rediskeys: gb, gx) and freceive.lua decides and writes bindings in the
+// binding does too (rediskeys: gb, gx) and fifo_receive.lua decides and writes bindings in the
 // same step as the claim, on Redis Cluster as on one server. Only the consumer's cap spans
 // partitions: before a claim on a queue of several partitions, the engine counts the
 // consumer's bindings in every partition and gives each claim an allowance of new bindings
@@ -24,7 +24,7 @@ import (
 // groups bound to other consumers are passed over without reading their messages.
 const exclusiveScan = 200
 
-// bindArgs are freceive.lua's ARGV 10–13 for claim c: the consumer, the affinity, the cap and
+// bindArgs are fifo_receive.lua's ARGV 10–13 for claim c: the consumer, the affinity, the cap and
 // what the consumer holds elsewhere (other partitions, and the allowances of the claims of
 // this receive before c). Sequenced queues pass "" and zeros.
 func bindArgs(q engine.Queue, cid string, elsewhere int) []any {
@@ -34,7 +34,7 @@ func bindArgs(q engine.Queue, cid string, elsewhere int) []any {
 	return []any{cid, q.Affinity().Milliseconds(), q.GroupCap(), elsewhere}
 }
 
-// bindElsewhere answers, for each claim, the bindings freceive.lua counts as held elsewhere
+// bindElsewhere answers, for each claim, the bindings fifo_receive.lua counts as held elsewhere
 // (bindArgs). One partition: none, the script counts its own. Several: every partition's count
 // of the consumer's bindings (idle ones not yet pruned included, which errs on the safe side)
 // and allowances dealt out to the claims in order.
@@ -50,7 +50,7 @@ func (e *Engine) bindElsewhere(ctx context.Context, q engine.Queue, cid string, 
 	pipe := e.rdb.Pipeline()
 	counts := make([]interface{ Val() int64 }, n)
 	for p := range n {
-		counts[p] = pipe.ZLexCount(ctx, keysOf(q.ID, p).gx, "["+cid+"\x00", "("+cid+"\x01")
+		counts[p] = pipe.ZLexCount(ctx, keysOf(q.ID, p).ConsumerBindings, "["+cid+"\x00", "("+cid+"\x01")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, e.wrap(ctx, "receive: count group bindings", err)
@@ -78,7 +78,7 @@ func (e *Engine) withBindings(ctx context.Context, q engine.Queue, groups []engi
 	pipe := e.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(groups))
 	for i, g := range groups {
-		cmds[i] = pipe.HGet(ctx, keysOf(q.ID, parts[i]).gb, g.GroupID)
+		cmds[i] = pipe.HGet(ctx, keysOf(q.ID, parts[i]).GroupBindings, g.GroupID)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return e.wrap(ctx, "groups: bindings", err)

@@ -11,7 +11,7 @@ import (
 // Inserting messages that arrive in a standard queue other than by a send: dead-letter moves
 // into a dead-letter queue, move tasks into their destination (move.go) or back into their
 // source. Each goes to the partition its id names, so a retried insert finds the first
-// (dlqinsert.lua leaves an id already there alone). A message arriving while the queue has a
+// (insert.lua leaves an id already there alone). A message arriving while the queue has a
 // barrier pending is accepted after that barrier (docs/delivery-options.md#barrier-messages): the
 // partition's fence refuses it and it goes to the barrier hold like a send (barrier.go).
 
@@ -43,7 +43,7 @@ func (e *Engine) insertStandard(ctx context.Context, q engine.Queue, n int, ins 
 			in := ins[i]
 			p := int(binary.BigEndian.Uint64(in.id[8:]) % uint64(n))
 			k := keysOf(q.ID, p)
-			calls[j] = scriptCall{dlqInsertScript, e.withBytes(q, k, k.r, k.m, k.s, k.x, k.bf),
+			calls[j] = scriptCall{insertScript, e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.BarrierFence),
 				[]any{string(in.id[:]), in.payload, in.at, in.expires, in.sent, e.opts.Channel, q.ID.String(), q.Project.String(), "0"}}
 			parts[j], touched[j] = p, k
 		}
@@ -54,7 +54,7 @@ func (e *Engine) insertStandard(ctx context.Context, q engine.Queue, n int, ins 
 			switch {
 			case err != nil:
 				e.log.Warn("redisengine: "+what+" insert failed; Sweep will retry", "queue", q.ID.String(), "error", err)
-			case v == -2:
+			case v == insertFenced:
 				fenced = append(fenced, todo[j])
 				if !seen[parts[j]] {
 					seen[parts[j]] = true
@@ -166,7 +166,7 @@ func (e *Engine) finishMoves(ctx context.Context, src engine.Queue, p int, entri
 		for i, f := range fields {
 			args[i] = f
 		}
-		if err := obClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.o), args...).Err(); err != nil {
+		if err := outboxClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.DeadLetterOutbox), args...).Err(); err != nil {
 			e.log.Warn("redisengine: clearing the dead-letter outbox failed; Sweep will retry", "queue", src.ID.String(), "error", err)
 		}
 		e.fold(ctx, src.Project, []partKeys{k})

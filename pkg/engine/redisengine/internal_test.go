@@ -102,10 +102,10 @@ func TestPartitionKeysShareSlot(t *testing.T) {
 	slots := map[int64]bool{}
 	for p := range engine.MaxPartitions {
 		k := keysOf(q, p)
-		want := slot(k.r)
-		for _, key := range append(k.all(), k.rate(1_700_000_000)) {
+		want := slot(k.Scheduled)
+		for _, key := range append(k.all(), k.Rate(1_700_000_000)) {
 			if got := slot(key); got != want {
-				t.Fatalf("partition %d: %s is in slot %d, %s in %d", p, k.r, want, key, got)
+				t.Fatalf("partition %d: %s is in slot %d, %s in %d", p, k.Scheduled, want, key, got)
 			}
 		}
 		slots[want] = true

@@ -24,12 +24,12 @@ func TestOldLayoutMessagesStillServed(t *testing.T) {
 	old := func(body string) ids.ID {
 		id := ids.New()
 		pl := payload{Body: body, Attributes: map[string]string{"a": "b"}}
-		if err := rdb.HSet(ctx, k.m, string(id[:]), pl.encode()).Err(); err != nil {
+		if err := rdb.HSet(ctx, k.Messages, string(id[:]), pl.encode()).Err(); err != nil {
 			t.Fatal(err)
 		}
-		rdb.HSet(ctx, k.s, string(id[:]), "0|0|"+itoa(now+3_600_000)+"|"+itoa(now-1000))
-		rdb.ZAdd(ctx, k.r, redisZ(now-1000, id))
-		rdb.ZAdd(ctx, k.x, redisZ(now+3_600_000, id))
+		rdb.HSet(ctx, k.LegacyStates, string(id[:]), "0|0|"+itoa(now+3_600_000)+"|"+itoa(now-1000))
+		rdb.ZAdd(ctx, k.Scheduled, redisZ(now-1000, id))
+		rdb.ZAdd(ctx, k.Expiry, redisZ(now+3_600_000, id))
 		return id
 	}
 	a, b, c := old("one"), old("two"), old("three")
@@ -57,7 +57,7 @@ func TestOldLayoutMessagesStillServed(t *testing.T) {
 	if bodies[a] != "one" || bodies[b] != "two" || bodies[c] != "three" {
 		t.Fatalf("bodies %v", bodies)
 	}
-	if n := rdb.HLen(ctx, k.s).Val(); n != 0 {
+	if n := rdb.HLen(ctx, k.LegacyStates).Val(); n != 0 {
 		t.Fatalf("%d old state fields left after the receive", n)
 	}
 	if errs, err := e.ChangeVisibility(ctx, q, []engine.VisibilityChange{{Delivery: ds[0], Visibility: time.Hour}}); err != nil || errs[0] != nil {
@@ -69,7 +69,7 @@ func TestOldLayoutMessagesStillServed(t *testing.T) {
 	if errs, err := e.DeadLetter(ctx, q, []engine.DeadLetterRequest{{Delivery: ds[2]}}); err != nil || errs[0] != nil {
 		t.Fatalf("dead-letter: %v %v", errs, err)
 	}
-	if n := rdb.HLen(ctx, k.m).Val(); n != 0 {
+	if n := rdb.HLen(ctx, k.Messages).Val(); n != 0 {
 		t.Fatalf("%d messages left", n)
 	}
 	// Acknowledging an old-layout message that was never received answers stale.
@@ -98,8 +98,8 @@ func TestListHoldsFreshMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes := func() [5]int64 {
-		return [5]int64{rdb.LLen(ctx, k.l).Val(), rdb.HLen(ctx, k.m).Val(), rdb.ZCard(ctx, k.r).Val(),
-			rdb.ZCard(ctx, k.f).Val(), rdb.ZCard(ctx, k.x).Val()}
+		return [5]int64{rdb.LLen(ctx, k.Visible).Val(), rdb.HLen(ctx, k.Messages).Val(), rdb.ZCard(ctx, k.Scheduled).Val(),
+			rdb.ZCard(ctx, k.InFlight).Val(), rdb.ZCard(ctx, k.Expiry).Val()}
 	}
 	if got := sizes(); got != [5]int64{2, 0, 0, 0, 0} {
 		t.Fatalf("after two sends: l, m, r, f, x = %v", got)
@@ -123,7 +123,7 @@ func TestListHoldsFreshMessages(t *testing.T) {
 	if got := sizes(); got != [5]int64{0, 4, 1, 3, 4} {
 		t.Fatalf("after the receive: l, m, r, f, x = %v", got)
 	}
-	if n := rdb.Get(ctx, k.lh).Val(); n != "2" {
+	if n := rdb.Get(ctx, k.VisibleTaken).Val(); n != "2" {
 		t.Fatalf("list head position %q, want 2", n)
 	}
 	var ds []engine.Delivery

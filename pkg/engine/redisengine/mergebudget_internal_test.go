@@ -15,7 +15,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 )
 
-// raceKey is a redis hook that, before each ksend.lua call, raises the version of one key's
+// raceKey is a redis hook that, before each keyed_send.lua call, raises the version of one key's
 // waiting message, as a concurrent send of the key would: the send's expectation fails and
 // it merges again.
 type raceKey struct {
@@ -44,7 +44,7 @@ func (h *raceKey) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 func (h *raceKey) before(ctx context.Context, cmd redis.Cmder) {
-	if args := cmd.Args(); cmd.Name() != "evalsha" || len(args) < 2 || args[1] != kSendScript.Hash() {
+	if args := cmd.Args(); cmd.Name() != "evalsha" || len(args) < 2 || args[1] != keyedSendScript.Hash() {
 		return
 	}
 	h.sends.Add(1)
@@ -70,7 +70,7 @@ func TestMergeBudget(t *testing.T) {
 	}
 	other := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
 	t.Cleanup(func() { _ = other.Close() })
-	hook := &raceKey{other: other, k: keysOf(q.ID, 0).k, key: "K"}
+	hook := &raceKey{other: other, k: keysOf(q.ID, 0).ConflationKeys, key: "K"}
 	rdb.AddHook(hook)
 	patch := engine.Message{Body: body("y"), Key: "K", Merge: engine.MergePatch}
 	r := mustSend(t, e, q, patch)[0]

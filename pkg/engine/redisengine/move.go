@@ -15,11 +15,11 @@ import (
 )
 
 // Move tasks (engine.Mover). A move is the dead-letter move's two steps with the destination
-// chosen per message: movetake.lua (fmovetake.lua on fifo queues) takes the chosen visible
+// chosen per message: move_take.lua (fifo_move_take.lua on fifo queues) takes the chosen visible
 // messages out of a source partition into its move outbox mo, with the destination written
 // in the entry, and counts them under the task's tag in mt, all in one script; then
 // finishTransfers inserts each into its destination idempotently by message id (the
-// destination's partition follows from the id, and dlqinsert.lua/insertFIFO leave an id
+// destination's partition follows from the id, and insert.lua/insertFIFO leave an id
 // already there alone) and clears the entry. A crash between the steps leaves the entry, which
 // FinishMoves or Sweep completes: the message is never lost, and is duplicated only if it was
 // inserted, received and acknowledged in the destination before its entry was cleared — at
@@ -65,10 +65,10 @@ func (e *Engine) MoveBatch(ctx context.Context, src engine.Queue, req engine.Mov
 	for p, a := range args {
 		k := keysOf(src.ID, p)
 		if src.Type == engine.FIFO {
-			calls = append(calls, scriptCall{fMoveTakeScript, e.withBytes(src, k, append(k.fifo(), k.mo, k.mt)...),
+			calls = append(calls, scriptCall{fifoMoveTakeScript, e.withBytes(src, k, append(k.fifo(), k.MoveOutbox, k.MoveTasks)...),
 				append([]any{now, e.opts.Channel, src.ID.String(), req.Tag}, a...)})
 		} else {
-			calls = append(calls, scriptCall{moveTakeScript, e.withBytes(src, k, k.r, k.f, k.m, k.s, k.x, k.l, k.lh, k.mo, k.mt, k.k, k.ki),
+			calls = append(calls, scriptCall{moveTakeScript, e.withBytes(src, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.VisibleTaken, k.MoveOutbox, k.MoveTasks, k.ConflationKeys, k.ConflationKeyOf),
 				append([]any{now, req.Tag}, a...)})
 		}
 		parts = append(parts, p)
@@ -188,7 +188,7 @@ func (e *Engine) finishTransfers(ctx context.Context, src engine.Queue, p int, e
 	for i, f := range fields {
 		args[i] = f
 	}
-	if err := obClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.mo), args...).Err(); err != nil {
+	if err := outboxClearScript.Run(ctx, e.rdb, e.withBytes(src, k, k.MoveOutbox), args...).Err(); err != nil {
 		e.log.Warn("redisengine: clearing the move outbox failed; Sweep will retry", "queue", src.ID.String(), "error", err)
 	}
 	e.fold(ctx, src.Project, []partKeys{k})
@@ -231,7 +231,7 @@ func (e *Engine) finishPartition(ctx context.Context, q engine.Queue, p int, bef
 	k := keysOf(q.ID, p)
 	var cursor uint64
 	for {
-		kvs, next, err := e.rdb.HScan(ctx, k.mo, cursor, "", outboxPage).Result()
+		kvs, next, err := e.rdb.HScan(ctx, k.MoveOutbox, cursor, "", outboxPage).Result()
 		if err != nil {
 			return e.wrap(ctx, "move", err)
 		}
@@ -257,7 +257,7 @@ func (e *Engine) FinishMoves(ctx context.Context, src engine.Queue) error {
 	now := e.nowMs()
 	var errs []error
 	for p := range engine.MaxPartitions {
-		n, err := e.rdb.Exists(ctx, keysOf(src.ID, p).mo).Result()
+		n, err := e.rdb.Exists(ctx, keysOf(src.ID, p).MoveOutbox).Result()
 		if err != nil {
 			return e.wrap(ctx, "move", err)
 		}
@@ -273,7 +273,7 @@ func (e *Engine) MovedCount(ctx context.Context, src engine.Queue, tag string) (
 	cmds := make([]*redis.StringCmd, engine.MaxPartitions)
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range engine.MaxPartitions {
-			cmds[p] = pipe.HGet(ctx, keysOf(src.ID, p).mt, tag)
+			cmds[p] = pipe.HGet(ctx, keysOf(src.ID, p).MoveTasks, tag)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -291,7 +291,7 @@ func (e *Engine) MovedCount(ctx context.Context, src engine.Queue, tag string) (
 func (e *Engine) ForgetMoved(ctx context.Context, src engine.Queue, tag string) error {
 	_, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range engine.MaxPartitions {
-			pipe.HDel(ctx, keysOf(src.ID, p).mt, tag)
+			pipe.HDel(ctx, keysOf(src.ID, p).MoveTasks, tag)
 		}
 		return nil
 	})

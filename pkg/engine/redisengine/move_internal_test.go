@@ -45,7 +45,7 @@ func TestMoveInterrupted(t *testing.T) {
 	}
 	clk.Advance(2 * time.Second)
 	k := keysOf(src.ID, 0)
-	head, _ := rdb.Get(ctx, k.lh).Int64()
+	head, _ := rdb.Get(ctx, k.VisibleTaken).Int64()
 	args := []any{clk.Now().UnixMilli(), "task"}
 	for _, r := range res {
 		pos := int64(-1)
@@ -54,7 +54,7 @@ func TestMoveInterrupted(t *testing.T) {
 		}
 		args = append(args, string(r.MessageID[:]), pos, destination(&dst))
 	}
-	vals, err := moveTakeScript.Run(ctx, rdb, e.withBytes(src, k, k.r, k.f, k.m, k.s, k.x, k.l, k.lh, k.mo, k.mt, k.k, k.ki), args...).Slice()
+	vals, err := moveTakeScript.Run(ctx, rdb, e.withBytes(src, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible, k.VisibleTaken, k.MoveOutbox, k.MoveTasks, k.ConflationKeys, k.ConflationKeyOf), args...).Slice()
 	if err != nil || len(vals) != 4 {
 		t.Fatalf("movetake: %v %v", vals, err)
 	}
@@ -100,7 +100,7 @@ func TestMoveInterrupted(t *testing.T) {
 	if b, _ := e.StoredBytes(ctx, project); b != 6 {
 		t.Fatalf("stored bytes after the move = %d, want 6", b)
 	}
-	if n, _ := rdb.HLen(ctx, k.mo).Result(); n != 0 {
+	if n, _ := rdb.HLen(ctx, k.MoveOutbox).Result(); n != 0 {
 		t.Fatalf("move outbox holds %d entries after FinishMoves", n)
 	}
 }
@@ -124,7 +124,7 @@ func TestMoveSweepFinishes(t *testing.T) {
 	}
 	k := keysOf(src.ID, 0)
 	args := []any{clk.Now().UnixMilli(), e.opts.Channel, src.ID.String(), "task", string(res[0].MessageID[:]), destination(&dst)}
-	if err := fMoveTakeScript.Run(ctx, rdb, e.withBytes(src, k, append(k.fifo(), k.mo, k.mt)...), args...).Err(); err != nil {
+	if err := fifoMoveTakeScript.Run(ctx, rdb, e.withBytes(src, k, append(k.fifo(), k.MoveOutbox, k.MoveTasks)...), args...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(outboxGrace + time.Second)

@@ -29,7 +29,7 @@ func (e *Engine) parkedGroups(ctx context.Context, q ids.ID, n int) (int64, erro
 	cmds := make([]*redis.IntCmd, n)
 	if _, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for p := range n {
-			cmds[p] = pipe.ZCount(ctx, keysOf(q, p).gl, parkScore, "+inf")
+			cmds[p] = pipe.ZCount(ctx, keysOf(q, p).GroupsLocked, parkScore, "+inf")
 		}
 		return nil
 	}); err != nil {
@@ -42,7 +42,7 @@ func (e *Engine) parkedGroups(ctx context.Context, q ids.ID, n int) (int64, erro
 	return total, nil
 }
 
-// parkArg is freceive.lua's poison policy argument for q.
+// parkArg is fifo_receive.lua's poison policy argument for q.
 func parkArg(q engine.Queue) string {
 	switch p := q.Parking(); p {
 	case engine.PoisonPark, engine.PoisonParkGroup:
@@ -53,7 +53,7 @@ func parkArg(q engine.Queue) string {
 
 // markBack finds, among the messages a move brings into fifo queue q, those recorded by a
 // parking of their group (in the partition the group lives in) and gives them their old
-// place: partition, sequence number, back. fsend.lua checks the record again when it stores
+// place: partition, sequence number, back. fifo_send.lua checks the record again when it stores
 // them, atomically with the parking.
 func (e *Engine) markBack(ctx context.Context, q ids.ID, items []*fitem) error {
 	groups := map[string]*redis.StringCmd{}
@@ -84,7 +84,7 @@ func (e *Engine) markBack(ctx context.Context, q ids.ID, items []*fitem) error {
 		for i, it := range its {
 			fields[i] = "i" + string(it.id[:])
 		}
-		vals, err := e.rdb.HMGet(ctx, keysOf(q, p).gp, fields...).Result()
+		vals, err := e.rdb.HMGet(ctx, keysOf(q, p).GroupsParked, fields...).Result()
 		if err != nil {
 			return e.wrap(ctx, "move", err)
 		}
@@ -105,7 +105,7 @@ func (e *Engine) markBack(ctx context.Context, q ids.ID, items []*fitem) error {
 	return nil
 }
 
-// ReleaseGroup ends a parked group's parking (frelease.lua) in the partition it lives in.
+// ReleaseGroup ends a parked group's parking (fifo_release_group.lua) in the partition it lives in.
 func (e *Engine) ReleaseGroup(ctx context.Context, q engine.Queue, groupID string) error {
 	if err := e.clockOK(); err != nil {
 		return err
@@ -123,7 +123,7 @@ func (e *Engine) ReleaseGroup(ctx context.Context, q engine.Queue, groupID strin
 	found := false
 	for _, p := range parts {
 		k := keysOf(q.ID, p)
-		code, err := fReleaseScript.Run(ctx, e.rdb, []string{k.r, k.f, k.gm, k.gs, k.gl, k.gp},
+		code, err := fifoReleaseGroupScript.Run(ctx, e.rdb, []string{k.Scheduled, k.InFlight, k.GroupMessages, k.GroupsAvailable, k.GroupsLocked, k.GroupsParked},
 			e.nowMs(), groupID, e.opts.Channel, q.ID.String()).Int()
 		if err != nil {
 			return e.wrap(ctx, "release group", err)

@@ -38,7 +38,7 @@ func TestFIFOSendPartialFailure(t *testing.T) {
 		t.Fatalf("the groups all landed in one partition: %v", groupIn)
 	}
 
-	hook := &testservers.FailScripts{Tag: keysOf(q.ID, 1).tag}
+	hook := &testservers.FailScripts{Tag: keysOf(q.ID, 1).Tag}
 	hook.On.Store(true)
 	rdb.AddHook(hook)
 	res, err := e.Send(ctx, q, []engine.Message{

@@ -15,7 +15,7 @@ import (
 // a queue that has had a message of priority above 0 is flagged (field pr of its partitions
 // hash, set by the first such send of each process and cached with the partition count), and
 // a receive on a flagged queue of several partitions first probes every partition's visible
-// bands (ppeek.lua, one pipelined round trip) and then claims from each partition exactly its
+// bands (priority_peek.lua, one pipelined round trip) and then claims from each partition exactly its
 // share of the highest bands of the whole queue (one pipelined receive.lua call each): a
 // partition's share is always a prefix of its own order, which receive.lua takes.
 //
@@ -77,7 +77,7 @@ func (e *Engine) receiveByPriority(ctx context.Context, q engine.Queue, req engi
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{pPeekScript, []string{k.r, k.f, k.l}, []any{now, want}}
+		calls[p] = scriptCall{priorityPeekScript, []string{k.Scheduled, k.InFlight, k.Visible}, []any{now, want}}
 	}
 	counts := make([][engine.MaxPriority + 1]int, n)
 	var nextAt int64

@@ -42,11 +42,11 @@ func (e *Engine) Purge(ctx context.Context, q engine.Queue) error {
 	for p := range n {
 		k := keysOf(q.ID, p)
 		parts[p] = k
-		keys := append([]string{k.l, k.lh, k.b}, k.purged()[2:]...)
+		keys := append([]string{k.Visible, k.VisibleTaken, k.Bytes}, k.purged()[2:]...)
 		if e.inline(q) == "1" {
 			keys = append(keys, projectBytesKey(q.Project))
 		}
-		calls[p] = scriptCall{purgePartScript, keys, []any{e.inline(q)}}
+		calls[p] = scriptCall{purgePartitionScript, keys, []any{e.inline(q)}}
 	}
 	cmds := e.run(ctx, calls)
 	e.fold(ctx, q.Project, parts)
@@ -139,7 +139,7 @@ func (e *Engine) stats(ctx context.Context, q engine.Queue) (engine.Stats, bool,
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{countsScript, []string{k.r, k.f, k.m, k.s, k.x, k.l}, []any{now, oldestSample, expiredLookups}}
+		calls[p] = scriptCall{countsScript, []string{k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.Visible}, []any{now, oldestSample, expiredLookups}}
 	}
 	st := engine.Stats{Partitions: n}
 	var oldest int64
@@ -387,7 +387,7 @@ func (w *browseWalk) budgetArgs() (int64, string) {
 	return max(w.budget-w.read, 1), held
 }
 
-// capLeft is the byte cap of the hold segment's next script call (bbrowse.lua).
+// capLeft is the byte cap of the hold segment's next script call (barrier_hold_browse.lua).
 func (w *browseWalk) capLeft() int { return int(max(w.budget-w.read, 0)) }
 
 // keep adds a browsed message that matches the filter, with the cursor after it.
@@ -428,7 +428,7 @@ func (w *browseWalk) list(ctx context.Context, si int, k partKeys, ask int) (int
 		from = w.cur.score + 1
 	}
 	rest, held := w.budgetArgs()
-	vals, err := browseListScript.Run(ctx, w.e.rdb, []string{k.l, k.lh}, from, ask, rest, held).Slice()
+	vals, err := browseListScript.Run(ctx, w.e.rdb, []string{k.Visible, k.VisibleTaken}, from, ask, rest, held).Slice()
 	if err != nil || len(vals) < 2 {
 		return 0, w.e.wrap(ctx, "browse", orBad(err))
 	}
@@ -453,16 +453,16 @@ func (w *browseWalk) list(ctx context.Context, si int, k partKeys, ask int) (int
 
 // zset reads the partition's r or f sorted set from the position reached.
 func (w *browseWalk) zset(ctx context.Context, si int, sg segment, k partKeys, ask int) (int, error) {
-	z := k.r
+	z := k.Scheduled
 	if sg.kind == 'f' {
-		z = k.f
+		z = k.InFlight
 	}
 	curScore, curID := "0", ""
 	if w.hasCur {
 		curScore, curID = strconv.FormatInt(w.cur.score, 10), w.cur.id
 	}
 	rest, held := w.budgetArgs()
-	vals, err := browseScript.Run(ctx, w.e.rdb, []string{z, k.m, k.s}, w.lo, w.hi, ask, curScore, curID, rest, held).Slice()
+	vals, err := browseScript.Run(ctx, w.e.rdb, []string{z, k.Messages, k.LegacyStates}, w.lo, w.hi, ask, curScore, curID, rest, held).Slice()
 	if err != nil {
 		return 0, w.e.wrap(ctx, "browse", err)
 	}
@@ -558,7 +558,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 			}
 		} else {
 			for range sweepChunks {
-				deleted, err := expireScript.Run(ctx, e.rdb, e.withBytes(q, k, append(k.messages(), k.l, k.lh, k.k, k.ki)...), now, sweepChunk).Int()
+				deleted, err := expireScript.Run(ctx, e.rdb, e.withBytes(q, k, append(k.messages(), k.Visible, k.VisibleTaken, k.ConflationKeys, k.ConflationKeyOf)...), now, sweepChunk).Int()
 				if err != nil {
 					return e.wrap(ctx, "sweep", err)
 				}
@@ -573,7 +573,7 @@ func (e *Engine) sweep(ctx context.Context, q engine.Queue) error {
 		if q.Redrive == nil || q.Redrive.DeadLetter == nil {
 			continue
 		}
-		kvs, _, err := e.rdb.HScan(ctx, k.o, 0, "", outboxPage).Result()
+		kvs, _, err := e.rdb.HScan(ctx, k.DeadLetterOutbox, 0, "", outboxPage).Result()
 		if err != nil {
 			return e.wrap(ctx, "sweep", err)
 		}

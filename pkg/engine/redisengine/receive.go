@@ -86,7 +86,7 @@ func (e *Engine) receiveRotating(ctx context.Context, q engine.Queue, req engine
 	calls := make([]scriptCall, n)
 	for p := range n {
 		k := keysOf(q.ID, p)
-		calls[p] = scriptCall{peekScript, []string{k.r, k.f, k.l}, []any{now}}
+		calls[p] = scriptCall{peekScript, []string{k.Scheduled, k.InFlight, k.Visible}, []any{now}}
 	}
 	cmds := e.run(ctx, calls)
 	type avail struct{ p, visible int }
@@ -305,14 +305,14 @@ func (e *Engine) claimCalls(ctx context.Context, q engine.Queue, req engine.Rece
 			args := append([]any{now, c.n, vis, maxrc, groups, budget, engine.RedriveReason, flt, c.scanBytes},
 				bindArgs(q, req.BindTo, elsewhere[i])...)
 			args = append(args, parkArg(q), engine.ParkGroupReason)
-			calls[i] = scriptCall{fReceiveScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx, k.gp)...), args}
+			calls[i] = scriptCall{fifoReceiveScript, e.withBytes(q, k, append(k.fifo(), k.DeadLetterOutbox, k.GroupBindings, k.ConsumerBindings, k.GroupsParked)...), args}
 			continue
 		}
 		scan := 3 * c.n
 		if c.scan > 0 {
 			scan = c.scan
 		}
-		calls[i] = scriptCall{receiveScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o, k.l, k.lh, k.k, k.ki),
+		calls[i] = scriptCall{receiveScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.DeadLetterOutbox, k.Visible, k.VisibleTaken, k.ConflationKeys, k.ConflationKeyOf),
 			[]any{now, c.n, vis, maxrc, scan, engine.RedriveReason, flag(q.AtMostOnce), flt, c.scanBytes}}
 	}
 	return calls, nil

@@ -62,7 +62,7 @@ func (e *Engine) confirmReplicated(ctx context.Context, q engine.Queue, res []en
 func (e *Engine) syncReplicas(ctx context.Context, k partKeys) error {
 	var wait *redis.IntCmd
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, k.w, "1", time.Minute)
+		p.Set(ctx, k.WaitMarker, "1", time.Minute)
 		wait = redis.NewIntCmd(ctx, "wait", e.opts.SyncReplicas, e.opts.SyncTimeout.Milliseconds())
 		return p.Process(ctx, wait)
 	})

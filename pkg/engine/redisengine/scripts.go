@@ -18,88 +18,88 @@ import (
 var scriptFiles embed.FS
 
 var (
-	sendScript       = loadScript("send")
-	receiveScript    = loadDrainScript("receive")
-	ackScript        = loadDrainScript("ack")
-	visibilityScript = loadDrainScript("visibility")
-	deadLetterScript = loadDrainScript("deadletter")
-	cancelScript     = loadDrainScript("cancel")  // cancel.go
-	fCancelScript    = loadDrainScript("fcancel") // cancel.go
-	dlqInsertScript  = loadDrainScript("dlqinsert")
-	expireScript     = loadDrainScript("expire")
-	countsScript     = loadDrainScript("counts")
-	peekScript       = loadDrainScript("peek")
-	pPeekScript      = loadDrainScript("ppeek") // priority.go
-	browseScript     = loadDrainScript("browse")
-	browseListScript = loadDrainScript("browselist")
-	purgePartScript  = loadDrainScript("purgepart")
-	growScript       = loadScript("grow")
-	purgeGateScript  = loadDrainScript("purgegate")
-	obClearScript    = loadDrainScript("obclear")
-	qDeleteScript    = loadDrainScript("qdelete")
-	bFoldScript      = loadDrainScript("bfold")
-	bReserveScript   = loadScript("breserve")
-	touchScript      = loadDrainScript("touch")
-	retireScript     = loadDrainScript("retire")
-	moveTakeScript   = loadDrainScript("movetake")  // move.go
-	fMoveTakeScript  = loadDrainScript("fmovetake") // move.go
+	sendScript           = loadScript("send")
+	receiveScript        = loadDrainScript("receive")
+	ackScript            = loadDrainScript("ack")
+	visibilityScript     = loadDrainScript("visibility")
+	deadLetterScript     = loadDrainScript("deadletter")
+	cancelScript         = loadDrainScript("cancel")      // cancel.go
+	fifoCancelScript     = loadDrainScript("fifo_cancel") // cancel.go
+	insertScript         = loadDrainScript("insert")
+	expireScript         = loadDrainScript("expire")
+	countsScript         = loadDrainScript("counts")
+	peekScript           = loadDrainScript("peek")
+	priorityPeekScript   = loadDrainScript("priority_peek") // priority.go
+	browseScript         = loadDrainScript("browse")
+	browseListScript     = loadDrainScript("browse_list")
+	purgePartitionScript = loadDrainScript("purge_partition")
+	growScript           = loadScript("grow")
+	purgeGateScript      = loadDrainScript("purge_gate")
+	outboxClearScript    = loadDrainScript("outbox_clear")
+	queueDeleteScript    = loadDrainScript("queue_delete")
+	bytesFoldScript      = loadDrainScript("bytes_fold")
+	bytesReserveScript   = loadScript("bytes_reserve")
+	touchScript          = loadDrainScript("touch")
+	retireScript         = loadDrainScript("retire")
+	moveTakeScript       = loadDrainScript("move_take")      // move.go
+	fifoMoveTakeScript   = loadDrainScript("fifo_move_take") // move.go
 
 	// Conflation and delete by id (conflate.go).
-	kReadScript   = loadDrainScript("kread")
-	kSendScript   = loadScript("ksend")
-	mDeleteScript = loadDrainScript("mdelete")
-	fDeleteScript = loadDrainScript("fdelete")
+	keyedReadScript  = loadDrainScript("keyed_read")
+	keyedSendScript  = loadScript("keyed_send")
+	deleteScript     = loadDrainScript("delete")
+	fifoDeleteScript = loadDrainScript("fifo_delete")
 	// Barrier messages (barrier.go). The hold takes sends, so it is refused at full memory
 	// like them; the step and purge move or remove messages and run at full memory.
-	bHoldScript    = loadScript("bhold")
-	bFenceScript   = loadDrainScript("bfence")
-	bUnfenceScript = loadDrainScript("bunfence")
-	bStepScript    = loadDrainScript("bstep")
-	bPurgeScript   = loadDrainScript("bpurge")
-	bBrowseScript  = loadDrainScript("bbrowse")
+	barrierHoldScript       = loadScript("barrier_hold")
+	barrierFenceScript      = loadDrainScript("barrier_fence")
+	barrierUnfenceScript    = loadDrainScript("barrier_unfence")
+	barrierStepScript       = loadDrainScript("barrier_step")
+	barrierHoldPurgeScript  = loadDrainScript("barrier_hold_purge")
+	barrierHoldBrowseScript = loadDrainScript("barrier_hold_browse")
 
 	// Consumer backlogs (consumers.go): they take no memory a drain would not free, except
 	// the reservation, which a receive at full memory must still make.
-	cReserveScript = loadDrainScript("creserve")
-	cCommitScript  = loadDrainScript("ccommit")
-	cSettleScript  = loadDrainScript("csettle")
-	cListScript    = loadDrainScript("clist")
-	cForgetScript  = loadDrainScript("cforget")
-	cCountScript   = loadDrainScript("ccount")
+	consumerReserveScript = loadDrainScript("consumer_reserve")
+	consumerCommitScript  = loadDrainScript("consumer_commit")
+	consumerSettleScript  = loadDrainScript("consumer_settle")
+	consumerListScript    = loadDrainScript("consumer_list")
+	consumerForgetScript  = loadDrainScript("consumer_forget")
+	consumerCountScript   = loadDrainScript("consumer_count")
 
 	// Fifo queues (fifo.go).
-	fReserveScript    = loadScript("freserve")
-	fSendScript       = loadScript("fsend")
-	fVerifyScript     = loadDrainScript("fverify")
-	fReceiveScript    = loadDrainScript("freceive")
-	fAckScript        = loadDrainScript("fack")
-	fVisibilityScript = loadDrainScript("fvisibility")
-	fDeadLetterScript = loadDrainScript("fdeadletter")
-	fExpireScript     = loadDrainScript("fexpire")
-	fPurgeGroupScript = loadDrainScript("fpurgegroup")
-	fPeekScript       = loadDrainScript("fpeek")
-	fGroupsScript     = loadDrainScript("fgroups")
-	fGCScript         = loadDrainScript("fgc")
-	fUnmapScript      = loadDrainScript("funmap")
-	fReleaseScript    = loadDrainScript("frelease")
+	fifoReserveScript      = loadScript("fifo_reserve")
+	fifoSendScript         = loadScript("fifo_send")
+	fifoVerifyDedupScript  = loadDrainScript("fifo_verify_dedup")
+	fifoReceiveScript      = loadDrainScript("fifo_receive")
+	fifoAckScript          = loadDrainScript("fifo_ack")
+	fifoVisibilityScript   = loadDrainScript("fifo_visibility")
+	fifoDeadLetterScript   = loadDrainScript("fifo_deadletter")
+	fifoExpireScript       = loadDrainScript("fifo_expire")
+	fifoPurgeGroupScript   = loadDrainScript("fifo_purge_group")
+	fifoPeekScript         = loadDrainScript("fifo_peek")
+	fifoGroupsScript       = loadDrainScript("fifo_groups")
+	fifoForgetGroupsScript = loadDrainScript("fifo_forget_groups")
+	fifoUnmapGroupsScript  = loadDrainScript("fifo_unmap_groups")
+	fifoReleaseGroupScript = loadDrainScript("fifo_release_group")
 
 	// The two steps of a dead-letter move into a fifo queue: the send scripts, allowed to
 	// run at full memory like every step of a drain.
-	fReserveMoveScript = loadDrainScript("freserve")
-	fSendMoveScript    = loadDrainScript("fsend")
+	fifoReserveMoveScript = loadDrainScript("fifo_reserve")
+	fifoSendMoveScript    = loadDrainScript("fifo_send")
 
 	// Topics (topics.go, topicbind.go, copy.go): the publish and the copy take memory like a
 	// send; trims, reads and bookkeeping run at full memory.
-	tPublishScript = loadScript("tpublish")
-	copyScript     = loadScript("copy")
-	tTrimScript    = loadDrainScript("ttrim")
-	tSeqAtScript   = loadDrainScript("tseqat")
-	tLeaseScript   = loadDrainScript("tlease")
-	tReleaseScript = loadDrainScript("trelease")
-	tAdvanceScript = loadDrainScript("tadvance")
-	tFilterScript  = loadDrainScript("tfilter")
-	tIdleScript    = loadDrainScript("tidle")
-	tActiveScript  = loadDrainScript("tactive")
+	topicPublishScript = loadScript("topic_publish")
+	copyScript         = loadScript("copy")
+	topicTrimScript    = loadDrainScript("topic_trim")
+	topicSeqAtScript   = loadDrainScript("topic_seq_at")
+	topicLeaseScript   = loadDrainScript("topic_lease")
+	topicReleaseScript = loadDrainScript("topic_release")
+	topicAdvanceScript = loadDrainScript("topic_advance")
+	topicFilterScript  = loadDrainScript("topic_filter")
+	topicIdleScript    = loadDrainScript("topic_idle")
+	topicActiveScript  = loadDrainScript("topic_active")
 )
 
 // allowOOM is the shebang of the scripts that must run when Redis is at its maxmemory

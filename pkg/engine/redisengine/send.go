@@ -88,7 +88,7 @@ func (e *Engine) sendStandard(ctx context.Context, q engine.Queue, msgs []engine
 	}
 	if keyed(msgs) {
 		// Keyed sends (conflate.go) take their own script; with a barrier pending they
-		// go to the hold, unconflated (above, or when ksend.lua finds a fence).
+		// go to the hold, unconflated (above, or when keyed_send.lua finds a fence).
 		res, err := e.sendKeyed(ctx, q, msgs, n)
 		return res, -1, err
 	}
@@ -191,17 +191,17 @@ func (e *Engine) sendCall(ctx context.Context, q engine.Queue, p int, now int64,
 			args = append(args, string(id[:]), b.payloads[i], now+b.delays[i])
 		}
 	}
-	keys := e.withBytes(q, k, k.r, k.m, k.s, k.x, k.rate(now/1000), k.l, k.bf)
+	keys := e.withBytes(q, k, k.Scheduled, k.Messages, k.LegacyStates, k.Expiry, k.Rate(now/1000), k.Visible, k.BarrierFence)
 	rate, err := sendScript.Run(ctx, e.rdb, keys, args...).Int64()
 	if res != "" {
 		e.fold(ctx, q.Project, []partKeys{k}, res)
 	} else if err == nil {
 		e.fold(ctx, q.Project, []partKeys{k})
 	}
-	if err == nil && rate == -2 {
+	if err == nil && rate == sendFenced {
 		return 0, errFenced
 	}
-	if err == nil && rate < 0 {
+	if err == nil && rate == sendOverQuota {
 		return 0, errOverQuota
 	}
 	return rate, err

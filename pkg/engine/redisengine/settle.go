@@ -107,7 +107,7 @@ func (e *Engine) Ack(ctx context.Context, q engine.Queue, ds []engine.Delivery) 
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fAckScript, e.withBytes(q, k, append(k.fifo(), k.binds()...)...), args}
+				return scriptCall{fifoAckScript, e.withBytes(q, k, append(k.fifo(), k.binds()...)...), args}
 			}
 			return scriptCall{ackScript, e.withBytes(q, k, k.messages()...), args}
 		},
@@ -214,9 +214,9 @@ func (e *Engine) ChangeVisibility(ctx context.Context, q engine.Queue, cs []engi
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, cs[j].Visibility.Milliseconds())
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fVisibilityScript, k.fifo(), args}
+				return scriptCall{fifoVisibilityScript, k.fifo(), args}
 			}
-			return scriptCall{visibilityScript, []string{k.f, k.m, k.s}, args}
+			return scriptCall{visibilityScript, []string{k.InFlight, k.Messages, k.LegacyStates}, args}
 		},
 		func(_ int, idx []int, val any, errs []error) error {
 			return codes(val, idx, errs, func(c int64) error {
@@ -239,7 +239,7 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 	if q.Redrive != nil && q.Redrive.DeadLetter != nil {
 		redrive = "1"
 	}
-	mode := redrive // fdeadletter.lua's: the poison policy too
+	mode := redrive // fifo_deadletter.lua's: the poison policy too
 	switch q.Parking() {
 	case engine.PoisonPark:
 		mode = "p"
@@ -264,9 +264,9 @@ func (e *Engine) DeadLetter(ctx context.Context, q engine.Queue, rs []engine.Dea
 				args = append(args, string(ds[j].MessageID[:]), ds[j].Attempt, reason)
 			}
 			if q.Type == engine.FIFO {
-				return scriptCall{fDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.o, k.gb, k.gx, k.gp)...), args}
+				return scriptCall{fifoDeadLetterScript, e.withBytes(q, k, append(k.fifo(), k.DeadLetterOutbox, k.GroupBindings, k.ConsumerBindings, k.GroupsParked)...), args}
 			}
-			return scriptCall{deadLetterScript, e.withBytes(q, k, k.r, k.f, k.m, k.s, k.x, k.o), args}
+			return scriptCall{deadLetterScript, e.withBytes(q, k, k.Scheduled, k.InFlight, k.Messages, k.LegacyStates, k.Expiry, k.DeadLetterOutbox), args}
 		},
 		func(p int, idx []int, val any, errs []error) error {
 			if redrive == "0" {

@@ -34,7 +34,7 @@ const (
 	defaultStatePage = 100
 	maxStatePage     = 1000
 	// leaseBackstop is added to a lease's PX beyond its ttl: the lease lapses by the engine
-	// clock (tlease.lua); PX only cleans up after a topic nobody leases any more.
+	// clock (topic_lease.lua); PX only cleans up after a topic nobody leases any more.
 	leaseBackstop = time.Minute
 )
 
@@ -61,9 +61,9 @@ func (e *Engine) touchTopic(ctx context.Context, t ids.ID) error {
 }
 
 // ActiveTopics lists the topics published to since they were last idled, and the idle ones
-// whose wake time has passed (tactive.lua).
+// whose wake time has passed (topic_active.lua).
 func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
-	vals, err := tActiveScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, e.nowMs()).StringSlice()
+	vals, err := topicActiveScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, e.nowMs()).StringSlice()
 	if err != nil {
 		return nil, e.wrap(ctx, "active topics", err)
 	}
@@ -77,7 +77,7 @@ func (e *Engine) ActiveTopics(ctx context.Context) ([]ids.ID, error) {
 }
 
 // IdleTopic drops the topic from the active topics when its sequence is still last (see
-// the work list above), setting its wake time in the same step (tidle.lua). A publish that
+// the work list above), setting its wake time in the same step (topic_idle.lua). A publish that
 // raced it leaves the wake time as it was: the next idle sets it.
 func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64, wakeAt time.Time) error {
 	if moved, err := e.seqMoved(ctx, topic, last); moved || err != nil {
@@ -87,7 +87,7 @@ func (e *Engine) IdleTopic(ctx context.Context, topic ids.ID, last uint64, wakeA
 	if !wakeAt.IsZero() {
 		at = max(wakeAt.UnixMilli(), 1)
 	}
-	if err := tIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, topic.String(), at).Err(); err != nil {
+	if err := topicIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, topic.String(), at).Err(); err != nil {
 		return e.wrap(ctx, "idle topic", err)
 	}
 	moved, err := e.seqMoved(ctx, topic, last)
@@ -123,10 +123,10 @@ func (e *Engine) markActive(ctx context.Context, topic ids.ID) error {
 // the engine's channel names the topic id as a send's names its queue id.
 func (e *Engine) WatchTopic(topic ids.ID) (<-chan struct{}, func()) { return e.watch.Watch(topic) }
 
-// LeaseTopic takes or renews the topic's fan-out lease (tlease.lua, engine clock).
+// LeaseTopic takes or renews the topic's fan-out lease (topic_lease.lua, engine clock).
 func (e *Engine) LeaseTopic(ctx context.Context, topic ids.ID, owner string, ttl time.Duration) (bool, error) {
 	now := e.nowMs()
-	n, err := tLeaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner, now,
+	n, err := topicLeaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner, now,
 		now+ttl.Milliseconds(), (ttl + leaseBackstop).Milliseconds()).Int()
 	if err != nil {
 		return false, e.wrap(ctx, "lease topic", err)
@@ -136,7 +136,7 @@ func (e *Engine) LeaseTopic(ctx context.Context, topic ids.ID, owner string, ttl
 
 // ReleaseTopic gives the lease up if owner holds it.
 func (e *Engine) ReleaseTopic(ctx context.Context, topic ids.ID, owner string) error {
-	if err := tReleaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner).Err(); err != nil {
+	if err := topicReleaseScript.Run(ctx, e.rdb, []string{rediskeys.TopicLease(topic)}, owner).Err(); err != nil {
 		return e.wrap(ctx, "release topic", err)
 	}
 	return nil
@@ -207,9 +207,9 @@ func (e *Engine) Bind(ctx context.Context, t engine.Topic, b engine.Binding) err
 	return nil
 }
 
-// SetFilter replaces a binding's filter in place (tfilter.lua), keeping its cursor.
+// SetFilter replaces a binding's filter in place (topic_filter.lua), keeping its cursor.
 func (e *Engine) SetFilter(ctx context.Context, t engine.Topic, binding ids.ID, filter string) error {
-	n, err := tFilterScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, binding.String(), filter).Int()
+	n, err := topicFilterScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, binding.String(), filter).Int()
 	if err != nil {
 		return e.wrap(ctx, "set filter", err)
 	}
@@ -252,7 +252,7 @@ func (e *Engine) Bindings(ctx context.Context, t engine.Topic) ([]engine.Binding
 	return out, nil
 }
 
-// AdvanceBindings records the fan-out's progress (tadvance.lua).
+// AdvanceBindings records the fan-out's progress (topic_advance.lua).
 func (e *Engine) AdvanceBindings(ctx context.Context, t engine.Topic, as []engine.Advance) error {
 	if len(as) == 0 {
 		return nil
@@ -262,7 +262,7 @@ func (e *Engine) AdvanceBindings(ctx context.Context, t engine.Topic, as []engin
 	for _, a := range as {
 		args = append(args, a.Binding.String(), strconv.FormatUint(a.Through, 10), a.Copied, a.Failed, a.LastError)
 	}
-	if err := tAdvanceScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, args...).Err(); err != nil {
+	if err := topicAdvanceScript.Run(ctx, e.rdb, []string{rediskeys.TopicBindings(t.ID)}, args...).Err(); err != nil {
 		return e.wrap(ctx, "advance bindings", err)
 	}
 	return nil

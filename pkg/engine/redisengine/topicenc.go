@@ -19,7 +19,7 @@ import (
 //	string  body; attributes; string group id; string dedup id; string key
 //
 // Its sequence is the stream id and its publish time the stream field t, both assigned in
-// tpublish.lua. A state value's tail (after "<seq>|<at>|<bytes>|") is string body, attributes.
+// topic_publish.lua. A state value's tail (after "<seq>|<at>|<bytes>|") is string body, attributes.
 
 const (
 	topicEntryVersion = 1
@@ -84,8 +84,8 @@ func decodeState(key, v string) (engine.StateEntry, error) {
 	return st, nil
 }
 
-// encodeBinding is a binding's value in the bindings hash (rediskeys topic.go; tadvance.lua
-// and tfilter.lua read and rewrite it in place).
+// encodeBinding is a binding's value in the bindings hash (rediskeys topic.go; topic_advance.lua
+// and topic_filter.lua read and rewrite it in place).
 func encodeBinding(b engine.Binding) string {
 	var at int64
 	if !b.LastErrorAt.IsZero() {

@@ -17,7 +17,7 @@ import (
 
 // Topics (docs/topics.md). A topic's log, keyed state, bindings, lease and stored bytes live under
 // its own hash tag (rediskeys topic.go), so a publish is one script, all or nothing
-// (tpublish.lua). A publish first names the topic in {active}:topics (ActiveTopics, the
+// (topic_publish.lua). A publish first names the topic in {active}:topics (ActiveTopics, the
 // fan-out's work list), then appends, then wakes the fan-out on every replica through the
 // engine's wake channel, whose payload is the topic id (WatchTopic).
 //
@@ -32,7 +32,7 @@ import (
 var _ engine.Topics = (*Engine)(nil)
 
 const (
-	// trimStep is how many entries one ttrim.lua call drops, trimSteps how many calls one
+	// trimStep is how many entries one topic_trim.lua call drops, trimSteps how many calls one
 	// Trim makes at most: a trim never holds Redis for long, and a long backlog is trimmed
 	// over several fan-out rounds.
 	trimStep  = 500
@@ -42,7 +42,7 @@ const (
 	logChunk = 100
 )
 
-// errConflict is tpublish.lua's refusal when a key's state changed since the engine merged.
+// errConflict is topic_publish.lua's refusal when a key's state changed since the engine merged.
 var errConflict = errors.New("the key's state changed")
 
 // topicKeys are a topic's keys.
@@ -59,7 +59,7 @@ func topicKeysOf(t ids.ID) topicKeys {
 }
 
 // part is the topic's byte hash as the fold (bytes.go) takes a partition's.
-func (t topicKeys) part() partKeys { return partKeys{b: t.b} }
+func (t topicKeys) part() partKeys { return partKeys{rediskeys.Partition{Bytes: t.b}} }
 
 // asQueue is the topic as the stored-bytes helpers (bytes.go) take a queue.
 func asQueue(t engine.Topic) engine.Queue {
@@ -79,7 +79,7 @@ func (e *Engine) CreateTopic(ctx context.Context, t engine.Topic) error {
 }
 
 // DeleteTopic removes every key of the topic (its dedup markers expire) and takes its bytes
-// off the project's count, as a queue partition's delete does (qdelete.lua).
+// off the project's count, as a queue partition's delete does (queue_delete.lua).
 func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 	k := topicKeysOf(t.ID)
 	q := asQueue(t)
@@ -87,11 +87,11 @@ func (e *Engine) DeleteTopic(ctx context.Context, t engine.Topic) error {
 	if e.inline(q) == "1" {
 		keys = append(keys, projectBytesKey(t.Project))
 	}
-	if err := qDeleteScript.Run(ctx, e.rdb, keys, e.inline(q)).Err(); err != nil {
+	if err := queueDeleteScript.Run(ctx, e.rdb, keys, e.inline(q)).Err(); err != nil {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.fold(ctx, t.Project, []partKeys{k.part()})
-	if err := tIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, t.ID.String(), 0).Err(); err != nil {
+	if err := topicIdleScript.Run(ctx, e.rdb, []string{rediskeys.ActiveTopics, rediskeys.TopicWakes}, t.ID.String(), 0).Err(); err != nil {
 		return e.wrap(ctx, "delete topic", err)
 	}
 	e.pmu.Lock()
@@ -134,7 +134,7 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 		}
 		if err == nil && e.opts.SyncReplicas > 0 {
 			// As durable as a send (replicas.go): answered once the replicas hold it.
-			if err := e.syncReplicas(ctx, partKeys{w: rediskeys.TopicWait(t.ID)}); err != nil {
+			if err := e.syncReplicas(ctx, partKeys{rediskeys.Partition{WaitMarker: rediskeys.TopicWait(t.ID)}}); err != nil {
 				return nil, err
 			}
 		}
@@ -224,7 +224,7 @@ func (e *Engine) planPublish(ctx context.Context, t engine.Topic, msgs []engine.
 // an earlier message of the publish, or a marker within the window holds it), not one ("0"),
 // or "" when nothing depends on it. It is read only when a keyed message has a dedup id: a
 // duplicate changes no state, so the messages after it of the same key must not merge what it
-// carries. tpublish.lua refuses the call (a conflict: planned again) when a marker changed
+// carries. topic_publish.lua refuses the call (a conflict: planned again) when a marker changed
 // meanwhile.
 func (e *Engine) plannedDuplicates(ctx context.Context, t engine.Topic, msgs []engine.PublishMessage, now int64) ([]string, error) {
 	out := make([]string, len(msgs))
@@ -250,7 +250,7 @@ func (e *Engine) plannedDuplicates(ctx context.Context, t engine.Topic, msgs []e
 	}
 	window := engine.DedupWindow.Milliseconds()
 	for j, v := range vals {
-		s, _ := v.(string) // tpublish.lua: "<sequence>|<ms>|<message id>"
+		s, _ := v.(string) // topic_publish.lua: "<sequence>|<ms>|<message id>"
 		_, rest, ok := strings.Cut(s, "|")
 		ms, _, _ := strings.Cut(rest, "|")
 		if n, err := strconv.ParseInt(ms, 10, 64); ok && err == nil && now-n < window && j < len(at) {
@@ -307,7 +307,7 @@ func (e *Engine) publishCall(ctx context.Context, t engine.Topic, p *pubPlan) ([
 	if err != nil {
 		return nil, err
 	}
-	vals, err := tPublishScript.Run(ctx, e.rdb, p.keys, p.args...).Slice()
+	vals, err := topicPublishScript.Run(ctx, e.rdb, p.keys, p.args...).Slice()
 	if held != "" {
 		e.fold(ctx, t.Project, []partKeys{k.part()}, held)
 	} else if err == nil {
@@ -317,10 +317,13 @@ func (e *Engine) publishCall(ctx context.Context, t engine.Topic, p *pubPlan) ([
 		return nil, e.wrap(ctx, "publish", err)
 	}
 	if len(vals) == 1 {
-		if code, _ := vals[0].(int64); code == -2 {
+		switch code, _ := loneCode(vals); code {
+		case publishConflict:
 			return nil, errConflict
+		case publishOverQuota:
+			return nil, engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
 		}
-		return nil, engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
+		return nil, e.wrap(ctx, "publish", errBadReply)
 	}
 	out, _ := vals[1].([]any)
 	n := (len(p.args) - 8) / 8
@@ -421,10 +424,10 @@ func (e *Engine) Bounds(ctx context.Context, t engine.Topic) (engine.LogBounds, 
 	return b, nil
 }
 
-// SequenceAt finds the first sequence published at or after at (tseqat.lua).
+// SequenceAt finds the first sequence published at or after at (topic_seq_at.lua).
 func (e *Engine) SequenceAt(ctx context.Context, t engine.Topic, at time.Time) (uint64, error) {
 	k := topicKeysOf(t.ID)
-	s, err := tSeqAtScript.Run(ctx, e.rdb, []string{k.log, k.n}, at.UnixMilli()).Int64()
+	s, err := topicSeqAtScript.Run(ctx, e.rdb, []string{k.log, k.n}, at.UnixMilli()).Int64()
 	if err != nil {
 		return 0, e.wrap(ctx, "sequence at", err)
 	}
@@ -442,7 +445,7 @@ func (e *Engine) Trim(ctx context.Context, t engine.Topic) error {
 	}
 	defer e.fold(ctx, t.Project, []partKeys{k.part()})
 	for range trimSteps {
-		vals, err := tTrimScript.Run(ctx, e.rdb, keys, e.nowMs(), max(t.Retention.Milliseconds(), 0), trimStep, e.inline(q)).Int64Slice()
+		vals, err := topicTrimScript.Run(ctx, e.rdb, keys, e.nowMs(), max(t.Retention.Milliseconds(), 0), trimStep, e.inline(q)).Int64Slice()
 		if err != nil {
 			return e.wrap(ctx, "trim", err)
 		}

@@ -207,7 +207,7 @@ func testTopicSlotsApart(t *testing.T, env topicEnv) {
 		t.Fatal(err)
 	}
 	qs, _ := rdb.ClusterKeySlot(ctx, rediskeys.TopicCopied(q.ID)).Result()
-	ps, _ := rdb.ClusterKeySlot(ctx, rediskeys.PartitionOf(q.ID, 0).M).Result()
+	ps, _ := rdb.ClusterKeySlot(ctx, rediskeys.PartitionOf(q.ID, 0).Messages).Result()
 	if ts == qs || qs != ps {
 		t.Fatalf("topic slot %d, copy marks %d, partition 0 %d", ts, qs, ps)
 	}

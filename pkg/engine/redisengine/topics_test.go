@@ -407,7 +407,7 @@ func mustActive(t *testing.T, e *redisengine.Engine) []ids.ID {
 }
 
 // testTopicConcurrentPatches: patch publishes of one key from several replicas at once each
-// merge into the state the others left (the version check of tpublish.lua): every field
+// merge into the state the others left (the version check of topic_publish.lua): every field
 // lands, and the state's sequence is the last publish's.
 func testTopicConcurrentPatches(t *testing.T, env topicEnv) {
 	ctx := context.Background()

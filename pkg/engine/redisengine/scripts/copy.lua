@@ -13,6 +13,7 @@
 --       bytes), payload, "1" when it may be stored ("0": its bytes were refused; Cluster)
 -- Returns: {stored, {code, ...}} with per message 1 stored, 2 copied before (skipped), 0
 -- refused for maxStoredBytes; {-2} when the partition is fenced for a barrier (nothing done).
+-- (Go name, replies.go: -2 copyFenced.)
 if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
 local now, ea = tonumber(ARGV[1]), tonumber(ARGV[4])
 bkeys(8)

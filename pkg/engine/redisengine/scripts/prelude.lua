@@ -83,7 +83,7 @@ end
 -- Delivery attempts never repeat for a message id (handles name them; docs/lifecycle.md): a message
 -- that leaves its queue by a dead-letter or a move carries an attempt base in its payload
 -- (payload.go: flag bit 1, 4 bytes big-endian at its end), and it arrives with its attempt
--- field at that base (dlqinsert.lua, fsend.lua), so its attempts go on from there and its
+-- field at that base (insert.lua, fifo_send.lua), so its attempts go on from there and its
 -- receiveCount (attempt - cancels - base) starts again at 0. A payload without a base
 -- (a message never moved, or one moved or dead-lettered by a version before bases) may
 -- have had attempts restarted at 0 behind it: its next base jumps by JUMP
@@ -186,7 +186,7 @@ local function gset(G, g, pl, now)
 end
 -- gpark parks group g for its messages out (dead-lettered, in group order: {id, gm member
 -- prefix} each) with reason: each is recorded under the parking's epoch, so that a move
--- bringing it back puts it at its old place (fsend.lua); a parked group counts them on.
+-- bringing it back puts it at its old place (fifo_send.lua); a parked group counts them on.
 local function gpark(G, g, out, reason)
   local v = redis.call('HGET', G.gp, 'g' .. g)
   local ep, n = nil, 0
@@ -290,7 +290,7 @@ end
 -- byte hash B (n: bytes of its messages, o: of its dead-letter outbox, v: version) in the same
 -- step, and on a single server, where one script may touch any key, folds the new total into
 -- the project's byte hash P too; on Redis Cluster (no P) the engine folds it afterwards
--- (bfold.lua). bkeys names B and P: KEYS[i] and, when present, KEYS[i + 1].
+-- (bytes_fold.lua). bkeys names B and P: KEYS[i] and, when present, KEYS[i + 1].
 local BK, PK, PJ = nil, nil, nil
 local function bkeys(i) BK = KEYS[i]; PK = KEYS[i + 1] end
 -- uvar reads a uvarint at position i of v: value and the next position (nil when truncated).
@@ -439,7 +439,7 @@ end
 -- ptotal is the project's stored bytes (single server: read in the storing script).
 local function ptotal() return tonumber(redis.call('HGET', PK, 't') or '0') end
 
--- Conflation (keys.go: k, ki; ksend.lua). unkey frees message id's key, if it has one: called
+-- Conflation (keys.go: k, ki; keyed_send.lua). unkey frees message id's key, if it has one: called
 -- wherever a never-received message leaves the waiting state (receive, delete, expiry).
 local function unkey(k, ki, id)
   local key = redis.call('HGET', ki, id)

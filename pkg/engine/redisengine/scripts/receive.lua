@@ -28,7 +28,7 @@
 -- With a filter (docs/delivery-options.md#filtered-receive-and-browse), a candidate whose
 -- attributes do not match is left exactly as it is (before the dead-letter decision: its receives
 -- are not counted against it); the list is read up to the scan too, and a list element taken behind
--- one left in place is cut out where it is (LSET to a marker, LREM: as mdelete.lua does). Unmatched
+-- one left in place is cut out where it is (LSET to a marker, LREM: as delete.lua does). Unmatched
 -- candidates are not a reason to look again at once: the caller waits for a wake-up as for an empty
 -- queue. A filtered receive also stops once it read ARGV 9 bytes of candidates (the list is read a
 -- few elements at a time for that), so one call never reads up to scan whole messages.

@@ -1,7 +1,7 @@
 -- send: store a batch of new messages in one partition and count the partition's send rate.
 -- KEYS: 1 r (ready zset), 2 m (messages), 3 s (states of messages stored before), 4 x (expiry zset),
 --       5 send counter of the current second (expires after 2 s), 6 l (list of never-received
---       messages sent without delay), 7 bf (the partition's barrier fence, bfence.lua),
+--       messages sent without delay), 7 bf (the partition's barrier fence, barrier_fence.lua),
 --       8 B (partition byte hash), [9 P (project byte hash; single server only)]
 -- ARGV: 1 now ms, 2 wake channel, 3 wake payload (queue id), 4 expiresAt ms (the whole batch),
 --       5 the project's maxStoredBytes (0: none; checked only with P), 6 project id;
@@ -9,6 +9,7 @@
 -- Returns: the partition's sends in the current second, this batch included; -1 when the
 -- batch would take the project past maxStoredBytes (nothing stored); -2 when the partition is
 -- fenced for a pending barrier (nothing stored: the engine sends to the barrier hold instead).
+-- (Go names, replies.go: -1 sendOverQuota, -2 sendFenced.)
 -- A message visible at once goes to the tail of l, one list element and nothing else. l is in
 -- send order and its expiry times do not decrease by more than SKEW ms from one element to the
 -- next (a batch that would, after the retention was shortened, goes the delayed way), so the
