@@ -350,15 +350,44 @@ func TestStreamBinaryBatches(t *testing.T) {
 			return got
 		}
 		bin, js := take(true), take(false)
-		for i := range bin {
-			b, j := bin[i], js[i]
-			if b.ReceiptHandle == "" || b.VisibilityDeadline.IsZero() || !b.SentAt.Equal(j.SentAt) {
-				t.Fatalf("%s: binary %+v", c.queue, b)
-			}
-			b.ReceiptHandle, b.VisibilityDeadline, b.ReceiveCount = j.ReceiptHandle, j.VisibilityDeadline, j.ReceiveCount
-			if fmt.Sprintf("%+v", b) != fmt.Sprintf("%+v", j) {
-				t.Fatalf("%s:\nbinary %+v\njson   %+v", c.queue, b, j)
+		consumed := consumeAll(t, tn.c, c.queue, len(c.msgs)) // Consume's default: binary batches
+		for _, other := range []struct {
+			name string
+			msgs []client.Message
+		}{{"binary", bin}, {"Consume", consumed}} {
+			for i := range other.msgs {
+				b, j := other.msgs[i], js[i]
+				if b.ReceiptHandle == "" || b.VisibilityDeadline.IsZero() || !b.SentAt.Equal(j.SentAt) {
+					t.Fatalf("%s: %s %+v", c.queue, other.name, b)
+				}
+				b.ReceiptHandle, b.VisibilityDeadline, b.ReceiveCount = j.ReceiptHandle, j.VisibilityDeadline, j.ReceiveCount
+				if fmt.Sprintf("%+v", b) != fmt.Sprintf("%+v", j) {
+					t.Fatalf("%s:\n%s %+v\njson   %+v", c.queue, other.name, b, j)
+				}
 			}
 		}
 	}
+}
+
+// consumeAll runs Consume on queue until its handler has seen n messages (acknowledging
+// them), and returns them sorted by body.
+func consumeAll(t *testing.T, c *client.Client, queue string, n int) []client.Message {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu sync.Mutex
+	var got []client.Message
+	err := c.Consume(ctx, queue, func(_ context.Context, m *client.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if got = append(got, *m); len(got) == n {
+			cancel()
+		}
+		return nil
+	}, client.ConsumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b client.Message) int { return strings.Compare(a.Body, b.Body) })
+	return got
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -16,8 +17,17 @@ func (co *consumer) receiveLoop(ctx context.Context, stop context.CancelFunc) {
 		return
 	}
 	failures := 0
+	binary := true
 	for ctx.Err() == nil {
-		s, err := co.c.Stream(ctx, co.queue, StreamOptions{VisibilityTimeoutSeconds: Int(int(co.vt / time.Second)), Filter: co.o.Filter, ConsumerID: co.o.ConsumerID})
+		s, err := co.c.Stream(ctx, co.queue, StreamOptions{VisibilityTimeoutSeconds: Int(int(co.vt / time.Second)), Filter: co.o.Filter,
+			ConsumerID: co.o.ConsumerID, Binary: binary})
+		if err != nil && binary && refusesBinary(err) {
+			// A service that knows the parameter and not binary batches: JSON batches carry
+			// the same fields. One older than the parameter ignores it and writes JSON text
+			// frames, which the stream reads as well.
+			binary = false
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -44,6 +54,12 @@ func (co *consumer) receiveLoop(ctx context.Context, stop context.CancelFunc) {
 			return
 		}
 	}
+}
+
+// refusesBinary reports whether a stream's dial was refused for its encoding parameter.
+func refusesBinary(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == CodeInvalidArgument && e.Field == "encoding"
 }
 
 func (co *consumer) setFatal(err error) {

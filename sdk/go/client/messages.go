@@ -283,12 +283,7 @@ func (b BatchErrors) Err() error {
 }
 
 func (c *Client) batch(ctx context.Context, path string, body any, n int) (BatchErrors, error) {
-	var r struct {
-		Results []struct {
-			Index int        `json:"index"`
-			Error *errorBody `json:"error"`
-		} `json:"results"`
-	}
+	var r streamAnswer // the same results; decoded without reflection (settle_decode.go)
 	if err := c.Do(ctx, http.MethodPost, path, nil, body, &r); err != nil {
 		return nil, err
 	}

@@ -150,9 +150,11 @@ func (s *Stream) read() {
 			s.msgs <- r.Messages // credit bounds the batches in flight: this never waits long
 		case bytes.HasPrefix(data, []byte(`{"id":`)):
 			var a streamAnswer
-			if err = json.Unmarshal(data, &a); err != nil {
-				err = fmt.Errorf("queues: decoding a stream answer: %w", err)
-				return
+			if !a.decodeFast(data) { // settle_decode.go; encoding/json for what it does not read
+				if err = json.Unmarshal(data, &a); err != nil {
+					err = fmt.Errorf("queues: decoding a stream answer: %w", err)
+					return
+				}
 			}
 			s.mu.Lock()
 			ch := s.pending[a.ID]
