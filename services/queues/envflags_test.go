@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // A malformed QUEUES_* integer, boolean or duration stops each process with an error naming
@@ -49,8 +50,8 @@ func TestEnvironmentSetsFlagsBelowTheCommandLine(t *testing.T) {
 	}
 }
 
-func newTestFlags(into *int) *flag.FlagSet {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+func newTestFlags(into *int) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	fs.IntVar(into, "rate-send", 3, "")
 	bindEnv(fs, "rate-send", "QUEUES_RATE_SEND")
 	return fs
