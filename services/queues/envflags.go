@@ -37,10 +37,10 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 }
 
 // longFlagsOneDashIn rewrites -name and -name=value to the double-dash form when name is a
-// long flag of fs (or help), so docs and scripts written for Go's flag package keep working
+// long flag of fs (health's -q included), so docs and scripts written for Go's flag package keep working
 // under pflag, which would read -name as a group of shorthands. It stops where parsing stops:
 // at "--" and at the first argument that is not a flag; a flag's value (-group -g1) is never
-// rewritten. Anything else, -h included, is left for pflag to judge.
+// rewritten; -h stays pflag's help.
 func longFlagsOneDashIn(fs *pflag.FlagSet, args []string) []string {
 	out := slices.Clone(args)
 	for i := 0; i < len(out); i++ {
@@ -50,8 +50,8 @@ func longFlagsOneDashIn(fs *pflag.FlagSet, args []string) []string {
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		f := fs.Lookup(name)
-		if !strings.HasPrefix(a, "--") && len(name) > 1 && (f != nil || name == "help") {
-			out[i] = "-" + a
+		if !strings.HasPrefix(a, "--") && (f != nil || len(name) > 1) {
+			out[i] = "-" + a // an unknown -bogus too: "unknown flag: --bogus" names it whole
 		}
 		if f != nil && f.NoOptDefVal == "" && !hasValue {
 			i++ // the next argument is this flag's value
