@@ -67,7 +67,7 @@ func runAdmin(ctx context.Context, args []string) error {
 	fs.StringVar(&a.token, "token", "", "token id or tok_ slug")
 	fs.StringVar(&a.scopes, "scopes", "*", "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
 	fs.DurationVar(&a.ttl, "ttl", 0, "token lifetime (0: no expiry)")
-	if err := fs.Parse(args[2:]); err != nil {
+	if err := parseArgs(fs, args[2:]); err != nil {
 		return err
 	}
 	ddb, err := st.client(ctx)

@@ -40,7 +40,7 @@ func runAdminLimits(ctx context.Context, args []string) error {
 	project := fs.String("project", "", "project id or prj_ slug")
 	var ten tenancyFlags
 	ten.registerLimits(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseArgs(fs, args[1:]); err != nil {
 		return err
 	}
 	if err := ten.validateLimits(); err != nil {

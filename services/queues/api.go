@@ -59,7 +59,7 @@ func runMigrate(ctx context.Context, args []string) error {
 	fs := pflag.NewFlagSet("migrate", pflag.ContinueOnError)
 	var st storeFlags
 	st.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	ddb, err := st.client(ctx)

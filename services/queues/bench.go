@@ -104,7 +104,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")
 	n := &cfg.Neighbour
 	aProcess, aChild := neighbourFlags(fs, n)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *aChild {

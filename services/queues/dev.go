@@ -28,7 +28,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
 	listen := fs.String("listen", env("QUEUES_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (QUEUES_LISTEN)")
 	level := fs.String("log-level", env("QUEUES_LOG_LEVEL", "warn"), "log level")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	log := logger(*level)

@@ -25,13 +25,19 @@ func bindEnv(fs *pflag.FlagSet, name, envName string) {
 	m.(*sync.Map).Store(name, envName)
 }
 
-// parseFlags applies the bound variables that are set and not empty, then parses args. As
-// with Go's flag package, which these commands were first written over, flags end at the
-// first argument that is not one, and one dash is as good as two (longFlagsOneDashIn).
+// parseFlags applies the bound variables that are set and not empty, then parses args
+// (parseArgs).
 func parseFlags(fs *pflag.FlagSet, args []string) error {
 	if err := applyEnv(fs); err != nil {
 		return err
 	}
+	return parseArgs(fs, args)
+}
+
+// parseArgs parses args as Go's flag package would have: flags end at the first argument that
+// is not one, and one dash is as good as two (longFlagsOneDashIn). Commands without variables
+// (migrate, admin, dev, health, bench) call it directly.
+func parseArgs(fs *pflag.FlagSet, args []string) error {
 	fs.SetInterspersed(false)
 	return fs.Parse(longFlagsOneDashIn(fs, args))
 }

@@ -24,7 +24,7 @@ func runHealth(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: queues health [-timeout 3s] [-q] <url>   e.g. http://127.0.0.1:8080/readyz")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
