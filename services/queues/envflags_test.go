@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -71,6 +72,7 @@ func TestOneDashLongFlags(t *testing.T) {
 	parse := func(args ...string) (got, error) {
 		var g got
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
 		fs.StringVar(&g.phases, "phases", "produce", "")
 		fs.IntVar(&g.count, "count", 1, "")
 		fs.BoolVar(&g.json, "j", false, "") // a one-letter long flag, as health's -q
