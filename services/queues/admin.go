@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/auth"
 	"github.com/queueshq/queues/pkg/ids"
@@ -45,7 +45,7 @@ func runAdmin(ctx context.Context, args []string) error {
 	}
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, adminUsage)
-		return flag.ErrHelp
+		return pflag.ErrHelp
 	}
 	what := args[0] + " " + args[1]
 	commands := map[string]func(context.Context, *dynamometa.Store, adminArgs, time.Time, *json.Encoder) error{
@@ -57,7 +57,7 @@ func runAdmin(ctx context.Context, args []string) error {
 		fmt.Fprintln(os.Stderr, adminUsage)
 		return fmt.Errorf("unknown admin command %q", what)
 	}
-	fs := flag.NewFlagSet("admin "+what, flag.ContinueOnError)
+	fs := pflag.NewFlagSet("admin "+what, pflag.ContinueOnError)
 	var st storeFlags
 	st.register(fs)
 	var a adminArgs
@@ -67,7 +67,7 @@ func runAdmin(ctx context.Context, args []string) error {
 	fs.StringVar(&a.token, "token", "", "token id or tok_ slug")
 	fs.StringVar(&a.scopes, "scopes", "*", "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
 	fs.DurationVar(&a.ttl, "ttl", 0, "token lifetime (0: no expiry)")
-	if err := fs.Parse(args[2:]); err != nil {
+	if err := parseArgs(fs, args[2:]); err != nil {
 		return err
 	}
 	ddb, err := st.client(ctx)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -30,16 +31,16 @@ project's own values.`
 func runAdminLimits(ctx context.Context, args []string) error {
 	if len(args) < 1 || (args[0] != "get" && args[0] != "set") {
 		fmt.Fprintln(os.Stderr, adminLimitsUsage)
-		return flag.ErrHelp
+		return pflag.ErrHelp
 	}
 	verb := args[0]
-	fs := flag.NewFlagSet("admin project limits "+verb, flag.ContinueOnError)
+	fs := pflag.NewFlagSet("admin project limits "+verb, pflag.ContinueOnError)
 	var st storeFlags
 	st.register(fs)
 	project := fs.String("project", "", "project id or prj_ slug")
 	var ten tenancyFlags
 	ten.registerLimits(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseArgs(fs, args[1:]); err != nil {
 		return err
 	}
 	if err := ten.validateLimits(); err != nil {

@@ -2,16 +2,17 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
+
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
 func runAPI(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("api", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("api", pflag.ContinueOnError)
 	var c apiConfig
 	c.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -55,10 +56,10 @@ func runAPI(ctx context.Context, args []string) error {
 }
 
 func runMigrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("migrate", pflag.ContinueOnError)
 	var st storeFlags
 	st.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	ddb, err := st.client(ctx)

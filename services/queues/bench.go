@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/bench"
 )
@@ -67,7 +68,7 @@ Flags:
 `
 
 func runBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchUsage)
 		fs.PrintDefaults()
@@ -103,7 +104,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")
 	n := &cfg.Neighbour
 	aProcess, aChild := neighbourFlags(fs, n)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *aChild {
@@ -163,7 +164,7 @@ func runBench(ctx context.Context, args []string) error {
 
 // neighbourFlags defines the neighbour phase's flags on fs, into n; aProcess and aChild say how
 // A's load runs.
-func neighbourFlags(fs *flag.FlagSet, n *bench.NeighbourConfig) (aProcess, aChild *bool) {
+func neighbourFlags(fs *pflag.FlagSet, n *bench.NeighbourConfig) (aProcess, aChild *bool) {
 	fs.StringVar(&n.OperatorToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "neighbour: the operator credential (QUEUES_OPERATOR_TOKEN)")
 	fs.DurationVar(&n.Window, "neighbour-window", 10*time.Second, "neighbour: how long B is measured alone, and again beside A")
 	fs.DurationVar(&n.Settle, "neighbour-settle", 2*time.Second, "neighbour: how long A runs before B is measured beside it")

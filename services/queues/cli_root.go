@@ -2,8 +2,9 @@ package main
 
 // The command tree of the queues binary. Two kinds of commands hang off the root:
 //   - operator commands (serve, api, pusher, migrate, admin, dev, health, bench) run the
-//     service; each parses its own Go flag set (-listen, -redis-addr, …), documented by
-//     `queues <command> -h`, so cobra hands them their arguments untouched;
+//     service; each parses its own pflag flag set (parseFlags: QUEUES_* variables, then
+//     -listen or --listen, …), documented by `queues <command> -h`, so cobra hands them their
+//     arguments untouched;
 //   - client commands (queue, send, message, move, receive, tail, sub, project, topic; version
 //     needs no service) talk to a running service through the Go SDK; their flags are cobra's (cli.go says how to add one).
 // `queues completion bash|zsh|fish|powershell` prints a shell completion script (cobra's),
@@ -12,7 +13,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -194,7 +194,7 @@ func execute(ctx context.Context, args []string, cio cliIO) int {
 	}
 	var oe *operatorError
 	if errors.As(err, &oe) {
-		if errors.Is(oe.err, flag.ErrHelp) {
+		if errors.Is(oe.err, pflag.ErrHelp) {
 			return exitOK
 		}
 		fmt.Fprintf(cio.stderr, "%s: %v\n", name, oe.err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/api"
@@ -37,7 +37,7 @@ type storeFlags struct {
 	endpoint, table string
 }
 
-func (s *storeFlags) register(fs *flag.FlagSet) {
+func (s *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.endpoint, "dynamodb-endpoint", env("QUEUES_DYNAMODB_ENDPOINT", ""), "DynamoDB endpoint URL; empty: AWS's, from the AWS_* settings (QUEUES_DYNAMODB_ENDPOINT)")
 	fs.StringVar(&s.table, "dynamodb-table", env("QUEUES_DYNAMODB_TABLE", "queues"), "DynamoDB table name (QUEUES_DYNAMODB_TABLE)")
 }
@@ -86,7 +86,7 @@ type backendFlags struct {
 }
 
 // register adds the flags to fs; keysUsage is the command's help for -signing-keys.
-func (b *backendFlags) register(fs *flag.FlagSet, keysUsage string) {
+func (b *backendFlags) register(fs *pflag.FlagSet, keysUsage string) {
 	fs.StringVar(&b.redisURL, "redis-url", env("QUEUES_REDIS_URL", "redis://127.0.0.1:6379"), "redis://host:port[/db]; comma-separated seeds with -redis-cluster (QUEUES_REDIS_URL)")
 	fs.BoolVar(&b.cluster, "redis-cluster", false, "the Redis URLs are Redis Cluster seeds (QUEUES_REDIS_CLUSTER)")
 	bindEnv(fs, "redis-cluster", "QUEUES_REDIS_CLUSTER")
@@ -161,7 +161,7 @@ func signingKeys(s string) (*signingkeys.Ring, error) {
 	return signingkeys.Parse(s)
 }
 
-func rateFlags(fs *flag.FlagSet, r *api.Rates) {
+func rateFlags(fs *pflag.FlagSet, r *api.Rates) {
 	fs.IntVar(&r.StandardSend, "rate-send", api.DefaultRates.StandardSend, "send requests/s per standard queue (QUEUES_RATE_SEND)")
 	bindEnv(fs, "rate-send", "QUEUES_RATE_SEND")
 	fs.IntVar(&r.StandardReceive, "rate-receive", api.DefaultRates.StandardReceive, "receive requests/s per standard queue (QUEUES_RATE_RECEIVE)")
@@ -180,13 +180,13 @@ func logger(level string) *slog.Logger {
 
 // adminFlag registers -admin-listen (QUEUES_ADMIN_LISTEN); explicit reports whether the user
 // chose the address (then failing to bind it stops the command).
-func adminFlag(fs *flag.FlagSet) (addr *string, explicit func() bool) {
+func adminFlag(fs *pflag.FlagSet) (addr *string, explicit func() bool) {
 	_, inEnv := os.LookupEnv("QUEUES_ADMIN_LISTEN")
 	addr = fs.String("admin-listen", env("QUEUES_ADMIN_LISTEN", adminhttp.DefaultListen),
 		"address serving /metrics and /debug/pprof, off the public port; off: none (QUEUES_ADMIN_LISTEN)")
 	return addr, func() bool {
 		set := inEnv
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "admin-listen" })
+		fs.Visit(func(f *pflag.Flag) { set = set || f.Name == "admin-listen" })
 		return set
 	}
 }
@@ -198,7 +198,7 @@ type proxyFlags struct {
 	trusted api.TrustedProxies
 }
 
-func (p *proxyFlags) register(fs *flag.FlagSet) {
+func (p *proxyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.raw, "trusted-proxies", env("QUEUES_TRUSTED_PROXIES", ""),
 		"comma-separated CIDRs of the load balancers in front of the API; from them X-Forwarded-For names the client (empty: the TCP peer is the client; QUEUES_TRUSTED_PROXIES)")
 }
@@ -223,14 +223,14 @@ type tenancyFlags struct {
 	every              time.Duration
 }
 
-func (t *tenancyFlags) register(fs *flag.FlagSet) {
+func (t *tenancyFlags) register(fs *pflag.FlagSet) {
 	t.registerLimits(fs)
 	fs.StringVar(&t.flushEvery, "usage-flush-every", env("QUEUES_USAGE_FLUSH_EVERY", tenancy.FlushEvery.String()),
 		"how often usage counts are flushed to the metadata store, 100ms to 10s (QUEUES_USAGE_FLUSH_EVERY)")
 }
 
 // registerLimits registers -default-limits alone (admin project limits reads it).
-func (t *tenancyFlags) registerLimits(fs *flag.FlagSet) {
+func (t *tenancyFlags) registerLimits(fs *pflag.FlagSet) {
 	fs.StringVar(&t.limits, "default-limits", env("QUEUES_DEFAULT_LIMITS", ""),
 		`default project limits, JSON, any subset: {"maxQueues":1000,"maxSubscriptions":100,"maxStoredBytes":1073741824,"requestsPerSecond":10000,"maxWaitingReceives":1000} (QUEUES_DEFAULT_LIMITS)`)
 }

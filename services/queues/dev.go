@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/auth"
@@ -25,10 +25,10 @@ import (
 // (nothing persists after exit), the table, a project "default" with an all-scopes token, and
 // the API. It needs redis-server, Java 17 and npm on the machine, and no Docker.
 func runDev(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
 	listen := fs.String("listen", env("QUEUES_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (QUEUES_LISTEN)")
 	level := fs.String("log-level", env("QUEUES_LOG_LEVEL", "warn"), "log level")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	log := logger(*level)

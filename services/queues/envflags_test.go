@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // A malformed QUEUES_* integer, boolean or duration stops each process with an error naming
@@ -49,9 +53,55 @@ func TestEnvironmentSetsFlagsBelowTheCommandLine(t *testing.T) {
 	}
 }
 
-func newTestFlags(into *int) *flag.FlagSet {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+func newTestFlags(into *int) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	fs.IntVar(into, "rate-send", 3, "")
 	bindEnv(fs, "rate-send", "QUEUES_RATE_SEND")
 	return fs
+}
+
+// One dash and two parse to the same values, as Go's flag package allowed; a value that
+// starts with a dash stays a value, and "--" or the first non-flag argument ends the flags.
+func TestOneDashLongFlags(t *testing.T) {
+	type got struct {
+		phases string
+		count  int
+		json   bool
+		rest   []string
+	}
+	parse := func(args ...string) (got, error) {
+		var g got
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.StringVar(&g.phases, "phases", "produce", "")
+		fs.IntVar(&g.count, "count", 1, "")
+		fs.BoolVar(&g.json, "j", false, "") // a one-letter long flag, as health's -q
+		err := parseFlags(fs, args)
+		g.rest = fs.Args()
+		return g, err
+	}
+	for _, tc := range []struct {
+		args []string
+		want got
+	}{
+		{[]string{"-phases", "consume", "-count", "5", "-j"}, got{"consume", 5, true, []string{}}},
+		{[]string{"--phases", "consume", "--count", "5", "--j"}, got{"consume", 5, true, []string{}}},
+		{[]string{"-phases=consume", "--count=5", "-j=true"}, got{"consume", 5, true, []string{}}},
+		{[]string{"-phases", "-count", "-count", "-5"}, got{"-count", -5, false, []string{}}},
+		{[]string{"-count", "2", "--", "-phases", "x"}, got{"produce", 2, false, []string{"-phases", "x"}}},
+		{[]string{"-count", "2", "url", "-phases", "x"}, got{"produce", 2, false, []string{"url", "-phases", "x"}}},
+	} {
+		g, err := parse(tc.args...)
+		if err != nil || fmt.Sprint(g) != fmt.Sprint(tc.want) {
+			t.Errorf("%q: %+v, %v; want %+v", tc.args, g, err, tc.want)
+		}
+	}
+	if _, err := parse("-bogus"); err == nil || !strings.Contains(err.Error(), "--bogus") {
+		t.Errorf("-bogus: %v, want an unknown flag naming it", err)
+	}
+	for _, help := range []string{"-h", "-help", "--help"} {
+		if _, err := parse(help); !errors.Is(err, pflag.ErrHelp) {
+			t.Errorf("%s: %v, want pflag.ErrHelp", help, err)
+		}
+	}
 }

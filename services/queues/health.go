@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // runHealth probes a Queues process's health endpoint and exits 0 only on a 200: the
@@ -16,14 +17,14 @@ import (
 // names the endpoint (…/healthz for liveness, …/readyz for readiness); a URL with no path
 // probes /healthz.
 func runHealth(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("health", pflag.ContinueOnError)
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: queues health [-timeout 3s] [-q] <url>   e.g. http://127.0.0.1:8080/readyz")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

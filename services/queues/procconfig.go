@@ -2,10 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
@@ -46,7 +47,7 @@ type apiConfig struct {
 	publicURL    string
 }
 
-func (c *apiConfig) register(fs *flag.FlagSet) {
+func (c *apiConfig) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.publicURL, "public-url", env("QUEUES_PUBLIC_URL", ""), "the service's URL as push receivers reach it: the iss of push tokens, keys at <url>/.well-known/jwks.json; empty: no push tokens (QUEUES_PUBLIC_URL)")
 	fs.StringVar(&c.listen, "listen", env("QUEUES_LISTEN", defaultListen), "address to serve HTTP on (QUEUES_LISTEN)")
 	fs.StringVar(&c.opToken, "operator-token", env("QUEUES_OPERATOR_TOKEN", ""), "the operator credential (QUEUES_OPERATOR_TOKEN)")
@@ -106,7 +107,7 @@ type serveConfig struct {
 	publicURL    string
 }
 
-func (c *serveConfig) register(fs *flag.FlagSet) {
+func (c *serveConfig) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.publicURL, "public-url", env("QUEUES_PUBLIC_URL", ""), "the service's URL as push receivers reach it: the iss of push tokens, keys at <url>/.well-known/jwks.json; empty: no push tokens (QUEUES_PUBLIC_URL)")
 	fs.StringVar(&c.dataDir, "data-dir", env("QUEUES_DATA_DIR", ".queues"), "directory of the embedded store, keys and token (QUEUES_DATA_DIR)")
 	fs.StringVar(&c.listen, "listen", env("QUEUES_LISTEN", defaultListen), "address to serve HTTP on (QUEUES_LISTEN)")
@@ -147,7 +148,7 @@ type pusherConfig struct {
 	publicURL    string
 }
 
-func (c *pusherConfig) register(fs *flag.FlagSet) {
+func (c *pusherConfig) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.publicURL, "public-url", env("QUEUES_PUBLIC_URL", ""), "the service's URL as push receivers reach it: the iss of push tokens, keys at <url>/.well-known/jwks.json; empty: no push tokens (QUEUES_PUBLIC_URL)")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let endpoints be plain http, loopback or private (development; QUEUES_PUSH_ALLOW_PRIVATE)")
 	fs.StringVar(&c.listen, "listen", env("QUEUES_PUSHER_LISTEN", "127.0.0.1:9091"), "address serving /metrics, /healthz, /readyz and /debug/pprof (QUEUES_PUSHER_LISTEN)")

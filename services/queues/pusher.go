@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"net"
 	"net/http"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
@@ -23,7 +23,7 @@ import (
 // runPusher runs one replica of the push fleet: it shares the subscriptions with the other
 // replicas through leases in Redis and pushes their messages (docs/push.md).
 func runPusher(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("pusher", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("pusher", pflag.ContinueOnError)
 	var c pusherConfig
 	c.register(fs)
 	if err := parseFlags(fs, args); err != nil {

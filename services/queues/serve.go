@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/adminhttp"
 	"github.com/queueshq/queues/pkg/ids"
@@ -22,7 +23,7 @@ import (
 // loopback or private addresses unless QUEUES_PUSH_ALLOW_PRIVATE=false, and warns that it does.
 func runServe(ctx context.Context, args []string) error {
 	start := time.Now()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	var c serveConfig
 	c.register(fs)
 	if err := parseFlags(fs, args); err != nil {

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+
+	"github.com/spf13/pflag"
 
 	"github.com/queueshq/queues/pkg/api"
 )
@@ -14,7 +15,7 @@ type streamFlags struct {
 	perProject, perReplica int
 }
 
-func (f *streamFlags) register(fs *flag.FlagSet) {
+func (f *streamFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.perProject, "stream-max-per-project", api.DefaultStreamsPerProject,
 		"streams (receive and topic) one project may hold open on this replica (QUEUES_STREAM_MAX_PER_PROJECT)")
 	fs.IntVar(&f.perReplica, "stream-max-per-replica", api.DefaultStreamsPerReplica,

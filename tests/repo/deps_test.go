@@ -89,3 +89,30 @@ func TestDoorsAreSiblings(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryHasOneFlagLibrary: no package of this module that the queues binary links
+// imports the standard library's flag package, so every command of the binary parses with
+// cobra/pflag and `-h` reads the same everywhere (pflag itself imports flag for its bridge,
+// which is why the check is on this module's packages, not on the whole graph).
+func TestBinaryHasOneFlagLibrary(t *testing.T) {
+	const module = "github.com/queueshq/queues/"
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`,
+		root+"/services/queues").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	seen := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], module) {
+			continue
+		}
+		seen = seen || fields[0] == module+"services/queues"
+		if slices.Contains(fields[1:], "flag") {
+			t.Errorf("%s imports the standard library's flag package; use github.com/spf13/pflag", fields[0])
+		}
+	}
+	if !seen {
+		t.Fatalf("go list -deps gave no services/queues: the listing is broken\n%s", out)
+	}
+}
