@@ -409,6 +409,9 @@ func (s *Server) listAttempts(c echo.Context) error {
 			return err
 		}
 	}
+	// Newest first by the attempt's time: concurrent attempts reach the log in the order their
+	// settlements end, which need not be the order they were made.
+	slices.SortStableFunc(as, func(a, b meta.Attempt) int { return b.At.Compare(a.At) })
 	as, next := pageAttempts(as, after, limit)
 	out := make([]attemptJSON, len(as))
 	for i, a := range as {

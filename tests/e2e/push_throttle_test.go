@@ -153,7 +153,8 @@ func TestPushThrottleStorm(t *testing.T) {
 		t.Fatalf("acknowledged %v, sent %v", acked, sent)
 	}
 
-	got := op.do("GET", path, nil).must(t, 200)
+	// The health log counts an attempt once its messages are settled: await the last success.
+	got := awaitHealth(t, op, path, func(h map[string]any) bool { return h["lastSuccessAt"] != nil && h["consecutiveFailures"] == 0.0 })
 	h, _ := got.body["health"].(map[string]any)
 	lastErr, _ := h["lastError"].(map[string]any)
 	if got.str("state") != "active" || h["lastSuccessAt"] == nil || h["consecutiveFailures"] != 0.0 || lastErr == nil ||
@@ -184,6 +185,23 @@ func awaitThrottleInHealth(t *testing.T, op *client, path string, hits chan thro
 			t.Fatalf("pushed again (%v) before the health showed the throttle: %s", hit.ids, got.raw)
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// awaitHealth polls the subscription until its health satisfies ok (the health log is written
+// after an attempt's messages settle, so it trails what the endpoint and the queue saw).
+func awaitHealth(t *testing.T, op *client, path string, ok func(map[string]any) bool) resp {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := op.do("GET", path, nil).must(t, 200)
+		if h, _ := got.body["health"].(map[string]any); ok(h) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health never reached the state awaited: %s", got.raw)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
