@@ -9,14 +9,53 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 )
 
-// recordHealth counts the attempt and disables the subscription when it has failed long
-// enough. flow is the attempt's flow-control signal (the limit after it is recorded).
+// healthQueue holds a worker's outcomes not yet in the health log. One writer at a time
+// drains it, so the log counts them in the order the pushes were answered (an older outcome
+// never clears a newer throttle or failure window), and no push holds its slot while the
+// log is written: the outcomes of the pushes answered during one write go in the next.
+type healthQueue struct {
+	mu      sync.Mutex
+	pending []pendingOutcome
+	writing bool
+}
+
+type pendingOutcome struct {
+	sub meta.Subscription
+	o   meta.HealthOutcome
+}
+
+// add queues an outcome and reports whether the caller must start the writer.
+func (q *healthQueue) add(sub meta.Subscription, o meta.HealthOutcome) (start bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, pendingOutcome{sub: sub, o: o})
+	start = !q.writing
+	q.writing = true
+	return start
+}
+
+// take hands the writer what is queued; none (and the writer stops) when nothing is.
+func (q *healthQueue) take() []pendingOutcome {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.pending
+	q.pending = nil
+	if len(out) == 0 {
+		q.writing = false
+	}
+	return out
+}
+
+// recordHealth counts the attempt: the throttle and the failing gauge at once, the health
+// log (and disabling) by the worker's health writer. flow is the attempt's flow-control
+// signal (the limit after it is recorded).
 func (w *worker) recordHealth(sub meta.Subscription, v verdict, status int, flow flowResult, now time.Time) {
 	p := w.p
 	o := meta.HealthOutcome{At: now, Status: status, FlowLimit: w.flow.after(flow)}
@@ -33,17 +72,53 @@ func (w *worker) recordHealth(sub meta.Subscription, v verdict, status int, flow
 	if w.failing.Swap(!o.OK) != !o.OK {
 		p.countHealth()
 	}
+	if w.health.add(sub, o) {
+		w.inFlight.Add(1) // within a push in flight: the count is above zero
+		go w.writeHealth()
+	}
+}
+
+// writeHealth drains the worker's health queue: each round's outcomes in one write per
+// subscription, then the disabling check on the record after them.
+func (w *worker) writeHealth() {
+	defer w.inFlight.Done()
+	for {
+		batch := w.health.take()
+		if len(batch) == 0 {
+			return
+		}
+		for len(batch) > 0 {
+			n := 1
+			for n < len(batch) && batch[n].sub.ID == batch[0].sub.ID {
+				n++
+			}
+			w.writeOutcomes(batch[:n])
+			batch = batch[n:]
+		}
+	}
+}
+
+// writeOutcomes records one subscription's outcomes and disables it when the last one ends a
+// long enough failure.
+func (w *worker) writeOutcomes(batch []pendingOutcome) {
+	p := w.p
+	os := make([]meta.HealthOutcome, len(batch))
+	for i, b := range batch {
+		os[i] = b.o
+	}
+	last := batch[len(batch)-1]
 	ctx, cancel := context.WithTimeout(p.ioCtx, 5*time.Second)
 	defer cancel()
-	h, err := p.cfg.Health.RecordHealth(ctx, sub.ID, o)
+	h, err := p.cfg.Health.RecordHealth(ctx, last.sub.ID, os...)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.log.Warn("recording a push outcome's health failed", "queue", w.qid.String(), "err", err)
+			p.log.Warn("recording push outcomes' health failed", "queue", w.qid.String(), "outcomes", len(os), "err", err)
 		}
 		return
 	}
+	sub, now := last.sub, last.o.At
 	after := time.Duration(sub.DisableAfterSeconds) * time.Second
-	if !o.OK && !sub.Disabled && after > 0 && h.FailingFor(now) >= after {
+	if !last.o.OK && !sub.Disabled && after > 0 && h.FailingFor(now) >= after {
 		w.disable(ctx, sub.ID, h, now)
 	}
 }

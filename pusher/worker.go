@@ -36,6 +36,8 @@ type worker struct {
 
 	// failing is whether the last attempt failed (the failing gauge).
 	failing atomic.Bool
+	// health folds the attempts' outcomes into the health log off the push path (health.go).
+	health healthQueue
 
 	// leaseUntil is when the lease ends unless renewed (time since p.start).
 	leaseUntil atomic.Int64

@@ -84,6 +84,13 @@ func (h *Health) Add(o HealthOutcome) {
 	h.ConsecutiveFailures++
 }
 
+// AddAll counts outcomes in order (Add each).
+func (h *Health) AddAll(os []HealthOutcome) {
+	for _, o := range os {
+		h.Add(o)
+	}
+}
+
 // ResetFailures starts a new failure window (a disabled subscription resumed): failures
 // before it no longer count toward disabling. The rates and the last error stay.
 func (h *Health) ResetFailures() { h.ConsecutiveFailures, h.FailingSince = 0, time.Time{} }
@@ -154,8 +161,10 @@ func countInto(b *HealthBucket, ok bool) {
 // embeddedmeta (queues serve), memmeta (one process). A subscription that never pushed reads
 // as the zero Health.
 type HealthLog interface {
-	// RecordHealth counts an outcome and returns the record after it.
-	RecordHealth(ctx context.Context, sub ids.ID, o HealthOutcome) (Health, error)
+	// RecordHealth counts outcomes, in the order given, in one change and returns the record
+	// after them. The pusher folds a subscription's outcomes through one writer, so the
+	// record sees them in the order the pushes were answered.
+	RecordHealth(ctx context.Context, sub ids.ID, os ...HealthOutcome) (Health, error)
 	// Health reads the record.
 	Health(ctx context.Context, sub ids.ID) (Health, error)
 	// ResetHealthFailures starts a new failure window (Health.ResetFailures).

@@ -22,8 +22,8 @@ var _ meta.HealthLog = (*HealthLog)(nil)
 // NewHealthLog returns the health log in s.
 func NewHealthLog(s *Store) *HealthLog { return &HealthLog{s: s} }
 
-// RecordHealth counts an outcome in one transaction (batched with concurrent ones).
-func (l *HealthLog) RecordHealth(_ context.Context, sub ids.ID, o meta.HealthOutcome) (meta.Health, error) {
+// RecordHealth counts outcomes, in order, in one transaction (batched with concurrent ones).
+func (l *HealthLog) RecordHealth(_ context.Context, sub ids.ID, os ...meta.HealthOutcome) (meta.Health, error) {
 	var out meta.Health
 	err := storageErr(l.s.db.Batch(func(tx *bolt.Tx) error {
 		var h meta.Health
@@ -31,7 +31,7 @@ func (l *HealthLog) RecordHealth(_ context.Context, sub ids.ID, o meta.HealthOut
 		if _, err := getJSON(b, sub[:], &h); err != nil {
 			return err
 		}
-		h.Add(o)
+		h.AddAll(os)
 		out = h
 		return putJSON(b, sub[:], h)
 	}))

@@ -20,12 +20,12 @@ type Health struct {
 // NewHealth returns an empty in-memory health log.
 func NewHealth() *Health { return &Health{recs: map[ids.ID]meta.Health{}} }
 
-// RecordHealth counts an outcome.
-func (m *Health) RecordHealth(_ context.Context, sub ids.ID, o meta.HealthOutcome) (meta.Health, error) {
+// RecordHealth counts outcomes in order.
+func (m *Health) RecordHealth(_ context.Context, sub ids.ID, os ...meta.HealthOutcome) (meta.Health, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h := cloneHealth(m.recs[sub])
-	h.Add(o)
+	h.AddAll(os)
 	m.recs[sub] = h
 	return cloneHealth(h), nil
 }

@@ -12,6 +12,7 @@ import (
 func RunHealth(t *testing.T, newLog func(t *testing.T) meta.HealthLog) {
 	t.Run("RecordAndRead", func(t *testing.T) { t.Parallel(); testHealthRecord(t, newLog(t)) })
 	t.Run("Reset", func(t *testing.T) { t.Parallel(); testHealthReset(t, newLog(t)) })
+	t.Run("SeveralInOrder", func(t *testing.T) { t.Parallel(); testHealthSeveral(t, newLog(t)) })
 }
 
 func failure(at time.Time, status int) meta.HealthOutcome {
@@ -74,5 +75,30 @@ func testHealthReset(t *testing.T, l meta.HealthLog) {
 	}
 	if _, failed := h.Rate(base, meta.HealthShortWindow); failed != 1 {
 		t.Fatalf("after a reset the rate counts %d failures, want 1", failed)
+	}
+}
+
+// testHealthSeveral records outcomes folded into one call: they count in the order given, so
+// the last one decides the failure window, the throttle and the flow limit.
+func testHealthSeveral(t *testing.T, l meta.HealthLog) {
+	sub := ids.New()
+	throttle := failure(base.Add(time.Second), 429)
+	throttle.ThrottledUntil, throttle.FlowLimit = base.Add(time.Minute), 2
+	h, err := l.RecordHealth(ctxOf(t), sub,
+		failure(base, 500), throttle, meta.HealthOutcome{At: base.Add(2 * time.Second), OK: true, FlowLimit: 4})
+	must(t, err, "record three outcomes")
+	if h.ConsecutiveFailures != 0 || !h.LastSuccessAt.Equal(base.Add(2*time.Second)) || h.FlowLimit != 4 || !h.ThrottledUntil.IsZero() {
+		t.Fatalf("after failure, throttle, success: %+v, want the success last", h)
+	}
+	if h.LastError == nil || h.LastError.Status != 429 {
+		t.Fatalf("last error %+v, want the throttle's 429", h.LastError)
+	}
+	if ok, failed := h.Rate(base.Add(2*time.Second), meta.HealthShortWindow); ok != 1 || failed != 2 {
+		t.Fatalf("5-minute rate: %d ok, %d failed, want 1 and 2", ok, failed)
+	}
+	h, err = l.RecordHealth(ctxOf(t), sub, throttle, failure(base.Add(3*time.Second), 503))
+	must(t, err, "record two failures")
+	if h.ConsecutiveFailures != 2 || !h.FailingSince.Equal(throttle.At.UTC()) || h.LastError.Status != 503 {
+		t.Fatalf("after throttle, failure: consecutive %d since %v, last %+v", h.ConsecutiveFailures, h.FailingSince, h.LastError)
 	}
 }

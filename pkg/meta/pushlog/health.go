@@ -20,9 +20,9 @@ var _ meta.HealthLog = (*Health)(nil)
 // deleted); a disabled subscription's state is in its metadata, not here.
 const healthTTL = 7 * 24 * time.Hour
 
-// healthRetries bounds the optimistic retries of one change (WATCH): the writers of one
-// subscription's record are the batches its lease holder has in flight, so conflicts are
-// rare and short.
+// healthRetries bounds the optimistic retries of one change (WATCH): a subscription's record
+// has one writer at a time (its lease holder's health writer) besides a resume's reset, so
+// conflicts are rare and short.
 const healthRetries = 20
 
 // Health keeps each subscription's health record as one JSON string, changed under WATCH, so
@@ -32,9 +32,9 @@ type Health struct{ rdb redis.UniversalClient }
 // NewHealth returns the health log on rdb.
 func NewHealth(rdb redis.UniversalClient) *Health { return &Health{rdb: rdb} }
 
-// RecordHealth counts an outcome.
-func (r *Health) RecordHealth(ctx context.Context, sub ids.ID, o meta.HealthOutcome) (meta.Health, error) {
-	return r.change(ctx, sub, true, func(h *meta.Health) { h.Add(o) })
+// RecordHealth counts outcomes, in order, in one change.
+func (r *Health) RecordHealth(ctx context.Context, sub ids.ID, os ...meta.HealthOutcome) (meta.Health, error) {
+	return r.change(ctx, sub, true, func(h *meta.Health) { h.AddAll(os) })
 }
 
 // Health reads a subscription's record (zero when it never pushed).
