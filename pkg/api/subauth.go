@@ -1,8 +1,11 @@
 package api
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,9 +20,13 @@ const maxAudienceLen = 1024
 
 // subAuthJSON is the part of a subscription's JSON about its signatures and token.
 type subAuthJSON struct {
-	Signing          string        `json:"signing"`
-	SigningPublicKey string        `json:"signingPublicKey,omitempty"`
-	Auth             *pushAuthJSON `json:"auth,omitempty"`
+	Signing          string `json:"signing"`
+	SigningPublicKey string `json:"signingPublicKey,omitempty"`
+	// The key a rotation replaced, while it still signs beside the new one: a receiver that
+	// pins public keys adds the new one before this one stops.
+	PreviousSigningPublicKey          string        `json:"previousSigningPublicKey,omitempty"`
+	PreviousSigningPublicKeyExpiresAt string        `json:"previousSigningPublicKeyExpiresAt,omitempty"`
+	Auth                              *pushAuthJSON `json:"auth,omitempty"`
 }
 
 type pushAuthJSON struct {
@@ -27,15 +34,29 @@ type pushAuthJSON struct {
 	Audience string `json:"audience"`
 }
 
-func subAuthOut(s meta.Subscription) subAuthJSON {
+func subAuthOut(s meta.Subscription, now time.Time) subAuthJSON {
 	out := subAuthJSON{Signing: meta.SigningHMAC}
 	if s.Signing == meta.SigningEd25519 {
 		out.Signing, out.SigningPublicKey = meta.SigningEd25519, s.SigningPublicKey
+		if pub := publicKeyOf(s.PreviousSigningPrivateKey); pub != "" && now.Before(s.PreviousExpiresAt) {
+			out.PreviousSigningPublicKey, out.PreviousSigningPublicKeyExpiresAt = pub, formatTime(s.PreviousExpiresAt)
+		}
 	}
 	if s.AuthType != "" {
 		out.Auth = &pushAuthJSON{Type: s.AuthType, Audience: s.TokenAudience()}
 	}
 	return out
+}
+
+// publicKeyOf is the whpk_ public key of a whsk_ private key ("" for none or a malformed one):
+// the store keeps only the previous private key of a rotation.
+func publicKeyOf(private string) string {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(private, webhook.PrivateKeyPrefix))
+	if private == "" || err != nil || len(b) != ed25519.PrivateKeySize {
+		return ""
+	}
+	pub, _ := ed25519.PrivateKey(b).Public().(ed25519.PublicKey)
+	return webhook.PublicKeyPrefix + base64.StdEncoding.EncodeToString(pub)
 }
 
 // applySubAuth applies "signing" and "auth" when present. A change to ed25519 makes a new key

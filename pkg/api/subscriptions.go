@@ -86,7 +86,7 @@ type flowControlJSON struct {
 	MessagesPerSecond int    `json:"messagesPerSecond"`
 }
 
-func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
+func subscriptionOut(s meta.Subscription, withSecret bool, now time.Time) subscriptionJSON {
 	out := subscriptionJSON{
 		ID: s.ID.String(), Slug: s.ID.Slug(ids.SubscriptionPrefix), Queue: s.QueueID.String(),
 		Endpoint: s.Endpoint, BatchSize: s.BatchSize, BatchWindowMs: s.BatchWindowMs,
@@ -102,7 +102,7 @@ func subscriptionOut(s meta.Subscription, withSecret bool) subscriptionJSON {
 		reason, at := s.DisabledReason, formatTime(s.DisabledAt)
 		out.State, out.DisabledReason, out.DisabledAt = stateDisabled, &reason, &at
 	}
-	out.subAuthJSON = subAuthOut(s)
+	out.subAuthJSON = subAuthOut(s, now)
 	if withSecret {
 		secret := s.Secret
 		out.SigningSecret = &secret
@@ -238,7 +238,7 @@ func (s *Server) createSubscription(c echo.Context) error {
 	}
 	sub.Version = 1
 	s.pushChanged(ctx, q.ID)
-	return c.JSON(http.StatusCreated, subscriptionOut(sub, true))
+	return c.JSON(http.StatusCreated, subscriptionOut(sub, true, s.cfg.Clock.Now()))
 }
 
 // subscription resolves the {queue} path value and reads its subscription.
@@ -261,7 +261,7 @@ func (s *Server) getSubscription(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := subscriptionOut(sub, false)
+	out := subscriptionOut(sub, false, s.cfg.Clock.Now())
 	if out.Health, err = s.health(c, sub); err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ func (s *Server) updateSubscription(c echo.Context) error {
 	if resumed {
 		s.resetHealth(c, out)
 	}
-	return c.JSON(http.StatusOK, subscriptionOut(out, false))
+	return c.JSON(http.StatusOK, subscriptionOut(out, false, s.cfg.Clock.Now()))
 }
 
 func (s *Server) rotateSecret(c echo.Context) error {
@@ -339,7 +339,7 @@ func (s *Server) rotateSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, subscriptionOut(out, true))
+	return c.JSON(http.StatusOK, subscriptionOut(out, true, s.cfg.Clock.Now()))
 }
 
 // rotate makes a new signing secret (docs/push.md) and, for ed25519 signing, a new key pair too:

@@ -348,6 +348,8 @@ func (r resp) fails(t testing.TB, status int, code, field string) {
 
 func (r resp) str(key string) string { s, _ := r.body[key].(string); return s }
 
+func (r resp) has(key string) bool { _, ok := r.body[key]; return ok }
+
 func (r resp) list(key string) []map[string]any {
 	items, _ := r.body[key].([]any)
 	out := make([]map[string]any, len(items))

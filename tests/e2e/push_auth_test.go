@@ -187,7 +187,11 @@ func TestPushEd25519Rotation(t *testing.T) {
 		rotated.str("signing") != "ed25519" || strings.Contains(string(rotated.raw), "whsk_") {
 		t.Fatalf("rotated: %s", rotated.raw)
 	}
-	if g := op.do("GET", path, nil).must(t, 200); g.str("signingPublicKey") != pub2 || strings.Contains(string(g.raw), "whsk_") {
+	if created.has("previousSigningPublicKey") || rotated.str("previousSigningPublicKey") != pub1 {
+		t.Fatalf("the previous public key: before the rotation %s, after it %s", created.raw, rotated.raw)
+	}
+	if g := op.do("GET", path, nil).must(t, 200); g.str("signingPublicKey") != pub2 || g.str("previousSigningPublicKey") != pub1 ||
+		g.str("previousSigningPublicKeyExpiresAt") == "" || strings.Contains(string(g.raw), "whsk_") {
 		t.Fatalf("get after the rotation: %s", g.raw)
 	}
 	if sigs := pushed("overlap", []string{pub1, pub2}); len(sigs) != 2 {
@@ -200,7 +204,11 @@ func TestPushEd25519Rotation(t *testing.T) {
 	}
 
 	op.do("PATCH", path, map[string]any{"signing": "hmac"}).must(t, 200)
-	pub4 := op.do("PATCH", path, map[string]any{"signing": "ed25519"}).must(t, 200).str("signingPublicKey")
+	fresh := op.do("PATCH", path, map[string]any{"signing": "ed25519"}).must(t, 200)
+	pub4 := fresh.str("signingPublicKey")
+	if fresh.has("previousSigningPublicKey") {
+		t.Fatalf("a new pair shows a previous key: %s", fresh.raw)
+	}
 	if sigs := pushed("new pair", []string{pub4}, pub3, pub2); len(sigs) != 1 {
 		t.Fatalf("a new pair after hmac: %d signatures, want 1", len(sigs))
 	}

@@ -34,9 +34,13 @@ type Subscription struct {
 	// Signing is "hmac" (v1 signatures with the whsec_ secret) or "ed25519" (v1a signatures,
 	// checked with SigningPublicKey, whpk_…); Auth, when set, adds an OIDC Bearer token to each
 	// push (docs/push.md, "Token auth and asymmetric signatures").
-	Signing          string    `json:"signing"`
-	SigningPublicKey string    `json:"signingPublicKey,omitempty"`
-	Auth             *PushAuth `json:"auth,omitempty"`
+	Signing          string `json:"signing"`
+	SigningPublicKey string `json:"signingPublicKey,omitempty"`
+	// PreviousSigningPublicKey is, for 24 hours after a rotation, the replaced key that still
+	// signs a second v1a signature until PreviousSigningPublicKeyExpiresAt.
+	PreviousSigningPublicKey          string     `json:"previousSigningPublicKey,omitempty"`
+	PreviousSigningPublicKeyExpiresAt *time.Time `json:"previousSigningPublicKeyExpiresAt,omitempty"`
+	Auth                              *PushAuth  `json:"auth,omitempty"`
 	// SigningSecret (whsec_…) is returned only by CreateSubscription and RotateSecret.
 	SigningSecret string `json:"signingSecret,omitempty"`
 	// Extra holds the fields of the answer this type does not name.

@@ -389,6 +389,9 @@ class Subscription(Model):
     # Signatures and token auth (docs/push.md).
     signing: str = "hmac"
     signing_public_key: str | None = None
+    # For 24 hours after a rotation, the replaced key that still signs beside the new one.
+    previous_signing_public_key: str | None = None
+    previous_signing_public_key_expires_at: str | None = None
     auth: PushAuth | None = None
     signing_secret: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -1156,6 +1156,9 @@ export interface Subscription {
   signing: PushSigning;
   /** With `signing` `ed25519`, the public key (`whpk_` + base64 of 32 bytes) that verifies the `v1a` signatures. The private key is never shown. */
   signingPublicKey?: string;
+  /** With `signing` `ed25519`, for 24 hours after a `rotate-secret`, the public key the rotation replaced; its private key still signs a second `v1a,` signature on each push until `previousSigningPublicKeyExpiresAt`. Absent otherwise. */
+  previousSigningPublicKey?: string;
+  previousSigningPublicKeyExpiresAt?: Timestamp;
   auth?: PushAuth;
 }
 
@@ -1183,6 +1186,9 @@ export interface SubscriptionWithSecret {
   signing: PushSigning;
   /** With `signing` `ed25519`, the public key (`whpk_` + base64 of 32 bytes) that verifies the `v1a` signatures. The private key is never shown. */
   signingPublicKey?: string;
+  /** With `signing` `ed25519`, for 24 hours after a `rotate-secret`, the public key the rotation replaced; its private key still signs a second `v1a,` signature on each push until `previousSigningPublicKeyExpiresAt`. Absent otherwise. */
+  previousSigningPublicKey?: string;
+  previousSigningPublicKeyExpiresAt?: Timestamp;
   auth?: PushAuth;
   /** The Standard Webhooks secret (`whsec_` + base64 of 32 random bytes); the HMAC key is the base64-decoded part. */
   signingSecret: string;
