@@ -204,7 +204,7 @@ func (w *worker) finish(at *attempt) {
 	if at == nil {
 		return
 	}
-	w.settle(at.q, at.batch, at.v, at.receivedAt)
+	w.settleMessages(at.q, at.batch, at.v, at.receivedAt)
 	p := w.p
 	lctx, lcancel := context.WithTimeout(p.ioCtx, 5*time.Second)
 	defer lcancel()

@@ -26,8 +26,8 @@ func (f *flow) wake() {
 	f.changed = make(chan struct{})
 }
 
-// acquire waits for a free slot.
-func (f *flow) acquire(ctx context.Context) error {
+// admit waits until the window admits another batch in flight.
+func (f *flow) admit(ctx context.Context) error {
 	for {
 		f.mu.Lock()
 		if f.inFlight < f.limit {
@@ -63,9 +63,9 @@ func (f *flow) full() bool {
 	return f.inFlight >= f.limit
 }
 
-// settle frees a slot and adjusts the limit: flowNone (the slot was not used for a push) and
+// done ends an admitted batch and adjusts the limit: flowNone (the slot was not used for a push) and
 // flowFailure (a failure that is not a throttle) leave it as it is.
-func (f *flow) settle(result flowResult) {
+func (f *flow) done(result flowResult) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inFlight--
@@ -111,7 +111,7 @@ const (
 	flowFailure
 )
 
-// after returns the limit the flow will have once result is settled (health shows it).
+// after returns the limit the flow will have once a batch is done with result (health shows it).
 func (f *flow) after(result flowResult) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

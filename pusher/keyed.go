@@ -441,12 +441,12 @@ func (w *worker) dispatchKeyed(sub meta.Subscription, q queueInfo) {
 		}
 		b := l.next(sub, q, w.p.cfg.Clock.Now(), onLimited)
 		if b == nil {
-			w.flow.settle(flowNone)
+			w.flow.done(flowNone)
 			return
 		}
-		sl, err := w.p.shares.acquire(w.ctx, w.qid)
+		sl, err := w.p.shares.claim(w.ctx, w.qid)
 		if err != nil {
-			w.flow.settle(flowNone)
+			w.flow.done(flowNone)
 			w.cancelHeld(q, b.msgs)
 			l.done(b, fifo, true)
 			return
@@ -468,7 +468,7 @@ func (w *worker) pushKeyed(sl *slot, sub meta.Subscription, q queueInfo, b *keyB
 	}
 	w.settling <- struct{}{}
 	w.p.shares.release(sl)
-	w.flow.settle(res)
+	w.flow.done(res)
 	w.finish(a)
 	<-w.settling
 	if ret := w.limits.done(b, fifo, clean); len(ret) > 0 {

@@ -60,9 +60,9 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// settle applies a verdict to the batch through the engine. A batch of an at-most-once queue
+// settleMessages applies a verdict to the batch through the engine. A batch of an at-most-once queue
 // left the queue when it was received: whatever the answer, there is nothing to settle.
-func (w *worker) settle(q queueInfo, batch []engine.Received, v verdict, receivedAt time.Time) {
+func (w *worker) settleMessages(q queueInfo, batch []engine.Received, v verdict, receivedAt time.Time) {
 	if q.eq.AtMostOnce {
 		return
 	}

@@ -143,9 +143,9 @@ func (s *shares) limits(sub *subShare) (subLimit, projLimit int) {
 	return subLimit, projLimit
 }
 
-// acquire waits for a slot for queue's subscription (joined) within its share, preempting
+// claim waits for a slot for queue's subscription (joined) within its share, preempting
 // one held above another subscription's share when the bound is full.
-func (s *shares) acquire(ctx context.Context, queue ids.ID) (*slot, error) {
+func (s *shares) claim(ctx context.Context, queue ids.ID) (*slot, error) {
 	for {
 		s.mu.Lock()
 		sub := s.subs[queue]

@@ -107,7 +107,7 @@ func TestFlowAIMD(t *testing.T) {
 	ctx := context.Background()
 	take := func(n int) {
 		for range n {
-			if err := f.acquire(ctx); err != nil {
+			if err := f.admit(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -115,19 +115,19 @@ func TestFlowAIMD(t *testing.T) {
 	limit := func() int { l, _ := f.state(); return l }
 	take(8)
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	if err := f.acquire(short); err == nil {
+	if err := f.admit(short); err == nil {
 		t.Fatal("a ninth batch got a slot")
 	}
 	cancel()
-	f.settle(flowThrottle) // 8 → 4
-	f.settle(flowThrottle) // 4 → 2
-	f.settle(flowThrottle) // 2 → 1
-	f.settle(flowThrottle) // 1 → 1
+	f.done(flowThrottle) // 8 → 4
+	f.done(flowThrottle) // 4 → 2
+	f.done(flowThrottle) // 2 → 1
+	f.done(flowThrottle) // 1 → 1
 	if l := limit(); l != 1 {
 		t.Fatalf("after four throttles: limit %d, want 1", l)
 	}
-	f.settle(flowFailure) // other failures change nothing
-	f.settle(flowNone)
+	f.done(flowFailure) // other failures change nothing
+	f.done(flowNone)
 	if l := limit(); l != 1 {
 		t.Fatalf("after a plain failure: limit %d, want 1", l)
 	}
@@ -135,14 +135,14 @@ func TestFlowAIMD(t *testing.T) {
 	if inFlight != 2 {
 		t.Fatalf("in flight %d, want 2", inFlight)
 	}
-	f.settle(flowSuccess) // 1 → 2
-	f.settle(flowSuccess) // 2 → 3
+	f.done(flowSuccess) // 1 → 2
+	f.done(flowSuccess) // 2 → 3
 	if l := limit(); l != 3 {
 		t.Fatalf("after two successes: limit %d, want 3", l)
 	}
 	for range 10 {
 		take(1)
-		f.settle(flowSuccess)
+		f.done(flowSuccess)
 	}
 	if l := limit(); l != 8 {
 		t.Fatalf("recovered to %d, want maxInFlight 8", l)

@@ -207,26 +207,26 @@ func (w *worker) receiveLoop() {
 		if !w.rateReady(sub, changed) {
 			continue
 		}
-		if err := w.flow.acquire(w.ctx); err != nil {
+		if err := w.flow.admit(w.ctx); err != nil {
 			return
 		}
 		// The replica-wide slot is taken before receiving, so no batch waits for one
 		// while its messages are in flight.
-		sl, err := w.p.shares.acquire(w.ctx, w.qid)
+		sl, err := w.p.shares.claim(w.ctx, w.qid)
 		if err != nil {
-			w.flow.settle(flowNone)
+			w.flow.done(flowNone)
 			return
 		}
 		batch, receivedAt := w.collect(sub, q, watch, changed, sl.ctx.Done())
 		if len(batch) == 0 {
 			w.p.shares.release(sl)
-			w.flow.settle(flowNone)
+			w.flow.done(flowNone)
 			continue
 		}
 		if w.ctx.Err() != nil {
 			w.giveBack(q, batch)
 			w.p.shares.release(sl)
-			w.flow.settle(flowNone)
+			w.flow.done(flowNone)
 			return
 		}
 		if sub.MaxMessagesPerSecond > 0 {
@@ -238,7 +238,7 @@ func (w *worker) receiveLoop() {
 			res, a := w.deliver(sl, q, batch, receivedAt)
 			w.settling <- struct{}{} // with the slots still held: no more than maxSettling wait
 			w.p.shares.release(sl)
-			w.flow.settle(res)
+			w.flow.done(res)
 			w.finish(a)
 			<-w.settling
 		}()
