@@ -28,7 +28,7 @@ func TestMeterPublished(t *testing.T) {
 	msgs := []engine.PublishMessage{{Message: engine.Message{Body: "abc"}},
 		{Message: engine.Message{Body: "de", Attributes: map[string]string{"k": "v"}}}, {Message: engine.Message{Body: "again"}}}
 	res := []engine.PublishResult{{MessageID: ids.New(), Sequence: 1}, {MessageID: ids.New(), Sequence: 2}, {MessageID: ids.New(), Sequence: 1, Duplicate: true}}
-	s.meterPublished(meta.Topic{ID: ids.New(), ProjectID: p.ID}, msgs, res)
+	s.MeterPublished(p.ID, msgs, res)
 	if err := meter.Flush(ctx, store); err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,11 @@ import (
 //     maxSubscriptions on creates;
 //   - MeterSent, MeterDelivered, MeterAcked: usage, once the answer is written.
 //
-// Every door's send path goes through it: /v1's send (Admit, AdmitSendBytes before the body
-// is read, RefuseWhileFull, QueueRate), the send stream's frames (the same, per frame) and the
-// SQS door's sends (Admit, AdmitSendBytes, QueueRate; it leaves a full project to the
-// engine's refusal).
+// Every door's send goes through AdmitSend (admitsend.go), which takes the steps before the
+// body is decoded in that order: /v1's send and publish (the request rate counted as the call
+// was authenticated), the send stream's frames (the request rate per frame) and the SQS door's
+// SendMessage and SendMessageBatch (before the queue is known: no full project's refusal,
+// the engine's refuses it).
 type Admission struct {
 	cfg    *Config
 	limits limitsCache
