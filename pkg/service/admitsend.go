@@ -47,7 +47,7 @@ type AdmittedSend struct {
 }
 
 // AdmitSend is the one admission of every send, whichever door it came through, in one
-// fixed order (docs/tenancy.md):
+// fixed order (docs/tenancy.md#order-on-a-send):
 //
 //  1. the project's request rate, unless the door counted the request (req.Counted);
 //  2. the project's send bytes (req.Bytes, when known before the body is read);
@@ -55,8 +55,8 @@ type AdmittedSend struct {
 //     the queue's send rate first, as every send does).
 //
 // The steps that need the decoded messages follow in Send (the queue's send rate, then the
-// project's maxStoredBytes in the engine's call) and Publish; the admitted send's
-// MeterSent/MeterPublished meter it once the door's answer is written. A refusal is an
+// project's maxStoredBytes in the engine's call) and the door's publish; the admitted send's
+// MeterSent or MeterPublished meters it once the door's answer is written. A refusal is an
 // *apierr.Error for the door to word; AdmittedSend.Refused names its step.
 func (s *Admission) AdmitSend(ctx context.Context, req SendRequest) (*AdmittedSend, error) {
 	as := &AdmittedSend{a: s, req: req}
@@ -68,13 +68,13 @@ func (s *Admission) AdmitSend(ctx context.Context, req SendRequest) (*AdmittedSe
 	}
 	if req.Bytes >= 0 {
 		as.charged = true
-		if err := s.AdmitSendBytes(ctx, req.Project, req.Bytes); err != nil {
+		if err := s.admitSendBytes(ctx, req.Project, req.Bytes); err != nil {
 			as.Refused = StepSendBytes
 			return as, err
 		}
 	}
 	if req.Queue != nil {
-		if err := s.RefuseWhileFull(ctx, *req.Queue); err != nil {
+		if err := s.refuseWhileFull(ctx, *req.Queue); err != nil {
 			as.Refused = StepFullProject
 			return as, err
 		}
@@ -89,7 +89,7 @@ func (as *AdmittedSend) ChargeRead(ctx context.Context, n int64) error {
 		return nil
 	}
 	as.charged = true
-	if err := as.a.AdmitSendBytes(ctx, as.req.Project, n); err != nil {
+	if err := as.a.admitSendBytes(ctx, as.req.Project, n); err != nil {
 		as.Refused = StepSendBytes
 		return err
 	}
@@ -100,24 +100,24 @@ func (as *AdmittedSend) ChargeRead(ctx context.Context, n int64) error {
 // so the project's next sends are refused before their bodies are decoded.
 func (as *AdmittedSend) NoteErr(err error) {
 	if as.req.Queue != nil {
-		as.a.NoteSendErr(*as.req.Queue, err)
+		as.a.noteSendErr(*as.req.Queue, err)
 	}
 }
 
 // MeterSent meters the send's stored messages (not duplicates), once the answer is written.
 func (as *AdmittedSend) MeterSent(msgs []engine.Message, res []engine.SendResult) {
-	as.a.MeterSent(as.req.Project, msgs, res)
+	as.a.meterSent(as.req.Project, msgs, res)
 }
 
 // MeterPublished meters a publish's appended messages (not duplicates), once the answer is
 // written.
 func (as *AdmittedSend) MeterPublished(msgs []engine.PublishMessage, res []engine.PublishResult) {
-	as.a.MeterPublished(as.req.Project, msgs, res)
+	as.a.meterPublished(as.req.Project, msgs, res)
 }
 
-// MeterPublished meters a publish's appended messages and their bytes to the project
+// meterPublished meters a publish's appended messages and their bytes to the project
 // (duplicates append nothing); the fan-out meters each copy into a queue as a send.
-func (s *Admission) MeterPublished(project ids.ID, msgs []engine.PublishMessage, res []engine.PublishResult) {
+func (s *Admission) meterPublished(project ids.ID, msgs []engine.PublishMessage, res []engine.PublishResult) {
 	var c meta.Counters
 	for i, r := range res {
 		if !r.Duplicate && i < len(msgs) {

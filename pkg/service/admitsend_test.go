@@ -9,6 +9,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/rediskeys"
 	"github.com/queueshq/queues/pkg/tenancy"
@@ -38,7 +39,7 @@ func (f *fixture) refuse(r refusal) {
 	}
 	if r&fullProject != 0 {
 		// Marked by an earlier send's refusal, and still at the limit.
-		f.svc.NoteSendErr(f.q, engine.ErrStoredBytesExceeded(tenancy.Defaults.MaxStoredBytes))
+		f.svc.noteSendErr(f.q, engine.ErrStoredBytesExceeded(tenancy.Defaults.MaxStoredBytes))
 		f.svc.cfg.Engine.(*storedBytesEngine).stored = tenancy.Defaults.MaxStoredBytes
 	}
 }
@@ -199,6 +200,24 @@ func TestAdmitSendMeters(t *testing.T) {
 	}
 	want := meta.Counters{Requests: 1, MessagesSent: 2, BytesIn: 3 + 2 + 2}
 	if got := f.usage(t); got != want {
+		t.Fatalf("metered %+v, want %+v", got, want)
+	}
+}
+
+// TestMeterPublished: a publish counts one messagesPublished and its payload in bytesIn per
+// appended message; a fifo duplicate appends nothing and counts nothing.
+func TestMeterPublished(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false, Config{})
+	adm, err := f.svc.AdmitSend(t.Context(), SendRequest{Project: f.project, Bytes: 100, Counted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []engine.PublishMessage{{Message: engine.Message{Body: "abc"}},
+		{Message: engine.Message{Body: "de", Attributes: map[string]string{"k": "v"}}}, {Message: engine.Message{Body: "again"}}}
+	res := []engine.PublishResult{{MessageID: ids.New(), Sequence: 1}, {MessageID: ids.New(), Sequence: 2}, {MessageID: ids.New(), Sequence: 1, Duplicate: true}}
+	adm.MeterPublished(msgs, res)
+	if got, want := f.usage(t), (meta.Counters{MessagesPublished: 2, BytesIn: 3 + 2 + 2}); got != want {
 		t.Fatalf("metered %+v, want %+v", got, want)
 	}
 }

@@ -20,7 +20,7 @@ type polled struct {
 
 // poll starts a long poll of consumer on q and waits until it is parked on the queue's
 // arbiter (the arbiter then counts parked waiters+1). Its answer arrives on out.
-func poll(t *testing.T, ctx context.Context, s *Service, q meta.Queue, consumer string, parked int, out chan<- polled) {
+func poll(ctx context.Context, t *testing.T, s *Service, q meta.Queue, consumer string, parked int, out chan<- polled) {
 	t.Helper()
 	go func() {
 		req := engine.ReceiveRequest{Max: 1, Visibility: time.Minute, Consumer: &engine.ConsumerOf{ID: consumer}}
@@ -66,15 +66,15 @@ func TestRoundRobinServesTheLeastRecentlyServed(t *testing.T) {
 			<-out
 		}
 	}()
-	poll(t, ctx, f.svc, q, "a", 0, out)
-	poll(t, ctx, f.svc, q, "b", 1, out)
+	poll(ctx, t, f.svc, q, "a", 0, out)
+	poll(ctx, t, f.svc, q, "b", 1, out)
 	if got := served(t, f.svc, q, out); got != "a" {
 		t.Fatalf("first message to %s, want a (parked first, neither served)", got)
 	}
 	// a parks again, after b; c parks last. b and c were never served: b, parked first, then
 	// c, which goes before a although a parked before it.
-	poll(t, ctx, f.svc, q, "a", 1, out)
-	poll(t, ctx, f.svc, q, "c", 2, out)
+	poll(ctx, t, f.svc, q, "a", 1, out)
+	poll(ctx, t, f.svc, q, "c", 2, out)
 	if got := served(t, f.svc, q, out); got != "b" {
 		t.Fatalf("second message to %s, want b (never served, parked before c)", got)
 	}
