@@ -22,8 +22,15 @@ type polled struct {
 // arbiter (the arbiter then counts parked waiters+1). Its answer arrives on out.
 func poll(ctx context.Context, t *testing.T, s *Service, q meta.Queue, consumer string, parked int, out chan<- polled) {
 	t.Helper()
+	pollBound(ctx, t, s, q, engine.ConsumerOf{ID: consumer}, parked, out)
+}
+
+// pollBound is poll by a consumer with a bound on its backlog.
+func pollBound(ctx context.Context, t *testing.T, s *Service, q meta.Queue, c engine.ConsumerOf, parked int, out chan<- polled) {
+	t.Helper()
+	consumer := c.ID
 	go func() {
-		req := engine.ReceiveRequest{Max: 1, Visibility: time.Minute, Consumer: &engine.ConsumerOf{ID: consumer}}
+		req := engine.ReceiveRequest{Max: 1, Visibility: time.Minute, Consumer: &c}
 		msgs, err := s.LongPoll(ctx, q, req, 20*time.Second)
 		out <- polled{consumer, msgs, err}
 	}()
@@ -83,6 +90,44 @@ func TestRoundRobinServesTheLeastRecentlyServed(t *testing.T) {
 	}
 	if got := served(t, f.svc, q, out); got != "a" {
 		t.Fatalf("fourth message to %s, want a", got)
+	}
+}
+
+// TestProportionalServesTheLowestShare: on a proportional queue the waiter holding the lowest
+// share of its backlog goes first, even when another parked before it.
+func TestProportionalServesTheLowestShare(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true, Config{})
+	q, err := f.svc.UpdateQueue(t.Context(), f.q, func(q *meta.Queue) error { q.Fairness = FairnessProportional; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := engine.ConsumerOf{ID: "a", MaxBacklog: 2}, engine.ConsumerOf{ID: "b", MaxBacklog: 10}
+	// Each holds one message, received at once (not a turn): a half of its backlog, b a tenth.
+	for _, c := range []engine.ConsumerOf{a, b} {
+		if _, err := f.svc.Send(t.Context(), q, []engine.Message{{Body: "held"}}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := f.svc.LongPoll(t.Context(), q, engine.ReceiveRequest{Max: 1, Visibility: time.Minute, Consumer: &c}, time.Second)
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("%s received %d, %v", c.ID, len(msgs), err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	out := make(chan polled, 2)
+	defer func() {
+		cancel()
+		for f.svc.Waiting(q.ID) > 0 {
+			<-out
+		}
+	}()
+	pollBound(ctx, t, f.svc, q, a, 0, out)
+	pollBound(ctx, t, f.svc, q, b, 1, out)
+	if got := served(t, f.svc, q, out); got != "b" {
+		t.Fatalf("the message went to %s, want b (a tenth of its backlog held, a half)", got)
+	}
+	if got := served(t, f.svc, q, out); got != "a" {
+		t.Fatalf("the next went to %s, want a", got)
 	}
 }
 
