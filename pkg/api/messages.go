@@ -16,6 +16,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 type sendOK struct {
@@ -173,26 +174,19 @@ func (s *Server) send(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Before the body: a send over the project's byte rate costs the service no read.
-	announced := c.Request().ContentLength
-	if err := s.admitSendBytes(c, q.ProjectID, announced); err != nil {
-		return err
-	}
-	// Before the body too: a project at its maxStoredBytes can store no send, whatever the
-	// body says, so its refusal costs no read (net/http drops the unread body, closing the
-	// connection when it is large).
-	if err := s.refuseFullProject(c, q); err != nil {
+	// Before the body: a send over the project's byte rate, or to a project at its
+	// maxStoredBytes, costs the service no read (net/http drops the unread body, closing the
+	// connection when it is large). The request rate was applied as it was authenticated.
+	adm, err := s.admitSend(c, service.SendRequest{Project: q.ProjectID, Queue: &q, Bytes: c.Request().ContentLength, Counted: true})
+	if err != nil {
 		return err
 	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	if announced < 0 {
-		// No Content-Length (chunked): the bytes are charged once read.
-		if err := s.admitSendBytes(c, q.ProjectID, int64(len(data))); err != nil {
-			return err
-		}
+	if err := s.chargeRead(c, adm, len(data)); err != nil {
+		return err
 	}
 	o, aerr := parseObject(data, "", false, "messages")
 	if aerr != nil {
@@ -200,13 +194,13 @@ func (s *Server) send(c echo.Context) error {
 	}
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	out, err := s.sendParsed(ctx, q, o, sendTraceparent(c))
+	out, err := s.sendParsed(ctx, q, adm, o, sendTraceparent(c))
 	if err != nil {
 		return err
 	}
 	// Metered once the answer is written: a replica that dies before answering has not
 	// counted a send the client never saw succeed.
-	defer out.meter(s, q)
+	defer out.meter(adm)
 	if len(out.failed) == 0 {
 		return blob(c, http.StatusOK, func(b []byte) []byte { return appendSendAnswer(b, out.sent) })
 	}
@@ -222,19 +216,19 @@ type sendOutcome struct {
 	res    []engine.SendResult
 }
 
-// meter meters the stored messages of the send to q's project.
-func (o sendOutcome) meter(s *Server, q meta.Queue) {
+// meter meters the stored messages of the admitted send.
+func (o sendOutcome) meter(adm *service.AdmittedSend) {
 	if len(o.res) > 0 {
-		s.meterSent(q.ProjectID, o.msgs, o.res)
+		adm.MeterSent(o.msgs, o.res)
 	}
 }
 
 // sendParsed is the one send path of every door that takes /v1's send body (POST
-// .../messages and the send stream's frames): it validates o's "messages" (1 to MaxBatch),
-// stamps tp (the caller's traceparent) on the messages that carry none, and stores the valid
-// ones under the queue's send rate and the project's quotas. A message's own problem is
-// reported in failed, by its index; err is the send's as a whole.
-func (s *Server) sendParsed(ctx context.Context, q meta.Queue, o *object, tp string) (sendOutcome, error) {
+// .../messages and the send stream's frames), once adm admitted it: it validates o's
+// "messages" (1 to MaxBatch), stamps tp (the caller's traceparent) on the messages that carry
+// none, and stores the valid ones under the queue's send rate and the project's quotas. A
+// message's own problem is reported in failed, by its index; err is the send's as a whole.
+func (s *Server) sendParsed(ctx context.Context, q meta.Queue, adm *service.AdmittedSend, o *object, tp string) (sendOutcome, error) {
 	out := sendOutcome{sent: []sendOK{}, failed: []sendFailed{}}
 	items, ok, aerr := o.array("messages", 1, engine.MaxBatch)
 	if aerr != nil {
@@ -257,11 +251,11 @@ func (s *Server) sendParsed(ctx context.Context, q meta.Queue, o *object, tp str
 	applyTraceparent(msgs, tp)
 	if len(msgs) == 0 {
 		// Nothing to store, but the request still counts against the rate limit.
-		return out, s.limit(ctx, q, "send")
+		return out, s.QueueRate(ctx, q, "send")
 	}
 	res, err := s.Send(ctx, q, msgs)
 	if err != nil {
-		s.noteSendErr(q, err)
+		adm.NoteErr(err)
 		return out, err
 	}
 	out.msgs, out.res = msgs, res

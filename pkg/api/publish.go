@@ -14,6 +14,7 @@ import (
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Publish (docs/topics.md): a send's body and per-message failures, each message
@@ -157,19 +158,18 @@ func (s *Server) publish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// As a send: the project's byte rate before the body is read.
-	announced := c.Request().ContentLength
-	if err := s.admitSendBytes(c, t.ProjectID, announced); err != nil {
+	// As a send: the project's byte rate before the body is read. A topic is no queue: a
+	// full project is refused by the engine's call.
+	adm, err := s.admitSend(c, service.SendRequest{Project: t.ProjectID, Bytes: c.Request().ContentLength, Counted: true})
+	if err != nil {
 		return err
 	}
 	data, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	if announced < 0 {
-		if err := s.admitSendBytes(c, t.ProjectID, int64(len(data))); err != nil {
-			return err
-		}
+	if err := s.chargeRead(c, adm, len(data)); err != nil {
+		return err
 	}
 	var p PublishBatch
 	var aerr *apierr.Error
@@ -182,7 +182,7 @@ func (s *Server) publish(c echo.Context) error {
 		return err
 	}
 	// Metered once the answer is written, as a send is.
-	defer s.meterPublished(t, p.Messages, p.Results)
+	defer adm.MeterPublished(p.Messages, p.Results)
 	out := make([]publishOK, len(p.Results))
 	for i, r := range p.Results {
 		out[i] = publishOK{Index: p.index[i], MessageID: r.MessageID.String(), Sequence: r.Sequence, Duplicate: r.Duplicate}
@@ -279,19 +279,4 @@ func refusedMessage(err error, n int) (int, *apierr.Error) {
 	c := *ae
 	c.Field = strings.TrimPrefix(rest[end+1:], ".")
 	return i, &c
-}
-
-// meterPublished meters a publish's appended messages and their bytes (duplicates append
-// nothing); the fan-out meters each copy into a queue as a send.
-func (s *Server) meterPublished(t meta.Topic, msgs []engine.PublishMessage, res []engine.PublishResult) {
-	var c meta.Counters
-	for i, r := range res {
-		if !r.Duplicate && i < len(msgs) {
-			c.MessagesPublished++
-			c.BytesIn += payloadSize(msgs[i].Body, msgs[i].Attributes)
-		}
-	}
-	if !c.IsZero() {
-		s.cfg.Meter.Add(t.ProjectID, c)
-	}
 }

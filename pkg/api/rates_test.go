@@ -37,7 +37,7 @@ func TestZeroRatesAreDefaults(t *testing.T) {
 		s := New(Config{Limiter: l, Rates: c.rates})
 		for _, q := range []meta.Queue{std, fifo} {
 			for _, op := range []string{"send", "receive"} {
-				if err := s.limit(t.Context(), q, op); err != nil {
+				if err := s.QueueRate(t.Context(), q, op); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/service"
 	"github.com/queueshq/queues/pkg/telemetry"
 )
 
@@ -249,7 +250,7 @@ func (ss *sendStream) store(ctx context.Context) {
 func (ss *sendStream) storeFrame(ctx context.Context, f sendFrame) {
 	s, q := ss.s, ss.q
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StorageTimeout)
-	out, err := ss.sendFrame(sctx, f)
+	out, adm, err := ss.sendFrame(sctx, f)
 	cancel()
 	if err != nil {
 		if code := asAPI(err).Code; code == apierr.Internal || code == apierr.Unavailable {
@@ -266,34 +267,30 @@ func (ss *sendStream) storeFrame(ctx context.Context, f sendFrame) {
 	if err == nil {
 		// Metered once its confirmation was written, as the HTTP send meters once answered
 		// (whether or not the peer read it).
-		out.meter(s, q)
+		out.meter(adm)
 	}
 }
 
-// sendFrame admits one frame as POST .../messages admits a request — the project's request
-// rate (a frame is one send request), its send bytes, a full project's refusal — and sends it
-// through sendParsed.
-func (ss *sendStream) sendFrame(ctx context.Context, f sendFrame) (sendOutcome, error) {
+// sendFrame admits one frame as POST .../messages admits a request (service.AdmitSend: the
+// project's request rate, as a frame is one send request, its send bytes, a full project's
+// refusal) and sends it through sendParsed.
+func (ss *sendStream) sendFrame(ctx context.Context, f sendFrame) (sendOutcome, *service.AdmittedSend, error) {
 	s, q := ss.s, ss.q
-	if err := s.admit(ctx, q.ProjectID); err != nil {
-		return sendOutcome{}, err
-	}
-	if err := s.AdmitSendBytes(ctx, q.ProjectID, int64(f.size)); err != nil {
-		return sendOutcome{}, err
-	}
-	if err := s.refuseWhileFull(ctx, q); err != nil {
-		return sendOutcome{}, err
+	adm, err := s.AdmitSend(ctx, service.SendRequest{Project: q.ProjectID, Queue: &q, Bytes: int64(f.size)})
+	if err != nil {
+		return sendOutcome{}, adm, err
 	}
 	tp := ss.tp
 	if v, ok, aerr := f.o.str("traceparent"); aerr != nil {
-		return sendOutcome{}, aerr
+		return sendOutcome{}, adm, aerr
 	} else if ok {
 		if !telemetry.ValidTraceparent(v) {
-			return sendOutcome{}, apierr.Invalid("traceparent", "must be a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase")
+			return sendOutcome{}, adm, apierr.Invalid("traceparent", "must be a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase")
 		}
 		tp = v
 	}
-	return s.sendParsed(ctx, q, f.o, tp)
+	out, err := s.sendParsed(ctx, q, adm, f.o, tp)
+	return out, adm, err
 }
 
 // appendSendConfirmation appends a frame's confirmation: {"seq", "failed", "messages"} as the

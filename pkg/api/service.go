@@ -99,10 +99,6 @@ func (s *Server) createSubscriptionWithin(ctx context.Context, sub meta.Subscrip
 	return s.Service.CreateSubscriptionWithin(ctx, sub)
 }
 
-func (s *Server) meterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult) {
-	s.Service.MeterSent(project, msgs, res)
-}
-
 func (s *Server) meterDelivered(project ids.ID, msgs []engine.Received) {
 	s.Service.MeterDelivered(project, msgs)
 }
@@ -111,35 +107,29 @@ func (s *Server) admitReceipts(ctx context.Context, queues []ids.ID) (map[ids.ID
 	return s.Service.AdmitReceipts(ctx, queues)
 }
 
-func (s *Server) refuseWhileFull(ctx context.Context, q meta.Queue) error {
-	return s.Service.RefuseWhileFull(ctx, q)
-}
-
-func (s *Server) noteSendErr(q meta.Queue, err error) { s.Service.NoteSendErr(q, err) }
-
-// limit applies the queue's rate limit for op ("send" or "receive").
-func (s *Server) limit(ctx context.Context, q meta.Queue, op string) error {
-	return s.Service.QueueRate(ctx, q, op)
-}
-
-// admitSendBytes charges n request bytes of a send to the project's sendBytesPerSecond
-// (n < 0: not known yet, charged by the caller once read). Over the limit it answers 429
-// with Retry-After and closes the connection, so the unread body is not read either.
-func (s *Server) admitSendBytes(c echo.Context, project ids.ID, n int64) error {
+// admitSend admits a /v1 send (service.AdmitSend) under the storage timeout. A send refused
+// for its bytes answers 429 with Retry-After and closes the connection, so the unread body is
+// not read either.
+func (s *Server) admitSend(c echo.Context, req service.SendRequest) (*service.AdmittedSend, error) {
 	ctx, cancel := s.storageCtx(c)
 	defer cancel()
-	err := s.AdmitSendBytes(ctx, project, n)
+	adm, err := s.AdmitSend(ctx, req)
+	if err != nil && adm.Refused == service.StepSendBytes {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
+	return adm, err
+}
+
+// chargeRead charges the n bytes read of a send whose size was not announced (a chunked
+// body), as admitSend does.
+func (s *Server) chargeRead(c echo.Context, adm *service.AdmittedSend, n int) error {
+	ctx, cancel := s.storageCtx(c)
+	defer cancel()
+	err := adm.ChargeRead(ctx, int64(n))
 	if err != nil {
 		c.Response().Header().Set(echo.HeaderConnection, "close")
 	}
 	return err
-}
-
-// refuseFullProject is refuseWhileFull for a send request, under the storage timeout.
-func (s *Server) refuseFullProject(c echo.Context, q meta.Queue) error {
-	ctx, cancel := s.storageCtx(c)
-	defer cancel()
-	return s.refuseWhileFull(ctx, q)
 }
 
 // payloadSize is a message's size as the 256 KiB limit measures it (service.PayloadSize).

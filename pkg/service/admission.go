@@ -20,20 +20,23 @@ import (
 //
 //   - Admit: the project's requestsPerSecond (every call made with a project token; Allow
 //     without metering, AdmitReceipts for the projects a receipt call touches);
-//   - AdmitSendBytes: the project's sendBytesPerSecond (a send's request bytes);
-//   - RefuseWhileFull: a project at its maxStoredBytes is refused before its body is decoded
-//     (fullprojects.go; NoteSendErr marks it);
+//   - admitSendBytes: the project's sendBytesPerSecond (a send's request bytes);
+//   - refuseWhileFull: a project at its maxStoredBytes is refused before its body is decoded
+//     (fullprojects.go; noteSendErr marks it);
 //   - QueueRate: the queue's send or receive rate (Send and Receive apply it);
 //   - the project's maxStoredBytes on the send itself (EffectiveLimits, in the engine's call);
 //   - Park: a long poll takes one of the project's maxWaitingReceives slots;
 //   - QueueQuotaFull, CreateQueueWithin, CreateSubscriptionWithin: maxQueues and
 //     maxSubscriptions on creates;
-//   - MeterSent, MeterDelivered, MeterAcked: usage, once the answer is written.
+//   - AdmittedSend.MeterSent and MeterPublished, MeterDelivered, MeterAcked: usage, once the
+//     answer is written.
 //
-// Every door's send path goes through it: /v1's send (Admit, AdmitSendBytes before the body
-// is read, RefuseWhileFull, QueueRate), the send stream's frames (the same, per frame) and the
-// SQS door's sends (Admit, AdmitSendBytes, QueueRate; it leaves a full project to the
-// engine's refusal).
+// Every door's send goes through AdmitSend (admitsend.go), which takes the steps before the
+// body is decoded in that order (the send steps are unexported, so no door can take them in
+// another): /v1's send and publish (the request rate counted as the call
+// was authenticated), the send stream's frames (the request rate per frame) and the SQS door's
+// SendMessage and SendMessageBatch (before the queue is known: no full project's refusal,
+// the engine's refuses it).
 type Admission struct {
 	cfg    *Config
 	limits limitsCache
@@ -237,10 +240,10 @@ func PayloadSize(body string, attrs map[string]string) int64 {
 	return engine.PayloadBytes(body, attrs) // without the stored traceparent
 }
 
-// MeterSent meters a send's stored messages (not duplicates) to the project. Callers meter
+// meterSent meters a send's stored messages (not duplicates) to the project. Callers meter
 // once their answer is written, so a replica that dies before answering never meters a send
 // nobody saw succeed.
-func (s *Admission) MeterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult) {
+func (s *Admission) meterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult) {
 	var c meta.Counters
 	for i, r := range res {
 		if r.Err == nil && !r.Duplicate && i < len(msgs) {
@@ -253,7 +256,7 @@ func (s *Admission) MeterSent(project ids.ID, msgs []engine.Message, res []engin
 	}
 }
 
-// MeterDelivered meters received messages to the project, as MeterSent does sends.
+// MeterDelivered meters received messages to the project, as meterSent does sends.
 func (s *Admission) MeterDelivered(project ids.ID, msgs []engine.Received) {
 	if len(msgs) == 0 {
 		return
@@ -333,12 +336,12 @@ type ByteLimiter interface {
 	AllowN(ctx context.Context, key string, perSecond, n int) (retryAfter time.Duration, err error)
 }
 
-// AdmitSendBytes charges n request bytes of a send (through either door: /v1's sends and
+// admitSendBytes charges n request bytes of a send (through either door: /v1's sends and
 // send stream frames, the SQS door's sends) to the project's sendBytesPerSecond, with one
 // limiter and key, so the doors share one budget. Over the limit it answers rate_limited with a
 // Retry-After; a limiter that fails admits the send (as the request rate does). n <= 0
 // charges nothing.
-func (s *Admission) AdmitSendBytes(ctx context.Context, project ids.ID, n int64) error {
+func (s *Admission) admitSendBytes(ctx context.Context, project ids.ID, n int64) error {
 	bl, ok := s.cfg.Limiter.(ByteLimiter)
 	if !ok || s.cfg.Tenancy == nil || n <= 0 {
 		return nil

@@ -21,10 +21,10 @@ type fullProjects struct{ m sync.Map } // ids.ID → struct{}
 
 func (f *fullProjects) mark(project ids.ID) { f.m.Store(project, struct{}{}) }
 
-// RefuseWhileFull answers 403 quota_exceeded (maxStoredBytes) when q's project is marked full
+// refuseWhileFull answers 403 quota_exceeded (maxStoredBytes) when q's project is marked full
 // and still is; nil means decode and send as usual. The queue's send rate applies first, as
 // it does to every send.
-func (s *Admission) RefuseWhileFull(ctx context.Context, q meta.Queue) error {
+func (s *Admission) refuseWhileFull(ctx context.Context, q meta.Queue) error {
 	if _, ok := s.full.m.Load(q.ProjectID); !ok {
 		return nil
 	}
@@ -44,8 +44,8 @@ func (s *Admission) RefuseWhileFull(ctx context.Context, q meta.Queue) error {
 	return engine.ErrStoredBytesExceeded(max)
 }
 
-// NoteSendErr marks q's project full when err is a maxStoredBytes refusal.
-func (s *Admission) NoteSendErr(q meta.Queue, err error) {
+// noteSendErr marks q's project full when err is a maxStoredBytes refusal.
+func (s *Admission) noteSendErr(q meta.Queue, err error) {
 	var e *apierr.Error
 	if errors.As(err, &e) && e.Code == apierr.QuotaExceeded && e.Details["limit"] == engine.LimitMaxStoredBytes {
 		s.full.mark(q.ProjectID)

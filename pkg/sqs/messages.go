@@ -134,17 +134,21 @@ func prepare(q meta.Queue, e sendEntry) (engine.Message, sendResult, int, *Error
 	return m, res, size, nil
 }
 
-// admitSendBytes charges the send's request bytes (its body and query string: a presigned
-// send carries its message in the query) to the project's sendBytesPerSecond, the budget
-// /v1's sends share: RequestThrottled beyond it.
-func (d *Door) admitSendBytes(c *call) error {
+// admitSend admits a send (service.AdmitSend) before its input is decoded: its request
+// bytes (its body and query string: a presigned send carries its message in the query) are
+// charged to the project's sendBytesPerSecond, the budget /v1's sends share: RequestThrottled
+// beyond it. The request rate was applied as the call was dispatched; the queue is not known
+// yet, so a full project is left to the engine's refusal.
+func (d *Door) admitSend(c *call) (*service.AdmittedSend, error) {
 	ctx, cancel := d.storageCtx(c)
 	defer cancel()
-	return d.cfg.Backend.AdmitSendBytes(ctx, c.principal.ProjectID, int64(c.bodyBytes+len(c.r.URL.RawQuery)))
+	return d.cfg.Backend.AdmitSend(ctx, service.SendRequest{Project: c.principal.ProjectID,
+		Bytes: int64(c.bodyBytes + len(c.r.URL.RawQuery)), Counted: true})
 }
 
 func (d *Door) sendMessage(c *call) (any, error) {
-	if err := d.admitSendBytes(c); err != nil {
+	adm, err := d.admitSend(c)
+	if err != nil {
 		return nil, err
 	}
 	var in sendEntry
@@ -165,7 +169,7 @@ func (d *Door) sendMessage(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.answered = append(c.answered, func() { d.cfg.Backend.MeterSent(q.ProjectID, []engine.Message{m}, out) })
+	c.answered = append(c.answered, func() { adm.MeterSent([]engine.Message{m}, out) })
 	if out[0].Err != nil {
 		return nil, out[0].Err
 	}
@@ -222,7 +226,8 @@ func checkFIFOEntries(q meta.Queue, entries []sendEntry) *Error {
 }
 
 func (d *Door) sendMessageBatch(c *call) (any, error) {
-	if err := d.admitSendBytes(c); err != nil {
+	adm, err := d.admitSend(c)
+	if err != nil {
 		return nil, err
 	}
 	var in struct {
@@ -272,7 +277,7 @@ func (d *Door) sendMessageBatch(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.answered = append(c.answered, func() { d.cfg.Backend.MeterSent(q.ProjectID, msgs, sent) })
+	c.answered = append(c.answered, func() { adm.MeterSent(msgs, sent) })
 	for i, r := range sent {
 		if r.Err != nil {
 			out.Failed = append(out.Failed, entryError(results[i].ID, fromAPI(r.Err)))

@@ -27,6 +27,7 @@ import (
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/receipt"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // Backend is what the door needs of the service: the operations /v1 calls too (package
@@ -52,12 +53,12 @@ type Backend interface {
 	ChangeVisibility(ctx context.Context, cs []engine.VisibilityChange) ([]error, error)
 	TokenProject(ctx context.Context, token ids.ID) (ids.ID, error)
 	TokenPrincipal(ctx context.Context, project, token ids.ID) (auth.Principal, error)
-	// Admit applies the project's request rate to one call and meters it; MeterSent and
-	// MeterDelivered meter messages once the answer is written.
+	// Admit applies the project's request rate to one call and meters it; MeterDelivered
+	// meters received messages once the answer is written.
 	Admit(ctx context.Context, project ids.ID) error
-	// AdmitSendBytes charges a send's request bytes to the project's sendBytesPerSecond.
-	AdmitSendBytes(ctx context.Context, project ids.ID, n int64) error
-	MeterSent(project ids.ID, msgs []engine.Message, res []engine.SendResult)
+	// AdmitSend admits a send (service.AdmitSend: the one admission of every door's sends);
+	// the admitted send meters it once the answer is written.
+	AdmitSend(ctx context.Context, req service.SendRequest) (*service.AdmittedSend, error)
 	MeterDelivered(project ids.ID, msgs []engine.Received)
 }
 
