@@ -29,8 +29,8 @@ var operatorCommands = []operatorCommand{
 	{use: "migrate", summary: "create or update the DynamoDB table (idempotent)", define: defineMigrate},
 	adminCommand,
 	{use: "dev", summary: "start a local stack: redis-server, DynamoDB Local and the API, with a project and token", define: defineDev},
-	{use: "health [--timeout 3s] [-q] <url>", summary: "probe a health endpoint (exit 0 on 200): the healthcheck of distroless images",
-		example: "  queues health -q http://127.0.0.1:8080/readyz", define: defineHealth},
+	{use: "health <url>", summary: "probe a health endpoint (exit 0 on 200): the healthcheck of distroless images",
+		example: "  queues health -q --timeout 3s http://127.0.0.1:8080/readyz", define: defineHealth},
 	{use: "bench", summary: "load generator: produce, consume and end-to-end rates and latencies of a running service", long: benchLong, define: defineBench},
 }
 

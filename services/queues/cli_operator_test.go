@@ -112,3 +112,26 @@ func TestOperatorFlagPrecedence(t *testing.T) {
 	t.Setenv("QUEUES_RATE_SEND", "") // empty: the default, as before
 	check(3, "env")
 }
+
+// Every flag bound to a variable names it in its help, so --help lists the variables.
+func TestOperatorHelpNamesTheVariables(t *testing.T) {
+	var walk func(cmd *cobra.Command)
+	n := 0
+	walk = func(cmd *cobra.Command) {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			for _, v := range f.Annotations[envAnnotation] {
+				n++
+				if !strings.Contains(f.Usage, v) {
+					t.Errorf("%s --%s: the help %q does not name %s", cmd.CommandPath(), f.Name, f.Usage, v)
+				}
+			}
+		})
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(cliIO{strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" }}))
+	if n < 10 {
+		t.Fatalf("found %d bound flags: the walk is broken", n)
+	}
+}
