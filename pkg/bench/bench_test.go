@@ -18,6 +18,7 @@ import (
 	qclient "github.com/queueshq/queues/sdk/go/client"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/queueshq/queues/pkg/api"
 	"github.com/queueshq/queues/pkg/meta/dynamometa"
@@ -34,9 +35,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
-	testservers.StopAll()
-	os.Exit(code)
+	// Fails the package when a test leaves a goroutine running (a producer, consumer or
+	// receiver a phase should have stopped), once the test servers are stopped.
+	goleak.VerifyTestMain(testservers.ThenStopAll(m))
 }
 
 const operator = "bench-test-operator"

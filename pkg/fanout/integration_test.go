@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/engine"
@@ -152,12 +152,20 @@ func (s *shared) cluster(t *testing.T) []string {
 	return s.clusterAddrs
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, stop := range servers.stops {
-		stop()
-	}
-	os.Exit(code)
+// TestMain fails the package when a test leaves a goroutine running (a runner's loop, a
+// notifier or a retry its Stop should have ended), once the Redis servers are stopped.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(stopServersAfter{m}) }
+
+// stopServersAfter stops the shared Redis servers when the tests are done, before goleak looks.
+type stopServersAfter struct{ m *testing.M }
+
+func (s stopServersAfter) Run() int {
+	defer func() {
+		for _, stop := range servers.stops {
+			stop()
+		}
+	}()
+	return s.m.Run()
 }
 
 func redisEngine(t *testing.T, rdb redis.UniversalClient, clk clock.Clock) topicEngine {

@@ -58,8 +58,9 @@ func registerStop(f func()) {
 //		os.Exit(code)
 //	}
 //
-// A binary that never calls it still does not leak servers: they are started with a parent
-// death signal and die with the test process.
+// or, in a package checked for leaked goroutines, through ThenStopAll. A binary that never
+// calls it still does not leak servers: they are started with a parent death signal and die
+// with the test process.
 func StopAll() {
 	stopMu.Lock()
 	fs := stopFuncs
@@ -68,6 +69,20 @@ func StopAll() {
 	for i := len(fs) - 1; i >= 0; i-- {
 		fs[i]()
 	}
+}
+
+// ThenStopAll wraps m so that its Run stops the servers (StopAll) once the tests are done, and
+// goleak, which looks for goroutines left running when Run returns, does not count the ones
+// that watch the servers' processes:
+//
+//	func TestMain(m *testing.M) { goleak.VerifyTestMain(testservers.ThenStopAll(m)) }
+func ThenStopAll(m *testing.M) interface{ Run() int } { return thenStopAll{m} }
+
+type thenStopAll struct{ m *testing.M }
+
+func (t thenStopAll) Run() int {
+	defer StopAll()
+	return t.m.Run()
 }
 
 // DynamoDB returns the endpoint URL of a DynamoDB for tests: the one named by

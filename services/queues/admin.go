@@ -23,15 +23,28 @@ func migrate(ctx context.Context, ddb *dynamodb.Client, table string) error {
 	return dynamometa.Migrate(ctx, ddb, table)
 }
 
-const adminUsage = `usage:
-  queues admin project create -name NAME
+// adminCommand is queues admin: project and token administration directly in DynamoDB.
+var adminCommand = operatorCommand{
+	use: "admin", summary: "manage projects and tokens directly in DynamoDB",
+	long: `The admin command talks to DynamoDB directly (same --dynamodb-* flags as api) and signs tokens
+with QUEUES_SIGNING_KEYS; it needs no running API. Output is JSON.`,
+	example: `  queues admin project create --name NAME
   queues admin project list
-  queues admin token create -project PROJECT -name NAME -scopes SCOPE[,SCOPE…] [-ttl DURATION]
-  queues admin token revoke -project PROJECT -token TOKEN
-  queues admin project limits get|set -project PROJECT [NAME=VALUE|NAME=default …]
-
-The admin command talks to DynamoDB directly (same -dynamodb-* flags as api) and signs tokens
-with QUEUES_SIGNING_KEYS; it needs no running API. Output is JSON.`
+  queues admin token create --project PROJECT --name NAME --scopes SCOPE[,SCOPE…] [--ttl DURATION]
+  queues admin token revoke --project PROJECT --token TOKEN
+  queues admin project limits get|set --project PROJECT [NAME=VALUE|NAME=default …]`,
+	subs: []operatorCommand{
+		{use: "project", summary: "create and list projects, read and change their limits", subs: []operatorCommand{
+			{use: "create", summary: "create a project (--name)", define: adminLeaf(adminProjectCreate)},
+			{use: "list", summary: "list the projects", define: adminLeaf(adminProjectList)},
+			adminLimitsCommand,
+		}},
+		{use: "token", summary: "create and revoke tokens", subs: []operatorCommand{
+			{use: "create", summary: "create a token of a project (--project, --name, --scopes, --ttl)", define: adminLeaf(adminTokenCreate)},
+			{use: "revoke", summary: "revoke a token (--project, --token)", define: adminLeaf(adminTokenRevoke)},
+		}},
+	},
+}
 
 // adminArgs are the flags of the admin commands (each reads the ones it needs).
 type adminArgs struct {
@@ -39,44 +52,32 @@ type adminArgs struct {
 	ttl                                   time.Duration
 }
 
-func runAdmin(ctx context.Context, args []string) error {
-	if len(args) >= 2 && args[0] == "project" && args[1] == "limits" {
-		return runAdminLimits(ctx, args[2:])
+// adminFunc is one admin command, run once its flags are parsed.
+type adminFunc func(context.Context, *dynamometa.Store, adminArgs, time.Time, *json.Encoder) error
+
+// adminLeaf defines an admin project or token command: every one takes the same flags, as
+// it did before they were cobra's.
+func adminLeaf(run adminFunc) func(fs *pflag.FlagSet) operatorRun {
+	return func(fs *pflag.FlagSet) operatorRun {
+		var st storeFlags
+		st.register(fs)
+		var a adminArgs
+		fs.StringVar(&a.sigKeys, "signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… (QUEUES_SIGNING_KEYS)")
+		fs.StringVar(&a.name, "name", "", "name of the project or token")
+		fs.StringVar(&a.project, "project", "", "project id or prj_ slug")
+		fs.StringVar(&a.token, "token", "", "token id or tok_ slug")
+		fs.StringVar(&a.scopes, "scopes", "*", "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
+		fs.DurationVar(&a.ttl, "ttl", 0, "token lifetime (0: no expiry)")
+		return func(ctx context.Context, _ []string) error {
+			ddb, err := st.client(ctx)
+			if err != nil {
+				return err
+			}
+			out := json.NewEncoder(os.Stdout)
+			out.SetIndent("", "  ")
+			return run(ctx, dynamometa.New(ddb, st.table), a, time.Now().UTC().Truncate(time.Millisecond), out)
+		}
 	}
-	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, adminUsage)
-		return pflag.ErrHelp
-	}
-	what := args[0] + " " + args[1]
-	commands := map[string]func(context.Context, *dynamometa.Store, adminArgs, time.Time, *json.Encoder) error{
-		"project create": adminProjectCreate, "project list": adminProjectList,
-		"token create": adminTokenCreate, "token revoke": adminTokenRevoke,
-	}
-	run, ok := commands[what]
-	if !ok {
-		fmt.Fprintln(os.Stderr, adminUsage)
-		return fmt.Errorf("unknown admin command %q", what)
-	}
-	fs := pflag.NewFlagSet("admin "+what, pflag.ContinueOnError)
-	var st storeFlags
-	st.register(fs)
-	var a adminArgs
-	fs.StringVar(&a.sigKeys, "signing-keys", env("QUEUES_SIGNING_KEYS", ""), "kid:base64secret,… (QUEUES_SIGNING_KEYS)")
-	fs.StringVar(&a.name, "name", "", "name of the project or token")
-	fs.StringVar(&a.project, "project", "", "project id or prj_ slug")
-	fs.StringVar(&a.token, "token", "", "token id or tok_ slug")
-	fs.StringVar(&a.scopes, "scopes", "*", "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
-	fs.DurationVar(&a.ttl, "ttl", 0, "token lifetime (0: no expiry)")
-	if err := parseArgs(fs, args[2:]); err != nil {
-		return err
-	}
-	ddb, err := st.client(ctx)
-	if err != nil {
-		return err
-	}
-	out := json.NewEncoder(os.Stdout)
-	out.SetIndent("", "  ")
-	return run(ctx, dynamometa.New(ddb, st.table), a, time.Now().UTC().Truncate(time.Millisecond), out)
 }
 
 func adminProjectCreate(ctx context.Context, store *dynamometa.Store, a adminArgs, now time.Time, out *json.Encoder) error {

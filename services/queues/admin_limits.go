@@ -17,41 +17,47 @@ import (
 	"github.com/queueshq/queues/pkg/tenancy"
 )
 
-const adminLimitsUsage = `usage:
-  queues admin project limits get -project PROJECT
-  queues admin project limits set -project PROJECT NAME=VALUE|NAME=default …
-
-Limits: maxQueues, maxSubscriptions, maxTopics, maxStoredBytes, requestsPerSecond,
+// adminLimitsCommand is queues admin project limits get|set.
+var adminLimitsCommand = operatorCommand{
+	use: "limits", summary: "read or change a project's own limits",
+	long: `Limits: maxQueues, maxSubscriptions, maxTopics, maxStoredBytes, requestsPerSecond,
 maxWaitingReceives, sendBytesPerSecond.
 "default" returns a limit to the operator's default (QUEUES_DEFAULT_LIMITS, which this
 command reads to print the effective values). Output is JSON: the effective limits and the
-project's own values.`
+project's own values.`,
+	example: `  queues admin project limits get --project PROJECT
+  queues admin project limits set --project PROJECT NAME=VALUE|NAME=default …`,
+	subs: []operatorCommand{
+		{use: "get", summary: "print a project's limits", define: defineAdminLimits("get")},
+		{use: "set NAME=VALUE|NAME=default …", summary: "change a project's own limits", define: defineAdminLimits("set")},
+	},
+}
 
-// runAdminLimits reads or changes a project's own limits directly in DynamoDB.
-func runAdminLimits(ctx context.Context, args []string) error {
-	if len(args) < 1 || (args[0] != "get" && args[0] != "set") {
-		fmt.Fprintln(os.Stderr, adminLimitsUsage)
-		return pflag.ErrHelp
+// defineAdminLimits defines admin project limits get or set (verb), which read or change a
+// project's own limits directly in DynamoDB.
+func defineAdminLimits(verb string) func(fs *pflag.FlagSet) operatorRun {
+	return func(fs *pflag.FlagSet) operatorRun {
+		var st storeFlags
+		st.register(fs)
+		project := fs.String("project", "", "project id or prj_ slug")
+		var ten tenancyFlags
+		ten.registerLimits(fs)
+		return func(ctx context.Context, args []string) error {
+			return runAdminLimits(ctx, verb, &st, *project, &ten, args)
+		}
 	}
-	verb := args[0]
-	fs := pflag.NewFlagSet("admin project limits "+verb, pflag.ContinueOnError)
-	var st storeFlags
-	st.register(fs)
-	project := fs.String("project", "", "project id or prj_ slug")
-	var ten tenancyFlags
-	ten.registerLimits(fs)
-	if err := parseArgs(fs, args[1:]); err != nil {
-		return err
-	}
+}
+
+func runAdminLimits(ctx context.Context, verb string, st *storeFlags, project string, ten *tenancyFlags, args []string) error {
 	if err := ten.validateLimits(); err != nil {
 		return err
 	}
 	lim := ten.defaults
-	pid, err := ids.Parse(ids.ProjectPrefix, *project)
+	pid, err := ids.Parse(ids.ProjectPrefix, project)
 	if err != nil {
 		return fmt.Errorf("-project: %w", err)
 	}
-	patch, err := parseLimitArgs(verb, fs.Args())
+	patch, err := parseLimitArgs(verb, args)
 	if err != nil {
 		return err
 	}
@@ -67,7 +73,7 @@ func runAdminLimits(ctx context.Context, args []string) error {
 		own, err = store.UpdateLimits(ctx, pid, patch)
 	}
 	if err != nil {
-		return fmt.Errorf("project %s: %w", *project, err)
+		return fmt.Errorf("project %s: %w", project, err)
 	}
 	out := json.NewEncoder(os.Stdout)
 	out.SetIndent("", "  ")

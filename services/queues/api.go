@@ -11,13 +11,15 @@ import (
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
-func runAPI(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet("api", pflag.ContinueOnError)
+// defineAPI defines api, one replica of the API tier on Redis and DynamoDB.
+func defineAPI(fs *pflag.FlagSet) operatorRun {
 	var c apiConfig
 	c.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return c.run(ctx) }
+}
+
+// run starts the process with the configuration parsed.
+func (c *apiConfig) run(ctx context.Context) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -55,13 +57,14 @@ func runAPI(ctx context.Context, args []string) error {
 	return stack.Serve(ctx, ln, r, c.grace, log)
 }
 
-func runMigrate(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet("migrate", pflag.ContinueOnError)
+// defineMigrate defines migrate, which creates or updates the DynamoDB table.
+func defineMigrate(fs *pflag.FlagSet) operatorRun {
 	var st storeFlags
 	st.register(fs)
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return st.migrate(ctx) }
+}
+
+func (st *storeFlags) migrate(ctx context.Context) error {
 	ddb, err := st.client(ctx)
 	if err != nil {
 		return err

@@ -14,9 +14,8 @@ import (
 	"github.com/queueshq/queues/pkg/bench"
 )
 
-const benchUsage = `usage: queues bench [flags]
-
-Load generator for a running Queues service (pull consumers over the HTTP API). Phases, run
+// benchLong is bench's help, above cobra's list of its flags.
+const benchLong = `Load generator for a running Queues service (pull consumers over the HTTP API). Phases, run
 in the order given (-phases):
 
   produce  send -count messages to an empty queue
@@ -62,17 +61,17 @@ them (and its topics) at the end. The token needs queues:admin, messages:send an
 
 Example (the workload of docs/performance.md's table):
 
-  queues bench -size 64 -batch 10 -inflight 16 -count 50000
+  queues bench -size 64 -batch 10 -inflight 16 -count 50000`
 
-Flags:
-`
+// benchFlags are bench's flags beside bench.Config's.
+type benchFlags struct {
+	phases, cpuOut, cpuPID *string
+	asJSON, quiet          *bool
+	aProcess, aChild       *bool
+}
 
-func runBench(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchUsage)
-		fs.PrintDefaults()
-	}
+// defineBench defines bench, the load generator.
+func defineBench(fs *pflag.FlagSet) operatorRun {
 	var (
 		cfg    bench.Config
 		phases = fs.String("phases", "produce,consume,e2e", "comma-separated phases: produce, consume, e2e, wakeup, push, neighbour, publish")
@@ -102,44 +101,47 @@ func runBench(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.Poll, "poll", false, "the SDK's consumers poll (ConsumeOptions.Polling) instead of using the receive stream")
 	fs.BoolVar(&cfg.Stream, "stream", false, "with -raw: consume and e2e consumers receive over receive streams (one WebSocket each) instead of receive requests")
 	fs.IntVar(&cfg.StreamWindow, "stream-window", 4, "stream: each stream's credit, in batches")
+	aProcess, aChild := neighbourFlags(fs, &cfg.Neighbour)
+	f := benchFlags{phases: phases, cpuOut: cpuOut, cpuPID: cpuPID, asJSON: asJSON, quiet: quiet, aProcess: aProcess, aChild: aChild}
+	return func(ctx context.Context, args []string) error { return runBenchPhases(ctx, cfg, f, args) }
+}
+
+// runBenchPhases runs the phases, once the flags are parsed into cfg and f.
+func runBenchPhases(ctx context.Context, cfg bench.Config, f benchFlags, args []string) error {
 	n := &cfg.Neighbour
-	aProcess, aChild := neighbourFlags(fs, n)
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	if *aChild {
+	if *f.aChild {
 		return bench.RunNeighbourAChild(ctx, os.Stdin, os.Stdout)
 	}
-	if *aProcess {
+	if *f.aProcess {
 		self, err := os.Executable()
 		if err != nil {
 			return err
 		}
 		n.AProcess = []string{self, "bench", "-neighbour-a-child"}
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
 	}
-	pids, err := bench.ParseCPUPIDs(*cpuPID)
+	pids, err := bench.ParseCPUPIDs(*f.cpuPID)
 	if err != nil {
 		return err
 	}
 	cfg.CPUPIDs = pids
-	for _, p := range strings.Split(*phases, ",") {
+	for _, p := range strings.Split(*f.phases, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			cfg.Phases = append(cfg.Phases, p)
 		}
 	}
-	if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && !*quiet {
+	if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && !*f.quiet {
 		cfg.Progress = func(line string) { fmt.Fprintf(os.Stderr, "\r\033[K%s", line) }
 	}
-	if *cpuOut != "" {
-		f, err := os.Create(*cpuOut)
+	if *f.cpuOut != "" {
+		prof, err := os.Create(*f.cpuOut)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		defer prof.Close()
+		if err := pprof.StartCPUProfile(prof); err != nil {
 			return err
 		}
 		defer pprof.StopCPUProfile()
@@ -149,7 +151,7 @@ func runBench(ctx context.Context, args []string) error {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
 	if rep != nil && len(rep.Phases) > 0 || err == nil {
-		if *asJSON {
+		if *f.asJSON {
 			enc := json.NewEncoder(os.Stdout)
 			enc.SetIndent("", "  ")
 			if jerr := enc.Encode(rep); jerr != nil {

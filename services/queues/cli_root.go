@@ -2,9 +2,8 @@ package main
 
 // The command tree of the queues binary. Two kinds of commands hang off the root:
 //   - operator commands (serve, api, pusher, migrate, admin, dev, health, bench) run the
-//     service; each parses its own pflag flag set (parseFlags: QUEUES_* variables, then
-//     -listen or --listen, …), documented by `queues <command> -h`, so cobra hands them their
-//     arguments untouched;
+//     service; their flags are cobra's too, with QUEUES_* variables under the command line
+//     (cli_operator.go, envflags.go), documented by `queues <command> --help`;
 //   - client commands (queue, send, message, move, receive, tail, sub, project, topic; version
 //     needs no service) talk to a running service through the Go SDK; their flags are cobra's (cli.go says how to add one).
 // `queues completion bash|zsh|fish|powershell` prints a shell completion script (cobra's),
@@ -21,23 +20,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
-
-// operatorCommand is a command that runs (part of) the service.
-type operatorCommand struct {
-	name, summary string
-	run           func(ctx context.Context, args []string) error
-}
-
-var operatorCommands = []operatorCommand{
-	{"serve", "run everything in one process on the embedded store (data in ./.queues)", runServe},
-	{"api", "run the API tier (Redis + DynamoDB)", runAPI},
-	{"pusher", "run a push fleet replica (Redis + DynamoDB)", runPusher},
-	{"migrate", "create or update the DynamoDB table (idempotent)", runMigrate},
-	{"admin", "manage projects and tokens directly in DynamoDB", runAdmin},
-	{"dev", "start a local stack: redis-server, DynamoDB Local and the API, with a project and token", runDev},
-	{"health", "probe a health endpoint (exit 0 on 200): the healthcheck of distroless images", runHealth},
-	{"bench", "load generator: produce, consume and end-to-end rates and latencies of a running service", runBench},
-}
 
 // clientCommands are the client commands, in the order of the help.
 func (c *cli) clientCommands() []*cobra.Command {
@@ -94,33 +76,15 @@ project).`,
 		root.AddCommand(cmd)
 	}
 	for _, op := range operatorCommands {
-		root.AddCommand(op.command())
+		cmd := op.command()
+		cmd.GroupID = groupOperator
+		root.AddCommand(cmd)
 	}
 	root.InitDefaultCompletionCmd()
 	if cmd, _, err := root.Find([]string{"completion"}); err == nil && cmd != root {
 		strict(cmd)
 	}
 	return root
-}
-
-// command hands the arguments to the operator command's own flag set; `queues help NAME`
-// shows that flag set's usage.
-func (op operatorCommand) command() *cobra.Command {
-	cmd := &cobra.Command{
-		Use: op.name, Short: op.summary, GroupID: groupOperator,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := op.run(cmd.Context(), args); err != nil {
-				return &operatorError{err}
-			}
-			return nil
-		},
-	}
-	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "queues %s: %s\n\n", op.name, op.summary)
-		_ = op.run(cmd.Context(), []string{"-h"})
-	})
-	return cmd
 }
 
 // rootArgs refuses an unknown command, with cobra's "did you mean".
@@ -208,14 +172,16 @@ func runCLI(ctx context.Context, name string, args []string, cio cliIO) int {
 	return execute(ctx, append([]string{name}, args...), cio)
 }
 
-// longFlagsOneDash rewrites -name to --name for the client commands: they were first written
-// over Go's flag package, where one dash is as good as two, and scripts written then keep
-// working. A flag's value is never rewritten (--group -g1 keeps its group), nor anything
-// after "--"; -h and -n stay the shorthands they are. Operator commands parse their own
-// flags and are left alone.
+// longFlagsOneDash rewrites -name to --name: the client commands were first written over Go's
+// flag package, where one dash is as good as two, and so were the operator commands; scripts
+// written then keep working. A flag's value is never rewritten (--group -g1 keeps its group),
+// nor anything after "--"; -h and -n stay the shorthands they are, and a one-letter long flag
+// without a shorthand (health's -q) is read as long. An operator command's flags end at its
+// first argument that is not one (cobra parses them so, SetInterspersed(false)), and so does
+// the rewriting.
 func longFlagsOneDash(root *cobra.Command, args []string) []string {
 	cmd, _, err := root.Find(args)
-	if err != nil || cmd.DisableFlagParsing {
+	if err != nil {
 		return args
 	}
 	lookup := func(name string) *pflag.Flag {
@@ -224,6 +190,7 @@ func longFlagsOneDash(root *cobra.Command, args []string) []string {
 		}
 		return cmd.InheritedFlags().Lookup(name)
 	}
+	names := depth(cmd) // the command's path comes first
 	out := slices.Clone(args)
 	for i := 0; i < len(out); i++ {
 		a := out[i]
@@ -231,6 +198,9 @@ func longFlagsOneDash(root *cobra.Command, args []string) []string {
 			break
 		}
 		if len(a) < 2 || a[0] != '-' {
+			if names--; names < 0 && isOperator(cmd) {
+				break
+			}
 			continue
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -239,7 +209,11 @@ func longFlagsOneDash(root *cobra.Command, args []string) []string {
 		case strings.HasPrefix(a, "--"):
 			f = lookup(name)
 		case len(name) == 1:
-			f = cmd.Flags().ShorthandLookup(name)
+			if f = cmd.Flags().ShorthandLookup(name); f == nil {
+				if f = lookup(name); f != nil {
+					out[i] = "-" + a
+				}
+			}
 		default:
 			out[i] = "-" + a // unknown too: "unknown flag: --bogus" names it as the user wrote it
 			f = lookup(name)
@@ -249,6 +223,15 @@ func longFlagsOneDash(root *cobra.Command, args []string) []string {
 		}
 	}
 	return out
+}
+
+// depth is how many command names lead to cmd from the root.
+func depth(cmd *cobra.Command) int {
+	n := 0
+	for c := cmd; c.HasParent(); c = c.Parent() {
+		n++
+	}
+	return n
 }
 
 // processIO is the process's standard streams and environment.

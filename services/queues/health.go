@@ -12,30 +12,25 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// runHealth probes a Queues process's health endpoint and exits 0 only on a 200: the
+// defineHealth defines health, which probes a Queues process's health endpoint and exits 0 only on a 200: the
 // container healthcheck for distroless images, which have no shell, curl or wget. The URL
 // names the endpoint (…/healthz for liveness, …/readyz for readiness); a URL with no path
 // probes /healthz.
-func runHealth(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet("health", pflag.ContinueOnError)
+func defineHealth(fs *pflag.FlagSet) operatorRun {
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	quiet := fs.Bool("q", false, "print nothing on success")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: queues health [-timeout 3s] [-q] <url>   e.g. http://127.0.0.1:8080/readyz")
-		fs.PrintDefaults()
+	return func(ctx context.Context, args []string) error { return probeHealth(ctx, args, *timeout, *quiet) }
+}
+
+func probeHealth(ctx context.Context, args []string, timeout time.Duration, quiet bool) error {
+	if len(args) != 1 {
+		return errors.New("want exactly one URL (usage: queues health [--timeout 3s] [-q] <url>, e.g. http://127.0.0.1:8080/readyz)")
 	}
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return errors.New("want exactly one URL")
-	}
-	target, err := healthURL(fs.Arg(0))
+	target, err := healthURL(args[0])
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
@@ -51,7 +46,7 @@ func runHealth(ctx context.Context, args []string) error {
 	if res.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s answered %d: %s", target, res.StatusCode, body)
 	}
-	if !*quiet {
+	if !quiet {
 		fmt.Printf("%s: ok\n", target)
 	}
 	return nil

@@ -20,15 +20,16 @@ import (
 	"github.com/queueshq/queues/services/queues/stack"
 )
 
-// runPusher runs one replica of the push fleet: it shares the subscriptions with the other
-// replicas through leases in Redis and pushes their messages (docs/push.md).
-func runPusher(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet("pusher", pflag.ContinueOnError)
+// definePusher defines pusher, one replica of the push fleet: it shares the subscriptions
+// with the other replicas through leases in Redis and pushes their messages (docs/push.md).
+func definePusher(fs *pflag.FlagSet) operatorRun {
 	var c pusherConfig
 	c.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return c.run(ctx) }
+}
+
+// run starts the process with the configuration parsed.
+func (c *pusherConfig) run(ctx context.Context) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}

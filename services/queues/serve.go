@@ -15,20 +15,22 @@ import (
 	"github.com/queueshq/queues/services/queues/embedded"
 )
 
-// runServe runs everything in one process on the embedded store (docs/architecture.md): the API,
-// the sweeper and the pusher, with messages and metadata in bbolt files under the data directory.
+// defineServe defines serve, which runs everything in one process on the embedded store
+// (docs/architecture.md): the API, the sweeper and the pusher, with messages and metadata in
+// bbolt files under the data directory.
 // It needs no flags: the first start creates the directory, signing keys, a project "default"
 // and an all-scopes token, which it prints and writes to <data-dir>/token; later starts reuse
 // them. Being for development and single-node use, it lets push endpoints be plain http and
 // loopback or private addresses unless QUEUES_PUSH_ALLOW_PRIVATE=false, and warns that it does.
-func runServe(ctx context.Context, args []string) error {
-	start := time.Now()
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+func defineServe(fs *pflag.FlagSet) operatorRun {
 	var c serveConfig
 	c.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return c.run(ctx) }
+}
+
+// run starts the process with the configuration parsed.
+func (c *serveConfig) run(ctx context.Context) error {
+	start := time.Now()
 	if err := c.Validate(); err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ var (
 )
 
 // Shared returns one server per test binary, started on first use; it dies with the
-// process (testservers starts its servers with a parent death signal).
+// process (testservers starts its servers with a parent death signal), or with CloseShared.
 func Shared() (*Server, error) {
 	sharedOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -156,4 +156,13 @@ func Shared() (*Server, error) {
 		return nil, errors.Join(ErrNoServer, sharedErr)
 	}
 	return shared, nil
+}
+
+// CloseShared stops the shared server, if Shared started one, so that a TestMain checking for
+// leaked goroutines (goleak) does not find its replicas and pusher still running. Call it
+// once the tests are done: Shared then returns the stopped server.
+func CloseShared() {
+	if shared != nil {
+		shared.Close()
+	}
 }

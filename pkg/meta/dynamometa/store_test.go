@@ -2,7 +2,6 @@ package dynamometa_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.uber.org/goleak"
 
 	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/ids"
@@ -20,11 +20,9 @@ import (
 	"github.com/queueshq/queues/pkg/testservers"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testservers.StopAll()
-	os.Exit(code)
-}
+// TestMain fails the package when a test leaves a goroutine running (a paginator or a
+// watcher its caller's context should have stopped), once DynamoDB Local is stopped.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testservers.ThenStopAll(m)) }
 
 func client(t *testing.T) *dynamodb.Client {
 	t.Helper()
