@@ -19,7 +19,6 @@ import (
 var noLeakCheck = map[string]string{
 	"pkg/engine/enginetest":    "the engines' conformance suite: their packages run it under goleak",
 	"pkg/meta/metatest":        "the metadata stores' conformance suite: their packages run it under goleak",
-	"pkg/service":              "tested through pkg/api and pkg/sqs, which run under goleak",
 	"services/queues/stack":    "the API tier's wiring, tested through services/queues and pkg/bench, under goleak",
 	"tests/stacktest":          "a harness: services/queues and pkg/bench, its users, run under goleak",
 	"pkg/testservers/tcpproxy": "a harness of tests/faults",
