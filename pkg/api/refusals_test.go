@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,51 @@ func TestRefusalAnswers(t *testing.T) {
 	}
 	if ae := service.Answer(apierr.ErrStale); ae != apierr.ErrStale {
 		t.Fatalf("Answer changed an API error: %v", ae)
+	}
+}
+
+// TestFigureRefusalAnswers: the engines' refusals that carry figures (a message over its
+// queue's size, the project's byte quota, a fifo copy's taken dedup id) get, byte for byte,
+// the answers the engines built themselves with package apierr before the service worded
+// them: over HTTP, as answered for the SQS door (Answer), bare, wrapped, and inside a
+// *engine.Refusal naming a message.
+func TestFigureRefusalAnswers(t *testing.T) {
+	t.Parallel()
+	quota := apierr.New(apierr.QuotaExceeded, "the send would take the project's stored bytes past its limit of %d bytes "+
+		"(maxStoredBytes); consume or purge messages first", 1000)
+	quota.Details = map[string]any{"limit": "maxStoredBytes"}
+	for _, c := range []struct {
+		err      error
+		sentinel error
+		before   *apierr.Error
+	}{
+		{&engine.TooLarge{Bytes: 300, Limit: 256}, engine.ErrTooLarge,
+			apierr.New(apierr.PayloadTooLarge, "the message is %d bytes (body and attributes); the queue's maxMessageBytes is %d", 300, 256)},
+		{&engine.StoredBytesExceeded{Limit: 1000}, engine.ErrStoredBytesExceeded, quota},
+		{&engine.DedupTaken{DedupID: `d "1"`}, engine.ErrDedupTaken,
+			apierr.New(apierr.InvalidArgument, "the queue's deduplication window holds dedup id %q for another message", `d "1"`)},
+	} {
+		for _, err := range []error{c.err, fmt.Errorf("send: %w", c.err), &engine.Refusal{Err: c.err, Index: 2}} {
+			if !errors.Is(err, c.sentinel) || !engine.IsRefusal(err) {
+				t.Errorf("%v: not a refusal of %v", err, c.sentinel)
+			}
+			if ae, want := asAPI(err), c.before; !reflect.DeepEqual(ae, want) {
+				t.Errorf("%v: answered %+v, want %+v", err, ae, want)
+			}
+			if got, before := httpAnswer(err), httpAnswer(c.before); got != before {
+				t.Errorf("%v: over HTTP %s, before %s", err, got, before)
+			}
+			if sa := apierr.As(service.Answer(err)); !reflect.DeepEqual(sa, c.before) {
+				t.Errorf("%v: the SQS door reads %+v", err, sa)
+			}
+		}
+	}
+	// Bare sentinels (no engine returns one) still read as their code.
+	for sentinel, code := range map[error]apierr.Code{engine.ErrTooLarge: apierr.PayloadTooLarge,
+		engine.ErrStoredBytesExceeded: apierr.QuotaExceeded, engine.ErrDedupTaken: apierr.InvalidArgument} {
+		if ae := asAPI(sentinel); ae.Code != code {
+			t.Errorf("%v: answered %s, want %s", sentinel, ae.Code, code)
+		}
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -223,8 +222,8 @@ type SendResult struct {
 	SequenceNumber uint64
 	// Err is nil when the message was stored (or answered as a duplicate). Non-nil, the
 	// message was not stored by this call and MessageID is zero; the error is one of the
-	// errors of errors.go (a refusal or a failure), an *apierr.Error (ErrStoredBytesExceeded,
-	// CheckSize, ErrCopyDedupTaken) or a context error. When the storage failed without an answer (a lost
+	// errors of errors.go (a refusal, *StoredBytesExceeded included, or a failure) or a
+	// context error. When the storage failed without an answer (a lost
 	// connection, a timeout) the message may in fact have been stored: a retry of a fifo
 	// message with the same dedup id then answers it as a duplicate.
 	Err error
@@ -418,8 +417,8 @@ type GroupPage struct {
 // sentinels of errors.go where the caller can act on them (ErrStale, ErrNoMessage,
 // ErrPurgeTooSoon, …, matched with errors.Is; they carry no client text: the doors word
 // them); storage failures are ErrUnavailable or ErrFault with their cause. The project byte
-// quota and the size check are still *apierr.Error values: the fan-out records their text
-// on a binding.
+// quota is a *StoredBytesExceeded and the size check a *TooLarge, refusals that carry their
+// figures (pkg/service words them, for the doors and for the fan-out's binding records).
 //
 // Batch settle operations return one error per entry (nil for success) in request order, and a
 // non-nil error of their own only when the whole call failed before changing anything.
@@ -526,25 +525,12 @@ func PayloadBytes(body string, attrs map[string]string) int64 {
 	return n
 }
 
-// CheckSize refuses a message of body and attrs over q's MessageLimit (413
-// payload_too_large naming the queue's maxMessageBytes), for paths that store messages the
-// API did not validate against this queue (a topic's copies into its bound queues, replays).
+// CheckSize refuses a message of body and attrs over q's MessageLimit with a *TooLarge, for
+// paths that store messages the API did not validate against this queue (a topic's copies
+// into its bound queues, replays).
 func (q Queue) CheckSize(body string, attrs map[string]string) error {
 	if n := PayloadBytes(body, attrs); n > int64(q.MessageLimit()) {
-		return apierr.New(apierr.PayloadTooLarge, "the message is %d bytes (body and attributes); the queue's maxMessageBytes is %d", n, q.MessageLimit())
+		return &TooLarge{Bytes: n, Limit: int64(q.MessageLimit())}
 	}
 	return nil
-}
-
-// LimitMaxStoredBytes is the details.limit of a send refused for the project's byte quota.
-const LimitMaxStoredBytes = "maxStoredBytes"
-
-// ErrStoredBytesExceeded is the answer to a send that would take the project past its
-// maxStoredBytes limit: 403 quota_exceeded with details.limit "maxStoredBytes". Nothing of
-// the send was stored.
-func ErrStoredBytesExceeded(limit int64) error {
-	e := apierr.New(apierr.QuotaExceeded, "the send would take the project's stored bytes past its limit of %d bytes "+
-		"(maxStoredBytes); consume or purge messages first", limit)
-	e.Details = map[string]any{"limit": LimitMaxStoredBytes}
-	return e
 }

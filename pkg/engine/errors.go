@@ -145,6 +145,52 @@ var (
 	ErrMergedTooLarge   error = refused("the merged message is too large")
 )
 
+// Refusals whose answers quote figures the engine alone knows at the time (a message's size,
+// the project's byte limit, a copy's dedup id): the engines return the typed errors below,
+// which carry those figures and match these sentinels through errors.Is. Like the sentinels
+// above they have no API code or client text: pkg/service words them for both doors and for
+// the fan-out's binding records.
+var (
+	// ErrTooLarge is a message over its queue's MessageLimit (*TooLarge).
+	ErrTooLarge error = refused("the message is over the queue's size limit")
+	// ErrStoredBytesExceeded is a store that would take the project's stored bytes past its
+	// MaxStoredBytes; nothing of the refused send, publish or copied message was stored
+	// (*StoredBytesExceeded).
+	ErrStoredBytesExceeded error = refused("the project's stored bytes would pass its limit")
+	// ErrDedupTaken is a fifo copy whose dedup id the queue's deduplication window holds for
+	// another message (*DedupTaken).
+	ErrDedupTaken error = refused("the dedup id is held for another message")
+)
+
+// TooLarge is ErrTooLarge about a message of Bytes (PayloadBytes) in a queue whose
+// MessageLimit is Limit.
+type TooLarge struct{ Bytes, Limit int64 }
+
+func (e *TooLarge) Error() string {
+	return fmt.Sprintf("%v (%d bytes, limit %d)", ErrTooLarge, e.Bytes, e.Limit)
+}
+
+// Unwrap returns ErrTooLarge.
+func (e *TooLarge) Unwrap() error { return ErrTooLarge }
+
+// StoredBytesExceeded is ErrStoredBytesExceeded in a project whose MaxStoredBytes is Limit.
+type StoredBytesExceeded struct{ Limit int64 }
+
+func (e *StoredBytesExceeded) Error() string {
+	return fmt.Sprintf("%v (limit %d)", ErrStoredBytesExceeded, e.Limit)
+}
+
+// Unwrap returns ErrStoredBytesExceeded.
+func (e *StoredBytesExceeded) Unwrap() error { return ErrStoredBytesExceeded }
+
+// DedupTaken is ErrDedupTaken about dedup id DedupID.
+type DedupTaken struct{ DedupID string }
+
+func (e *DedupTaken) Error() string { return fmt.Sprintf("%v (%q)", ErrDedupTaken, e.DedupID) }
+
+// Unwrap returns ErrDedupTaken.
+func (e *DedupTaken) Unwrap() error { return ErrDedupTaken }
+
 // Refusals that callers outside the doors tell apart by their API code (a stale handle, a
 // message or binding not found, a purge too soon): they read as that code through
 // apierr.CodeOf and errors.Is(err, &apierr.Error{Code: …}), with no client text either.

@@ -63,3 +63,38 @@ func TestCodedRefusals(t *testing.T) {
 		t.Errorf("a failure reads as a refusal, or not as ErrUnavailable")
 	}
 }
+
+// TestFigureRefusals: CheckSize, the byte quota and a taken dedup id are refusals that carry
+// their figures, found with errors.As and matched by their sentinel through any wrapping (a
+// *engine.Refusal naming the message included), and with no API code or client text: the
+// service words them.
+func TestFigureRefusals(t *testing.T) {
+	t.Parallel()
+	q := engine.Queue{MaxMessageBytes: 8}
+	if err := q.CheckSize("12345", map[string]string{"k": "vv"}); err != nil {
+		t.Fatalf("8 bytes in a queue of 8: %v", err)
+	}
+	tooLarge := q.CheckSize("123456", map[string]string{"k": "vv"})
+	var tl *engine.TooLarge
+	if !errors.As(tooLarge, &tl) || *tl != (engine.TooLarge{Bytes: 9, Limit: 8}) {
+		t.Fatalf("9 bytes in a queue of 8: %v, want *engine.TooLarge{9, 8}", tooLarge)
+	}
+	for _, c := range []struct{ err, sentinel error }{
+		{tooLarge, engine.ErrTooLarge},
+		{&engine.StoredBytesExceeded{Limit: 10}, engine.ErrStoredBytesExceeded},
+		{&engine.DedupTaken{DedupID: "d"}, engine.ErrDedupTaken},
+	} {
+		for _, err := range []error{c.err, fmt.Errorf("copy: %w", c.err), &engine.Refusal{Err: c.err, Index: 3}} {
+			if !errors.Is(err, c.sentinel) || !engine.IsRefusal(err) || apierr.CodeOf(err) != apierr.Internal {
+				t.Errorf("%v: is %v, refusal %v, code %s", err, errors.Is(err, c.sentinel), engine.IsRefusal(err), apierr.CodeOf(err))
+			}
+		}
+	}
+	var sb *engine.StoredBytesExceeded
+	if err := error(&engine.Refusal{Err: &engine.StoredBytesExceeded{Limit: 10}}); !errors.As(err, &sb) || sb.Limit != 10 {
+		t.Errorf("%v: the limit is lost in a *engine.Refusal", err)
+	}
+	if errors.Is(&engine.StoredBytesExceeded{Limit: 10}, engine.ErrTooLarge) {
+		t.Errorf("the byte quota reads as ErrTooLarge")
+	}
+}

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"errors"
-
-	"github.com/queueshq/queues/pkg/apierr"
-)
+import "errors"
 
 // MergeState is what keyed publish message i makes of its key's state (docs/topics.md): cur is the
 // state before it (nil when the key has none). It returns the new state's body and
@@ -34,10 +30,4 @@ func MergeState(budget *MergeBudget, i int, cur *StateEntry, m PublishMessage) (
 		return "", nil, false, &Refusal{Err: err, Index: i}
 	}
 	return body, attrs, false, nil
-}
-
-// ErrCopyDedupTaken is Copy's refusal of a fifo copy whose dedup id the queue's
-// deduplication window holds for another message (recorded on the binding as its failure).
-func ErrCopyDedupTaken(dedupID string) error {
-	return apierr.New(apierr.InvalidArgument, "the queue's deduplication window holds dedup id %q for another message", dedupID)
 }

@@ -121,8 +121,9 @@ type CopyBatch struct {
 
 // Topics is the part of an engine that keeps topics' logs, keyed state and bindings, and
 // copies entries into queues. Errors are the sentinels of errors.go where the caller can act
-// on them (ErrNoState, ErrNoBinding), *apierr.Error values for the limits a copy passes
-// (recorded on the binding as its failure); storage failures are ErrUnavailable or ErrFault.
+// on them (ErrNoState, ErrNoBinding), refusals carrying their figures for the limits a copy
+// passes (*StoredBytesExceeded, *DedupTaken: the fan-out records pkg/service's words for them
+// on the binding as its failure); storage failures are ErrUnavailable or ErrFault.
 type Topics interface {
 	// CreateTopic prepares storage for a new topic (an empty log at sequence 0).
 	CreateTopic(ctx context.Context, t Topic) error

@@ -510,14 +510,15 @@ func testQuotaRefusalRecorded(t *testing.T, mk engineMaker) {
 	r := w.runner()
 	body := strings.Repeat("x", 100)
 	r.Limits = fixedLimit(150) // the log holds 100 bytes: no copy fits beside it
+	const quotaReason = "the send would take the project's stored bytes past its limit of 150 bytes (maxStoredBytes); consume or purge messages first"
 	run(t, r)
 	res := w.publish(t, engine.PublishMessage{Message: engine.Message{Body: body}})
 	w.awaitCursors(t, res[0].Sequence)
 	bs, err := w.eng.Bindings(t.Context(), w.engineTopic())
 	must(t, err)
 	for _, b := range bs {
-		if b.Copied != 0 || b.Failed != 1 || b.LastError == "" || b.LastErrorAt.IsZero() {
-			t.Errorf("binding %+v, want copied 0, failed 1 and the reason", b)
+		if b.Copied != 0 || b.Failed != 1 || b.LastError != quotaReason || b.LastErrorAt.IsZero() {
+			t.Errorf("binding %+v, want copied 0, failed 1 and the reason %q", b, quotaReason)
 		}
 	}
 	for _, q := range w.queues {

@@ -12,6 +12,7 @@ import (
 	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
+	"github.com/queueshq/queues/pkg/service"
 )
 
 // copyConcurrency bounds the bindings one round copies for at once: a topic with many
@@ -246,8 +247,8 @@ func (h *holder) copyBinding(ctx context.Context, b engine.Binding, f *filter.Fi
 
 // copyWithin copies the messages of b that fit q's maxMessageBytes (a topic takes messages up
 // to engine.MaxMessageBytes; its queues may take less, docs/topics.md). The others are
-// refused with engine.Queue.CheckSize's answer, which the binding records, and cost no store
-// round trip. errs lines up with b.Messages.
+// refused with engine.Queue.CheckSize's *engine.TooLarge, which the binding records
+// (reason), and cost no store round trip. errs lines up with b.Messages.
 func copyWithin(ctx context.Context, e engine.Topics, q engine.Queue, b engine.CopyBatch) ([]error, error) {
 	errs := make([]error, len(b.Messages))
 	keep := make([]engine.CopyMessage, 0, len(b.Messages))
@@ -346,8 +347,12 @@ func (h *holder) filter(raw string) (*filter.Filter, bool) {
 	return f, f != nil
 }
 
-// reason is what a binding records of a refused copy.
+// reason is what a binding records of a refused copy: the client's words for an engine's
+// refusal (pkg/service writes them once, for the doors and for these records).
 func reason(err error) string {
+	if ae := service.Refusal(err); ae != nil {
+		return ae.Message
+	}
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
 		return ae.Message

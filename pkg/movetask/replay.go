@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/filter"
 	"github.com/queueshq/queues/pkg/ids"
@@ -317,7 +316,7 @@ func (r *Runner) sendReplayed(ctx context.Context, t meta.MoveTask, run *replayR
 	for start := 0; start < len(msgs); start += sendChunk {
 		chunk := msgs[start:min(start+sendChunk, len(msgs))]
 		res, err := r.Engine.Send(ctx, eq, chunk)
-		if err != nil && apierr.CodeOf(err) != apierr.QuotaExceeded {
+		if err != nil && !errors.Is(err, engine.ErrStoredBytesExceeded) {
 			return 0, 0, err
 		}
 		for i := range chunk {

@@ -39,7 +39,7 @@ func (f *fixture) refuse(r refusal) {
 	}
 	if r&fullProject != 0 {
 		// Marked by an earlier send's refusal, and still at the limit.
-		f.svc.noteSendErr(f.q, engine.ErrStoredBytesExceeded(tenancy.Defaults.MaxStoredBytes))
+		f.svc.noteSendErr(f.q, &engine.StoredBytesExceeded{Limit: tenancy.Defaults.MaxStoredBytes})
 		f.svc.cfg.Engine.(*storedBytesEngine).stored = tenancy.Defaults.MaxStoredBytes
 	}
 }
@@ -65,7 +65,8 @@ func TestAdmitSendOrder(t *testing.T) {
 		{"counted", all, true, StepSendBytes, apierr.RateLimited, 2 * time.Second, bytesMsg},
 		{"bytes and full", sendBytes | fullProject | queueRate, false, StepSendBytes, apierr.RateLimited, 2 * time.Second, bytesMsg},
 		{"full, queue rate", fullProject | queueRate, false, StepFullProject, apierr.RateLimited, 3 * time.Second, "over this queue's limit of 3000 send requests a second"},
-		{"full", fullProject, false, StepFullProject, apierr.QuotaExceeded, 0, apierr.As(engine.ErrStoredBytesExceeded(tenancy.Defaults.MaxStoredBytes)).Message},
+		{"full", fullProject, false, StepFullProject, apierr.QuotaExceeded, 0, fmt.Sprintf("the send would take the project's stored bytes past its limit of %d bytes "+
+			"(maxStoredBytes); consume or purge messages first", tenancy.Defaults.MaxStoredBytes)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -164,7 +165,7 @@ func TestStoredBytesRefusal(t *testing.T) {
 		t.Fatalf("refused before any send was: %v", err)
 	}
 	_, err = f.svc.Send(ctx, f.q, []engine.Message{{Body: "second"}})
-	if ae := apierr.As(err); ae.Code != apierr.QuotaExceeded || ae.Details["limit"] != engine.LimitMaxStoredBytes {
+	if ae := AsAPI(err); !errors.Is(err, engine.ErrStoredBytesExceeded) || ae.Code != apierr.QuotaExceeded || ae.Details["limit"] != meta.LimitMaxStoredBytes {
 		t.Fatalf("sent past maxStoredBytes: %v", err)
 	}
 	adm.NoteErr(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
@@ -21,9 +20,9 @@ type fullProjects struct{ m sync.Map } // ids.ID → struct{}
 
 func (f *fullProjects) mark(project ids.ID) { f.m.Store(project, struct{}{}) }
 
-// refuseWhileFull answers 403 quota_exceeded (maxStoredBytes) when q's project is marked full
-// and still is; nil means decode and send as usual. The queue's send rate applies first, as
-// it does to every send.
+// refuseWhileFull answers 403 quota_exceeded (maxStoredBytes), the engines' answer to a send
+// past the limit, when q's project is marked full and still is; nil means decode and send as
+// usual. The queue's send rate applies first, as it does to every send.
 func (s *Admission) refuseWhileFull(ctx context.Context, q meta.Queue) error {
 	if _, ok := s.full.m.Load(q.ProjectID); !ok {
 		return nil
@@ -41,13 +40,12 @@ func (s *Admission) refuseWhileFull(ctx context.Context, q meta.Queue) error {
 	if err := s.QueueRate(ctx, q, "send"); err != nil {
 		return err
 	}
-	return engine.ErrStoredBytesExceeded(max)
+	return storedBytesAnswer(max)
 }
 
 // noteSendErr marks q's project full when err is a maxStoredBytes refusal.
 func (s *Admission) noteSendErr(q meta.Queue, err error) {
-	var e *apierr.Error
-	if errors.As(err, &e) && e.Code == apierr.QuotaExceeded && e.Details["limit"] == engine.LimitMaxStoredBytes {
+	if errors.Is(err, engine.ErrStoredBytesExceeded) {
 		s.full.mark(q.ProjectID)
 	}
 }

@@ -45,7 +45,11 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrNoMessage:             apierr.New(apierr.NotFound, "the queue holds no such message (unknown, or acknowledged, expired, purged or dead-lettered)"),
 	engine.ErrMessageInFlight:       apierr.New(apierr.MessageInFlight, "the message is in flight: a consumer holds it; settle it with its receipt handle"),
 	engine.ErrNoBinding:             apierr.New(apierr.NotFound, "the topic has no such binding"),
-	engine.ErrVisibilityLimit:       apierr.New(apierr.VisibilityLimitExceeded, "the new deadline would be more than %s after the message was received", engine.MaxInFlight),
+	engine.ErrTooLarge:              apierr.New(apierr.PayloadTooLarge, "the message is over the queue's maxMessageBytes"),
+	engine.ErrStoredBytesExceeded: {Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitMaxStoredBytes},
+		Message: "the send would take the project's stored bytes past its limit (maxStoredBytes); consume or purge messages first"},
+	engine.ErrDedupTaken:      apierr.New(apierr.InvalidArgument, "the queue's deduplication window holds the dedup id for another message"),
+	engine.ErrVisibilityLimit: apierr.New(apierr.VisibilityLimitExceeded, "the new deadline would be more than %s after the message was received", engine.MaxInFlight),
 }
 
 // metaAnswers maps the metadata stores' refusals whose answer quotes nothing.
@@ -169,6 +173,9 @@ func quotaAnswer(limit string, max int64) *apierr.Error {
 
 // EngineRefusal answers an engine's refusal.
 func EngineRefusal(err error) *apierr.Error {
+	if ae := figuresAnswer(err); ae != nil {
+		return ae
+	}
 	var r *engine.Refusal
 	if errors.As(err, &r) {
 		switch r.Err {
@@ -198,6 +205,30 @@ func EngineRefusal(err error) *apierr.Error {
 		}
 	}
 	return apierr.New(apierr.InvalidArgument, "the request was refused")
+}
+
+// figuresAnswer answers the engines' typed refusals, which carry the figures their answers
+// quote (found through any wrapping, a *engine.Refusal's included), nil for the others.
+func figuresAnswer(err error) *apierr.Error {
+	var tl *engine.TooLarge
+	var sb *engine.StoredBytesExceeded
+	var dt *engine.DedupTaken
+	switch {
+	case errors.As(err, &tl):
+		return apierr.New(apierr.PayloadTooLarge, "the message is %d bytes (body and attributes); the queue's maxMessageBytes is %d", tl.Bytes, tl.Limit)
+	case errors.As(err, &sb):
+		return storedBytesAnswer(sb.Limit)
+	case errors.As(err, &dt):
+		return apierr.New(apierr.InvalidArgument, "the queue's deduplication window holds dedup id %q for another message", dt.DedupID)
+	}
+	return nil
+}
+
+// storedBytesAnswer answers a store past the project's maxStoredBytes, limit.
+func storedBytesAnswer(limit int64) *apierr.Error {
+	return &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitMaxStoredBytes},
+		Message: fmt.Sprintf("the send would take the project's stored bytes past its limit of %d bytes "+
+			"(maxStoredBytes); consume or purge messages first", limit)}
 }
 
 // AsAPI is apierr.As with the refusals answered.

@@ -18,6 +18,17 @@ func TestEnginesNameNoFields(t *testing.T) {
 	noFieldNames(t, "pkg/engine", production, "an engine names a request field: return a refusal of package engine (pkg/api answers it)")
 }
 
+// clientText matches building an error that carries a client's text.
+var clientText = regexp.MustCompile(`apierr\.(New|Invalid|Field|Quota)\(`)
+
+// TestEnginesWriteNoClientText: the engines' refusals carry facts (sizes, limits, ids) and no
+// client sentence; pkg/service words each once for both doors and the fan-out's binding
+// records (the "Shape" issue), so an answer's text lives in one place.
+func TestEnginesWriteNoClientText(t *testing.T) {
+	t.Parallel()
+	matching(t, "pkg/engine", production, clientText, "an engine writes a client's text: return a refusal of package engine (pkg/service words it)")
+}
+
 // TestStoresNameNoFields: the metadata stores (pkg/meta and below, its conformance suite
 // included: it asserts the sentinels), their cache and the other packages beside the API that
 // read them refuse with package meta's sentinels, which pkg/api alone answers naming the field
@@ -34,13 +45,20 @@ func TestStoresNameNoFields(t *testing.T) {
 // an error naming a request field.
 func noFieldNames(t *testing.T, dir string, keep func(rel string) bool, advice string) {
 	t.Helper()
+	matching(t, dir, keep, fieldError, advice)
+}
+
+// matching fails the test at every line below dir (of the files keep accepts) that re
+// matches.
+func matching(t *testing.T, dir string, keep func(rel string) bool, re *regexp.Regexp, advice string) {
+	t.Helper()
 	goFiles(t, dir, keep, func(rel, path string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		for i, line := range strings.Split(string(src), "\n") {
-			if fieldError.MatchString(line) {
+			if re.MatchString(line) {
 				t.Errorf("%s:%d: %s", rel, i+1, advice)
 			}
 		}

@@ -146,7 +146,7 @@ func (e *Engine) sendLimit(qi *queue, q engine.Queue, msgs []engine.Message, dks
 		return nil, overLimit(qi, q, msgs, dks, sizes, now)
 	}
 	if q.MaxStoredBytes > 0 && add > 0 && *qi.pb+add > q.MaxStoredBytes {
-		return nil, engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+		return nil, &engine.StoredBytesExceeded{Limit: q.MaxStoredBytes}
 	}
 	return steps, nil
 }

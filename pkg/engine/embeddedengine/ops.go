@@ -188,7 +188,7 @@ func overLimit(qi *queue, q engine.Queue, msgs []engine.Message, dks []string, s
 		add += int64(sizes[i])
 	}
 	if add > 0 && *qi.pb+add > q.MaxStoredBytes {
-		return engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+		return &engine.StoredBytesExceeded{Limit: q.MaxStoredBytes}
 	}
 	return nil
 }

@@ -264,8 +264,8 @@ func TestStoredBytesRestart(t *testing.T) {
 	if n := must(e.StoredBytes(ctx, project)); n != 9 {
 		t.Fatalf("StoredBytes after a restart = %d, want 9", n)
 	}
-	if _, err := e.Send(ctx, q, []engine.Message{{Body: "12345678901x"}}); apierr.CodeOf(err) != apierr.QuotaExceeded {
-		t.Fatalf("send past the limit after a restart: %v, want quota_exceeded", err)
+	if _, err := e.Send(ctx, q, []engine.Message{{Body: "12345678901x"}}); !errors.Is(err, engine.ErrStoredBytesExceeded) {
+		t.Fatalf("send past the limit after a restart: %v, want engine.ErrStoredBytesExceeded", err)
 	}
 	must(e.Send(ctx, q, []engine.Message{{Body: "12345678901"}}))
 	if n := must(e.StoredBytes(ctx, project)); n != 20 {

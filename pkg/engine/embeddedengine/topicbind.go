@@ -186,14 +186,14 @@ func (e *Engine) Copy(ctx context.Context, q engine.Queue, b engine.CopyBatch) (
 			dk = explicitDedupKey(m.DedupID)
 			if d, ok := qi.dedup[dk]; ok && d.expiresAt > now {
 				if d.id != cm.ID {
-					errs[i] = engine.ErrCopyDedupTaken(m.DedupID)
+					errs[i] = &engine.DedupTaken{DedupID: m.DedupID}
 				}
 				continue
 			}
 		}
 		size := uint32(engine.PayloadBytes(m.Body, m.Attributes))
 		if q.MaxStoredBytes > 0 && *qi.pb+int64(size) > q.MaxStoredBytes {
-			errs[i] = engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+			errs[i] = &engine.StoredBytesExceeded{Limit: q.MaxStoredBytes}
 			continue
 		}
 		pl := encodePayload(&payload{Body: m.Body, Attributes: m.Attributes})

@@ -40,7 +40,7 @@ func (e *Engine) Publish(ctx context.Context, t engine.Topic, msgs []engine.Publ
 	ti := e.topicOf(t)
 	p, err := e.planPublish(ti, msgs, now)
 	if err == nil && t.MaxStoredBytes > 0 && p.add > 0 && *ti.pb+p.add > t.MaxStoredBytes {
-		err = engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
+		err = &engine.StoredBytesExceeded{Limit: t.MaxStoredBytes}
 	}
 	if err != nil {
 		e.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 )
@@ -156,20 +155,20 @@ func testStoredBytesLimit(t *testing.T, s *suite, h Harness) {
 	q := b.queue(limit)
 	b.send(q, "123456")
 	_, err := b.e.Send(b.ctx, q, []engine.Message{{Body: "1"}, {Body: "2345"}, {Body: "6"}})
-	wantQuota(t, err)
+	wantQuota(t, err, 10)
 	b.want("refused send", 6)
 	b.wantCounts(q, 1, 0, 0)
 	b.send(q, "7890")
 	b.want("send up to the limit", 10)
 	_, err = b.e.Send(b.ctx, q, []engine.Message{{Body: "x"}})
-	wantQuota(t, err)
+	wantQuota(t, err, 10)
 	wantNil(t, "ack", b.ack(q, b.receiveOne(q, time.Minute).Delivery)[0])
 	b.send(q, "x")
 
 	f := b.queue(fifo, limit)
 	// One queue's limit is the project's: f shares q's bytes.
 	_, err = b.e.Send(b.ctx, f, []engine.Message{{Body: strings.Repeat("y", 6), GroupID: "g", DedupID: "d"}})
-	wantQuota(t, err)
+	wantQuota(t, err, 10)
 	wantNil(t, "purge", b.e.Purge(b.ctx, q))
 	b.want("purge", 0)
 	b.sendResults(f, engine.Message{Body: strings.Repeat("y", 10), GroupID: "g", DedupID: "d"})
@@ -186,12 +185,17 @@ func testStoredBytesLimit(t *testing.T, s *suite, h Harness) {
 	b.want("unchanged by another project", 10)
 }
 
-func wantQuota(t *testing.T, err error) {
+// wantQuota: err is the project's byte quota refusing a store, quoting the project's limit
+// (the doors word it as quota_exceeded naming maxStoredBytes).
+func wantQuota(t *testing.T, err error, limit int64) {
 	t.Helper()
-	wantCode(t, "send over maxStoredBytes", err, apierr.QuotaExceeded)
-	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Details["limit"] != engine.LimitMaxStoredBytes {
-		t.Fatalf("send over maxStoredBytes: %v, want details.limit %q", err, engine.LimitMaxStoredBytes)
+	wantRefusal(t, "a store past maxStoredBytes", err, engine.ErrStoredBytesExceeded)
+	var sb *engine.StoredBytesExceeded
+	if !errors.As(err, &sb) || sb.Limit != limit {
+		t.Fatalf("a store past maxStoredBytes: %v, want an *engine.StoredBytesExceeded quoting %d", err, limit)
+	}
+	if !engine.IsRefusal(err) {
+		t.Fatalf("a store past maxStoredBytes: %v is not a refusal", err)
 	}
 }
 
@@ -217,7 +221,7 @@ func testStoredBytesReserved(t *testing.T, s *suite, h Harness) {
 	b.sendMsgs(q, engine.Message{Body: "abc", Attributes: replayed(7)})
 	b.want("a replayed copy", 2*size)
 	_, err := b.e.Send(b.ctx, q, []engine.Message{{Body: "x"}})
-	wantQuota(t, err) // the limit is reached by the client's bytes alone, not passed
+	wantQuota(t, err, 2*size) // the limit is reached by the client's bytes alone, not passed
 	ms := b.receive(q, 2, time.Minute)
 	if len(ms) != 2 {
 		t.Fatalf("received %d, want 2", len(ms))

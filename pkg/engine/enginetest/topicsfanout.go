@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -238,8 +239,10 @@ func testTopicCopyFIFO(t *testing.T, ts *topicSuite) {
 	ts.sendResults(q, engine.Message{Body: "direct", GroupID: "g3", DedupID: "taken"})
 	res := ts.publish(tp, engine.PublishMessage{Message: engine.Message{Body: "clash", GroupID: "g3", DedupID: "taken"}})
 	errs := ts.copyBatch(q, tp, b, copies(true, ts.readLog(tp, res[0].Sequence, 1)...))
-	if errs[0] == nil {
-		t.Fatalf("a copy whose dedup id the queue holds for another message was stored")
+	wantRefusal(t, "a copy whose dedup id the queue holds for another message", errs[0], engine.ErrDedupTaken)
+	var dt *engine.DedupTaken
+	if !errors.As(errs[0], &dt) || dt.DedupID != "taken" {
+		t.Fatalf("a copy whose dedup id the queue holds for another message: %v, want an *engine.DedupTaken naming \"taken\"", errs[0])
 	}
 	ts.wantCounts(q, 1, 0, 0)
 }
@@ -253,8 +256,8 @@ func testTopicCopyQuota(t *testing.T, ts *topicSuite) {
 	ts.pub(tp, "aaaaa", "bbbbbb", "cc")
 	b := ids.New()
 	errs := ts.copyBatch(q, tp, b, copies(false, ts.readLog(tp, 1, 10)...))
-	wantCode(t, "copy of 5 bytes past the quota", errs[0], apierr.QuotaExceeded)
-	wantCode(t, "copy of 6 bytes past the quota", errs[1], apierr.QuotaExceeded)
+	wantQuota(t, errs[0], 10) // the copy of 5 bytes
+	wantQuota(t, errs[1], 10) // the copy of 6 bytes
 	wantNil(t, "copy of 2 bytes within the quota", errs[2])
 	ts.wantCounts(q, 2, 0, 0)
 	ts.storedBytes("after a partly refused copy", 10)
@@ -289,7 +292,7 @@ func testTopicPublishQuota(t *testing.T, ts *topicSuite) {
 	ts.send(q, "123") // the project's queues count too
 	ts.pub(tp, "45678")
 	_, err := ts.tp.Publish(ts.ctx, tp, []engine.PublishMessage{{Message: engine.Message{Body: "a"}}, {Message: engine.Message{Body: "bcd"}}})
-	wantQuota(t, err)
+	wantQuota(t, err, 10)
 	ts.wantBounds("a refused publish", tp, 1, 1)
 	ts.storedBytes("a refused publish", 8)
 	ts.pub(tp, "ab")

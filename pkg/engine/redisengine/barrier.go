@@ -159,7 +159,7 @@ func (e *Engine) hold(ctx context.Context, q engine.Queue, hs []held, bytes int6
 	}
 	switch vals[0] {
 	case holdOverQuota:
-		return false, engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+		return false, &engine.StoredBytesExceeded{Limit: q.MaxStoredBytes}
 	case holdOff:
 		if len(fenced) > 0 {
 			e.unfence(ctx, q.ID, vals[1], fenced)

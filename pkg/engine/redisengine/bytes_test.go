@@ -2,13 +2,13 @@ package redisengine_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
@@ -103,7 +103,7 @@ func TestLimitConcurrentReplicas(t *testing.T) {
 					switch {
 					case err == nil:
 						accepted++
-					case apierr.CodeOf(err) == apierr.QuotaExceeded:
+					case errors.Is(err, engine.ErrStoredBytesExceeded):
 						refused++
 					default:
 						t.Errorf("send: %v", err)

@@ -88,7 +88,7 @@ func (e *Engine) copyStandard(ctx context.Context, q engine.Queue, b engine.Copy
 	errs := make([]error, n)
 	for i, c := range codes {
 		if code, _ := c.(int64); code == 0 {
-			errs[i] = engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+			errs[i] = &engine.StoredBytesExceeded{Limit: q.MaxStoredBytes}
 		}
 	}
 	if stored, _ := vals[0].(int64); stored > 0 {
@@ -167,12 +167,12 @@ func (e *Engine) copyFIFO(ctx context.Context, q engine.Queue, b engine.CopyBatc
 	for i, r := range res {
 		m := b.Messages[i]
 		switch {
-		case r.Err != nil && errors.Is(r.Err, engine.ErrStoredBytesExceeded(q.MaxStoredBytes)):
+		case r.Err != nil && errors.Is(r.Err, engine.ErrStoredBytesExceeded):
 			errs[i] = r.Err
 		case r.Err != nil:
 			return nil, r.Err
 		case r.Duplicate && r.MessageID != m.ID:
-			errs[i] = engine.ErrCopyDedupTaken(m.Message.DedupID)
+			errs[i] = &engine.DedupTaken{DedupID: m.Message.DedupID}
 		}
 	}
 	return errs, nil

@@ -215,7 +215,7 @@ func (e *Engine) sendErr(ctx context.Context, q engine.Queue, err error) error {
 	case errors.Is(err, errFenced):
 		return errFenced
 	case errors.Is(err, errOverQuota):
-		return engine.ErrStoredBytesExceeded(q.MaxStoredBytes)
+		return &engine.StoredBytesExceeded{Limit: q.MaxStoredBytes}
 	default:
 		return e.wrap(ctx, "send", err)
 	}

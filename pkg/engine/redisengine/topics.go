@@ -302,7 +302,7 @@ func (e *Engine) publishCall(ctx context.Context, t engine.Topic, p *pubPlan) ([
 	k := topicKeysOf(t.ID)
 	held, err := e.reserveBytes(ctx, asQueue(t), p.bytes)
 	if errors.Is(err, errOverQuota) {
-		return nil, engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
+		return nil, &engine.StoredBytesExceeded{Limit: t.MaxStoredBytes}
 	}
 	if err != nil {
 		return nil, err
@@ -321,7 +321,7 @@ func (e *Engine) publishCall(ctx context.Context, t engine.Topic, p *pubPlan) ([
 		case publishConflict:
 			return nil, errConflict
 		case publishOverQuota:
-			return nil, engine.ErrStoredBytesExceeded(t.MaxStoredBytes)
+			return nil, &engine.StoredBytesExceeded{Limit: t.MaxStoredBytes}
 		}
 		return nil, e.wrap(ctx, "publish", errBadReply)
 	}

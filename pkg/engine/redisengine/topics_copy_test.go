@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/queueshq/queues/pkg/apierr"
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/engine/enginetest"
 	"github.com/queueshq/queues/pkg/engine/redisengine"
@@ -167,7 +166,7 @@ func testTopicQuota(t *testing.T, env topicEnv) {
 	top.MaxStoredBytes = 10
 	publish(t, e, top, pm("12345"))
 	_, err := e.Publish(ctx, top, []engine.PublishMessage{pm("1"), pm("123456")})
-	if !errors.Is(err, &apierr.Error{Code: apierr.QuotaExceeded}) {
+	if !errors.Is(err, engine.ErrStoredBytesExceeded) {
 		t.Fatalf("a publish past maxStoredBytes: %v", err)
 	}
 	if b, _ := e.Bounds(ctx, top); b.Last != 1 || b.Bytes != 5 {
@@ -182,7 +181,7 @@ func testTopicQuota(t *testing.T, env topicEnv) {
 		{Sequence: 1, ID: ids.New(), Message: engine.Message{Body: "abc"}},
 		{Sequence: 2, ID: ids.New(), Message: engine.Message{Body: "def"}}}}
 	errs, err := e.Copy(ctx, q, b)
-	if err != nil || len(errs) != 2 || errs[0] != nil || !errors.Is(errs[1], &apierr.Error{Code: apierr.QuotaExceeded}) {
+	if err != nil || len(errs) != 2 || errs[0] != nil || !errors.Is(errs[1], engine.ErrStoredBytesExceeded) {
 		t.Fatalf("copies past the quota: %v %v", errs, err)
 	}
 	if n, _ := e.StoredBytes(ctx, top.Project); n != 8 {
