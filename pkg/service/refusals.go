@@ -46,11 +46,15 @@ var refusalAnswers = map[error]*apierr.Error{
 	engine.ErrMessageInFlight:       apierr.New(apierr.MessageInFlight, "the message is in flight: a consumer holds it; settle it with its receipt handle"),
 	engine.ErrNoBinding:             apierr.New(apierr.NotFound, "the topic has no such binding"),
 	engine.ErrTooLarge:              apierr.New(apierr.PayloadTooLarge, "the message is over the queue's maxMessageBytes"),
-	engine.ErrStoredBytesExceeded: {Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitMaxStoredBytes},
-		Message: "the send would take the project's stored bytes past its limit (maxStoredBytes); consume or purge messages first"},
-	engine.ErrDedupTaken:      apierr.New(apierr.InvalidArgument, "the queue's deduplication window holds the dedup id for another message"),
-	engine.ErrVisibilityLimit: apierr.New(apierr.VisibilityLimitExceeded, "the new deadline would be more than %s after the message was received", engine.MaxInFlight),
+	engine.ErrStoredBytesExceeded:   storedBytesUnquoted,
+	engine.ErrDedupTaken:            apierr.New(apierr.InvalidArgument, "the queue's deduplication window holds the dedup id for another message"),
+	engine.ErrVisibilityLimit:       apierr.New(apierr.VisibilityLimitExceeded, "the new deadline would be more than %s after the message was received", engine.MaxInFlight),
 }
+
+// storedBytesUnquoted answers a bare engine.ErrStoredBytesExceeded (the engines return a
+// *engine.StoredBytesExceeded quoting the limit, which figuresAnswer words).
+var storedBytesUnquoted = &apierr.Error{Code: apierr.QuotaExceeded, Details: map[string]any{"limit": meta.LimitMaxStoredBytes},
+	Message: "the send would take the project's stored bytes past its limit (maxStoredBytes); consume or purge messages first"}
 
 // metaAnswers maps the metadata stores' refusals whose answer quotes nothing.
 var metaAnswers = map[error]*apierr.Error{
