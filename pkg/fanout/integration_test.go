@@ -511,8 +511,12 @@ func testQuotaRefusalRecorded(t *testing.T, mk engineMaker) {
 	body := strings.Repeat("x", 100)
 	r.Limits = fixedLimit(150) // the log holds 100 bytes: no copy fits beside it
 	const quotaReason = "the send would take the project's stored bytes past its limit of 150 bytes (maxStoredBytes); consume or purge messages first"
-	run(t, r)
+	// Published before the runner starts: on Cluster the log's bytes are folded into the
+	// project's total right after the publish script, and a runner woken by the script could
+	// copy in between (the test publishes with no limit, so nothing is reserved meanwhile; a
+	// publish under the project's limit reserves its bytes until the fold).
 	res := w.publish(t, engine.PublishMessage{Message: engine.Message{Body: body}})
+	run(t, r)
 	w.awaitCursors(t, res[0].Sequence)
 	bs, err := w.eng.Bindings(t.Context(), w.engineTopic())
 	must(t, err)
