@@ -131,6 +131,3 @@ func (s *Server) chargeRead(c echo.Context, adm *service.AdmittedSend, n int) er
 	}
 	return err
 }
-
-// payloadSize is a message's size as the 256 KiB limit measures it (service.PayloadSize).
-func payloadSize(body string, attrs map[string]string) int64 { return service.PayloadSize(body, attrs) }

@@ -55,7 +55,7 @@ func (op operatorCommand) command() *cobra.Command {
 		if envErr := applyEnv(cmd.Flags()); envErr != nil {
 			err = envErr
 		}
-		return &operatorError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+		return &operatorError{fmt.Errorf("%w\nRun '%s --help' for usage", err, cmd.CommandPath())}
 	})
 	for _, sub := range op.subs {
 		cmd.AddCommand(sub.command())
