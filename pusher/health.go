@@ -78,27 +78,17 @@ func (w *worker) recordHealth(sub meta.Subscription, v verdict, status int, flow
 	}
 }
 
-// writeHealth drains the worker's health queue: each round's outcomes in one write per
-// subscription, then the disabling check on the record after them.
+// writeHealth drains the worker's health queue, each round's outcomes in one write. A worker
+// pushes for one subscription id (a subscription made again gets a new worker), so a round's
+// outcomes are all of one record.
 func (w *worker) writeHealth() {
 	defer w.inFlight.Done()
-	for {
-		batch := w.health.take()
-		if len(batch) == 0 {
-			return
-		}
-		for len(batch) > 0 {
-			n := 1
-			for n < len(batch) && batch[n].sub.ID == batch[0].sub.ID {
-				n++
-			}
-			w.writeOutcomes(batch[:n])
-			batch = batch[n:]
-		}
+	for batch := w.health.take(); len(batch) > 0; batch = w.health.take() {
+		w.writeOutcomes(batch)
 	}
 }
 
-// writeOutcomes records one subscription's outcomes and disables it when the last one ends a
+// writeOutcomes records the outcomes and disables the subscription when the last one ends a
 // long enough failure.
 func (w *worker) writeOutcomes(batch []pendingOutcome) {
 	p := w.p
