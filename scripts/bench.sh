@@ -32,7 +32,12 @@ trap cleanup EXIT
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 waitport() { for _ in $(seq 1 300); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 
-go build -o "$work/queues" ./services/queues
+# BENCH_BIN runs a queues binary built elsewhere (another tree's, for before and after).
+if [ -n "${BENCH_BIN:-}" ]; then
+  cp "$BENCH_BIN" "$work/queues"
+else
+  go build -o "$work/queues" ./services/queues
+fi
 Q="$work/queues"
 export QUEUES_SIGNING_KEYS="bench:$(head -c 32 /dev/urandom | base64 -w0)"
 export QUEUES_OPERATOR_TOKEN="op_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -111,3 +116,7 @@ fi
 # The processes' CPU per message is reported by every timed phase; a -cpu-pids among the
 # arguments comes later and wins.
 "$Q" bench -cpu-pids "$cpupids" "$@"
+# BENCH_REDIS_STATS names a file for redis-server's INFO commandstats after the run (api mode).
+if [ -n "${BENCH_REDIS_STATS:-}" ] && [ -n "${rport:-}" ]; then
+  redis-cli -p "$rport" info commandstats >"$BENCH_REDIS_STATS"
+fi

@@ -56,6 +56,12 @@ func SQSAttemptBytes(project ids.ID) string { return "queues:sqs:attemptbytes:" 
 // Waiting is the zset of a project's parked long polls (tenancy's park.lua).
 func Waiting(project ids.ID) string { return "tenancy:{p:" + project.String() + "}:waiting" }
 
+// WaitingLeases is the hash of how many slots each member of Waiting stands for: a replica's
+// lease of several slots is one member (tenancy's lease.lua); a member without an entry is one.
+func WaitingLeases(project ids.ID) string {
+	return "tenancy:{p:" + project.String() + "}:waiting:leases"
+}
+
 // Rate limiter (pkg/ratelimit). redis_rate stores a budget named n under "rate:" + Budget(n).
 // Each budget has a hash tag of its own, "{q:<name>}": the limiter's script touches that one
 // key, so it needs no slot shared with anything else, and budgets spread over the cluster.

@@ -21,10 +21,13 @@ type Parking interface {
 	Park(ctx context.Context, project ids.ID, max int64, hold time.Duration) (release func(), ok bool, err error)
 }
 
+//go:embed scripts/waiting.lua
+var waitingLua string
+
 //go:embed scripts/park.lua
 var parkLua string
 
-var parkScript = redis.NewScript(parkLua)
+var parkScript = redis.NewScript(waitingLua + parkLua)
 
 // RedisParking counts parked long polls per project in Redis, shared by every replica. Each
 // slot is a zset member scored by its expiry, so a replica killed with slots taken leaks them
@@ -49,7 +52,7 @@ func (p *RedisParking) Park(ctx context.Context, project ids.ID, max int64, hold
 	now := p.clk.Now().UnixMilli()
 	member := p.replica + ":" + strconv.FormatUint(p.n.Add(1), 10)
 	key := waitingKey(project)
-	got, err := parkScript.Run(ctx, p.rdb, []string{key}, now, now+hold.Milliseconds(), member, max).Int()
+	got, err := parkScript.Run(ctx, p.rdb, []string{key, waitingLeasesKey(project)}, now, now+hold.Milliseconds(), member, max).Int()
 	if err != nil || got != 1 {
 		return func() {}, false, err
 	}

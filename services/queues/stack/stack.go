@@ -139,7 +139,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		PushTokens:     pushauth.ForURL(store, clk, o.PublicURL),
 		TrustedProxies: o.TrustedProxies,
 		Tenancy:        store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
-		Parking:   tenancy.NewRedisParking(o.Redis, clk, meter.Replica()),
+		Parking:   tenancy.NewLeasedParking(o.Redis, clk, meter.Replica()),
 		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
 		Topics: topics, TopicEngine: fanout.Notifying(eng, fan), // a publish here wakes this replica's fan-out at once
 		Dependencies: []api.Dependency{
