@@ -62,6 +62,9 @@ func WaitingLeases(project ids.ID) string {
 	return "tenancy:{p:" + project.String() + "}:waiting:leases"
 }
 
+// WaitingLease is a replica's lease: its member in Waiting and WaitingLeases.
+func WaitingLease(replica string) string { return replica + ":lease" }
+
 // Rate limiter (pkg/ratelimit). redis_rate stores a budget named n under "rate:" + Budget(n).
 // Each budget has a hash tag of its own, "{q:<name>}": the limiter's script touches that one
 // key, so it needs no slot shared with anything else, and budgets spread over the cluster.

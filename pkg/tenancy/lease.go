@@ -10,12 +10,13 @@ import (
 
 	"github.com/queueshq/queues/pkg/clock"
 	"github.com/queueshq/queues/pkg/ids"
+	"github.com/queueshq/queues/pkg/rediskeys"
 )
 
 //go:embed scripts/lease.lua
 var leaseLua string
 
-var leaseScript = redis.NewScript(waitingLua + leaseLua)
+var leaseScript = redis.NewScript(preludeLua + leaseLua)
 
 // DefaultIdleReturn is how long a replica keeps waiting-receive slots it leased but no longer
 // uses before it gives them back.
@@ -63,7 +64,7 @@ type lease struct {
 // NewLeasedParking returns the leased parking of one replica (replica names its lease).
 func NewLeasedParking(rdb redis.UniversalClient, clk clock.Clock, replica string) *LeasedParking {
 	return &LeasedParking{exact: NewRedisParking(rdb, clk, replica), rdb: rdb, clk: clk,
-		member: replica + ":lease", leases: map[ids.ID]*lease{}}
+		member: rediskeys.WaitingLease(replica), leases: map[ids.ID]*lease{}}
 }
 
 // Park takes a slot from the replica's lease, growing or renewing the lease in Redis when it

@@ -21,13 +21,13 @@ type Parking interface {
 	Park(ctx context.Context, project ids.ID, max int64, hold time.Duration) (release func(), ok bool, err error)
 }
 
-//go:embed scripts/waiting.lua
-var waitingLua string
+//go:embed scripts/prelude.lua
+var preludeLua string
 
 //go:embed scripts/park.lua
 var parkLua string
 
-var parkScript = redis.NewScript(waitingLua + parkLua)
+var parkScript = redis.NewScript(preludeLua + parkLua)
 
 // RedisParking counts parked long polls per project in Redis, shared by every replica. Each
 // slot is a zset member scored by its expiry, so a replica killed with slots taken leaks them

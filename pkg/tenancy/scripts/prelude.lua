@@ -1,4 +1,4 @@
--- waiting: the helpers park.lua and lease.lua share (prepended to each).
+-- Helpers prepended to park.lua and lease.lua (waiting.go, lease.go).
 -- waiting(z, h, now) drops the members of z past their expiry (and their h entries) and
 -- returns the slots the rest stand for: one each, or their h count.
 local function waiting(z, h, now)
