@@ -231,11 +231,15 @@ func (st *stream) writeAs(ctx context.Context, typ websocket.MessageType, b []by
 	return st.conn.Write(wctx, typ, b)
 }
 
-// take waits for credit and takes up to one receive's worth (0: the stream ended).
+// take waits for credit and takes up to one receive's worth (0: the stream ended). While
+// another receive of the stream is out it waits for a whole receive's worth: credit comes
+// back a few messages at a time as the consumer's handlers finish, and a receive for each
+// few would cost a receive a few messages (the extra fetchers are there to have the next
+// full receive under way while a batch is written, not to split one).
 func (st *stream) take() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for st.credit == 0 && !st.done {
+	for !st.done && (st.credit == 0 || (st.out > 0 && st.credit < st.max)) {
 		st.cond.Wait()
 	}
 	if st.done {
@@ -253,9 +257,8 @@ func (st *stream) give(n, used int) {
 	st.out -= n
 	st.credit += n - used
 	st.mu.Unlock()
-	if n > used {
-		st.cond.Signal()
-	}
+	// Unused credit is back, or this was the receive others waited behind.
+	st.cond.Broadcast()
 }
 
 // fetch is one of the stream's receivers: while it holds credit it receives (long-polling up
