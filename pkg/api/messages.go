@@ -238,10 +238,9 @@ func (s *Server) sendParsed(ctx context.Context, q meta.Queue, adm *service.Admi
 		return out, apierr.Invalid("messages", "is required: 1 to %d messages", engine.MaxBatch)
 	}
 	rules := s.sendRules(q)
-	var msgs []engine.Message
-	var index []int
+	msgs, index := make([]engine.Message, 0, len(items)), make([]int, 0, len(items))
 	for i, raw := range items {
-		m, err := parseMessage(raw, o.valid, "messages["+strconv.Itoa(i)+"]", rules)
+		m, err := parseMessage(raw, o.valid, messagePrefix(i), rules)
 		if err != nil {
 			out.failed = append(out.failed, sendFailed{Index: i, Error: bodyOf(err)})
 			continue
@@ -259,11 +258,12 @@ func (s *Server) sendParsed(ctx context.Context, q meta.Queue, adm *service.Admi
 		return out, err
 	}
 	out.msgs, out.res = msgs, res
+	out.sent = make([]sendOK, 0, len(res))
 	storeFailed := false
 	for i, r := range res {
 		if r.Err != nil {
 			// Others of the request were stored: this one is reported, not the whole request.
-			out.failed = append(out.failed, sendFailed{Index: index[i], Error: bodyOf(sendErr(r.Err).WithPrefix("messages[" + strconv.Itoa(index[i]) + "]"))})
+			out.failed = append(out.failed, sendFailed{Index: index[i], Error: bodyOf(sendErr(r.Err).WithPrefix(messagePrefix(index[i])))})
 			storeFailed = true
 			continue
 		}
@@ -274,6 +274,23 @@ func (s *Server) sendParsed(ctx context.Context, q meta.Queue, adm *service.Admi
 		slices.SortFunc(out.failed, func(a, b sendFailed) int { return a.Index - b.Index })
 	}
 	return out, nil
+}
+
+// messagePrefixes are the field prefixes of a send's messages, made once.
+var messagePrefixes = func() []string {
+	p := make([]string, engine.MaxBatch)
+	for i := range p {
+		p[i] = "messages[" + strconv.Itoa(i) + "]"
+	}
+	return p
+}()
+
+// messagePrefix is the field prefix of a send's i-th message ("messages[3]").
+func messagePrefix(i int) string {
+	if i < len(messagePrefixes) {
+		return messagePrefixes[i]
+	}
+	return "messages[" + strconv.Itoa(i) + "]"
 }
 
 // sendErr is the error reported in `failed` for a message the engine could not store while

@@ -160,9 +160,8 @@ func (s *Server) runReceipts(ctx context.Context, src netip.Addr, data []byte, r
 
 	// One delivery twice in a batch has no single meaning (ack it twice? which timeout
 	// wins?): later copies are refused without touching storage.
-	var live []*receiptEntry
-	var at []int
-	first := map[engine.Delivery]int{}
+	live, at := make([]*receiptEntry, 0, len(entries)), make([]int, 0, len(entries))
+	first := make(map[engine.Delivery]int, len(entries))
 	for i, e := range entries {
 		if e.err != nil {
 			continue

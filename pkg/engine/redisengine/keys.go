@@ -1,6 +1,9 @@
 package redisengine
 
 import (
+	"encoding/binary"
+	"sync/atomic"
+
 	"github.com/queueshq/queues/pkg/engine"
 	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/rediskeys"
@@ -13,7 +16,33 @@ import (
 // methods below list them in the orders the scripts take them.
 type partKeys struct{ rediskeys.Partition }
 
-func keysOf(q ids.ID, p int) partKeys { return partKeys{rediskeys.PartitionOf(q, p)} }
+// keysOf is the partition's keys. Naming them builds two dozen strings, and every script call
+// needs them, so the names of recent partitions are kept in a small direct-mapped cache
+// (keyCache entries; a partition whose slot another took is named again).
+func keysOf(q ids.ID, p int) partKeys {
+	slot := &keyCache[keySlot(q, p)]
+	if c := slot.Load(); c != nil && c.q == q && c.p == p {
+		return c.k
+	}
+	k := partKeys{rediskeys.PartitionOf(q, p)}
+	slot.Store(&cachedKeys{q: q, p: p, k: k})
+	return k
+}
+
+// keySlot is the partition's slot in keyCache (the id's last bytes are random).
+func keySlot(q ids.ID, p int) int {
+	return int((binary.LittleEndian.Uint64(q[8:]) ^ uint64(p)*0x9e3779b97f4a7c15) % uint64(len(keyCache)))
+}
+
+// cachedKeys is one partition's names in keyCache.
+type cachedKeys struct {
+	q ids.ID
+	p int
+	k partKeys
+}
+
+// keyCache holds the names of up to 1,024 partitions (about 1.5 KiB each).
+var keyCache [1024]atomic.Pointer[cachedKeys]
 
 // messages are the keys holding messages (the settle scripts' first five keys).
 func (k partKeys) messages() []string {

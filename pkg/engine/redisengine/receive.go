@@ -230,6 +230,9 @@ func (e *Engine) claimCounted(ctx context.Context, q engine.Queue, req engine.Re
 			nextAt = at
 		}
 		taken, _ := vals[1].([]any)
+		if res.Messages == nil && len(taken) > 0 {
+			res.Messages = make([]engine.Received, 0, req.Max) // one allocation, not a growing slice's five
+		}
 		var prios []any // standard receives: the priority of each message taken
 		if len(vals) > 5 {
 			prios, _ = vals[4].([]any)

@@ -133,13 +133,17 @@ func (e *Engine) ackShared(ctx context.Context, q engine.Queue, p int, ds []engi
 	e.acks.do(laneKey('a', q.ID, p, 0, 0), job, func(batch []*ackJob) {
 		cctx, cancel := detached(batch[0].ctx)
 		defer cancel()
-		args := []any{e.nowMs()}
+		total := 0
+		for _, b := range batch {
+			total += len(b.ds)
+		}
+		args := append(make([]any, 0, 1+2*total), e.nowMs())
 		type slot struct {
 			job *ackJob
 			i   int
 		}
-		var sent []slot
-		owner := map[ids.ID]*ackJob{}
+		sent := make([]slot, 0, total)
+		owner := make(map[ids.ID]*ackJob, total)
 		for _, b := range batch {
 			for i, d := range b.ds {
 				if d.Attempt == 0 {
