@@ -161,6 +161,31 @@ func (p *LeasedParking) trim(l *lease) {
 	}
 }
 
+// Close gives back the slots every lease holds beyond the polls still parked (all of them once
+// the replica drained) and stops the idle trims: a replica shutting down does not leave its
+// spare slots to expire (two holds) while other replicas are refused.
+func (p *LeasedParking) Close(ctx context.Context) {
+	p.mu.Lock()
+	leases := make([]*lease, 0, len(p.leases))
+	for _, l := range p.leases {
+		leases = append(leases, l)
+	}
+	p.mu.Unlock()
+	for _, l := range leases {
+		l.mu.Lock()
+		if l.timer != nil {
+			l.timer.Stop()
+			l.timer = nil
+		}
+		if l.held > l.used {
+			if got, err := p.setLease(ctx, l.project, p.clk.Now().UnixMilli(), l.exp, l.max, l.used); err == nil {
+				l.held = got // a failure leaves the slots to expire with the lease
+			}
+		}
+		l.mu.Unlock()
+	}
+}
+
 // setLease asks Redis for want slots in the lease (lease.lua) and returns how many it holds.
 func (p *LeasedParking) setLease(ctx context.Context, project ids.ID, now, exp, limit, want int64) (int64, error) {
 	keys := []string{waitingKey(project), waitingLeasesKey(project)}

@@ -113,3 +113,24 @@ func TestLeasedParkingExpires(t *testing.T) {
 	r()
 	r2()
 }
+
+// TestLeasedParkingCloseGivesBack: a replica that closes gives its spare slots back at once
+// (the other replica parks without waiting for them to expire).
+func TestLeasedParkingCloseGivesBack(t *testing.T) {
+	a, b, _, rdb, _ := leasedPair(t)
+	const limit = 128
+	p := ids.New()
+	var ra []func()
+	for range limit {
+		ra = append(ra, wantPark(t, a, p, limit, true))
+	}
+	for _, r := range ra {
+		r()
+	}
+	wantPark(t, b, p, limit, false) // a still holds them: its trim has not run
+	a.Close(t.Context())
+	if n := rdb.ZCard(t.Context(), waitingKey(p)).Val(); n != 0 {
+		t.Fatalf("%d members after Close", n)
+	}
+	wantPark(t, b, p, limit, true)
+}

@@ -101,6 +101,7 @@ type Replica struct {
 	Fanout   *fanout.Runner
 	draining chan struct{}
 	drain    sync.Once
+	parking  *tenancy.LeasedParking
 	stop     context.CancelFunc
 	done     chan struct{}
 }
@@ -129,7 +130,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	topics := cache.Topics(store) // a publish resolves its topic without reading DynamoDB
 	fan := &fanout.Runner{Engine: eng, Topics: topics, Queues: cache, Bindings: store, Meter: meter, Clock: clk,
 		Log: o.Logger.With("component", "fanout"), Registry: o.Registry}
-	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, Fanout: fan, draining: make(chan struct{}), done: make(chan struct{})}
+	r := &Replica{Engine: eng, Meta: cache, Auth: authority, Meter: meter, Topics: store, Fanout: fan, draining: make(chan struct{}), done: make(chan struct{}),
+		parking: tenancy.NewLeasedParking(o.Redis, clk, meter.Replica())}
 	r.API = api.New(api.Config{
 		Engine: eng, Meta: cache, Auth: authority, Receipts: receipt.NewSigner(o.Keys),
 		Limiter: ratelimit.NewLeased(o.Redis), Rates: o.Rates, Clock: clk, Logger: o.Logger,
@@ -139,7 +141,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		PushTokens:     pushauth.ForURL(store, clk, o.PublicURL),
 		TrustedProxies: o.TrustedProxies,
 		Tenancy:        store, DefaultLimits: o.DefaultLimits, Meter: meter, StoredBytes: stored,
-		Parking:   tenancy.NewLeasedParking(o.Redis, clk, meter.Replica()),
+		Parking:   r.parking,
 		MoveTasks: store, MoveRunner: mover, Streams: o.Streams,
 		Topics: topics, TopicEngine: fanout.Notifying(eng, fan), // a publish here wakes this replica's fan-out at once
 		Dependencies: []api.Dependency{
@@ -183,6 +185,9 @@ func (r *Replica) Close() error {
 	r.Drain()
 	r.stop()
 	<-r.done
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	r.parking.Close(ctx) // its spare waiting-receive slots go back to the other replicas now
+	cancel()
 	r.Meta.Close()
 	return r.Engine.Close()
 }
