@@ -3,6 +3,8 @@ package tenancy
 import (
 	"context"
 	_ "embed"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,7 +28,7 @@ const DefaultIdleReturn = time.Second
 // leases a 64th of its limit at a time, so replicas hold back little of anyone's limit.
 const leaseBlockMax = 16
 
-// leaseBlock is how many slots a lease takes beyond the one asked for (1: no lease).
+// leaseBlock is how many slots a lease takes beyond the one asked for (under 2: no lease).
 func leaseBlock(max int64) int64 { return min(max/64, leaseBlockMax) }
 
 // LeasedParking counts a replica's parked long polls per project in the process, and holds
@@ -55,7 +57,7 @@ type lease struct {
 	project    ids.ID
 	max        int64 // the limit of the last lease
 	used, held int64
-	peak       int64 // the most used since the last trim
+	peak       int64 // the most used since the last trim (never below used)
 	exp        int64 // ms: the lease's expiry in Redis
 	timer      *time.Timer
 	gone       bool // dropped from the map: Park takes a fresh one
@@ -93,8 +95,7 @@ func (p *LeasedParking) Park(ctx context.Context, project ids.ID, limit int64, h
 	}
 	l.used++
 	l.peak = max(l.peak, l.used)
-	var once sync.Once
-	return func() { once.Do(func() { p.release(l) }) }, true, nil
+	return sync.OnceFunc(func() { p.release(l) }), true, nil
 }
 
 // lockLease returns the project's lease, locked.
@@ -138,16 +139,11 @@ func (p *LeasedParking) trim(l *lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.timer = nil
-	keep := max(l.peak, l.used)
+	keep := l.peak
 	l.peak = l.used
-	if keep < l.held {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		got, err := p.setLease(ctx, l.project, p.clk.Now().UnixMilli(), l.exp, l.max, keep)
-		cancel()
-		if err == nil {
-			l.held = got // a failure leaves the slots to expire with the lease
-		}
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	p.shrink(ctx, l, keep)
+	cancel()
 	switch {
 	case l.held > l.used:
 		l.timer = time.AfterFunc(p.idleReturn(), func() { p.trim(l) })
@@ -166,10 +162,7 @@ func (p *LeasedParking) trim(l *lease) {
 // spare slots to expire (two holds) while other replicas are refused.
 func (p *LeasedParking) Close(ctx context.Context) {
 	p.mu.Lock()
-	leases := make([]*lease, 0, len(p.leases))
-	for _, l := range p.leases {
-		leases = append(leases, l)
-	}
+	leases := slices.Collect(maps.Values(p.leases))
 	p.mu.Unlock()
 	for _, l := range leases {
 		l.mu.Lock()
@@ -177,12 +170,19 @@ func (p *LeasedParking) Close(ctx context.Context) {
 			l.timer.Stop()
 			l.timer = nil
 		}
-		if l.held > l.used {
-			if got, err := p.setLease(ctx, l.project, p.clk.Now().UnixMilli(), l.exp, l.max, l.used); err == nil {
-				l.held = got // a failure leaves the slots to expire with the lease
-			}
-		}
+		p.shrink(ctx, l, l.used)
 		l.mu.Unlock()
+	}
+}
+
+// shrink gives back what l holds beyond keep slots (l locked); a failure leaves them to
+// expire with the lease.
+func (p *LeasedParking) shrink(ctx context.Context, l *lease, keep int64) {
+	if keep >= l.held {
+		return
+	}
+	if got, err := p.setLease(ctx, l.project, p.clk.Now().UnixMilli(), l.exp, l.max, keep); err == nil {
+		l.held = got
 	}
 }
 
