@@ -115,16 +115,22 @@ func loadDrainScript(name string) *redis.Script { return load(allowOOM, name) }
 
 func loadScript(name string) *redis.Script { return load("", name) }
 
-func load(shebang, name string) *redis.Script {
+// preludeDefs is prelude.lua's definitions, of which each script gets the ones it uses
+// (prelude.go).
+var preludeDefs = func() []preludeDef {
 	prelude, err := scriptFiles.ReadFile("scripts/prelude.lua")
 	if err != nil {
 		panic(err)
 	}
+	return parsePrelude(string(prelude))
+}()
+
+func load(shebang, name string) *redis.Script {
 	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	sc := redis.NewScript(shebang + string(prelude) + "\n" + string(body))
+	sc := redis.NewScript(shebang + preludeFor(preludeDefs, string(body)) + "\n" + string(body))
 	scriptNames[sc.Hash()] = name // for tracing (tracing.go)
 	return sc
 }

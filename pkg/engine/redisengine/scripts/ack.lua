@@ -6,8 +6,12 @@ local now = tonumber(ARGV[1])
 bkeys(6)
 local res, ok = {}, {}
 local gone, seen = 0, {}
+local asked = {}
+for i = 2, #ARGV, 2 do asked[#asked + 1] = ARGV[i] end
+local vals = {}
+if #asked > 0 then vals = redis.call('HMGET', KEYS[3], unpack(asked)) end
 for i = 2, #ARGV, 2 do
-  local a, ra, ea, sa, v, at = mstate(KEYS[3], KEYS[4], ARGV[i])
+  local a, ra, ea, sa, v, at = mparse(vals[i / 2], KEYS[4], ARGV[i])
   if a and a == tonumber(ARGV[i + 1]) and ea > now then
     res[#res + 1] = 1; ok[#ok + 1] = {ARGV[i], at == nil}
     if not seen[ARGV[i]] then gone = gone + psize(v, at) end

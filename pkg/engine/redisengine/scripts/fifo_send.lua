@@ -94,7 +94,6 @@ for _, b in ipairs(back) do
 end
 if #old > 0 then redis.call('ZREM', KEYS[11], unpack(old)) end
 bchg(add, 0)
-local rate = redis.call('INCRBY', KEYS[5], #store)
-redis.call('PEXPIRE', KEYS[5], 2000)
+local rate = bump(KEYS[5], #store)
 if #store > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
 return {rate, codes}

@@ -77,7 +77,6 @@ for _, s in ipairs(steps) do
   end
 end
 bchg(add, 0)
-local rate = redis.call('INCRBY', KEYS[5], #steps)
-redis.call('PEXPIRE', KEYS[5], 2000)
+local rate = bump(KEYS[5], #steps)
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return {rate, out}

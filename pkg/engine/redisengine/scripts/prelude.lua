@@ -25,12 +25,12 @@ local function attempt_field(f)
   if not x then return nil end
   return tonumber(x), tonumber(y), mark == '*'
 end
--- A message is one field of m: its state, '|', then its payload. Messages stored before
+-- A message is one field of m: its state, '|', then its payload. mparse reads value v of
+-- message id (false or nil: no such message) as mstate reads it from m. Messages stored before
 -- (payload alone in m, starting with the format version byte 1, never a digit; the state in s)
 -- are still read: mread's sixth result is then true, and rewriting one removes its s field.
 -- The seventh and eighth results are the cancels and whether this attempt is cancelled.
-local function mstate(m, s, id)
-  local v = redis.call('HGET', m, id)
+local function mparse(v, s, id)
   if not v then return nil end
   -- Plain finds: several times cheaper than a pattern match.
   local i1 = string.find(v, '|', 1, true)
@@ -47,6 +47,8 @@ local function mstate(m, s, id)
   if not oa then return nil end
   return oa, ora, oea, osa, v, nil, 0, false
 end
+-- mstate is mparse of message id's field of m (mparse takes the value an HMGET read).
+local function mstate(m, s, id) return mparse(redis.call('HGET', m, id), s, id) end
 -- mread is mstate with the payload: a, ra, ea, sa, payload, old, cancels, cancelled.
 local function mread(m, s, id)
   local a, ra, ea, sa, v, at, c, cut = mstate(m, s, id)
@@ -408,16 +410,18 @@ local function bfold(P, field, ver, s, keep)
 end
 -- bchg moves the partition's message bytes by dn and outbox bytes by dob. Counts never go
 -- below 0 (messages stored before counting began were never added).
+-- (One read of o and pj: each redis.call costs about as much as a message's own work.)
 local function bchg(dn, dob)
   if dn == 0 and dob == 0 then return end
   local n = redis.call('HINCRBY', BK, 'n', dn)
   if n < 0 then redis.call('HSET', BK, 'n', 0); n = 0 end
-  local o = tonumber(redis.call('HGET', BK, 'o') or '0')
+  local cur = redis.call('HMGET', BK, 'o', 'pj')
+  local o = tonumber(cur[1] or '0')
   if dob ~= 0 then
     o = redis.call('HINCRBY', BK, 'o', dob)
     if o < 0 then redis.call('HSET', BK, 'o', 0); o = 0 end
   end
-  if PJ and dn > 0 then redis.call('HSET', BK, 'pj', PJ) end
+  if PJ and dn > 0 and cur[2] ~= PJ then redis.call('HSET', BK, 'pj', PJ) end
   local ver = redis.call('HINCRBY', BK, 'v', 1)
   if PK then bfold(PK, BK, ver, n + o) end
 end
@@ -492,4 +496,12 @@ local function znext(z, now)
     end
   end
   return best
+end
+
+-- bump adds n to a partition's send counter of the current second (keys.go) and returns its
+-- new value. The key's name holds the second, so only the call that makes it sets its expiry.
+local function bump(k, n)
+  local r = redis.call('INCRBY', k, n)
+  if r == n then redis.call('PEXPIRE', k, 2000) end
+  return r
 end

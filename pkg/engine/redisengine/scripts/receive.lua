@@ -195,9 +195,12 @@ if amo then
   end
   take = {}
 end
+local dl = {} -- each band's in-flight deadline, formatted once
 for _, t in ipairs(take) do
   hset[#hset + 1] = t[1]; hset[#hset + 1] = t[2]
-  fadd[#fadd + 1] = ms(t[6] * BAND + now + vis); fadd[#fadd + 1] = t[1]
+  local d = dl[t[6]]
+  if not d then d = ms(t[6] * BAND + now + vis); dl[t[6]] = d end
+  fadd[#fadd + 1] = d; fadd[#fadd + 1] = t[1]
   prio[#prio + 1] = t[6]
   if t[4] == 'l' then
     xadd[#xadd + 1] = t[5]; xadd[#xadd + 1] = t[1]

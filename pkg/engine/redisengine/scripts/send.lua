@@ -47,7 +47,6 @@ for i = 7, #ARGV, 3 do
 end
 if #push > 0 then redis.call('RPUSH', KEYS[6], unpack(push)) end
 bchg(add, 0)
-local rate = redis.call('INCRBY', KEYS[5], n)
-redis.call('PEXPIRE', KEYS[5], 2000)
+local rate = bump(KEYS[5], n)
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return rate
