@@ -114,8 +114,10 @@ if [ -n "${BENCH_ENV:-}" ]; then
   printf 'QUEUES_URL=%s\nQUEUES_ADMIN_LISTEN=%s\nQUEUES_OPERATOR_TOKEN=%s\nAPI_PID=%s\n' "$QUEUES_URL" "$QUEUES_ADMIN_LISTEN" "$QUEUES_OPERATOR_TOKEN" "${pids[-1]}" >"$BENCH_ENV"
 fi
 # The processes' CPU per message is reported by every timed phase; a -cpu-pids among the
-# arguments comes later and wins.
-"$Q" bench -cpu-pids "$cpupids" "$@"
+# arguments comes later and wins. BENCH_GEN_BIN runs the generator from another binary than
+# the service's: one generator against several service builds (BENCH_BIN) measures the
+# service alone changing.
+"${BENCH_GEN_BIN:-$Q}" bench -cpu-pids "$cpupids" "$@"
 # BENCH_REDIS_STATS names a file for redis-server's INFO commandstats after the run (api mode).
 if [ -n "${BENCH_REDIS_STATS:-}" ] && [ -n "${rport:-}" ]; then
   redis-cli -p "$rport" info commandstats >"$BENCH_REDIS_STATS"
