@@ -1,13 +1,16 @@
 package pusher_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/queueshq/queues/pkg/engine"
+	"github.com/queueshq/queues/pkg/ids"
 	"github.com/queueshq/queues/pkg/meta"
 	"github.com/queueshq/queues/pkg/meta/memmeta"
 	"github.com/queueshq/queues/pusher"
@@ -31,7 +34,7 @@ func TestRetryAfterStormDeadLettersNothing(t *testing.T) {
 		}
 	})
 	e.subscribe(q, ep.URL, nil)
-	health := memmeta.NewHealth()
+	health := newAwaitedHealth()
 	e.pusher(func(c *pusher.Config) { c.Health = health })
 	msgs := e.send(q, "a", "b", "c")
 	for storm := 0; storm < 6; storm++ { // three times maxReceiveCount
@@ -50,7 +53,7 @@ func TestRetryAfterStormDeadLettersNothing(t *testing.T) {
 		}
 		e.clk.Advance(3 * time.Second)
 	}
-	acked := 0
+	acked, attempts := 0, 6
 	for acked < len(msgs) {
 		got := ep.next(t)
 		for _, m := range got.body.Messages {
@@ -60,10 +63,12 @@ func TestRetryAfterStormDeadLettersNothing(t *testing.T) {
 		}
 		acked += len(got.body.Messages)
 		e.attempt(q)
+		attempts++
 	}
 	if st := e.stats(dlq); st.Visible+st.InFlight+st.Delayed != 0 {
 		t.Fatalf("dead-letter queue holds %+v after a Retry-After storm", st)
 	}
+	health.await(t, attempts)
 	h, err := health.Health(t.Context(), e.mustSub(q).ID)
 	if err != nil || h.LastError == nil || h.LastSuccessAt.IsZero() || h.ConsecutiveFailures != 0 {
 		t.Fatalf("health after the storm: %+v %v", h, err)
@@ -81,7 +86,7 @@ func TestFailingEndpointDisabledAndResumed(t *testing.T) {
 	q := e.queue("standard", nil)
 	ep := newEndpoint(t, false, status(500))
 	sub := e.subscribe(q, ep.URL, func(s *meta.Subscription) { s.DisableAfterSeconds = 3600 })
-	health := memmeta.NewHealth()
+	health := newAwaitedHealth()
 	p := e.pusher(func(c *pusher.Config) { c.Health = health })
 	msg := e.send(q, "doomed")[0]
 	start := e.clk.Now()
@@ -127,11 +132,54 @@ func TestFailingEndpointDisabledAndResumed(t *testing.T) {
 	if a := e.attempt(q); a.Outcome != meta.AttemptAcknowledged {
 		t.Fatalf("after the resume: %+v", a)
 	}
+	health.await(t, attempts+1)
 	h, err := health.Health(t.Context(), sub.ID)
 	if err != nil || h.ConsecutiveFailures != 0 || h.LastSuccessAt.IsZero() || h.LastError == nil || h.LastError.Status != 500 {
 		t.Fatalf("health after the resume: %+v %v", h, err)
 	}
 	if attempts < 7 {
 		t.Fatalf("%d attempts before disabling, want one every 10 minutes for an hour", attempts)
+	}
+}
+
+// awaitedHealth is the health log with a count of the outcomes written: the pusher writes
+// them off the push path, after the attempt is logged, so a test awaits them before it reads.
+type awaitedHealth struct {
+	meta.HealthLog
+	mu      sync.Mutex
+	written int
+	changed chan struct{} // closed and replaced at every write
+}
+
+func newAwaitedHealth() *awaitedHealth {
+	return &awaitedHealth{HealthLog: memmeta.NewHealth(), changed: make(chan struct{})}
+}
+
+func (h *awaitedHealth) RecordHealth(ctx context.Context, sub ids.ID, os ...meta.HealthOutcome) (meta.Health, error) {
+	rec, err := h.HealthLog.RecordHealth(ctx, sub, os...)
+	h.mu.Lock()
+	h.written += len(os)
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
+	return rec, err
+}
+
+// await returns once n outcomes were written.
+func (h *awaitedHealth) await(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		h.mu.Lock()
+		written, changed := h.written, h.changed
+		h.mu.Unlock()
+		if written >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("%d health outcomes written, want %d", written, n)
+		}
 	}
 }
